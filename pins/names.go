@@ -1,0 +1,103 @@
+package pins
+
+// Kind is what a pin's value must look like.
+type Kind string
+
+// Pin kinds; each has its validator in validate.go.
+const (
+	KindSHA     Kind = "sha"     // a full 40-hex git commit
+	KindRef     Kind = "ref"     // a git commit, tag or branch (branches float)
+	KindTag     Kind = "tag"     // a git tag such as v0.10.2 or b10590
+	KindBranch  Kind = "branch"  // a git branch: always floating
+	KindDigest  Kind = "digest"  // sha256:<64 hex>
+	KindImage   Kind = "image"   // an OCI image reference (tag and/or digest)
+	KindURL     Kind = "url"     // an https URL
+	KindVersion Kind = "version" // a package version such as 2.11.0+rocm7.14.0
+	KindPath    Kind = "path"    // a file system path (may be empty)
+	KindInt     Kind = "int"     // a non-negative integer
+	KindName    Kind = "name"    // a container or box name
+	KindGFX     Kind = "gfx"     // one or more LLVM targets, ';' separated
+)
+
+// Spec describes one known pin name.
+type Spec struct {
+	Name     string
+	Kind     Kind
+	Optional bool // may be empty
+	Help     string
+}
+
+// specs lists every name versions.env may define, grouped by track.
+var specs = []Spec{
+	// shared by the TheRock tracks and most others
+	{Name: "GPU_TARGET", Kind: KindGFX, Help: "LLVM target of the GPU"},
+	{Name: "PYTORCH_ROCM_ARCH", Kind: KindGFX, Help: "architectures PyTorch extensions are built for"},
+	{Name: "PYTHON_VERSION", Kind: KindVersion, Help: "Python of the venv"},
+	// therock-toolbox
+	{Name: "TOOLBOX_NAME", Kind: KindName, Help: "distrobox name"},
+	{Name: "TOOLBOX_IMAGE", Kind: KindImage, Help: "image the distrobox runs"},
+	{Name: "THEROCK_INDEX_URL", Kind: KindURL, Help: "TheRock wheel index"},
+	{Name: "ROCM_VERSION", Kind: KindVersion, Help: "TheRock ROCm SDK version"},
+	{Name: "TORCH_VERSION", Kind: KindVersion, Help: "torch wheel version"},
+	{Name: "TORCHVISION_VERSION", Kind: KindVersion, Help: "torchvision wheel version"},
+	{Name: "TORCHAUDIO_VERSION", Kind: KindVersion, Help: "torchaudio wheel version"},
+	{Name: "AITER_REPO", Kind: KindURL, Help: "AITER git repository"},
+	{Name: "AITER_REF", Kind: KindRef, Help: "AITER commit"},
+	{Name: "FLASH_ATTENTION_REPO", Kind: KindURL, Help: "ROCm flash-attention git repository"},
+	{Name: "FLASH_ATTENTION_REF", Kind: KindRef, Help: "flash-attention commit"},
+	{Name: "VLLM_REPO", Kind: KindURL, Help: "vLLM git repository"},
+	{Name: "VLLM_REF", Kind: KindRef, Help: "vLLM commit"},
+	// vllm-image
+	{Name: "VLLM_IMAGE", Kind: KindImage, Help: "AMD's prebuilt vLLM image"},
+	{Name: "VLLM_PORT", Kind: KindInt, Help: "port the launcher publishes"},
+	// nightly-spoof and locked-spoof
+	{Name: "NIGHTLY_IMAGE", Kind: KindImage, Help: "nightly vLLM image (floats)"},
+	{Name: "SPOOF_GFX_VERSION", Kind: KindVersion, Help: "HSA_OVERRIDE_GFX_VERSION of the spoof tracks"},
+	{Name: "SPOOF_BASE_IMAGE", Kind: KindImage, Help: "repository of the locked spoof base"},
+	{Name: "SPOOF_BASE_DIGEST", Kind: KindDigest, Help: "digest of the locked spoof base"},
+	{Name: "SPOOF_LOCKED_IMAGE", Kind: KindImage, Help: "name of the image build_spoof_locked.sh makes"},
+	// source-stable
+	{Name: "SOURCE_BASE_IMAGE", Kind: KindImage, Help: "Fedora base of the source build"},
+	{Name: "SOURCE_ROCM_VERSION", Kind: KindVersion, Help: "ROCm of the source build"},
+	{Name: "SOURCE_TORCH_VERSION", Kind: KindVersion, Help: "PyTorch of the source build"},
+	{Name: "SOURCE_TORCH_INDEX_URL", Kind: KindURL, Help: "PyTorch ROCm wheel index"},
+	{Name: "SOURCE_VLLM_REF", Kind: KindRef, Help: "vLLM commit of the source build"},
+	{Name: "SOURCE_FLASH_ATTENTION_REF", Kind: KindRef, Help: "flash-attention commit of the source build"},
+	{Name: "SOURCE_IMAGE", Kind: KindImage, Help: "name of the image build_pipeline.sh makes"},
+	// llamacpp-vulkan and llamacpp-rocm
+	{Name: "LLAMACPP_REPO", Kind: KindURL, Help: "llama.cpp git repository"},
+	{Name: "LLAMACPP_REF", Kind: KindRef, Help: "llama.cpp release tag"},
+	{Name: "VULKAN_BASE_IMAGE", Kind: KindImage, Help: "base of Dockerfile.vulkan"},
+	{Name: "VULKAN_IMAGE", Kind: KindImage, Help: "name of the image build_vulkan.sh makes"},
+	{Name: "LLAMA_MODEL", Kind: KindPath, Optional: true, Help: "GGUF model for llama-bench and the ladder"},
+	{Name: "LLAMACPP_ROCM_IMAGE", Kind: KindImage, Help: "llama.cpp ROCm toolbox image"},
+	{Name: "LLAMACPP_ROCM_MINIMAL_IMAGE", Kind: KindImage, Help: "minimal llama.cpp ROCm image"},
+	{Name: "LLAMACPP_ROCM_NIGHTLY_IMAGE", Kind: KindImage, Help: "llama.cpp on a TheRock nightly"},
+	{Name: "LLAMA_STALL_TIMEOUT", Kind: KindInt, Help: "seconds without output before a ladder rung counts as hung"},
+	// ollama
+	{Name: "OLLAMA_IMAGE", Kind: KindImage, Help: "Ollama ROCm image"},
+	{Name: "OLLAMA_PORT", Kind: KindInt, Help: "Ollama API port"},
+	{Name: "OLLAMA_GPU_OVERHEAD", Kind: KindInt, Help: "bytes of GPU memory Ollama keeps free (OLLAMA_GPU_OVERHEAD)"},
+	// therock-aotriton
+	{Name: "THEROCK_REPO", Kind: KindURL, Help: "TheRock git repository"},
+	{Name: "THEROCK_REF", Kind: KindRef, Help: "TheRock commit"},
+	// legacy-gfx803
+	{Name: "GFX803_BASE_IMAGE", Kind: KindImage, Help: "ROCm base image for Polaris"},
+	{Name: "GFX803_PYTORCH_REPO", Kind: KindURL, Help: "ROCm PyTorch fork"},
+	{Name: "GFX803_PYTORCH_REF", Kind: KindRef, Help: "PyTorch branch for gfx803"},
+	{Name: "GFX803_VISION_REF", Kind: KindRef, Help: "torchvision branch"},
+	{Name: "GFX803_AUDIO_REF", Kind: KindRef, Help: "torchaudio tag"},
+}
+
+// Specs returns every known pin name with its kind.
+func Specs() []Spec { return append([]Spec(nil), specs...) }
+
+// Lookup returns the spec of a known name.
+func Lookup(name string) (Spec, bool) {
+	for _, s := range specs {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Spec{}, false
+}

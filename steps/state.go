@@ -1,0 +1,143 @@
+package steps
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// StateFile is the name of the state file inside the state dir.
+const StateFile = "state.json"
+
+// Step outcomes recorded in state.json and report.json.
+const (
+	OutcomeSucceeded   = "succeeded"
+	OutcomeFailed      = "failed"
+	OutcomeInterrupted = "interrupted"
+	OutcomeSkipped     = "skipped" // cache key matched the last success
+	OutcomeRunning     = "running" // only seen after a crash of haloforge itself
+)
+
+// State is what haloforge remembers between runs: per track, per step, the
+// last attempt and the last success (whose cache key makes a step skippable).
+type State struct {
+	Version int                    `json:"version"`
+	Tracks  map[string]*TrackState `json:"tracks"`
+}
+
+// TrackState is the memory of one track.
+type TrackState struct {
+	LastRun string                `json:"last_run,omitempty"`
+	Steps   map[string]*StepState `json:"steps"`
+}
+
+// StepState is the memory of one step.
+type StepState struct {
+	Status      string        `json:"status"`
+	RunID       string        `json:"run_id,omitempty"`
+	CacheKey    string        `json:"cache_key,omitempty"`
+	ExitCode    int           `json:"exit_code"`
+	Started     time.Time     `json:"started,omitzero"`
+	Duration    time.Duration `json:"duration_ns"`
+	Log         string        `json:"log,omitempty"`
+	LastSuccess *Success      `json:"last_success,omitempty"`
+}
+
+// Success records the cache key and duration of a step's last success.
+type Success struct {
+	CacheKey string        `json:"cache_key"`
+	RunID    string        `json:"run_id"`
+	At       time.Time     `json:"at"`
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// NewState returns an empty state.
+func NewState() *State { return &State{Version: 1, Tracks: map[string]*TrackState{}} }
+
+// LoadState reads <dir>/state.json; a missing file is an empty state.
+func LoadState(dir string) (*State, error) {
+	b, err := os.ReadFile(filepath.Join(dir, StateFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return NewState(), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read state: %w", err)
+	}
+	s := NewState()
+	if err := json.Unmarshal(b, s); err != nil {
+		return nil, fmt.Errorf("%s: not valid state JSON: %w", filepath.Join(dir, StateFile), err)
+	}
+	if s.Tracks == nil {
+		s.Tracks = map[string]*TrackState{}
+	}
+	return s, nil
+}
+
+// Track returns the state of a track, creating it when absent.
+func (s *State) Track(id string) *TrackState {
+	t := s.Tracks[id]
+	if t == nil {
+		t = &TrackState{Steps: map[string]*StepState{}}
+		s.Tracks[id] = t
+	}
+	if t.Steps == nil {
+		t.Steps = map[string]*StepState{}
+	}
+	return t
+}
+
+// LastSuccessKey returns the cache key of the step's last success, or "".
+func (s *State) LastSuccessKey(track, step string) string {
+	t := s.Tracks[track]
+	if t == nil || t.Steps[step] == nil || t.Steps[step].LastSuccess == nil {
+		return ""
+	}
+	return t.Steps[step].LastSuccess.CacheKey
+}
+
+// Save writes state.json atomically: a temp file in the same dir, fsync, rename.
+func (s *State) Save(dir string) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(filepath.Join(dir, StateFile), append(b, '\n'))
+}
+
+// WriteFileAtomic replaces path with data so that a reader sees the old or
+// the new content, never a torn write, even after a crash.
+func WriteFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after the rename
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync() // make the rename durable; best effort on odd file systems
+		d.Close()
+	}
+	return nil
+}

@@ -1,0 +1,242 @@
+package steps
+
+// gfx1151 is Strix Halo's LLVM target; the main tracks build for it natively.
+var gfxStrixHalo = []string{"gfx1151"}
+
+// catalogue is every track of the seeds, in the order the picker shows them.
+// Step IDs and script names of therock-toolbox are part of DESIGN.md's contract.
+var catalogue = []Track{
+	{
+		ID:     "therock-toolbox",
+		Title:  "TheRock toolbox: PyTorch + vLLM built for gfx1151",
+		Status: StatusRecommended,
+		Source: "seeds/build-process-aiter-fa-vllm.md",
+		Description: "A distrobox toolbox on your host with TheRock's ROCm SDK wheels " +
+			"(rocm-sdk init) and torch for gfx1151, then flash-attention (ROCm fork, Triton AMD), " +
+			"an optional AITER and vLLM built as wheels against that torch. Native gfx1151 kernels, " +
+			"no spoofing, every wheel kept and reused. Pick it on a Strix Halo box: it is the path " +
+			"most owners take and the one haloforge knows best. Needs a few hours of compiling the first time.",
+		Pros:           []string{"native gfx1151 kernels, no HSA override", "every pin reproducible, wheels cached", "runs by hand without the wizard"},
+		Cons:           []string{"hours of compiling on the first run", "AITER is CDNA-only and usually skipped"},
+		GFX:            gfxStrixHalo,
+		Requires:       []string{"kernel >= 6.18.4", "podman and distrobox", "/dev/kfd and /dev/dri reachable (groups render, video)", "about 60 GB free disk"},
+		BlockingChecks: []string{"gpu", "kfd-access", "container-engine", "distrobox", "disk-space"},
+		Env:            map[string]string{"HSA_OVERRIDE_GFX_VERSION": ""},
+		Steps: []Step{
+			{ID: "toolbox", Title: "Create the distrobox toolbox", Script: "00-setup-toolbox.sh", Pins: []string{"TOOLBOX_NAME", "TOOLBOX_IMAGE"}},
+			{ID: "tools", Title: "Install build tools from the distro", Script: "01-install-tools.sh", Pins: []string{"PYTHON_VERSION"}, DependsOn: []string{"toolbox"}},
+			{ID: "rocm", Title: "Install TheRock ROCm SDK and torch", Script: "02-install-rocm.sh", Pins: []string{"THEROCK_INDEX_URL", "ROCM_VERSION", "TORCH_VERSION", "TORCHVISION_VERSION", "TORCHAUDIO_VERSION", "GPU_TARGET"}, DependsOn: []string{"tools"}},
+			{ID: "aiter", Title: "Build AITER (optional)", Script: "03-build-aiter.sh", Pins: []string{"AITER_REPO", "AITER_REF", "PYTORCH_ROCM_ARCH"}, DependsOn: []string{"rocm"}, Optional: true,
+				Why: "AITER carries CDNA-only inline assembly; on gfx1151 it often fails to build and vLLM works without it"},
+			{ID: "flash-attention", Title: "Build flash-attention (Triton AMD)", Script: "04-build-fa.sh", Pins: []string{"FLASH_ATTENTION_REPO", "FLASH_ATTENTION_REF", "PYTORCH_ROCM_ARCH"}, DependsOn: []string{"rocm"}},
+			{ID: "vllm", Title: "Build vLLM", Script: "05-build-vllm.sh", Pins: []string{"VLLM_REPO", "VLLM_REF", "PYTORCH_ROCM_ARCH", "GPU_TARGET"}, DependsOn: []string{"rocm"}},
+			{ID: "verify", Title: "Verify torch, attention and vLLM", Script: "06-verify.sh", Pins: []string{"GPU_TARGET"}, DependsOn: []string{"aiter", "flash-attention", "vllm"}},
+		},
+		Next: []string{
+			"distrobox enter $TOOLBOX_NAME",
+			"source /opt/venv/bin/activate",
+			"vllm serve <model> --gpu-memory-utilization 0.85",
+		},
+	},
+	{
+		ID:     "vllm-image",
+		Title:  "AMD's prebuilt vLLM image",
+		Status: StatusStable,
+		Source: "seeds/spec-continuous-build.md (option A)",
+		Description: "Pulls AMD's pre-tested vLLM container at a pinned tag and runs it with the GPU " +
+			"devices, host IPC and the memory advice for the unified-memory APU. Zero build time: " +
+			"the fastest way to a working vLLM. Pick it to try vLLM today; you get the versions AMD " +
+			"shipped in the image, not the newest.",
+		Pros:           []string{"no build at all", "pre-tested by AMD"},
+		Cons:           []string{"versions are what the image has", "tag names are AMD's, not always kept"},
+		GFX:            []string{"gfx1151", "gfx1100", "gfx1101", "gfx942", "gfx90a"},
+		Requires:       []string{"podman or docker", "/dev/kfd and /dev/dri", "about 30 GB free disk"},
+		BlockingChecks: []string{"gpu", "kfd-access", "container-engine"},
+		Steps: []Step{
+			{ID: "pull", Title: "Pull the pinned vLLM image", Script: "00-pull-image.sh", Pins: []string{"VLLM_IMAGE"}},
+			{ID: "launcher", Title: "Write the launcher script", Script: "01-write-launcher.sh", Pins: []string{"VLLM_IMAGE", "VLLM_PORT"}, DependsOn: []string{"pull"}},
+			{ID: "verify", Title: "Verify torch and vLLM in the image", Script: "02-verify.sh", Pins: []string{"VLLM_IMAGE", "GPU_TARGET"}, DependsOn: []string{"launcher"}},
+		},
+		Next: []string{"$HALOFORGE_STATE_DIR/vllm-image/start-vllm.sh <model>"},
+	},
+	{
+		ID:     "source-stable",
+		Title:  "Fedora source build with stable pins",
+		Status: StatusStable,
+		Source: "seeds/spec-continuous-build.md (option B)",
+		Description: "A Fedora 43 container (Red Hat aligned: dnf, podman, clean layers) that builds " +
+			"vLLM v0.10.2 and flash-attention from source against PyTorch 2.8 on ROCm 6.4, with gfx1151 " +
+			"patched into vLLM's architecture list. build_pipeline.sh takes versions and hashes as " +
+			"arguments, defaults to versions.env, labels the image with every git hash and freezes " +
+			"requirements.lock. Pick it for a reproducible continuous build or an upstream path.",
+		Pros:           []string{"stable releases, not nightlies", "image labels record every pin", "Red Hat aligned"},
+		Cons:           []string{"older vLLM", "long build"},
+		GFX:            gfxStrixHalo,
+		Requires:       []string{"podman", "about 80 GB free disk", "32 GB RAM or more for the build"},
+		BlockingChecks: []string{"container-engine", "disk-space"},
+		Steps: []Step{
+			{ID: "image", Title: "Build the Fedora image from source", Script: "build_pipeline.sh", Pins: []string{"SOURCE_BASE_IMAGE", "SOURCE_ROCM_VERSION", "SOURCE_TORCH_VERSION", "SOURCE_TORCH_INDEX_URL", "SOURCE_VLLM_REF", "SOURCE_FLASH_ATTENTION_REF", "GPU_TARGET", "SOURCE_IMAGE"}},
+			{ID: "lock", Title: "Export requirements.lock", Script: "01-export-lock.sh", Pins: []string{"SOURCE_IMAGE"}, DependsOn: []string{"image"}},
+			{ID: "verify", Title: "Verify the image", Script: "02-verify.sh", Pins: []string{"SOURCE_IMAGE", "GPU_TARGET"}, DependsOn: []string{"lock"}},
+		},
+		Next: []string{"podman run --rm -it --device /dev/kfd --device /dev/dri --group-add keep-groups --ipc=host $SOURCE_IMAGE"},
+	},
+	{
+		ID:     "nightly-spoof",
+		Title:  "Nightly vLLM image, spoofed as gfx1100",
+		Status: StatusExperimental,
+		Source: "seeds/spec-continuous-build.md (track C)",
+		Description: "Runs the floating rocm/vllm-dev:nightly image with HSA_OVERRIDE_GFX_VERSION=11.0.0, " +
+			"so the runtime treats the 8060S as a Navi31 (gfx1100). Zero build time and verified working " +
+			"once, but it relies on RDNA3 kernels running on RDNA3.5: illegal-instruction crashes are a " +
+			"real risk and the image changes under you. A stop-gap, not a setup.",
+		Pros:           []string{"zero build time"},
+		Cons:           []string{"illegal instruction crashes possible", "floating tag: not reproducible"},
+		GFX:            gfxStrixHalo,
+		Requires:       []string{"podman or docker", "/dev/kfd and /dev/dri"},
+		BlockingChecks: []string{"gpu", "kfd-access", "container-engine"},
+		Env:            map[string]string{"HSA_OVERRIDE_GFX_VERSION": "11.0.0"},
+		Steps: []Step{
+			{ID: "pull", Title: "Pull the nightly image", Script: "00-pull-image.sh", Pins: []string{"NIGHTLY_IMAGE"}},
+			{ID: "verify", Title: "Verify under the gfx1100 spoof", Script: "01-verify.sh", Pins: []string{"NIGHTLY_IMAGE", "SPOOF_GFX_VERSION"}, DependsOn: []string{"pull"}},
+		},
+		Next: []string{"scripts/nightly-spoof/run_nightly_spoof.sh <model>"},
+	},
+	{
+		ID:     "locked-spoof",
+		Title:  "Pinned-digest image with the spoof baked in",
+		Status: StatusExperimental,
+		Source: "seeds/spec-continuous-build.md (track D)",
+		Description: "Builds a small image FROM a pinned rocm/vllm-dev digest with the gfx1100 spoof " +
+			"variables baked in (Dockerfile.spoof_locked, build_spoof_locked.sh). The same trade-off as " +
+			"the nightly spoof, but reproducible: the digest never moves. Pick it when the spoof works " +
+			"for you and you want it to keep working.",
+		Pros:           []string{"reproducible: pinned by digest", "tiny build"},
+		Cons:           []string{"still a spoof: illegal instruction risk", "old vLLM in the base"},
+		GFX:            gfxStrixHalo,
+		Requires:       []string{"podman or docker", "/dev/kfd and /dev/dri"},
+		BlockingChecks: []string{"gpu", "kfd-access", "container-engine"},
+		Steps: []Step{
+			{ID: "image", Title: "Build the locked spoof image", Script: "build_spoof_locked.sh", Pins: []string{"SPOOF_BASE_IMAGE", "SPOOF_BASE_DIGEST", "SPOOF_GFX_VERSION", "SPOOF_LOCKED_IMAGE"}},
+			{ID: "verify", Title: "Verify the locked image", Script: "01-verify.sh", Pins: []string{"SPOOF_LOCKED_IMAGE"}, DependsOn: []string{"image"}},
+		},
+		Next: []string{"podman run --rm -it --device /dev/kfd --device /dev/dri --group-add keep-groups --ipc=host $SPOOF_LOCKED_IMAGE"},
+	},
+	{
+		ID:     "llamacpp-vulkan",
+		Title:  "llama.cpp on Vulkan (RADV)",
+		Status: StatusStable,
+		Source: "seeds/spec-continuous-build.md (track E)",
+		Description: "Builds llama.cpp with GGML_VULKAN=ON in a container and runs it on Mesa's RADV " +
+			"driver. No ROCm at all, so no kernel-driver or ROCm hangs: about 2.5x faster prompt " +
+			"processing than HIP on Strix Halo (721-884 tok/s reported), slower token generation. " +
+			"Pick it for GGUF models and when ROCm misbehaves; it is not vLLM.",
+		Pros:           []string{"fastest prompt processing", "no ROCm dependency", "works when ROCm hangs"},
+		Cons:           []string{"slower generation than HIP", "llama.cpp API, not vLLM"},
+		GFX:            []string{"gfx1151", "gfx1150", "gfx1100", "gfx1101", "gfx1102", "gfx1030", "gfx803", "gfx900"},
+		Requires:       []string{"podman or docker", "/dev/dri", "Mesa RADV"},
+		BlockingChecks: []string{"container-engine"},
+		Steps: []Step{
+			{ID: "image", Title: "Build llama.cpp with Vulkan", Script: "build_vulkan.sh", Pins: []string{"VULKAN_BASE_IMAGE", "LLAMACPP_REPO", "LLAMACPP_REF", "VULKAN_IMAGE"}},
+			{ID: "verify", Title: "Verify, and llama-bench when a model is given", Script: "01-verify.sh", Pins: []string{"VULKAN_IMAGE", "LLAMA_MODEL"}, DependsOn: []string{"image"}},
+		},
+		Next: []string{"podman run --rm -it --device /dev/dri -v ~/models:/models $VULKAN_IMAGE llama-server -m /models/<model>.gguf -ngl 999"},
+	},
+	{
+		ID:     "ollama",
+		Title:  "Ollama, the simple server",
+		Status: StatusStable,
+		Source: "seeds/spec-continuous-build.md (track F)",
+		Description: "Runs the official Ollama ROCm container at a pinned release with the GPU devices " +
+			"and memory settings Ollama really reads (there is no OLLAMA_GPU_MEMORY: see TUTORIAL.md). " +
+			"gfx1151 is a built-in target, so no override is needed. The easiest deployment; less " +
+			"control than vLLM or llama.cpp.",
+		Pros:           []string{"easiest to run", "gfx1151 built in"},
+		Cons:           []string{"less control", "memory comes from GTT: size it on the host"},
+		GFX:            []string{"gfx1151", "gfx1150", "gfx1100", "gfx1101", "gfx1102", "gfx1030", "gfx90a", "gfx942"},
+		Requires:       []string{"podman or docker", "/dev/kfd and /dev/dri"},
+		BlockingChecks: []string{"gpu", "kfd-access", "container-engine"},
+		Steps: []Step{
+			{ID: "pull", Title: "Pull the Ollama image", Script: "00-pull-image.sh", Pins: []string{"OLLAMA_IMAGE"}},
+			{ID: "serve", Title: "Start Ollama", Script: "run_ollama.sh", Pins: []string{"OLLAMA_IMAGE", "OLLAMA_PORT", "OLLAMA_GPU_OVERHEAD"}, DependsOn: []string{"pull"}},
+			{ID: "verify", Title: "Verify Ollama sees the GPU", Script: "02-verify.sh", Pins: []string{"OLLAMA_PORT"}, DependsOn: []string{"serve"}},
+		},
+		Next: []string{"podman exec -it haloforge-ollama ollama run <model>"},
+	},
+	{
+		ID:     "therock-aotriton",
+		Title:  "TheRock PyTorch from source with AOTriton flash attention",
+		Status: StatusExperimental,
+		Source: "seeds/therock-aotriton-guide.md",
+		Description: "Sets up a Python 3.12 environment with TheRock's ROCm SDK, builds AOTriton at " +
+			"PyTorch's own pin, then PyTorch (TheRock flavour) for gfx1151 only with AOTriton and the " +
+			"FBGEMM GenAI patches, in stages that resume. Installs exactly the wheels built and checks " +
+			"that SDPA picks AOTriton flash attention. Pick it when you need PyTorch's own flash " +
+			"attention on gfx1151; the optional CK build does not change that on RDNA.",
+		Pros:           []string{"SDPA flash attention via AOTriton", "builds only gfx1151 (hours, not a day)"},
+		Cons:           []string{"long build", "needs TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL=1 at runtime"},
+		GFX:            gfxStrixHalo,
+		Requires:       []string{"64 GB RAM or more for the build", "about 100 GB free disk", "/dev/kfd for the checks"},
+		BlockingChecks: []string{"gpu", "disk-space", "build-memory"},
+		Env:            map[string]string{"TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL": "1", "TORCH_ROCM_AOTRITON_PREFER_DEFAULT": "1", "HIP_VISIBLE_DEVICES": "0"},
+		Steps: []Step{
+			{ID: "env", Title: "Set up the environment and ROCm SDK", Script: "00-setup-env.sh", Pins: []string{"PYTHON_VERSION", "THEROCK_INDEX_URL", "ROCM_VERSION", "GPU_TARGET"}},
+			{ID: "aotriton", Title: "Build AOTriton at PyTorch's pin", Script: "01-build-aotriton.sh", Pins: []string{"THEROCK_REPO", "THEROCK_REF", "GPU_TARGET"}, DependsOn: []string{"env"}},
+			{ID: "pytorch", Title: "Build PyTorch with AOTriton for gfx1151", Script: "02-build-pytorch-with-aotriton-gfx1151.sh", Pins: []string{"THEROCK_REF", "GPU_TARGET"}, DependsOn: []string{"aotriton"}},
+			{ID: "install", Title: "Install the wheels just built", Script: "04-install-wheels.sh", DependsOn: []string{"pytorch"}},
+			{ID: "verify", Title: "Backend check: AOTriton flash attention", Script: "run-backend-check.sh", Pins: []string{"GPU_TARGET"}, DependsOn: []string{"install"}},
+			{ID: "ck", Title: "Build Composable Kernel (optional)", Script: "03-build-ck.sh", Pins: []string{"GPU_TARGET"}, DependsOn: []string{"install"}, Optional: true,
+				Why: "CK's fused MHA is gated to CDNA targets; on gfx1151 SDPA stays on AOTriton, so CK is only for experiments"},
+			{ID: "bench", Title: "Attention benchmark (optional)", Script: "05-attention-bench.sh", DependsOn: []string{"verify"}, Optional: true,
+				Why: "a timing run with AMD_SERIALIZE_KERNEL=0; nothing depends on it"},
+		},
+		Next: []string{"TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL=1 python your_script.py"},
+	},
+	{
+		ID:     "legacy-gfx803",
+		Title:  "Legacy Polaris (gfx803) PyTorch from source",
+		Status: StatusStable,
+		Source: "seeds/gfx803-workflow.md",
+		Description: "Builds PyTorch, torchvision and torchaudio from source for Polaris cards " +
+			"(RX 470/480/570/580, gfx803) in a container, with the environment they need " +
+			"(ROC_ENABLE_PRE_VEGA=1, HSA_OVERRIDE_GFX_VERSION=8.0.3), the CMake >= 4 fixes in the " +
+			"third_party trees, torchvision built in a clean environment, and a layer order that keeps " +
+			"the long torch build cached. Not for Strix Halo: for the old card in the next box.",
+		Pros:           []string{"keeps old Polaris cards useful", "cache-friendly layers"},
+		Cons:           []string{"old PyTorch branch", "not for gfx1151"},
+		GFX:            []string{"gfx803"},
+		Requires:       []string{"podman", "about 60 GB free disk"},
+		BlockingChecks: []string{"container-engine", "disk-space"},
+		Env:            map[string]string{"HSA_OVERRIDE_GFX_VERSION": "8.0.3", "ROC_ENABLE_PRE_VEGA": "1", "PYTORCH_ROCM_ARCH": "gfx803"},
+		Steps: []Step{
+			{ID: "base", Title: "Build the ROCm base image", Script: "00-build-base.sh", Pins: []string{"GFX803_BASE_IMAGE"}},
+			{ID: "pytorch", Title: "Build PyTorch (with CMake 4 fixes)", Script: "01-build-pytorch.sh", Pins: []string{"GFX803_PYTORCH_REPO", "GFX803_PYTORCH_REF"}, DependsOn: []string{"base"}},
+			{ID: "vision", Title: "Build torchvision in a clean environment", Script: "02-build-torchvision.sh", Pins: []string{"GFX803_VISION_REF"}, DependsOn: []string{"pytorch"}},
+			{ID: "audio", Title: "Build torchaudio", Script: "03-build-torchaudio.sh", Pins: []string{"GFX803_AUDIO_REF"}, DependsOn: []string{"pytorch"}},
+			{ID: "verify", Title: "Verify torch on gfx803", Script: "04-verify.sh", DependsOn: []string{"vision", "audio"}},
+		},
+		Next: []string{"podman run --rm -it --device /dev/kfd --device /dev/dri --group-add keep-groups localhost/haloforge/gfx803-pytorch"},
+	},
+	{
+		ID:     "llamacpp-rocm",
+		Title:  "llama.cpp on ROCm (HIP): the strategy ladder",
+		Status: StatusExperimental,
+		Source: "seeds/rocm-llamacpp-investigation.md",
+		Description: "llama.cpp's HIP backend hangs on gfx1151 upstream (at async uploads, then at " +
+			"graph_reserve). This track runs the investigation's ladder as data: HSA_ENABLE_SDMA=0, " +
+			"the gfx1100 override, flash attention off, CWSR off, a TheRock nightly, an image without " +
+			"rocWMMA, each with a stall timeout, recording every result and stopping at the first that " +
+			"loads and generates. Experimental: expect it to end with 'use Vulkan'.",
+		Pros:           []string{"tells you exactly which workaround works on your box", "every attempt recorded"},
+		Cons:           []string{"upstream hangs: often no strategy succeeds", "needs a GGUF model"},
+		GFX:            gfxStrixHalo,
+		Requires:       []string{"podman or docker", "/dev/kfd and /dev/dri", "a GGUF model file"},
+		BlockingChecks: []string{"gpu", "kfd-access", "container-engine"},
+		Steps: []Step{
+			{ID: "pull", Title: "Pull the candidate images", Script: "00-pull-images.sh", Pins: []string{"LLAMACPP_ROCM_IMAGE", "LLAMACPP_ROCM_MINIMAL_IMAGE", "LLAMACPP_ROCM_NIGHTLY_IMAGE"}},
+			{ID: "ladder", Title: "Try each strategy with a stall timeout", Script: "01-run-ladder.sh", Pins: []string{"LLAMACPP_ROCM_IMAGE", "LLAMACPP_ROCM_MINIMAL_IMAGE", "LLAMACPP_ROCM_NIGHTLY_IMAGE", "LLAMA_MODEL", "LLAMA_STALL_TIMEOUT"}, DependsOn: []string{"pull"}},
+			{ID: "verify", Title: "Report the ladder's result", Script: "02-verify.sh", DependsOn: []string{"ladder"}},
+		},
+		Next: []string{"cat $HALOFORGE_STATE_DIR/llamacpp-rocm/ladder.json"},
+	},
+}
