@@ -1,0 +1,35 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"haloforge": func() { os.Exit(run(os.Args[1:])) },
+	})
+}
+
+// TestScripts runs the CLI scripts in testdata/script/*.txtar. Each script
+// starts in a fresh $WORK with $REPO pointing at the checkout, so scripts can
+// copy the real versions.env, scripts and fixtures.
+func TestScripts(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	repo := filepath.Join(filepath.Dir(file), "..", "..")
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("REPO", repo)
+			env.Setenv("SHARED", filepath.Join(repo, "..", "shared"))
+			env.Setenv("XDG_STATE_HOME", filepath.Join(env.WorkDir, ".state"))
+			env.Setenv("NO_COLOR", "1")
+			return nil
+		},
+	})
+}
