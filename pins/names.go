@@ -11,6 +11,7 @@ const (
 	KindBranch  Kind = "branch"  // a git branch: always floating
 	KindDigest  Kind = "digest"  // sha256:<64 hex>
 	KindImage   Kind = "image"   // an OCI image reference (tag and/or digest)
+	KindRepo    Kind = "repo"    // an OCI image repository, used with a digest pin
 	KindURL     Kind = "url"     // an https URL
 	KindVersion Kind = "version" // a package version such as 2.11.0+rocm7.14.0
 	KindPath    Kind = "path"    // a file system path (may be empty)
@@ -53,7 +54,7 @@ var specs = []Spec{
 	// nightly-spoof and locked-spoof
 	{Name: "NIGHTLY_IMAGE", Kind: KindImage, Help: "nightly vLLM image (floats)"},
 	{Name: "SPOOF_GFX_VERSION", Kind: KindVersion, Help: "HSA_OVERRIDE_GFX_VERSION of the spoof tracks"},
-	{Name: "SPOOF_BASE_IMAGE", Kind: KindImage, Help: "repository of the locked spoof base"},
+	{Name: "SPOOF_BASE_IMAGE", Kind: KindRepo, Help: "repository of the locked spoof base"},
 	{Name: "SPOOF_BASE_DIGEST", Kind: KindDigest, Help: "digest of the locked spoof base"},
 	{Name: "SPOOF_LOCKED_IMAGE", Kind: KindImage, Help: "name of the image build_spoof_locked.sh makes"},
 	// source-stable

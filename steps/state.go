@@ -47,12 +47,15 @@ type StepState struct {
 	LastSuccess *Success      `json:"last_success,omitempty"`
 }
 
-// Success records the cache key and duration of a step's last success.
+// Success records the cache key and duration of a step's last success, and
+// the inputs behind the key so that `plan` can say what changed since.
 type Success struct {
-	CacheKey string        `json:"cache_key"`
-	RunID    string        `json:"run_id"`
-	At       time.Time     `json:"at"`
-	Duration time.Duration `json:"duration_ns"`
+	CacheKey   string            `json:"cache_key"`
+	RunID      string            `json:"run_id"`
+	At         time.Time         `json:"at"`
+	Duration   time.Duration     `json:"duration_ns"`
+	ScriptHash string            `json:"script_sha256,omitempty"`
+	Pins       map[string]string `json:"pins,omitempty"`
 }
 
 // NewState returns an empty state.
@@ -97,6 +100,17 @@ func (s *State) LastSuccessKey(track, step string) string {
 		return ""
 	}
 	return t.Steps[step].LastSuccess.CacheKey
+}
+
+// RecordSuccess remembers a step's success with the inputs of its key.
+func (s *State) RecordSuccess(track string, ps PlannedStep, runID string, at time.Time, d time.Duration) {
+	t := s.Track(track)
+	ss := t.Steps[ps.ID]
+	if ss == nil {
+		ss = &StepState{}
+		t.Steps[ps.ID] = ss
+	}
+	ss.LastSuccess = &Success{CacheKey: ps.CacheKey, RunID: runID, At: at, Duration: d, ScriptHash: ps.ScriptHash, Pins: ps.PinValues}
 }
 
 // Save writes state.json atomically: a temp file in the same dir, fsync, rename.

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/haloforge/haloforge"
+	"github.com/haloforge/haloforge/pins"
+	"github.com/haloforge/haloforge/steps"
+)
+
+// embeddedPinsName is how errors name the copy of versions.env in the binary.
+const embeddedPinsName = "versions.env (built in)"
+
+// loadPinsFlags reads --pins (default ./versions.env, else the embedded
+// copy) and applies each --set. Any problem is bad input: exit 2.
+func loadPinsFlags(pinsPath string, sets []string) (*pins.File, error) {
+	var (
+		pf  *pins.File
+		err error
+	)
+	switch {
+	case pinsPath != "":
+		pf, err = pins.Load(pinsPath)
+	case fileExists("versions.env"):
+		pf, err = pins.Load("versions.env")
+	default:
+		pf, err = pins.Parse(embeddedPinsName, haloforge.VersionsEnv)
+	}
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	for _, s := range sets {
+		if err := pf.Set(s); err != nil {
+			return nil, usageErr(err)
+		}
+	}
+	return pf, nil
+}
+
+// pinsFileOnDisk returns the absolute path of the pins file when it is a real
+// file, so scripts can source the same one; "" for the embedded copy.
+func pinsFileOnDisk(pf *pins.File) string {
+	if pf.Path == embeddedPinsName {
+		return ""
+	}
+	abs, err := filepath.Abs(pf.Path)
+	if err != nil {
+		return ""
+	}
+	return abs
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+func dirExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+// defaultStateDir is $XDG_STATE_HOME/haloforge, else ~/.local/state/haloforge.
+func defaultStateDir() string {
+	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
+		return filepath.Join(x, "haloforge")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return filepath.Join(os.TempDir(), "haloforge-state")
+	}
+	return filepath.Join(home, ".local", "state", "haloforge")
+}
+
+// scriptsFS is the scripts tree for planning: --scripts DIR, ./scripts, or
+// the embedded copy. It reads only; nothing is written.
+func scriptsFS(flag string) (fs.FS, string, error) {
+	switch {
+	case flag != "":
+		if !dirExists(flag) {
+			return nil, "", usageErr(fmt.Errorf("--scripts %s: not a directory", flag))
+		}
+		return os.DirFS(flag), flag, nil
+	case dirExists("scripts"):
+		return os.DirFS("scripts"), "scripts", nil
+	}
+	sub, err := fs.Sub(haloforge.Scripts, "scripts")
+	return sub, "", err
+}
+
+// scriptsRoot returns a directory holding the scripts tree on disk, ready to
+// execute: --scripts DIR, else ./scripts, else the embedded tree written once
+// under <state-dir>/scripts/<hash>/ (the hash keeps versions apart).
+func scriptsRoot(flag, stateDir string) (string, error) {
+	if _, dir, err := scriptsFS(flag); err != nil || dir != "" {
+		if err != nil {
+			return "", err
+		}
+		return filepath.Abs(dir)
+	}
+	return materialise(haloforge.Scripts, "scripts", filepath.Join(stateDir, "scripts"))
+}
+
+// toolboxRoot is ./toolbox when present, else the embedded copy on disk.
+func toolboxRoot(stateDir string) (string, error) {
+	if dirExists("toolbox") {
+		return filepath.Abs("toolbox")
+	}
+	return materialise(haloforge.Toolbox, "toolbox", filepath.Join(stateDir, "toolbox"))
+}
+
+// materialise copies an embedded tree to parent/<content hash>/ once, with
+// scripts executable, and returns that directory.
+func materialise(fsys fs.FS, root, parent string) (string, error) {
+	h := sha256.New()
+	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", p, len(b))
+		h.Write(b)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	dest := filepath.Join(parent, hex.EncodeToString(h.Sum(nil))[:16])
+	if dirExists(dest) {
+		return dest, nil
+	}
+	tmp, err := os.MkdirTemp(parent+"-tmp", "")
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(parent+"-tmp", 0o755); err == nil {
+			tmp, err = os.MkdirTemp(parent+"-tmp", "")
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("state dir: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	err = fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		target := filepath.Join(tmp, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		b, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		mode := os.FileMode(0o644)
+		if filepath.Ext(p) == ".sh" || filepath.Ext(p) == ".py" || filepath.Ext(p) == ".bash" {
+			mode = 0o755
+		}
+		return os.WriteFile(target, b, mode)
+	})
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, dest); err != nil && !dirExists(dest) {
+		return "", err
+	}
+	return dest, nil
+}
+
+// planFor builds a track's plan from the pins and scripts flags and the
+// state dir's history. Missing scripts are returned with the plan.
+func planFor(trackID, pinsPath string, sets []string, scriptsFlag, stateDir string) (*steps.Plan, *pins.File, error) {
+	t, err := steps.Lookup(trackID)
+	if err != nil {
+		return nil, nil, usageErr(err)
+	}
+	pf, err := loadPinsFlags(pinsPath, sets)
+	if err != nil {
+		return nil, nil, err
+	}
+	sfs, _, err := scriptsFS(scriptsFlag)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := steps.LoadState(stateDir)
+	if err != nil {
+		return nil, nil, usageErr(err)
+	}
+	p, err := steps.NewPlan(t, pf, sfs, st)
+	if err != nil {
+		var mse *steps.MissingScriptError
+		if errors.As(err, &mse) {
+			return p, pf, err
+		}
+		return nil, nil, usageErr(err)
+	}
+	return p, pf, nil
+}

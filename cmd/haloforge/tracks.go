@@ -1,0 +1,129 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/haloforge/haloforge/steps"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newTracksCmd) }
+
+// trackJSON is one entry of `tracks --json` (DESIGN.md's fields first).
+type trackJSON struct {
+	ID          string     `json:"id"`
+	Title       string     `json:"title"`
+	Status      string     `json:"status"`
+	Description string     `json:"description"`
+	GFX         []string   `json:"gfx"`
+	Pros        []string   `json:"pros"`
+	Cons        []string   `json:"cons"`
+	Requires    []string   `json:"requires"`
+	Source      string     `json:"source"`
+	Steps       []stepJSON `json:"steps"`
+}
+
+type stepJSON struct {
+	ID        string   `json:"id"`
+	Title     string   `json:"title"`
+	Script    string   `json:"script"`
+	Pins      []string `json:"pins"`
+	DependsOn []string `json:"depends_on"`
+	Optional  bool     `json:"optional"`
+}
+
+func newTracksCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "tracks",
+		Short: "List every track: what it does, its status and its steps",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"tracks": tracksJSON(steps.Catalogue())})
+			}
+			printTracks(cmd.OutOrStdout(), steps.Catalogue())
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func tracksJSON(ts []steps.Track) []trackJSON {
+	out := make([]trackJSON, 0, len(ts))
+	for _, t := range ts {
+		tj := trackJSON{ID: t.ID, Title: t.Title, Status: string(t.Status), Description: t.Description,
+			GFX: nonNil(t.GFX), Pros: nonNil(t.Pros), Cons: nonNil(t.Cons), Requires: nonNil(t.Requires), Source: t.Source}
+		for _, s := range t.Steps {
+			tj.Steps = append(tj.Steps, stepJSON{ID: s.ID, Title: s.Title, Script: "scripts/" + t.ScriptPath(s),
+				Pins: nonNil(s.Pins), DependsOn: nonNil(s.DependsOn), Optional: s.Optional})
+		}
+		out = append(out, tj)
+	}
+	return out
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func printTracks(w io.Writer, ts []steps.Track) {
+	for i, t := range ts {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s  [%s]\n  %s\n", t.ID, t.Status, t.Title)
+		fmt.Fprintf(w, "  gfx: %s · steps: %s\n", strings.Join(t.GFX, " "), strings.Join(stepLabels(t), " → "))
+		for _, l := range wrap(t.Description, 76) {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+		if len(t.Requires) > 0 {
+			fmt.Fprintf(w, "  needs: %s\n", strings.Join(t.Requires, "; "))
+		}
+	}
+}
+
+func stepLabels(t steps.Track) []string {
+	var out []string
+	for _, s := range t.Steps {
+		l := s.ID
+		if s.Optional {
+			l += "?"
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// wrap breaks text into lines of at most width runes at spaces.
+func wrap(text string, width int) []string {
+	var lines []string
+	var cur strings.Builder
+	for _, word := range strings.Fields(text) {
+		if cur.Len() > 0 && cur.Len()+1+len([]rune(word)) > width {
+			lines = append(lines, cur.String())
+			cur.Reset()
+		}
+		if cur.Len() > 0 {
+			cur.WriteByte(' ')
+		}
+		cur.WriteString(word)
+	}
+	if cur.Len() > 0 {
+		lines = append(lines, cur.String())
+	}
+	return lines
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

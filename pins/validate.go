@@ -1,0 +1,117 @@
+package pins
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+var (
+	reSHA     = regexp.MustCompile(`^[0-9a-f]{40}$`)
+	reTag     = regexp.MustCompile(`^(v?[0-9]+(\.[0-9]+)*([.+_-][0-9A-Za-z.+_-]*)?|b[0-9]+|[a-z][a-z0-9]*-[0-9]+(\.[0-9]+)+)$`)
+	reRef     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/+-]*$`)
+	reDigest  = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	reVersion = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z.+_-]*$`)
+	reInt     = regexp.MustCompile(`^[0-9]{1,12}$`)
+	reName    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+	reGFX     = regexp.MustCompile(`^gfx[0-9a-f]{3,4}(;gfx[0-9a-f]{3,4})*$`)
+	rePath    = regexp.MustCompile(`^[A-Za-z0-9._/~+@:=,-]+$`)
+	// image: [registry[:port]/]path[:tag][@sha256:digest], lower-case path.
+	reImage = regexp.MustCompile(`^(?P<name>([a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?/)*[a-z0-9]+([._-][a-z0-9]+)*)(:(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?(@(?P<digest>sha256:[0-9a-f]{64}))?$`)
+)
+
+// floatingTags are image tags that move by design.
+var floatingTags = map[string]bool{"latest": true, "nightly": true, "main": true, "dev": true, "edge": true, "master": true}
+
+// validate checks a value against its kind and says whether it floats.
+func validate(s Spec, v string) (floating bool, err error) {
+	if v == "" {
+		if s.Optional {
+			return false, nil
+		}
+		return false, fmt.Errorf("empty value (a %s is required)", s.Kind)
+	}
+	switch s.Kind {
+	case KindSHA:
+		return false, must(reSHA.MatchString(v), "want a full 40-hex git commit SHA")
+	case KindTag:
+		return false, must(reTag.MatchString(v), "want a release tag such as v0.10.2 or b10590")
+	case KindBranch:
+		return true, validRef(v)
+	case KindRef:
+		if err := validRef(v); err != nil {
+			return false, err
+		}
+		return !reSHA.MatchString(v) && !reTag.MatchString(v), nil
+	case KindDigest:
+		if strings.HasPrefix(v, "sha256:") && len(v) != len("sha256:")+64 {
+			return false, fmt.Errorf("digest has %d hex digits, want 64", len(v)-len("sha256:"))
+		}
+		return false, must(reDigest.MatchString(v), "want sha256:<64 lower-case hex>")
+	case KindImage:
+		return validImage(v)
+	case KindRepo:
+		m := reImage.FindStringSubmatch(v)
+		if m == nil || m[reImage.SubexpIndex("tag")] != "" || m[reImage.SubexpIndex("digest")] != "" {
+			return false, fmt.Errorf("want an image repository without tag or digest, e.g. docker.io/rocm/vllm-dev")
+		}
+		return false, nil
+	case KindURL:
+		return false, validURL(v)
+	case KindVersion:
+		return false, must(reVersion.MatchString(v) && strings.ContainsAny(v, "0123456789"), "want a version such as 2.11.0+rocm7.14.0")
+	case KindPath:
+		return false, must(rePath.MatchString(v), "want a path without spaces or shell characters")
+	case KindInt:
+		return false, must(reInt.MatchString(v), "want a non-negative integer")
+	case KindName:
+		return false, must(reName.MatchString(v), "want a name of letters, digits, '.', '_' or '-'")
+	case KindGFX:
+		return false, must(reGFX.MatchString(v), "want LLVM targets such as gfx1151 (several separated by ';')")
+	}
+	return false, fmt.Errorf("unknown kind %q", s.Kind)
+}
+
+func must(ok bool, why string) error {
+	if ok {
+		return nil
+	}
+	return fmt.Errorf("%s", why)
+}
+
+func validRef(v string) error {
+	if !reRef.MatchString(v) || strings.Contains(v, "..") || strings.HasSuffix(v, "/") || strings.HasSuffix(v, ".lock") {
+		return fmt.Errorf("want a git commit, tag or branch name")
+	}
+	return nil
+}
+
+func validImage(v string) (bool, error) {
+	m := reImage.FindStringSubmatch(v)
+	if m == nil {
+		return false, fmt.Errorf("want an image reference such as docker.io/library/ubuntu:24.04 or name@sha256:<digest>")
+	}
+	tag, digest := m[reImage.SubexpIndex("tag")], m[reImage.SubexpIndex("digest")]
+	if digest != "" {
+		return false, nil
+	}
+	if tag == "" {
+		return true, nil // implicit :latest
+	}
+	return floatingTags[tag] || strings.Contains(tag, "nightl"), nil
+}
+
+func validURL(v string) error {
+	u, err := url.Parse(v)
+	if err != nil {
+		return fmt.Errorf("not a URL: %v", err)
+	}
+	if u.Scheme != "https" {
+		return fmt.Errorf("want an https URL (got scheme %q): pins must not be fetched in clear text", u.Scheme)
+	}
+	if u.Host == "" || u.User != nil || strings.ContainsAny(v, " \t'\"`$\\") {
+		return fmt.Errorf("want a plain https URL with a host")
+	}
+	return nil
+}
