@@ -1,0 +1,68 @@
+# haloforge: `make test` installs what the tests need (as root, via apt-get)
+# and runs every suite; `make bench` runs the benchmarks the issues name.
+SHELL := /bin/bash
+.SHELLFLAGS := -Eeuo pipefail -c
+export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
+GO ?= go
+
+# Debian packages the suites use: shell linting and bats, tmux for the TUI
+# end-to-end test, util-linux's `script` as the raw-pty baseline, and real
+# podman + distrobox for the integration test (FACTS.md).
+APT_PKGS := shellcheck bats tmux bsdutils podman distrobox runc debootstrap sudo uidmap fuse-overlayfs
+# Commands that prove each package is there, so apt-get runs only when needed.
+APT_PROBES := shellcheck bats tmux script podman distrobox runc debootstrap sudo newuidmap
+
+FUZZTIME ?= 5s
+SHFMT_FLAGS ?= -i 2 -ci -bn
+
+.PHONY: test deps vet unit scripts-lint bats fuzz-short integration bench build clean
+
+test: deps vet unit scripts-lint bats fuzz-short integration
+	@echo "make test: all suites passed"
+
+build:
+	$(GO) build -o bin/haloforge ./cmd/haloforge
+
+deps:
+	@missing=""; for c in $(APT_PROBES); do command -v $$c >/dev/null 2>&1 || missing="$$missing $$c"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing test dependencies (missing:$$missing)"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "make test needs root to apt-get install: $(APT_PKGS)" >&2; exit 1; fi; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $(APT_PKGS) >/dev/null; \
+	fi
+	$(GO) mod download
+
+vet:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted" >&2; exit 1; fi
+	$(GO) vet ./...
+
+unit:
+	$(GO) tool gotestsum --format pkgname-and-test-fails -- -count=1 -timeout 15m ./...
+
+scripts-lint:
+	@files=$$(git ls-files 'scripts/*.sh' 'scripts/*.bash' 'toolbox/*.sh' 'tui/demo/*.sh' 'tui/demo/**/*.sh' 2>/dev/null); \
+	if [ -n "$$files" ]; then shellcheck -x $$files && $(GO) tool shfmt $(SHFMT_FLAGS) -d $$files; fi
+
+bats:
+	@if ls scripts/tests/*.bats >/dev/null 2>&1; then bats scripts/tests; else echo "no bats suites"; fi
+
+# A short run of every fuzz target, so a regression in a parser shows here.
+fuzz-short:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
+	    out=$$($(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg 2>&1) || { echo "$$out" | tail -40; exit 1; }; \
+	  done; \
+	done
+
+# Real podman + distrobox: creates a box and runs the tools step inside it.
+integration: build
+	@if [ -x scripts/tests/integration.sh ]; then scripts/tests/integration.sh; else echo "no integration suite yet"; fi
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchtime=1x -timeout 30m ./...
+
+clean:
+	rm -rf bin
