@@ -14,16 +14,17 @@ func init() { register(newTracksCmd) }
 
 // trackJSON is one entry of `tracks --json` (DESIGN.md's fields first).
 type trackJSON struct {
-	ID          string     `json:"id"`
-	Title       string     `json:"title"`
-	Status      string     `json:"status"`
-	Description string     `json:"description"`
-	GFX         []string   `json:"gfx"`
-	Pros        []string   `json:"pros"`
-	Cons        []string   `json:"cons"`
-	Requires    []string   `json:"requires"`
-	Source      string     `json:"source"`
-	Steps       []stepJSON `json:"steps"`
+	ID          string            `json:"id"`
+	Title       string            `json:"title"`
+	Status      string            `json:"status"`
+	Description string            `json:"description"`
+	GFX         []string          `json:"gfx"`
+	Pros        []string          `json:"pros"`
+	Cons        []string          `json:"cons"`
+	Requires    []string          `json:"requires"`
+	Source      string            `json:"source"`
+	Steps       []stepJSON        `json:"steps"`
+	Pins        map[string]string `json:"pins"`
 }
 
 type stepJSON struct {
@@ -36,28 +37,41 @@ type stepJSON struct {
 }
 
 func newTracksCmd() *cobra.Command {
-	var asJSON bool
+	var (
+		asJSON bool
+		pf     pinFlags
+	)
 	cmd := &cobra.Command{
 		Use:   "tracks",
 		Short: "List every track: what it does, its status and its steps",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"tracks": tracksJSON(steps.Catalogue())})
+			pinsFile, err := loadPinsFlags(pf.pins, pf.sets)
+			if err != nil {
+				return err
 			}
-			printTracks(cmd.OutOrStdout(), steps.Catalogue())
+			values := pinsFile.Values()
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"tracks": tracksJSON(steps.Catalogue(), values)})
+			}
+			printTracks(cmd.OutOrStdout(), steps.Catalogue(), values)
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	pf.bind(cmd)
 	return cmd
 }
 
-func tracksJSON(ts []steps.Track) []trackJSON {
+func tracksJSON(ts []steps.Track, values map[string]string) []trackJSON {
 	out := make([]trackJSON, 0, len(ts))
 	for _, t := range ts {
 		tj := trackJSON{ID: t.ID, Title: t.Title, Status: string(t.Status), Description: t.Description,
-			GFX: nonNil(t.GFX), Pros: nonNil(t.Pros), Cons: nonNil(t.Cons), Requires: nonNil(t.Requires), Source: t.Source}
+			GFX: nonNil(t.GFX), Pros: nonNil(t.Pros), Cons: nonNil(t.Cons), Requires: nonNil(t.Requires), Source: t.Source,
+			Pins: map[string]string{}}
+		for _, name := range t.PinNames() {
+			tj.Pins[name] = values[name]
+		}
 		for _, s := range t.Steps {
 			tj.Steps = append(tj.Steps, stepJSON{ID: s.ID, Title: s.Title, Script: "scripts/" + t.ScriptPath(s),
 				Pins: nonNil(s.Pins), DependsOn: nonNil(s.DependsOn), Optional: s.Optional})
@@ -74,7 +88,7 @@ func nonNil(s []string) []string {
 	return s
 }
 
-func printTracks(w io.Writer, ts []steps.Track) {
+func printTracks(w io.Writer, ts []steps.Track, values map[string]string) {
 	for i, t := range ts {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -86,6 +100,17 @@ func printTracks(w io.Writer, ts []steps.Track) {
 		}
 		if len(t.Requires) > 0 {
 			fmt.Fprintf(w, "  needs: %s\n", strings.Join(t.Requires, "; "))
+		}
+		var pv []string
+		for _, name := range t.PinNames() {
+			pv = append(pv, name+"="+short(values[name]))
+		}
+		for i, l := range wrap(strings.Join(pv, " "), 72) {
+			label := "pins: "
+			if i > 0 {
+				label = "      "
+			}
+			fmt.Fprintf(w, "  %s%s\n", label, l)
 		}
 	}
 }
@@ -126,4 +151,12 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// short abbreviates a full git SHA the way git does, for reading at a glance.
+func short(v string) string {
+	if len(v) == 40 && strings.Trim(v, "0123456789abcdef") == "" {
+		return v[:12]
+	}
+	return v
 }
