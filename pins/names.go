@@ -37,6 +37,7 @@ var specs = []Spec{
 	// therock-toolbox
 	{Name: "TOOLBOX_NAME", Kind: KindName, Help: "distrobox name"},
 	{Name: "TOOLBOX_IMAGE", Kind: KindImage, Help: "image the distrobox runs"},
+	{Name: "TOOLBOX_IMAGE_FEDORA", Kind: KindImage, Help: "Fedora toolbox image (Containerfile.therock-fedora)"},
 	{Name: "THEROCK_INDEX_URL", Kind: KindURL, Help: "TheRock wheel index"},
 	{Name: "ROCM_VERSION", Kind: KindVersion, Help: "TheRock ROCm SDK version"},
 	{Name: "TORCH_VERSION", Kind: KindVersion, Help: "torch wheel version"},
@@ -82,12 +83,16 @@ var specs = []Spec{
 	// therock-aotriton
 	{Name: "THEROCK_REPO", Kind: KindURL, Help: "TheRock git repository"},
 	{Name: "THEROCK_REF", Kind: KindRef, Help: "TheRock commit"},
+	{Name: "CK_REPO", Kind: KindURL, Help: "Composable Kernel git repository"},
+	{Name: "CK_REF", Kind: KindRef, Help: "Composable Kernel release tag"},
 	// legacy-gfx803
 	{Name: "GFX803_BASE_IMAGE", Kind: KindImage, Help: "ROCm base image for Polaris"},
 	{Name: "GFX803_PYTORCH_REPO", Kind: KindURL, Help: "ROCm PyTorch fork"},
 	{Name: "GFX803_PYTORCH_REF", Kind: KindRef, Help: "PyTorch branch for gfx803"},
 	{Name: "GFX803_VISION_REF", Kind: KindRef, Help: "torchvision branch"},
 	{Name: "GFX803_AUDIO_REF", Kind: KindRef, Help: "torchaudio tag"},
+	{Name: "GFX803_LOCAL_BASE_IMAGE", Kind: KindImage, Help: "name of the base image 00-build-base.sh makes"},
+	{Name: "GFX803_IMAGE", Kind: KindImage, Help: "name of the PyTorch image the gfx803 steps make"},
 }
 
 // Specs returns every known pin name with its kind.

@@ -1,0 +1,157 @@
+# shellcheck shell=bash
+# distrobox helpers (sourced by common.sh).
+#
+# HALOFORGE_DISTROBOX_ROOT=1 adds --root to every distrobox call: rootful podman through
+# sudo from a normal user (distrobox itself refuses to run as root).
+# A step that works inside the box calls enter_box "$@" after hf_init: on the host it re-runs
+# the same script inside $TOOLBOX_NAME through distrobox enter, with the step's environment
+# handed over in a file; inside the box (or in a dry run) it returns and the script goes on.
+
+# distrobox_run SUBCOMMAND ARGS...: run (or print) distrobox SUBCOMMAND [--root] ARGS.
+distrobox_run() {
+  local sub=$1
+  shift
+  local flags=()
+  [[ "${HALOFORGE_DISTROBOX_ROOT:-0}" == 1 ]] && flags=(--root)
+  run distrobox "$sub" "${flags[@]}" "$@"
+}
+
+# in_box CMD...: run one command inside the box $TOOLBOX_NAME.
+in_box() {
+  distrobox_run enter "$TOOLBOX_NAME" -- "$@"
+}
+
+# box_manager: the container manager distrobox uses, as a command line (sudo for --root).
+box_manager() {
+  local mgr=${DBX_CONTAINER_MANAGER:-}
+  if [[ -z "$mgr" || "$mgr" == autodetect ]]; then
+    if command -v podman >/dev/null 2>&1; then mgr=podman; else mgr=docker; fi
+  fi
+  if [[ "${HALOFORGE_DISTROBOX_ROOT:-0}" == 1 && $(id -u) -ne 0 ]]; then
+    printf 'sudo %s\n' "$mgr"
+  else
+    printf '%s\n' "$mgr"
+  fi
+}
+
+# box_image NAME: the image a container was created from; fails when there is no such
+# container. Read-only, so it also runs in a dry run.
+box_image() {
+  local -a mgr
+  read -r -a mgr <<<"$(box_manager)"
+  command -v "${mgr[-1]}" >/dev/null 2>&1 || return 1
+  "${mgr[@]}" container inspect --format '{{.Config.Image}}' "$1" 2>/dev/null
+}
+
+# box_devices NAME: the host devices passed to the container (--device), space separated.
+box_devices() {
+  local -a mgr
+  read -r -a mgr <<<"$(box_manager)"
+  "${mgr[@]}" container inspect --format '{{range .HostConfig.Devices}}{{.PathOnHost}} {{end}}' "$1" 2>/dev/null
+}
+
+# box_exists NAME: true when the container exists.
+box_exists() { box_image "$1" >/dev/null; }
+
+# same_image A B: image references equal up to the implied docker.io/library/ prefix and
+# :latest tag (podman records "ubuntu:24.04" as docker.io/library/ubuntu:24.04).
+same_image() {
+  [[ "$(_hf_norm_image "$1")" == "$(_hf_norm_image "$2")" ]]
+}
+
+_hf_norm_image() {
+  local ref=$1 first
+  first=${ref%%/*}
+  if [[ "$ref" != */* ]]; then
+    ref=docker.io/library/$ref
+  elif [[ "$first" != *.* && "$first" != *:* && "$first" != localhost ]]; then
+    ref=docker.io/$ref
+  fi
+  if [[ "${ref##*/}" != *:* && "$ref" != *@* ]]; then
+    ref=$ref:latest
+  fi
+  printf '%s\n' "$ref"
+}
+
+# in_box_now: true inside the box: entered by enter_box, or by hand with distrobox enter
+# (distrobox sets CONTAINER_ID to the box's name). A host that is itself a container is not
+# the box.
+in_box_now() {
+  [[ -n "${HALOFORGE_IN_BOX:-}" || ("${CONTAINER_ID:-}" == "${TOOLBOX_NAME:-}" && -n "${CONTAINER_ID:-}") ]]
+}
+
+# box_path PATH: where a host path is seen inside a distrobox: home and /tmp are mounted at
+# the same place, everything else under /run/host.
+box_path() {
+  local p=$1
+  case $p in
+    "${HOME:-/nonexistent}"/* | /tmp/*) printf '%s\n' "$p" ;;
+    *) printf '/run/host%s\n' "$p" ;;
+  esac
+}
+
+# _hf_env_names: the variables a step hands over to its half inside the box: the runner's
+# HALOFORGE_*, every pin, the toolbox build variables and a few build knobs.
+_hf_env_names() {
+  local f names=()
+  mapfile -t names < <(compgen -e | grep -E '^HALOFORGE_' || true)
+  for f in "$(pins_file)" "${HALOFORGE_TOOLBOX_DIR:-}/toolbox.env"; do
+    [[ -n "$f" && -r "$f" ]] || continue
+    mapfile -t -O "${#names[@]}" names < <(sed -nE 's/^([A-Za-z_][A-Za-z0-9_]*)=.*/\1/p' "$f")
+  done
+  names+=(MAX_JOBS NO_COLOR TERM)
+  printf '%s\n' "${names[@]}" | awk '!seen[$0]++'
+}
+
+# write_box_env FILE: the step's environment as export lines a shell can source.
+write_box_env() {
+  local name
+  {
+    for name in $(_hf_env_names); do
+      [[ "$name" == HALOFORGE_IN_BOX || "$name" == HALOFORGE_ENV_FILE ]] && continue
+      [[ -n "${!name+set}" ]] || continue
+      local value=${!name}
+      # Host paths of the runner's contract, as the box sees them.
+      if [[ "$name" =~ ^HALOFORGE_.*_(DIR|FILE)$ && "$value" == /* ]]; then
+        value=$(box_path "$value")
+      fi
+      printf 'export %s=%q\n' "$name" "$value"
+    done
+  } >"$1"
+}
+
+# enter_box ARGS...: make the rest of the script run inside the box (see the file header).
+enter_box() {
+  if in_box_now; then
+    return 0
+  fi
+  require_env TOOLBOX_NAME
+  local envfile=$HALOFORGE_RUN_DIR/$HALOFORGE_STEP.box-env
+  local -a cmd
+  cmd=(env HALOFORGE_IN_BOX=1 "HALOFORGE_ENV_FILE=$(box_path "$envfile")" bash "$(box_path "$HF_SCRIPT")" "$@")
+  if is_dry_run; then
+    box_exists "$TOOLBOX_NAME" \
+      || log_info "(box $TOOLBOX_NAME does not exist yet: 00-setup-toolbox.sh creates it)"
+    in_box "${cmd[@]}"
+    log_info "inside the box, the step would run:"
+    export HALOFORGE_IN_BOX=1
+    return 0
+  fi
+  require distrobox
+  box_exists "$TOOLBOX_NAME" \
+    || die "box $TOOLBOX_NAME does not exist; create it first: haloforge build --track ${HALOFORGE_TRACK} --only toolbox (or ${HALOFORGE_SCRIPTS_DIR}/${HALOFORGE_TRACK}/00-setup-toolbox.sh)"
+  mkdir -p "$HALOFORGE_RUN_DIR"
+  write_box_env "$envfile"
+  local code=0
+  in_box "${cmd[@]}" || code=$?
+  _HF_DYING=1
+  exit "$code"
+}
+
+# load_box_env: inside the box, take over the environment the host half wrote.
+load_box_env() {
+  if [[ -n "${HALOFORGE_ENV_FILE:-}" && -r "$HALOFORGE_ENV_FILE" ]]; then
+    # shellcheck disable=SC1090
+    . "$HALOFORGE_ENV_FILE"
+  fi
+}

@@ -1,0 +1,226 @@
+#!/usr/bin/env bats
+# Tests of scripts/lib (common.sh, box.sh, patch.sh). The helpers run in a child bash
+# (hf), because common.sh defines its own `run` that would shadow bats' run here.
+# Single-quoted $ below is shell code for the child on purpose.
+# shellcheck disable=SC2016
+
+setup() {
+  LIB=$(cd "$BATS_TEST_DIRNAME/../lib" && pwd)
+  export LIB
+  T=$BATS_TEST_TMPDIR
+  unset HALOFORGE_DRY_RUN MAX_JOBS HALOFORGE_MEM_GIB HALOFORGE_DISTROBOX_ROOT
+  export NO_COLOR=1
+}
+
+# hf CODE: run CODE in bash after sourcing common.sh.
+hf() {
+  bash -c ". \"\$LIB/common.sh\"; $1"
+}
+
+@test "quote_cmd quotes only what needs it and round-trips through the shell" {
+  run hf "quote_cmd echo 'a b' \"it's\" '' 'x=\$y' plain/path:1,2"
+  [ "$status" -eq 0 ]
+  [ "$output" = "echo 'a b' 'it'\\''s' '' 'x=\$y' plain/path:1,2" ]
+  run bash -c "eval \"\$(bash -c '. \"\$LIB/common.sh\"; quote_cmd printf \"<%s>\" \"a b\" \"it'\\''s\" \"\"')\""
+  [ "$output" = "<a b><it's><>" ]
+}
+
+@test "run prints the command then runs it" {
+  run hf "run touch '$T/made it'"
+  [ "$status" -eq 0 ]
+  [ "$output" = "+ touch '$T/made it'" ]
+  [ -f "$T/made it" ]
+}
+
+@test "run in a dry run prints the real values and changes nothing" {
+  export HALOFORGE_DRY_RUN=1
+  run hf "v=1.2; run touch '$T/x' \"--pin=\$v\""
+  [ "$status" -eq 0 ]
+  [ "$output" = "[dry-run] touch $T/x --pin=1.2" ]
+  [ ! -e "$T/x" ]
+}
+
+@test "run passes the exit code through and the ERR trap names the command and line" {
+  printf '%s\n' '. "$LIB/common.sh"' 'f() { run_in / ls /hf-nonexistent; }' 'true' 'f' >"$T/step.sh"
+  run bash "$T/step.sh"
+  [ "$status" -eq 2 ]
+  [[ "$output" == *"+ cd / && ls /hf-nonexistent"* ]]
+  [ "${lines[-1]}" = "error: command failed (exit 2) at step.sh:2: cd / && ls /hf-nonexistent" ]
+  [ "$(grep -c 'command failed' <<<"$output")" -eq 1 ]
+  printf '%s\n' '. "$LIB/common.sh"' 'false' 'echo unreachable' >"$T/top.sh"
+  run bash "$T/top.sh"
+  [ "$status" -eq 1 ]
+  [ "$output" = "error: command failed (exit 1) at top.sh:2: false" ]
+}
+
+@test "run_in runs in the directory; a dry run needs no directory" {
+  mkdir "$T/d"
+  run hf "run_in '$T/d' pwd"
+  [ "${lines[1]}" = "$T/d" ]
+  HALOFORGE_DRY_RUN=1 run hf "run_in /does/not/exist make -j2"
+  [ "$status" -eq 0 ]
+  [ "$output" = "[dry-run] cd /does/not/exist && make -j2" ]
+}
+
+@test "write_file writes atomically; a dry run shows the content instead" {
+  run hf "printf 'a\nb\n' | write_file '$T/sub/f.txt'"
+  [ "$status" -eq 0 ]
+  [ "$(cat "$T/sub/f.txt")" = $'a\nb' ]
+  [ "$(ls -A "$T/sub")" = f.txt ]
+  [ "$(stat -c %a "$T/sub/f.txt")" = "$(printf '%o' $((0666 & ~$(umask))))" ]
+  chmod 0751 "$T/sub/f.txt"
+  run hf "printf 'new\n' | write_file '$T/sub/f.txt'"
+  [ "$(cat "$T/sub/f.txt")" = new ]
+  [ "$(stat -c %a "$T/sub/f.txt")" = 751 ]
+  HALOFORGE_DRY_RUN=1 run hf "printf 'c\n' | write_file '$T/g.txt'"
+  [ ! -e "$T/g.txt" ]
+  [[ "$output" == *"[dry-run] write $T/g.txt:"*"    c"* ]]
+}
+
+@test "require names every missing command and how to install it" {
+  run hf "require bash"
+  [ "$status" -eq 0 ]
+  run hf "require bash hf-no-such-tool hf-nor-this"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"missing command(s): hf-no-such-tool hf-nor-this"* ]]
+  [[ "$output" == *"install -y hf-no-such-tool hf-nor-this"* ]]
+}
+
+@test "require_env lists the unset variables" {
+  run hf "A=1; B=; require_env A B C"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"not set: B C"* ]]
+}
+
+@test "retry succeeds once the command does, with backoff messages" {
+  echo 0 >"$T/n"
+  run hf "retry -n 4 -d 0 -- bash -c 'n=\$((\$(cat $T/n) + 1)); echo \$n > $T/n; [ \$n -ge 3 ]'"
+  [ "$status" -eq 0 ]
+  [ "$(cat "$T/n")" = 3 ]
+  [[ "$output" == *"attempt 1/4 failed (exit 1)"* ]]
+  [[ "$output" == *"attempt 2/4 failed"* ]]
+  [[ "$output" != *"attempt 3/4"* ]]
+}
+
+@test "retry gives up after its attempts and keeps the exit code" {
+  run hf "retry -n 2 -d 0 -- bash -c 'exit 7' || echo rc=\$?"
+  [[ "$output" == *"gave up after 2 attempts (exit 7)"* ]]
+  [[ "$output" == *"rc=7"* ]]
+}
+
+@test "retry runs nothing in a dry run" {
+  HALOFORGE_DRY_RUN=1 run hf "retry -n 3 -- touch '$T/r'"
+  [ "$status" -eq 0 ]
+  [ "$output" = "[dry-run] touch $T/r" ]
+  [ ! -e "$T/r" ]
+}
+
+@test "load_env_file: the environment wins and later refs see it; CRLF lines load" {
+  printf 'A=1\r\n# c\r\n\r\nB=x${A}y\r\nC=${B}-z\r\n' >"$T/v.env"
+  run hf "load_env_file '$T/v.env'; echo \"\$A|\$B|\$C\""
+  [ "$output" = "1|x1y|x1y-z" ]
+  run env A=9 bash -c ". \"\$LIB/common.sh\"; load_env_file '$T/v.env'; echo \"\$A|\$B|\$C\""
+  [ "$output" = "9|x9y|x9y-z" ]
+  run env B=set bash -c ". \"\$LIB/common.sh\"; load_env_file '$T/v.env'; echo \"\$A|\$B|\$C\""
+  [ "$output" = "1|set|set-z" ]
+}
+
+@test "load_env_file rejects a line that is not NAME=value" {
+  printf 'A=1\nexport B=2\n' >"$T/bad.env"
+  run hf "load_env_file '$T/bad.env'"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"not a NAME=value line: export B=2"* ]]
+}
+
+@test "the checkout's versions.env loads with its references resolved" {
+  run hf "load_pins; echo \"\$PYTORCH_ROCM_ARCH \$TORCH_VERSION\""
+  local want_rocm
+  want_rocm=$(sed -n 's/^ROCM_VERSION=//p' "$LIB/../../versions.env")
+  [ "$output" = "gfx1151 2.11.0+rocm$want_rocm" ] || [[ "$output" == "gfx1151 "*"+rocm$want_rocm" ]]
+}
+
+@test "max_jobs is about a quarter of the RAM in GiB, capped by the CPUs, at least 1" {
+  local cpus
+  cpus=$(nproc)
+  run env HALOFORGE_MEM_GIB=2 bash -c ". \"\$LIB/common.sh\"; max_jobs"
+  [ "$output" = 1 ]
+  run env HALOFORGE_MEM_GIB=4096 bash -c ". \"\$LIB/common.sh\"; max_jobs"
+  [ "$output" = "$cpus" ]
+  run env HALOFORGE_MEM_GIB=8 bash -c ". \"\$LIB/common.sh\"; max_jobs"
+  [ "$output" = "$((cpus < 2 ? cpus : 2))" ]
+  run env MAX_JOBS=5 bash -c ". \"\$LIB/common.sh\"; max_jobs"
+  [ "$output" = 5 ]
+}
+
+@test "mem_gib reads /proc/meminfo" {
+  run hf "mem_gib"
+  local kb
+  kb=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
+  [ "$output" = "$((kb / 1048576))" ]
+}
+
+@test "cache_dir is per step and key; cached_wheel picks the newest wheel" {
+  run env HALOFORGE_CACHE_DIR=/c HALOFORGE_STEP=vllm HALOFORGE_CACHE_KEY=abc bash -c ". \"\$LIB/common.sh\"; cache_dir wheels"
+  [ "$output" = /c/wheels/vllm/abc ]
+  mkdir "$T/w"
+  touch -d '2020-01-01' "$T/w/vllm-0.1-cp312.whl"
+  touch "$T/w/vllm-0.2-cp312.whl" "$T/w/other-1.whl"
+  run hf "cached_wheel '$T/w' 'vllm-*.whl'"
+  [ "$output" = "$T/w/vllm-0.2-cp312.whl" ]
+  run hf "cached_wheel '$T/w' 'flash_attn-*.whl'"
+  [ "$status" -eq 1 ]
+  run hf "cached_wheel '$T/none' 'vllm-*.whl'"
+  [ "$status" -eq 1 ]
+}
+
+@test "same_image treats podman's full names as the short ones" {
+  run hf "same_image ubuntu:24.04 docker.io/library/ubuntu:24.04"
+  [ "$status" -eq 0 ]
+  run hf "same_image kyuz0/x:1 docker.io/kyuz0/x:1"
+  [ "$status" -eq 0 ]
+  run hf "same_image localhost/img localhost/img:latest"
+  [ "$status" -eq 0 ]
+  run hf "same_image ubuntu:24.04 ubuntu:22.04"
+  [ "$status" -eq 1 ]
+  run hf "same_image registry.fedoraproject.org/fedora-toolbox:43 docker.io/library/fedora:43"
+  [ "$status" -eq 1 ]
+}
+
+@test "box_path maps host paths to what distrobox mounts" {
+  run env HOME=/home/u bash -c ". \"\$LIB/common.sh\"; box_path /home/u/.local/state/x; box_path /tmp/y; box_path /work/main/scripts"
+  [ "${lines[0]}" = /home/u/.local/state/x ]
+  [ "${lines[1]}" = /tmp/y ]
+  [ "${lines[2]}" = /run/host/work/main/scripts ]
+}
+
+@test "distrobox_run adds --root for rootful podman" {
+  HALOFORGE_DRY_RUN=1 HALOFORGE_DISTROBOX_ROOT=1 run hf "TOOLBOX_NAME=b; in_box echo hi"
+  [ "$output" = "[dry-run] distrobox enter --root b -- echo hi" ]
+  HALOFORGE_DRY_RUN=1 run hf "TOOLBOX_NAME=b; in_box echo hi"
+  [ "$output" = "[dry-run] distrobox enter b -- echo hi" ]
+}
+
+@test "write_box_env hands pins and HALOFORGE_* over, quoted, with box paths" {
+  run env HOME=/home/u HALOFORGE_STATE_DIR=/srv/state HALOFORGE_TRACK=t VLLM_REF='a b' \
+    bash -c ". \"\$LIB/common.sh\"; write_box_env '$T/e'"
+  [ "$status" -eq 0 ]
+  grep -qx "export HALOFORGE_STATE_DIR=/run/host/srv/state" "$T/e"
+  grep -qx "export HALOFORGE_TRACK=t" "$T/e"
+  grep -qx "export VLLM_REF=a\\\\ b" "$T/e"
+  run bash -c ". '$T/e'; echo \"\$VLLM_REF\""
+  [ "$output" = "a b" ]
+}
+
+@test "cache_prune keeps the current key and the most recent others" {
+  for k in k1 k2 k3 k4; do
+    mkdir -p "$T/c/wheels/vllm/$k"
+  done
+  touch -d '2020-01-01' "$T/c/wheels/vllm/k1"
+  touch -d '2021-01-01' "$T/c/wheels/vllm/k2"
+  touch -d '2022-01-01' "$T/c/wheels/vllm/k4"
+  touch -d '2019-01-01' "$T/c/wheels/vllm/k3"
+  run env HALOFORGE_CACHE_DIR="$T/c" HALOFORGE_STEP=vllm HALOFORGE_CACHE_KEY=k3 bash -c ". \"\$LIB/common.sh\"; cache_prune wheels 2"
+  [ "$status" -eq 0 ]
+  [ "$(cd "$T/c/wheels/vllm" && echo *)" = "k2 k3 k4" ]
+  [[ "$output" == *"removing $T/c/wheels/vllm/k1"* ]]
+}

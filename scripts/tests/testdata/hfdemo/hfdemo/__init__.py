@@ -1,0 +1,2 @@
+# The package the wheel-cache tests build.
+FLAG = "built"

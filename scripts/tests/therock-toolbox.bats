@@ -1,0 +1,309 @@
+#!/usr/bin/env bats
+# Tests of the therock-toolbox step scripts that need no box: the fail-closed patchers
+# (vLLM's HIP arch list and build requirements, TheRock's rocm_sdk preload) on the real
+# upstream lines of FACTS.md, the dry run of every step, and the track's git checkout and
+# wheel cache helpers on a local repository and an offline-buildable package.
+# Single-quoted $ below is shell code for the child on purpose.
+# shellcheck disable=SC2016
+
+V0102='set(HIP_SUPPORTED_ARCHS "gfx906;gfx908;gfx90a;gfx942;gfx950;gfx1030;gfx1100;gfx1101;gfx1200;gfx1201")'
+V0102_PATCHED='set(HIP_SUPPORTED_ARCHS "gfx906;gfx908;gfx90a;gfx942;gfx950;gfx1030;gfx1100;gfx1101;gfx1151;gfx1200;gfx1201")'
+MAIN2026='set(HIP_SUPPORTED_ARCHS "gfx906;gfx908;gfx90a;gfx942;gfx950;gfx1030;gfx1100;gfx1101;gfx1102;gfx1103;gfx1150;gfx1151;gfx1152;gfx1153;gfx1200;gfx1201")'
+
+setup() {
+  TRACK=$(cd "$BATS_TEST_DIRNAME/../therock-toolbox" && pwd)
+  LIB=$(cd "$BATS_TEST_DIRNAME/../lib" && pwd)
+  export TRACK LIB NO_COLOR=1
+  T=$BATS_TEST_TMPDIR
+  unset HALOFORGE_DRY_RUN HALOFORGE_ALLOW_NO_GPU HALOFORGE_DISTROBOX_ROOT CONTAINER_ID
+  export HALOFORGE_STATE_DIR=$T/state
+}
+
+# vllm_tree DIR ARCHLINE [REQS_PATH]: a vLLM source tree with the lines that matter.
+vllm_tree() {
+  mkdir -p "$1/requirements/build"
+  printf 'cmake_minimum_required(VERSION 3.26)\nproject(vllm_extensions LANGUAGES CXX)\n\n# Supported AMD GPU architectures.\n%s\n\nset(CUDA_SUPPORTED_ARCHS "7.0;8.0")\n' "$2" >"$1/CMakeLists.txt"
+  printf -- '-r ../common.txt\n--extra-index-url https://download.pytorch.org/whl/rocm6.3\ntorch==2.8.0\ntorchvision==0.23.0\ntriton==3.4.0\ncmake>=3.26.1\nsetuptools-scm>=8\namdsmi==6.2.4\nwheel\n' >"$1/${3:-requirements/build/rocm.txt}"
+}
+
+@test "vLLM v0.10.2 arch list without gfx1151: applied, in target order" {
+  vllm_tree "$T/v" "$V0102"
+  run "$TRACK/patch-vllm.sh" "$T/v" gfx1151
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"patch vllm-hip-arch: applied ($T/v/CMakeLists.txt: gfx1151 added to HIP_SUPPORTED_ARCHS)"* ]]
+  grep -qxF "$V0102_PATCHED" "$T/v/CMakeLists.txt"
+  grep -qxF 'set(CUDA_SUPPORTED_ARCHS "7.0;8.0")' "$T/v/CMakeLists.txt"
+  [ "$(wc -l <"$T/v/CMakeLists.txt")" -eq 7 ]
+}
+
+@test "re-running the vLLM patcher reports already present and changes nothing" {
+  vllm_tree "$T/v" "$V0102"
+  "$TRACK/patch-vllm.sh" "$T/v" gfx1151
+  cp "$T/v/CMakeLists.txt" "$T/before"
+  run "$TRACK/patch-vllm.sh" "$T/v" gfx1151
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"patch vllm-hip-arch: already present upstream"* ]]
+  [[ "$output" == *"patch vllm-rocm-build-reqs: already present upstream"* ]]
+  cmp "$T/before" "$T/v/CMakeLists.txt"
+}
+
+@test "vLLM 2026 main lists gfx1151 already: already present upstream, file untouched" {
+  vllm_tree "$T/v" "$MAIN2026"
+  cp "$T/v/CMakeLists.txt" "$T/before"
+  run "$TRACK/patch-vllm.sh" "$T/v" gfx1151
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"patch vllm-hip-arch: already present upstream ($T/v/CMakeLists.txt: gfx1151 is in HIP_SUPPORTED_ARCHS)"* ]]
+  cmp "$T/before" "$T/v/CMakeLists.txt"
+}
+
+@test "vLLM arch list anchor missing: non-zero, clear error, file untouched" {
+  vllm_tree "$T/v" 'list(APPEND HIP_ARCHS gfx906 gfx1100)'
+  cp "$T/v/CMakeLists.txt" "$T/before"
+  run "$TRACK/patch-vllm.sh" "$T/v" gfx1151
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"error: patch vllm-hip-arch: anchor not found in $T/v/CMakeLists.txt: set(HIP_SUPPORTED_ARCHS"* ]]
+  cmp "$T/before" "$T/v/CMakeLists.txt"
+  [ -z "$(find "$T/v" -name '*.hfpatch.*')" ]
+}
+
+@test "vLLM CMakeLists with CRLF line ends: applied, CRLF kept on every line" {
+  vllm_tree "$T/v" "$V0102"
+  sed -i 's/$/\r/' "$T/v/CMakeLists.txt"
+  run "$TRACK/patch-vllm.sh" "$T/v" gfx1151
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"patch vllm-hip-arch: applied"* ]]
+  grep -qxF "$V0102_PATCHED"$'\r' "$T/v/CMakeLists.txt"
+  [ "$(grep -c $'\r$' "$T/v/CMakeLists.txt")" -eq "$(wc -l <"$T/v/CMakeLists.txt")" ]
+}
+
+@test "another target goes to its place in the list" {
+  vllm_tree "$T/v" "$V0102"
+  run "$TRACK/patch-vllm.sh" "$T/v" gfx803
+  [ "$status" -eq 0 ]
+  grep -qF '"gfx803;gfx906;gfx908;' "$T/v/CMakeLists.txt"
+  run "$TRACK/patch-vllm.sh" "$T/v" gfx1250
+  grep -qF 'gfx1201;gfx1250")' "$T/v/CMakeLists.txt"
+}
+
+@test "ROCm build requirements: amdsmi and torch pins dropped, in either file layout" {
+  for layout in requirements/build/rocm.txt requirements/rocm-build.txt; do
+    rm -rf "$T/v"
+    mkdir -p "$T/v/requirements"
+    vllm_tree "$T/v" "$V0102" "$layout"
+    [ "$layout" = requirements/build/rocm.txt ] || rm -rf "$T/v/requirements/build"
+    run "$TRACK/patch-vllm.sh" "$T/v" gfx1151
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"patch vllm-rocm-build-reqs: applied ($T/v/$layout: removed torch==2.8.0, torchvision==0.23.0, triton==3.4.0, amdsmi==6.2.4)"* ]]
+    [ "$(cat "$T/v/$layout")" = $'-r ../common.txt\n--extra-index-url https://download.pytorch.org/whl/rocm6.3\ncmake>=3.26.1\nsetuptools-scm>=8\nwheel' ]
+  done
+}
+
+@test "no ROCm build requirements file at all: anchor not found" {
+  vllm_tree "$T/v" "$V0102"
+  rm "$T/v/requirements/build/rocm.txt"
+  run "$TRACK/patch-vllm.sh" "$T/v" gfx1151
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"neither requirements/build/rocm.txt nor requirements/rocm-build.txt exists"* ]]
+}
+
+@test "the patcher changes nothing in a dry run" {
+  vllm_tree "$T/v" "$V0102"
+  cp "$T/v/CMakeLists.txt" "$T/before"
+  HALOFORGE_DRY_RUN=1 run "$TRACK/patch-vllm.sh" "$T/v" gfx1151
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"[dry-run] patch vllm-hip-arch: would apply"* ]]
+  cmp "$T/before" "$T/v/CMakeLists.txt"
+}
+
+# rocm_sdk_init FILE DEFAULT: TheRock's rocm_sdk/__init__.py preload signature (FACTS.md).
+rocm_sdk_init() {
+  cat >"$1" <<-PY
+		def preload_libraries(*shortnames, rtld_global: bool = $2):
+		    pass
+
+		def initialize_process(*, preload_shortnames=(), rtld_global: bool = $2):
+		    preload_libraries(*preload_shortnames, rtld_global=rtld_global)
+	PY
+}
+
+@test "rocm_sdk preload patch: applied, then already present" {
+  rocm_sdk_init "$T/init.py" True
+  run bash -c '. "$LIB/common.sh"; patch_replace_once rocm-sdk-preload-rtld-local "$1" "rtld_global: bool = True" "rtld_global: bool = False"' _ "$T/init.py"
+  [ "$status" -eq 0 ]
+  [ "$output" = "patch rocm-sdk-preload-rtld-local: applied ($T/init.py)" ]
+  [ "$(grep -c 'rtld_global: bool = False' "$T/init.py")" -eq 2 ]
+  [ "$(grep -c 'bool = True' "$T/init.py")" -eq 0 ]
+  run bash -c '. "$LIB/common.sh"; patch_replace_once rocm-sdk-preload-rtld-local "$1" "rtld_global: bool = True" "rtld_global: bool = False"' _ "$T/init.py"
+  [ "$status" -eq 0 ]
+  [ "$output" = "patch rocm-sdk-preload-rtld-local: already present upstream ($T/init.py)" ]
+}
+
+@test "rocm_sdk preload patch: anchor not found fails closed" {
+  printf 'def preload_libraries(*shortnames, mode=0):\n    pass\n' >"$T/init.py"
+  cp "$T/init.py" "$T/before"
+  run bash -c '. "$LIB/common.sh"; patch_replace_once rocm-sdk-preload-rtld-local "$1" "rtld_global: bool = True" "rtld_global: bool = False" || echo "rc=$? result=$PATCH_RESULT"' _ "$T/init.py"
+  [[ "$output" == *"error: patch rocm-sdk-preload-rtld-local: anchor not found in $T/init.py: rtld_global: bool = True"* ]]
+  [[ "$output" == *"rc=1 result=missing"* ]]
+  cmp "$T/before" "$T/init.py"
+}
+
+# dry STEP: the step's dry run, as haloforge build --dry-run runs it.
+dry() {
+  HALOFORGE_DRY_RUN=1 "$TRACK/$1"
+}
+
+@test "dry run of the toolbox step shows distrobox create with the GPU devices" {
+  run dry 00-setup-toolbox.sh
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"[dry-run] distrobox create --yes --name haloforge-therock --image docker.io/library/ubuntu:24.04 --additional-flags '--device /dev/kfd --device /dev/dri --group-add keep-groups --security-opt seccomp=unconfined'"* ]]
+  [[ "$output" == *"[dry-run] distrobox enter haloforge-therock -- true"* ]]
+}
+
+@test "dry run with HALOFORGE_ALLOW_NO_GPU and --root: no devices, said loudly" {
+  HALOFORGE_ALLOW_NO_GPU=1 HALOFORGE_DISTROBOX_ROOT=1 TOOLBOX_IMAGE=localhost/x run dry 00-setup-toolbox.sh
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"[dry-run] distrobox create --root --yes --name haloforge-therock --image localhost/x"* ]]
+  [ "$(grep '^\[dry-run\] distrobox create' <<<"$output")" = "[dry-run] distrobox create --root --yes --name haloforge-therock --image localhost/x" ]
+  [[ "$output" == *"WITHOUT --device /dev/kfd"* ]]
+}
+
+@test "the toolbox step refuses to run as root" {
+  [ "$(id -u)" -eq 0 ] || skip "needs root to see the refusal (the integration test covers a normal user)"
+  run "$TRACK/00-setup-toolbox.sh"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"error: running as root: distrobox refuses that"*"HALOFORGE_DISTROBOX_ROOT=1"* ]]
+}
+
+@test "dry run of the whole track shows the pinned commands" {
+  local out=''
+  for s in 00-setup-toolbox.sh 01-install-tools.sh 02-install-rocm.sh 03-build-aiter.sh 04-build-fa.sh 05-build-vllm.sh 06-verify.sh; do
+    run dry "$s"
+    [ "$status" -eq 0 ] || {
+      echo "$s: $output"
+      false
+    }
+    out+=$output$'\n'
+  done
+  local vllm_ref
+  vllm_ref=$(sed -n 's/^VLLM_REF=//p' "$TRACK/../../versions.env")
+  [[ "$out" == *"--device /dev/kfd --device /dev/dri"* ]]
+  [[ "$out" == *"[dry-run] rocm-sdk init"* ]]
+  [[ "$out" == *"'rocm[libraries,devel,device-gfx1151]=="* ]]
+  [[ "$out" == *"python use_existing_torch.py"* ]]
+  [[ "$out" == *"FLASH_ATTENTION_TRITON_AMD_ENABLE=TRUE"*"pip wheel . --no-deps --no-build-isolation"* ]]
+  [[ "$out" == *"patch-vllm.sh /workspace/vllm gfx1151"* ]]
+  [[ "$out" == *"fetch --depth 1 origin $vllm_ref"* ]]
+  [[ "$out" == *"PYTORCH_ROCM_ARCH=gfx1151 GPU_ARCHS=gfx1151"*"HIPFLAGS=--rocm-device-lib-path="*"CC="*"/lib/llvm/bin/clang"* ]]
+  [[ "$out" == *"/therock-toolbox/requirements.lock"* ]]
+  [[ "$out" != *"[dry-run] sudo"* || "$(id -u)" -ne 0 ]]
+  [ ! -e "$HALOFORGE_STATE_DIR/therock-toolbox/requirements.lock" ]
+}
+
+@test "HALOFORGE_SKIP_AITER skips the optional step with its reason" {
+  HALOFORGE_SKIP_AITER=1 run "$TRACK/03-build-aiter.sh"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"CDNA-only inline assembly"* ]]
+  [[ "$output" == *"HALOFORGE_SKIP_AITER=1: AITER skipped"* ]]
+}
+
+@test "a step that needs the box says how to create it when it is missing" {
+  command -v distrobox >/dev/null || skip "distrobox not installed"
+  TOOLBOX_NAME=hf-no-such-box-$$ run "$TRACK/01-install-tools.sh"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"box hf-no-such-box-$$ does not exist; create it first"* ]]
+}
+
+# box_lib CODE: CODE in bash with common.sh and the track's lib.sh, inside "the box" (this
+# machine stands in for it: the venv, git and pip steps are the real ones).
+box_lib() {
+  HALOFORGE_IN_BOX=1 bash -c ". \"\$LIB/common.sh\"; . \"\$TRACK/lib.sh\"; $1"
+}
+
+@test "build_wheel builds with pip --no-build-isolation, caches per key, install_wheel installs" {
+  python3 -m venv "$T/venv" || skip "python3 -m venv unavailable (apt python3-venv)"
+  cp -r "$BATS_TEST_DIRNAME/testdata/hfdemo" "$T/src"
+  export VENV_DIR=$T/venv HALOFORGE_CACHE_DIR=$T/cache HALOFORGE_STEP=flash-attention HALOFORGE_CACHE_KEY=k1
+  run box_lib 'activate_venv; build_wheel demo "hfdemo-*.whl" '"$T/src"' HFDEMO_VERSION=1.0; install_wheel "$WHEEL"; "$PY" -c "import hfdemo; print(hfdemo.FLAG)"'
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"+ cd $T/src && env HFDEMO_VERSION=1.0 $T/venv/bin/python -m pip wheel . --no-deps --no-build-isolation -v -w $T/cache/wheels/flash-attention/k1"* ]]
+  [[ "$output" == *"ok: built $T/cache/wheels/flash-attention/k1/hfdemo-1.0-py3-none-any.whl"* ]]
+  [[ "$output" == *"no $T/venv/haloforge-constraints.txt"* ]]
+  [ "${lines[-1]}" = built ]
+
+  # Same key: the cached wheel, no build.
+  printf 'hfdemo==1.0\n' >"$T/venv/haloforge-constraints.txt"
+  run box_lib 'activate_venv; build_wheel demo "hfdemo-*.whl" '"$T/src"' HFDEMO_VERSION=2.0; install_wheel "$WHEEL"'
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"reusing the cached demo wheel $T/cache/wheels/flash-attention/k1/hfdemo-1.0-py3-none-any.whl (cache key k1)"* ]]
+  [[ "$output" != *"pip wheel"* ]]
+  [[ "$output" == *"install --constraint $T/venv/haloforge-constraints.txt"* ]]
+
+  # A new key (pins changed): built again, into its own directory.
+  HALOFORGE_CACHE_KEY=k2 run box_lib 'activate_venv; build_wheel demo "hfdemo-*.whl" '"$T/src"' HFDEMO_VERSION=2.0'
+  [ "$status" -eq 0 ]
+  [ -f "$T/cache/wheels/flash-attention/k2/hfdemo-2.0-py3-none-any.whl" ]
+  [ -f "$T/cache/wheels/flash-attention/k1/hfdemo-1.0-py3-none-any.whl" ]
+}
+
+@test "git_at checks out the pinned commit, cleanly, and reuses what it fetched" {
+  git init -q "$T/up"
+  git -C "$T/up" config uploadpack.allowAnySHA1InWant true
+  printf 'one\n' >"$T/up/f"
+  git -C "$T/up" add f
+  git -C "$T/up" -c user.name=t -c user.email=t@t commit -qm one
+  local c1
+  c1=$(git -C "$T/up" rev-parse HEAD)
+  printf 'two\n' >"$T/up/f"
+  git -C "$T/up" -c user.name=t -c user.email=t@t commit -qam two
+
+  run box_lib "git_at 'file://$T/up' $c1 '$T/src'"
+  [ "$status" -eq 0 ]
+  [ "$(git -C "$T/src" rev-parse HEAD)" = "$c1" ]
+  [ "$(cat "$T/src/f")" = one ]
+
+  # A patched, dirty tree is reset; the commit is not fetched again.
+  printf 'patched\n' >"$T/src/f"
+  touch "$T/src/build-artifact"
+  run box_lib "git_at 'file://$T/up' $c1 '$T/src'"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"$c1 already fetched in $T/src"* ]]
+  [[ "$output" != *"fetch --depth 1"* ]]
+  [ "$(cat "$T/src/f")" = one ]
+  [ ! -e "$T/src/build-artifact" ]
+
+  # A branch floats: fetched every time, so it follows upstream.
+  run box_lib "git_at 'file://$T/up' master '$T/src' || git_at 'file://$T/up' main '$T/src'"
+  [ "$status" -eq 0 ]
+  [ "$(cat "$T/src/f")" = two ]
+}
+
+@test "arch list patcher on random lists: adds the target once, keeps every other item in order" {
+  local pool=(gfx803 gfx900 gfx906 gfx908 gfx90a gfx942 gfx950 gfx1030 gfx1100 gfx1101 gfx1102 gfx1150 gfx1152 gfx1200 gfx1201 gfx1250)
+  local i n j list item
+  for ((i = 0; i < 40; i++)); do
+    list=''
+    n=$((RANDOM % 8))
+    for ((j = 0; j < n; j++)); do
+      item=${pool[RANDOM % ${#pool[@]}]}
+      list+="${list:+;}$item"
+    done
+    mkdir -p "$T/r$i"
+    printf 'x\nset(HIP_SUPPORTED_ARCHS "%s")\ny\n' "$list" >"$T/r$i/CMakeLists.txt"
+    run bash -c '. "$LIB/common.sh"; patch_list_add a "$1" HIP_SUPPORTED_ARCHS gfx1151' _ "$T/r$i/CMakeLists.txt"
+    [ "$status" -eq 0 ] || {
+      echo "list [$list]: $output"
+      false
+    }
+    local got
+    got=$(sed -n 's/^set(HIP_SUPPORTED_ARCHS "\(.*\)")$/\1/p' "$T/r$i/CMakeLists.txt")
+    [ "$(tr ';' '\n' <<<"$got" | grep -cx gfx1151)" -eq 1 ] || {
+      echo "list [$list] -> [$got]"
+      false
+    }
+    [ "$(tr ';' '\n' <<<"$got" | grep -vx gfx1151 | paste -sd';')" = "$list" ] || {
+      echo "list [$list] -> [$got]"
+      false
+    }
+    [ "$(sed -n '1p;3p' "$T/r$i/CMakeLists.txt" | paste -sd,)" = "x,y" ]
+  done
+}

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# therock-toolbox step "toolbox": create the distrobox box the later steps build in.
+# Runs on the host, as your normal user (distrobox refuses root).
+#
+# Pins: TOOLBOX_NAME, TOOLBOX_IMAGE.
+# Options (environment):
+#   HALOFORGE_ALLOW_NO_GPU=1    go on without /dev/kfd (tests, CI): the box gets no GPU devices
+#   HALOFORGE_DISTROBOX_ROOT=1  rootful podman through sudo (distrobox --root)
+#   HALOFORGE_RECREATE_BOX=1    remove a box that was created from another image, then recreate it
+# Idempotent: a box with the right image is reused as it is.
+
+# shellcheck source=../lib/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+hf_init "$@"
+require_env TOOLBOX_NAME TOOLBOX_IMAGE
+
+# check_user: distrobox (and rootless podman) must run as the user who will use the box.
+check_user() {
+  [[ $(id -u) -ne 0 ]] && return 0
+  local msg="running as root: distrobox refuses that (\"Running distrobox-create as sudo is not supported\"). Run haloforge as your normal user; for rootful podman set HALOFORGE_DISTROBOX_ROOT=1 and distrobox uses sudo itself (distrobox create --root)"
+  if is_dry_run; then
+    log_warn "$msg"
+    return 0
+  fi
+  die "$msg"
+}
+
+# device_flags: sets FLAGS to the podman flags that hand the GPU to the box (FACTS.md
+# "Containers"): /dev/kfd (compute) and /dev/dri (render nodes), and keep-groups so the
+# user's render and video groups still grant access (rootless podman drops named groups;
+# --group-add render fails when the image has no such group).
+device_flags() {
+  FLAGS=()
+  local no_gpu=${HALOFORGE_ALLOW_NO_GPU:-0}
+  if [[ ! -e /dev/kfd && "$no_gpu" != 1 ]]; then
+    if is_dry_run; then
+      log_warn "/dev/kfd is missing on this machine: a real run stops here (HALOFORGE_ALLOW_NO_GPU=1 goes on without the GPU)"
+    else
+      die "/dev/kfd is missing: the amdgpu kernel driver (KFD) is not loaded or this is not a ROCm-capable GPU; run haloforge doctor. To create the box without a GPU anyway (tests), set HALOFORGE_ALLOW_NO_GPU=1"
+    fi
+  fi
+  if [[ "$no_gpu" == 1 ]]; then
+    log_warn "HALOFORGE_ALLOW_NO_GPU=1: creating the box WITHOUT --device /dev/kfd --device /dev/dri --group-add keep-groups; ROCm will not see a GPU in it"
+    return 0
+  fi
+  FLAGS=(--device /dev/kfd --device /dev/dri --group-add keep-groups --security-opt seccomp=unconfined)
+  # keep-groups works through crun (podman troubleshooting, "Passed-in devices or files
+  # can't be accessed in rootless container"); runc accepts the flag and ignores it, which
+  # only matters rootless.
+  local rt
+  rt=$(oci_runtime)
+  if [[ -n "$rt" && "$rt" != crun && "${HALOFORGE_DISTROBOX_ROOT:-0}" != 1 ]]; then
+    log_warn "podman runs containers with $rt: --group-add keep-groups only takes effect with crun, so rootless access to /dev/kfd may fail in the box (install crun, or use HALOFORGE_DISTROBOX_ROOT=1)"
+  fi
+}
+
+# oci_runtime: podman's OCI runtime (crun, runc), empty when unknown. Read-only.
+oci_runtime() {
+  local -a mgr
+  read -r -a mgr <<<"$(box_manager)"
+  [[ "${mgr[-1]}" == podman ]] || return 0
+  command -v podman >/dev/null 2>&1 || return 0
+  "${mgr[@]}" info --format '{{.Host.OCIRuntime.Name}}' 2>/dev/null || true
+}
+
+# warn_missing_devices: a reused box made without the GPU flags (an earlier
+# HALOFORGE_ALLOW_NO_GPU=1 run, or by hand) may not reach /dev/kfd as the user; say how to
+# recreate it rather than fail later with "No HIP GPUs are available".
+warn_missing_devices() {
+  ((${#FLAGS[@]})) || return 0
+  local devs
+  devs=$(box_devices "$TOOLBOX_NAME") || return 0
+  if [[ " $devs " != *" /dev/kfd "* ]]; then
+    log_warn "box $TOOLBOX_NAME was created without --device /dev/kfd (an earlier HALOFORGE_ALLOW_NO_GPU=1 run?); if ROCm sees no GPU inside it, run distrobox rm$(root_word) --force $TOOLBOX_NAME and this step again"
+  fi
+}
+
+root_word() {
+  if [[ "${HALOFORGE_DISTROBOX_ROOT:-0}" == 1 ]]; then
+    printf ' --root'
+  fi
+}
+
+# reuse_or_explain: 0 when a box with the right image exists (reuse), 1 when there is no box
+# (create it); stops with the exact commands when the box has another image, unless
+# HALOFORGE_RECREATE_BOX=1 asks for the box to be replaced.
+reuse_or_explain() {
+  local have
+  have=$(box_image "$TOOLBOX_NAME") || return 1
+  if same_image "$have" "$TOOLBOX_IMAGE"; then
+    log_ok "box $TOOLBOX_NAME exists with image $have: reused"
+    warn_missing_devices
+    return 0
+  fi
+  local root
+  root=$(root_word)
+  if is_dry_run; then
+    log_warn "box $TOOLBOX_NAME was created from $have, not from the pinned $TOOLBOX_IMAGE: a real run stops here unless HALOFORGE_RECREATE_BOX=1, which does:"
+    distrobox_run rm --force "$TOOLBOX_NAME"
+    return 1
+  fi
+  if [[ "${HALOFORGE_RECREATE_BOX:-0}" == 1 ]]; then
+    log_warn "box $TOOLBOX_NAME was created from $have, the pin says $TOOLBOX_IMAGE: HALOFORGE_RECREATE_BOX=1, removing it"
+    distrobox_run rm --force "$TOOLBOX_NAME"
+    return 1
+  fi
+  die "box $TOOLBOX_NAME exists but was created from $have, not from the pinned $TOOLBOX_IMAGE; replacing it means rebuilding everything inside it. To replace it: distrobox rm$root --force $TOOLBOX_NAME (or re-run with HALOFORGE_RECREATE_BOX=1); to keep it: --set TOOLBOX_IMAGE=$have, or pick another TOOLBOX_NAME"
+}
+
+log_step "Toolbox $TOOLBOX_NAME from $TOOLBOX_IMAGE"
+check_user
+device_flags
+if ! is_dry_run; then
+  require distrobox
+  command -v podman >/dev/null 2>&1 || command -v docker >/dev/null 2>&1 \
+    || die "neither podman nor docker found; install podman ($(_hf_install_hint podman))"
+fi
+
+if reuse_or_explain; then
+  exit 0
+fi
+
+create=(create --yes --name "$TOOLBOX_NAME" --image "$TOOLBOX_IMAGE")
+if ((${#FLAGS[@]})); then
+  create+=(--additional-flags "${FLAGS[*]}")
+fi
+distrobox_run "${create[@]}"
+
+log_step "First start of $TOOLBOX_NAME (distrobox sets up the user inside)"
+in_box true
+if ! is_dry_run; then
+  box_exists "$TOOLBOX_NAME" || die "distrobox create finished but podman has no container $TOOLBOX_NAME"
+  log_ok "box $TOOLBOX_NAME ready: distrobox enter$(root_word) $TOOLBOX_NAME"
+fi

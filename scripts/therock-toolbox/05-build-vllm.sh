@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# therock-toolbox step "vllm": vLLM at its pin as a wheel built against the venv's TheRock
+# torch for the GPU target. Runs inside the box.
+#
+# Pins: VLLM_REPO, VLLM_REF, PYTORCH_ROCM_ARCH, GPU_TARGET.
+# The seed build-process recipe plus FACTS.md's lessons: use_existing_torch.py;
+# GPU_TARGET patched into HIP_SUPPORTED_ARCHS when missing (patch-vllm.sh, fail-closed);
+# amdsmi and torch pins dropped from the ROCm build requirements; ROCm's clang as CC/CXX
+# (segfaults otherwise); HIPFLAGS with the device library path; MAX_JOBS from RAM;
+# pip wheel --no-deps --no-build-isolation. The wheel is cached per cache key.
+
+# shellcheck source=../lib/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+# shellcheck source=./lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+hf_init "$@"
+enter_box "$@"
+load_toolbox_env
+require_env VLLM_REPO VLLM_REF PYTORCH_ROCM_ARCH GPU_TARGET
+activate_venv
+
+log_step "vLLM at $VLLM_REF for $GPU_TARGET"
+src=$WORK_DIR/vllm
+dir=$(cache_dir wheels)
+if ! is_dry_run && WHEEL=$(cached_wheel "$dir" 'vllm-*.whl'); then
+  log_ok "reusing the cached vLLM wheel $WHEEL (cache key $HALOFORGE_CACHE_KEY)"
+  install_wheel "$WHEEL"
+  run vllm --version
+  exit 0
+fi
+
+rocm_env
+git_at "$VLLM_REPO" "$VLLM_REF" "$src"
+
+log_step "Use the venv's torch"
+if ! is_dry_run && [[ ! -f "$src/use_existing_torch.py" ]]; then
+  die "vLLM at $VLLM_REF has no use_existing_torch.py: its build would replace TheRock's torch (FAILURES.md vllm-torch-version-conflict); pick a VLLM_REF that has it"
+fi
+run_in "$src" "$PY" use_existing_torch.py
+
+log_step "Patches"
+if is_dry_run; then
+  run bash "$HF_SCRIPT_DIR/patch-vllm.sh" "$src" "$GPU_TARGET"
+  reqs=$src/requirements/build/rocm.txt
+else
+  # patch-vllm.sh names the build requirements file it found (layout changed in Apr 2026).
+  reqs_out=$(mktemp)
+  HF_PATCH_REQS_OUT=$reqs_out run bash "$HF_SCRIPT_DIR/patch-vllm.sh" "$src" "$GPU_TARGET"
+  reqs=$(<"$reqs_out")
+  rm -f "$reqs_out"
+fi
+
+log_step "Build requirements (torch stays the venv's)"
+constraints=$VENV_DIR/haloforge-constraints.txt
+retry -n 2 -d 10 -- "${PIP[@]}" install --constraint "$constraints" -r "$reqs" 'setuptools-scm>=8'
+if [[ -e "$VENV_DIR/bin/cmake" ]]; then
+  # Build requirements may list cmake; the distro's /usr/bin/cmake must stay first.
+  run "${PIP[@]}" uninstall -y cmake
+fi
+
+log_step "Build the wheel (MAX_JOBS=$(max_jobs), $(mem_gib) GiB RAM)"
+build_wheel vllm 'vllm-*.whl' "$src" \
+  VLLM_TARGET_DEVICE=rocm "PYTORCH_ROCM_ARCH=$PYTORCH_ROCM_ARCH" "GPU_ARCHS=$GPU_TARGET" \
+  "ROCM_PATH=$ROCM_PATH" "ROCM_HOME=$ROCM_HOME" "HIP_DEVICE_LIB_PATH=$HIP_DEVICE_LIB_PATH" \
+  "HIPFLAGS=$HIPFLAGS" "CC=$ROCM_CLANG" "CXX=$ROCM_CLANG++" "MAX_JOBS=$(max_jobs)" \
+  PYTHONNOUSERSITE=1 PYTHONPATH=
+
+log_step "Install"
+install_wheel "$WHEEL"
+run vllm --version

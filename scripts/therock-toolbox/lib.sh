@@ -1,0 +1,146 @@
+# shellcheck shell=bash
+# shellcheck source-path=SCRIPTDIR
+# Helpers shared by the therock-toolbox steps (sourced after lib/common.sh).
+# Everything here runs inside the box: the venv, TheRock's ROCm paths, git checkouts at
+# pinned commits and the wheel cache.
+
+# load_toolbox_env: the box's build variables (toolbox/toolbox.env); pins and the caller's
+# environment win over it.
+load_toolbox_env() {
+  local f=${HALOFORGE_TOOLBOX_DIR:-}/toolbox.env
+  if [[ -r "$f" ]]; then
+    load_env_file "$f"
+  fi
+  : "${WORK_DIR:=/workspace}" "${VENV_DIR:=/opt/venv}" "${GPU_TARGET:=gfx1151}"
+  : "${PYTORCH_ROCM_ARCH:=$GPU_TARGET}" "${GPU_ARCHS:=$GPU_TARGET}"
+  export WORK_DIR VENV_DIR GPU_TARGET PYTORCH_ROCM_ARCH GPU_ARCHS
+}
+
+# owned_dir DIR: create DIR (root-owned parents such as /opt) and hand it to the user.
+owned_dir() {
+  local dir=$1
+  if [[ -d "$dir" && -w "$dir" ]]; then
+    return 0
+  fi
+  as_root mkdir -p "$dir"
+  as_root chown "$(id -u):$(id -g)" "$dir"
+}
+
+# activate_venv: put the venv first on PATH (what `source bin/activate` does), failing
+# clearly when 01-install-tools.sh has not made it.
+activate_venv() {
+  if ! is_dry_run && [[ ! -x "$VENV_DIR/bin/python" ]]; then
+    die "no Python venv at $VENV_DIR; run 01-install-tools.sh first (haloforge build --track therock-toolbox --from tools)"
+  fi
+  log_info "venv: $VENV_DIR"
+  export VIRTUAL_ENV=$VENV_DIR
+  export PATH=$VENV_DIR/bin:$PATH
+  # A user site or a source tree on PYTHONPATH loads a second torch (FAILURES.md
+  # two-torch-pybind-already-registered).
+  export PYTHONNOUSERSITE=1
+  unset PYTHONPATH
+  PY=$VENV_DIR/bin/python
+  PIP=("$PY" -m pip)
+}
+
+# pip_installed_version DIST: the installed version of a distribution, empty when absent.
+pip_installed_version() {
+  [[ -x "${PY:-}" ]] || return 0
+  "$PY" - "$1" 2>/dev/null <<-'PY' || true
+		import sys
+		from importlib import metadata
+		try:
+		    print(metadata.version(sys.argv[1]))
+		except metadata.PackageNotFoundError:
+		    pass
+	PY
+}
+
+# rocm_env: TheRock's paths from rocm-sdk (seed build-process "vLLM Build Variables"):
+# ROCM_ROOT, ROCM_PATH, ROCM_HOME, HIP_DEVICE_LIB_PATH, HIPFLAGS and ROCm's clang.
+rocm_env() {
+  if is_dry_run && ! "${PY:-false}" -c 'import rocm_sdk' 2>/dev/null; then
+    # A dry run before 02 has no SDK yet: show where the value comes from.
+    # shellcheck disable=SC2016
+    ROCM_ROOT='$(rocm-sdk path --root)'
+  else
+    ROCM_ROOT=$("$PY" -m rocm_sdk path --root) \
+      || die "rocm-sdk path --root failed: is TheRock's rocm[devel] installed (02-install-rocm.sh)?"
+  fi
+  export ROCM_ROOT ROCM_PATH=$ROCM_ROOT ROCM_HOME=$ROCM_ROOT
+  export HIP_DEVICE_LIB_PATH=$ROCM_ROOT/lib/llvm/amdgcn/bitcode
+  export HIPFLAGS="--rocm-device-lib-path=$HIP_DEVICE_LIB_PATH"
+  ROCM_CLANG=$ROCM_ROOT/lib/llvm/bin/clang
+  if ! is_dry_run; then
+    [[ -d "$HIP_DEVICE_LIB_PATH" ]] \
+      || die "cannot find ROCm device library: $HIP_DEVICE_LIB_PATH is missing; re-run rocm-sdk init (02-install-rocm.sh)"
+    [[ -x "$ROCM_CLANG" ]] || ROCM_CLANG=$ROCM_ROOT/llvm/bin/clang
+    [[ -x "$ROCM_CLANG" ]] || die "ROCm's clang not found under $ROCM_ROOT (lib/llvm/bin or llvm/bin)"
+  fi
+  log_info "ROCm SDK root: $ROCM_ROOT"
+}
+
+# git_at REPO REF DIR: DIR holds REPO checked out at REF, clean (earlier patches undone), so
+# a re-run patches and builds exactly the pinned tree. Shallow fetch of the one commit.
+git_at() {
+  local repo=$1 ref=$2 dir=$3
+  if [[ ! -d "$dir/.git" ]]; then
+    run mkdir -p "$dir"
+    run git -C "$dir" init -q
+    run git -C "$dir" remote add origin "$repo"
+  else
+    run git -C "$dir" remote set-url origin "$repo"
+  fi
+  local target=$ref
+  if ! is_dry_run && git -C "$dir" cat-file -e "$ref^{commit}" 2>/dev/null; then
+    log_info "$ref already fetched in $dir"
+  else
+    # A branch pin floats: fetched every time, checked out through a local tag.
+    retry -n 3 -d 5 -- git -C "$dir" fetch --depth 1 origin "$ref"
+    run git -C "$dir" tag -f haloforge-pin FETCH_HEAD
+    target=haloforge-pin
+  fi
+  run git -C "$dir" checkout -q --force --detach "$target"
+  run git -C "$dir" reset -q --hard
+  run git -C "$dir" clean -q -ffdx
+  if ! is_dry_run; then
+    log_ok "$(basename "$dir") at $(git -C "$dir" rev-parse HEAD)"
+  fi
+}
+
+# build_wheel NAME GLOB SRC [VAR=VALUE...]: the wheel of SRC built with pip wheel --no-deps
+# --no-build-isolation (against the venv's torch) into the step's cache directory, or the
+# cached one while the step's cache key is unchanged. Sets WHEEL to the wheel's path.
+build_wheel() {
+  local name=$1 glob=$2 src=$3
+  shift 3
+  local dir
+  dir=$(cache_dir wheels)
+  if ! is_dry_run && WHEEL=$(cached_wheel "$dir" "$glob"); then
+    log_ok "reusing the cached $name wheel $WHEEL (cache key $HALOFORGE_CACHE_KEY)"
+    return 0
+  fi
+  if ! is_dry_run; then
+    mkdir -p "$dir"
+  fi
+  run_in "$src" env "$@" "$PY" -m pip wheel . --no-deps --no-build-isolation -v -w "$dir"
+  if is_dry_run; then
+    WHEEL=$dir/$glob
+    return 0
+  fi
+  WHEEL=$(cached_wheel "$dir" "$glob") || die "pip wheel finished but no $glob in $dir"
+  log_ok "built $WHEEL"
+  cache_prune wheels
+}
+
+# install_wheel WHEEL: install a built wheel and its dependencies, with torch and friends
+# held at the versions 02-install-rocm.sh installed (FAILURES.md vllm-torch-version-conflict).
+install_wheel() {
+  local wheel=$1 constraints=$VENV_DIR/haloforge-constraints.txt
+  if is_dry_run || [[ -r "$constraints" ]]; then
+    run "${PIP[@]}" install --constraint "$constraints" "$wheel"
+  else
+    log_warn "no $constraints (02-install-rocm.sh writes it); installing without torch constraints"
+    run "${PIP[@]}" install "$wheel"
+  fi
+}

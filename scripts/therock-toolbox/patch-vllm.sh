@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# Fail-closed patches of a vLLM source tree for a ROCm target vLLM may not list yet.
+# Usage: patch-vllm.sh VLLM_SRC [GFX_TARGET]   (target default: $GPU_TARGET, else gfx1151)
+#
+# 1. CMakeLists.txt: GFX_TARGET in set(HIP_SUPPORTED_ARCHS "…"). v0.10.2 lacks gfx1151
+#    (FACTS.md: "gfx906;…;gfx1101;gfx1200;gfx1201"); main has it since vLLM #25908.
+# 2. The ROCm build requirements (requirements/build/rocm.txt since Apr 2026, before that
+#    requirements/rocm-build.txt): no amdsmi (TheRock ships its own; two copies double-free)
+#    and no torch/torchvision/torchaudio/triton pins (the venv's TheRock torch is the one).
+# Each prints applied / already present upstream; an anchor that moved stops with an error.
+
+# shellcheck source=../lib/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+
+src=${1:?usage: patch-vllm.sh VLLM_SRC [GFX_TARGET]}
+target=${2:-${GPU_TARGET:-gfx1151}}
+
+patch_list_add vllm-hip-arch "$src/CMakeLists.txt" HIP_SUPPORTED_ARCHS "$target"
+
+reqs=''
+for f in requirements/build/rocm.txt requirements/rocm-build.txt; do
+  if [[ -f "$src/$f" ]]; then
+    reqs=$src/$f
+    break
+  fi
+done
+if [[ -z "$reqs" ]]; then
+  if is_dry_run; then
+    reqs=$src/requirements/build/rocm.txt
+  else
+    die "patch vllm-rocm-build-reqs: anchor not found in $src: neither requirements/build/rocm.txt nor requirements/rocm-build.txt exists"
+  fi
+fi
+patch_drop_requirements vllm-rocm-build-reqs "$reqs" amdsmi torch torchvision torchaudio triton pytorch-triton-rocm
+printf '%s\n' "$reqs" >"${HF_PATCH_REQS_OUT:-/dev/null}"
