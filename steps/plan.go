@@ -20,12 +20,13 @@ const cacheKeyVersion = "haloforge-cache-v1"
 // PlannedStep is a catalogue step with what this plan knows about it.
 type PlannedStep struct {
 	Step
-	ScriptPath string            // "<track>/<file>" inside the scripts tree
-	ScriptHash string            // sha256 hex of the script bytes
-	PinValues  map[string]string // values of the pins this step reads
-	CacheKey   string            // script, pin values, track env and the dependencies' keys
-	WillRun    bool              // false when CacheKey equals the last success
-	Reason     string            // why it will run, or why not
+	ScriptPath  string            // "<track>/<file>" inside the scripts tree
+	ScriptHash  string            // sha256 hex of the script bytes
+	SupportHash string            // sha256 hex of scripts/lib and the track's helper files
+	PinValues   map[string]string // values of the pins this step reads
+	CacheKey    string            // script, pin values, track env and the dependencies' keys
+	WillRun     bool              // false when CacheKey equals the last success
+	Reason      string            // why it will run, or why not
 }
 
 // Plan is a track's steps in order, ready for the runner.
@@ -66,6 +67,10 @@ func NewPlan(t Track, pf *pins.File, scripts fs.FS, st *State) (*Plan, error) {
 			p.Floating = append(p.Floating, name)
 		}
 	}
+	support, err := supportHash(scripts, t)
+	if err != nil {
+		return nil, err
+	}
 	keys := map[string]string{}
 	var missing []string
 	for _, s := range t.Steps {
@@ -77,6 +82,7 @@ func NewPlan(t Track, pf *pins.File, scripts fs.FS, st *State) (*Plan, error) {
 			return nil, fmt.Errorf("read %s: %w", ps.ScriptPath, err)
 		}
 		ps.ScriptHash = hashBytes(body)
+		ps.SupportHash = support
 		for _, name := range s.Pins {
 			ps.PinValues[name] = values[name]
 		}
@@ -104,12 +110,53 @@ func hashBytes(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
+// supportHash covers the files a track's steps source or call besides their
+// own script: the shared lib and the track folder's other files. A fix in a
+// patcher must rebuild what it patched. Tests are not inputs.
+func supportHash(scripts fs.FS, t Track) (string, error) {
+	stepFiles := map[string]bool{}
+	for _, s := range t.Steps {
+		stepFiles[t.ScriptPath(s)] = true
+	}
+	h := sha256.New()
+	for _, root := range []string{"lib", t.ID} {
+		err := fs.WalkDir(scripts, root, func(p string, d fs.DirEntry, err error) error {
+			if errors.Is(err, fs.ErrNotExist) {
+				return fs.SkipAll
+			}
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				if d.Name() == "tests" && p != root {
+					return fs.SkipDir
+				}
+				return nil
+			}
+			if stepFiles[p] {
+				return nil
+			}
+			b, err := fs.ReadFile(scripts, p)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(h, "%s\x00%s\n", p, hashBytes(b))
+			return nil
+		})
+		if err != nil {
+			return "", fmt.Errorf("hash helper scripts: %w", err)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
 // cacheKey hashes everything that can change what a step produces.
 func cacheKey(t Track, ps PlannedStep, depKeys map[string]string) string {
 	h := sha256.New()
 	line := func(parts ...string) { fmt.Fprintln(h, strings.Join(parts, "\x00")) }
 	line(cacheKeyVersion, t.ID, ps.ID)
 	line("script", ps.ScriptHash)
+	line("support", ps.SupportHash)
 	for _, name := range sortedKeys(ps.PinValues) {
 		line("pin", name, ps.PinValues[name])
 	}
@@ -147,6 +194,9 @@ func willRun(st *State, track string, ps PlannedStep, earlier []PlannedStep) (bo
 	var why []string
 	if last.ScriptHash != "" && last.ScriptHash != ps.ScriptHash {
 		why = append(why, "script changed")
+	}
+	if last.SupportHash != "" && last.SupportHash != ps.SupportHash {
+		why = append(why, "helper scripts changed (scripts/lib or the track's own helpers)")
 	}
 	if last.Pins != nil {
 		var changed []string

@@ -91,6 +91,10 @@ func scriptsFor(tr Track) fstest.MapFS {
 	for _, s := range tr.Steps {
 		m[tr.ScriptPath(s)] = &fstest.MapFile{Data: []byte("#!/bin/bash\necho " + s.ID + "\n"), Mode: 0o755}
 	}
+	m["lib/common.sh"] = &fstest.MapFile{Data: []byte("run() { \"$@\"; }\n")}
+	m[tr.ID+"/patch-vllm.sh"] = &fstest.MapFile{Data: []byte("echo patch\n")}
+	m["vllm-image/container.sh"] = &fstest.MapFile{Data: []byte("echo other\n")}
+	m[tr.ID+"/tests/x.bats"] = &fstest.MapFile{Data: []byte("@test x { true; }\n")}
 	return m
 }
 
@@ -154,6 +158,10 @@ func TestCacheKeysAndWillRun(t *testing.T) {
 		{"rocm pin", []string{"ROCM_VERSION=7.15.0"}, "", []string{"rocm", "aiter", "flash-attention", "vllm", "verify"}, "pins changed: ROCM_VERSION, TORCHAUDIO_VERSION, TORCHVISION_VERSION, TORCH_VERSION"},
 		{"toolbox image", []string{"TOOLBOX_IMAGE=registry.fedoraproject.org/fedora-toolbox:43"}, "", tr.StepIDs(), "pins changed: TOOLBOX_IMAGE"},
 		{"flash-attention script", nil, "therock-toolbox/04-build-fa.sh", []string{"flash-attention", "verify"}, "script changed"},
+		{"shared lib", nil, "lib/common.sh", tr.StepIDs(), "helper scripts changed (scripts/lib or the track's own helpers)"},
+		{"track helper", nil, "therock-toolbox/patch-vllm.sh", tr.StepIDs(), "helper scripts changed (scripts/lib or the track's own helpers)"},
+		{"another track's helper", nil, "vllm-image/container.sh", nil, ""},
+		{"a test file", nil, "therock-toolbox/tests/x.bats", nil, ""},
 		{"unrelated pin", []string{"OLLAMA_PORT=11435"}, "", nil, ""},
 	}
 	for _, tc := range tests {

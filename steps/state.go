@@ -50,12 +50,13 @@ type StepState struct {
 // Success records the cache key and duration of a step's last success, and
 // the inputs behind the key so that `plan` can say what changed since.
 type Success struct {
-	CacheKey   string            `json:"cache_key"`
-	RunID      string            `json:"run_id"`
-	At         time.Time         `json:"at"`
-	Duration   time.Duration     `json:"duration_ns"`
-	ScriptHash string            `json:"script_sha256,omitempty"`
-	Pins       map[string]string `json:"pins,omitempty"`
+	CacheKey    string            `json:"cache_key"`
+	RunID       string            `json:"run_id"`
+	At          time.Time         `json:"at"`
+	Duration    time.Duration     `json:"duration_ns"`
+	ScriptHash  string            `json:"script_sha256,omitempty"`
+	SupportHash string            `json:"support_sha256,omitempty"`
+	Pins        map[string]string `json:"pins,omitempty"`
 }
 
 // NewState returns an empty state.
@@ -110,7 +111,7 @@ func (s *State) RecordSuccess(track string, ps PlannedStep, runID string, at tim
 		ss = &StepState{}
 		t.Steps[ps.ID] = ss
 	}
-	ss.LastSuccess = &Success{CacheKey: ps.CacheKey, RunID: runID, At: at, Duration: d, ScriptHash: ps.ScriptHash, Pins: ps.PinValues}
+	ss.LastSuccess = &Success{CacheKey: ps.CacheKey, RunID: runID, At: at, Duration: d, ScriptHash: ps.ScriptHash, SupportHash: ps.SupportHash, Pins: ps.PinValues}
 }
 
 // Save writes state.json atomically: a temp file in the same dir, fsync, rename.
