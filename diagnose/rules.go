@@ -1,0 +1,590 @@
+package diagnose
+
+// rules is the failure taxonomy of FAILURES.md as data: one entry per
+// family, in the same order. Links are the public threads the shared
+// corpus took its excerpts from. The wording of each signature was checked
+// against those excerpts; seed families use the design notes' signature.
+//
+// To add a family: add a real excerpt with its source to a test set first
+// (testdata/holdout.jsonl; corpus.jsonl is a copy of the shared corpus),
+// then a Rule here with literals of at least minLiteral bytes that the
+// excerpt holds verbatim, a regexp or context only where the literal alone
+// would fire on healthy output, and regenerate TUTORIAL.md
+// (go test ./diagnose -run TestTutorialReference -update).
+var rules = withSignals([]Rule{
+	{
+		ID:      "therock-amdsmi-double-free",
+		Title:   "Double free at exit after import torch (TheRock + amdsmi)",
+		Summary: "glibc aborts with a double free when Python exits after importing a TheRock torch with the amdsmi package installed.",
+		Cause:   "TheRock's rocm_sdk preloads the ROCm libraries with RTLD_GLOBAL; the standalone amdsmi package loads a second copy of the same amd::smi symbols, and both destructors run at exit.",
+		Fix: "pip uninstall -y amdsmi   # in the venv that imports torch (vLLM's ROCm build requirements pull it in)\n" +
+			"# or stop the global preload: in $(python -c 'import rocm_sdk,os;print(os.path.dirname(rocm_sdk.__file__))')/__init__.py\n" +
+			"#   set rtld_global=False in preload_libraries() / initialize_process()",
+		Links: issues("ROCm/TheRock#1059", "ROCm/TheRock#2269", "ROCm/ROCm#4909"),
+		// glibc names the check that failed; the amdsmi clash is always (!prev).
+		// Other double frees (a Vulkan allocation failure in llama.cpp#15256)
+		// end in "(out)" and are not this family.
+		pats: []pat{{lit: "double free or corruption (!prev)"}},
+	},
+	{
+		ID:      "hip-invalid-device-function",
+		Title:   "HIP invalid device function: no kernels for this GPU",
+		Summary: "A kernel launch failed because the binary holds no code for this GPU's architecture.",
+		Cause:   "torch, vLLM or llama.cpp was built or downloaded for other gfx targets than this GPU (gfx1151 on Strix Halo).",
+		Fix: "export PYTORCH_ROCM_ARCH=gfx1151 GPU_ARCHS=gfx1151 VLLM_TARGET_DEVICE=rocm   # then rebuild\n" +
+			"pip install --index-url https://rocm.nightlies.amd.com/whl-multi-arch/ \"torch[device-gfx1151]\"   # or wheels built for gfx1151\n" +
+			"# last resort only: HSA_OVERRIDE_GFX_VERSION=11.0.0 (a spoof; see hsa-override-spoof-crash)",
+		Links: issues("pytorch/pytorch#164346", "etched-ai/open-oasis#27", "ggml-org/llama.cpp#8504", "lllyasviel/Fooocus#1288"),
+		pats: []pat{
+			{lit: "invalid device function"},
+			{lit: "hipErrorInvalidDeviceFunction"},
+		},
+	},
+	{
+		ID:      "hip-no-binary-for-gpu",
+		Title:   "No code object for this GPU (hipErrorNoBinaryForGpu)",
+		Summary: "The HIP loader found no code object for this GPU in a library or extension.",
+		Cause:   "The library was compiled for other gfx targets; the loader reports it before any kernel runs.",
+		Fix: "export PYTORCH_ROCM_ARCH=gfx1151 GPU_ARCHS=gfx1151 GPU_TARGETS=gfx1151   # rebuild the library named in the log\n" +
+			"pip install --index-url https://rocm.nightlies.amd.com/whl-multi-arch/ \"torch[device-gfx1151]\"   # or wheels that include gfx1151\n" +
+			"# last resort only: HSA_OVERRIDE_GFX_VERSION=11.0.0",
+		Links: issues("lamikr/rocm_sdk_builder#246", "ggml-org/llama.cpp#19949"),
+		pats: []pat{
+			{lit: "hipErrorNoBinaryForGpu"},
+			{lit: "No compatible code objects found"},
+			{lit: "Missing CO for these ISAs"},
+			{lit: "no kernel image is available for execution"},
+		},
+	},
+	{
+		ID:      "hip-invalid-image",
+		Title:   "Device kernel image is invalid",
+		Summary: "The runtime rejected a code object built for a different or incompatible target.",
+		Cause:   "The kernels were compiled for another gfx target, often under a wrong HSA_OVERRIDE_GFX_VERSION spoof.",
+		Fix: "unset HSA_OVERRIDE_GFX_VERSION   # remove a spoof that does not match the build\n" +
+			"export PYTORCH_ROCM_ARCH=gfx1151 GPU_ARCHS=gfx1151   # and rebuild for the real arch",
+		Links: issues("charlie12345/vLLM_for_AMD#15"),
+		pats: []pat{
+			{lit: "device kernel image is invalid"},
+			{lit: "hipErrorInvalidImage"},
+		},
+	},
+	{
+		ID:      "rocblas-tensile-missing-arch",
+		Title:   "rocBLAS has no Tensile library for this GPU",
+		Summary: "rocBLAS cannot read a TensileLibrary for this GPU arch: the installed rocBLAS was built without it.",
+		Cause:   "The ROCm build lacks this architecture's Tensile kernels (distro ROCm or a per-arch wheel for another GPU).",
+		Fix: "pip install --index-url https://rocm.nightlies.amd.com/whl-multi-arch/ \"rocm[libraries,devel,device-gfx1151]\"   # ROCm with gfx1151\n" +
+			"ls $(rocm-sdk path --root)/lib/rocblas/library | grep gfx1151   # must list TensileLibrary files\n" +
+			"# last resort only: HSA_OVERRIDE_GFX_VERSION=11.0.0",
+		Links: issues("ROCm/AMDMIGraphX#3517"),
+		pats: []pat{
+			// Older rocBLAS prints no "for GPU arch" suffix, only the errno
+			// ("Illegal seek", "No such file or directory").
+			{lit: "TensileLibrary", re: `rocBLAS error: Cannot read .*TensileLibrary|Cannot read .*TensileLibrary.*for GPU arch`},
+		},
+	},
+	{
+		ID:      "gfx-arch-not-in-allowlist",
+		Title:   "gfx1151 missing from an upstream allow-list",
+		Summary: "A build or import refused this GPU because the project's list of supported architectures lacks it.",
+		Cause:   "Upstream allow-lists (vLLM CMake, AITER chip_info, Tensile, rocWMMA) lag new hardware.",
+		Fix: "# vLLM: add gfx1151 to HIP_SUPPORTED_ARCHS in CMakeLists.txt (haloforge's patch step does this)\n" +
+			"grep -n HIP_SUPPORTED_ARCHS CMakeLists.txt\n" +
+			"# otherwise move the pin to a release that lists gfx1151, or leave the component out (AITER, rocWMMA paths are optional)",
+		Links: issues("ROCm/TheRock#154", "ROCm/TheRock#2221", "ROCm/rocm-libraries#4618", "ROCm/TheRock#2127"),
+		pats: []pat{
+			{lit: "ROCm architectures", re: `None of the detected ROCm architectures.*is supported`},
+			{lit: "KeyError: 'gfx"},
+			{lit: "Architecture gfx", re: `Architecture gfx\w+ (is )?not supported`},
+			{lit: "Unsupported GPU target"},
+			{lit: "Unsupported architecture", re: `(error|assert).*Unsupported architecture`},
+		},
+	},
+	{
+		ID:      "cmake4-policy-version-minimum",
+		Title:   "CMake 4 rejects an old cmake_minimum_required",
+		Summary: "CMake ≥ 4 stopped accepting projects that declare compatibility with CMake < 3.5.",
+		Cause:   "Old third_party CMakeLists (protobuf, psimd, FP16, NNPACK, ittapi, gloo, ideep) still say cmake_minimum_required(VERSION 2.x/3.0).",
+		Fix: "export CMAKE_POLICY_VERSION_MINIMUM=3.5   # then re-run the build\n" +
+			"# or bump cmake_minimum_required to 3.5 in the third_party CMakeLists.txt named in the error",
+		Links: issues("pytorch/pytorch#150167", "pytorch/pytorch#150328", "ROCm/TheRock#1916"),
+		pats:  []pat{{lit: "Compatibility with CMake < 3.5"}},
+	},
+	{
+		ID:      "pip-cmake-broken-shim",
+		Title:   "A pip-installed cmake shadows the system one",
+		Summary: "The cmake on PATH is a pip wheel's shim that cannot find its own files or the venv's Python.",
+		Cause:   "pip installed the cmake package into the venv (often as a build dependency); its bin/cmake wins over /usr/bin/cmake.",
+		Fix: "pip uninstall -y cmake\n" +
+			"hash -r; which cmake   # must print /usr/bin/cmake",
+		Links: issues("scikit-build/cmake-python-distributions#557", "actions/runner-images#10941", "vllm-project/vllm#6999"),
+		pats: []pat{
+			{lit: "Could not find CMAKE_ROOT"},
+			{lit: "No module named 'cmake'"},
+			{lit: "Unable to find python matching"},
+		},
+	},
+	{
+		ID:      "two-torch-pybind-already-registered",
+		Title:   "Two torch builds loaded in one process",
+		Summary: "pybind11 refused to register a torch type twice: two copies of torch were imported.",
+		Cause:   "A torch source tree on PYTHONPATH, a user-site install or a second wheel is loaded next to the installed torch.",
+		Fix: "export PYTHONNOUSERSITE=1 PYTHONPATH=   # build and run without the user site or a source tree\n" +
+			"python -c 'import torch; print(torch.__file__)'   # must point into the venv\n" +
+			"# after installing the wheel, remove or move away the PyTorch source tree",
+		Links: issues("pytorch/pytorch#21363", "pytorch/pytorch#32270", "pytorch/vision#1897"),
+		pats: []pat{
+			{lit: "generic_type: cannot initialize type"},
+			{lit: "is already registered", re: `type "[^"]+" is already registered`},
+		},
+	},
+	{
+		ID:      "fbgemm-genai-link",
+		Title:   "FBGEMM GenAI cannot link on ROCm",
+		Summary: "The PyTorch build tries to link FBGEMM GenAI, which is CUDA-oriented and not built on this ROCm target.",
+		Cause:   "USE_FBGEMM_GENAI defaults on for ROCm builds of recent PyTorch; its gen_ai library is missing for gfx11.",
+		Fix: "export USE_FBGEMM_GENAI=0   # then rebuild PyTorch\n" +
+			"# and drop fbgemm_genai from the link line if a patch still adds it",
+		Seed:  true,
+		Links: issues("pytorch/FBGEMM#3126"),
+		pats:  []pat{{lit: "-lfbgemm_genai"}},
+	},
+	{
+		ID:      "fbgemm-genai-rocm-build",
+		Title:   "FBGEMM GenAI fails to compile on ROCm",
+		Summary: "FBGEMM's experimental gen_ai kernels need composable_kernel headers that this ROCm does not have.",
+		Cause:   "FBGEMM GenAI on ROCm tracks a newer composable_kernel than the installed one and only targets gfx94x.",
+		Fix:     "export USE_FBGEMM_GENAI=0   # then rebuild PyTorch (TheRock disables it except on gfx94X)",
+		Links:   issues("pytorch/FBGEMM#3126"),
+		pats: []pat{
+			{lit: "file not found", re: `gen_ai/.*error: '(ck|ck_tile)/[^']+' file not found`},
+		},
+	},
+	{
+		ID:      "rocm-device-lib-not-found",
+		Title:   "clang cannot find the ROCm device libraries",
+		Summary: "The HIP compiler cannot find the bitcode device libraries (ocml.bc and friends).",
+		Cause:   "With the pip-installed ROCm SDK the bitcode lives under the SDK root, not /opt/rocm, and clang is not told where.",
+		Fix: "export ROCM_PATH=$(rocm-sdk path --root) ROCM_HOME=$(rocm-sdk path --root)\n" +
+			"export HIP_DEVICE_LIB_PATH=$ROCM_PATH/lib/llvm/amdgcn/bitcode\n" +
+			"export HIPFLAGS=\"--rocm-device-lib-path=$HIP_DEVICE_LIB_PATH\"",
+		Links: issues("ROCm/hipCUB#179", "ROCm/ROCR-Runtime#110", "ROCm/ROCm-Device-Libs#81"),
+		pats: []pat{
+			{lit: "cannot find ROCm device library"},
+			{lit: "cannot find device library"},
+			{lit: "ocml.bc: No such file"},
+			{lit: "ocml.bc' not found"},
+			{lit: "ocml.bc not found"},
+		},
+	},
+	{
+		ID:      "therock-hip-lang-cmake-missing",
+		Title:   "ROCm SDK root lacks the HIP CMake package",
+		Summary: "CMake's HIP language support cannot find hip-lang-config.cmake under the ROCm SDK root.",
+		Cause:   "The devel wheel of TheRock's ROCm SDK is missing, or `rocm-sdk init` has not unpacked it.",
+		Fix: "pip install --index-url https://rocm.nightlies.amd.com/whl-multi-arch/ \"rocm[libraries,devel,device-gfx1151]\"\n" +
+			"rocm-sdk init\n" +
+			"ls $(rocm-sdk path --root)/lib/cmake/hip-lang/hip-lang-config.cmake",
+		Links: issues("ROCm/TheRock#2177"),
+		pats: []pat{
+			{lit: "does not contain the HIP runtime CMake package"},
+			{lit: `provided by "hip-lang"`},
+		},
+	},
+	{
+		ID:      "vllm-torch-version-conflict",
+		Title:   "The vLLM build replaced the ROCm torch",
+		Summary: "pip pulled vLLM's pinned torch over the ROCm torch (or into an isolated build env).",
+		Cause:   "vLLM's requirements pin an exact torch; with build isolation or a plain pip install it downloads that (CUDA) torch.",
+		Fix: "python use_existing_torch.py   # in the vLLM checkout: drops the torch pins from the requirements\n" +
+			"pip install -r requirements/build/rocm.txt   # requirements/rocm-build.txt before Apr 2026\n" +
+			"pip install --no-build-isolation -v .\n" +
+			"python -c 'import torch; print(f\"torch=={torch.__version__}\")' > torch.constraint\n" +
+			"pip install -c torch.constraint …   # later installs keep the ROCm torch or fail loudly",
+		Links:       issues("vllm-project/vllm#34224", "vllm-project/vllm#6200", "SystemPanic/vllm-windows#20"),
+		ExceptSteps: []string{"rocm", "env", "install", "pytorch", "base"},
+		pats: []pat{
+			{lit: "requires torch==", re: `requires torch==\S+,? but you have torch`},
+			{lit: "Attempting uninstall: torch", re: `Attempting uninstall: torch\s*$`},
+			{lit: "Successfully uninstalled torch-"},
+			{lit: "Collecting torch==", after: []string{"install build dependencies"}, within: 200},
+		},
+	},
+	{
+		ID:      "gfx11-inline-asm-unsupported",
+		Title:   "CDNA-only inline assembly on an RDNA GPU",
+		Summary: "Kernels with CDNA (MI200/MI300) assembly do not assemble for RDNA 3/3.5.",
+		Cause:   "AITER and some custom kernels use instructions, registers or DPP modes that gfx11 does not have.",
+		Fix: "# AITER is optional on gfx1151: skip its step and keep it off at runtime\n" +
+			"unset VLLM_ROCM_USE_AITER   # never VLLM_ROCM_USE_AITER=1 on gfx1151",
+		Links: issues("vllm-project/vllm#6565", "ROCm/MIOpen#3793", "ROCm/MIOpen#1528", "ROCm/TheRock#154", "ROCm/ROCm#2685"),
+		pats: []pat{
+			{lit: "instruction not supported on this GPU"},
+			{lit: "directive requires gfx"},
+			{lit: "invalid hardware register"},
+			{lit: "not a valid operand", re: `error: not a valid operand`},
+			{lit: "Invalid dpp_ctrl value"},
+		},
+	},
+	{
+		ID:      "aiter-fp8-conversion-insts-gfx11",
+		Title:   "AITER fp8 code needs CDNA3 instructions",
+		Summary: "AITER's fp8 conversion builtins need the fp8-conversion-insts feature, absent on RDNA 3/3.5.",
+		Cause:   "AITER compiles fp8 paths eagerly; gfx1151 has no fp8 conversion instructions.",
+		Fix: "# AITER is optional on gfx1151: skip its step and keep it off at runtime\n" +
+			"unset VLLM_ROCM_USE_AITER",
+		Links: issues("ROCm/aiter#3860"),
+		pats:  []pat{{lit: "needs target feature fp8-conversion-insts"}},
+	},
+	{
+		ID:      "vllm-aiter-arch-invalid",
+		Title:   "AITER enabled on an unsupported GPU",
+		Summary: "vLLM's AITER path rejected gfx1151 as an unsupported arch.",
+		Cause:   "VLLM_ROCM_USE_AITER=1 turns on AITER kernels that only exist for CDNA.",
+		Fix:     "unset VLLM_ROCM_USE_AITER   # or export VLLM_ROCM_USE_AITER=0",
+		Seed:    true,
+		pats: []pat{
+			{lit: "One of GPU archs of", re: `One of GPU archs of .* is invalid or not supported`, not: []string{"Flash-Attention"}},
+		},
+	},
+	{
+		ID:      "llamacpp-rocm-load-hang-sdma",
+		Title:   "llama.cpp hangs while loading the model (SDMA)",
+		Summary: "Output stopped during model load on the ROCm backend: the upload is stuck on the APU's SDMA path.",
+		Cause:   "hipMemcpy from mmap'ed pageable memory stops signalling completion on gfx1151's SDMA engine; the runtime busy-waits forever.",
+		Fix: "export HSA_ENABLE_SDMA=0   # copy with shaders instead of SDMA\n" +
+			"llama-server --no-mmap …   # or load without mmap\n" +
+			"# still stuck: use the llamacpp-vulkan track",
+		Links:  issues("charlie12345/ROCmFPX#39"),
+		Tracks: []string{"llamacpp-rocm", "ollama"},
+		Stall:  true,
+		pats: []pat{
+			{lit: "load_all_data: using async uploads", marker: true},
+			{lit: "load_tensors: loading model tensors", marker: true},
+			{lit: "BusyWaitSignal::WaitRelaxed", after: []string{"::load_all_data", "load_all_data: "}, within: 30},
+		},
+	},
+	{
+		ID:      "llamacpp-rocm-graph-reserve-hang",
+		Title:   "llama.cpp hangs reserving the compute graph",
+		Summary: "Output stopped at graph_reserve: the first GPU kernels never finished on the ROCm backend.",
+		Cause:   "A ROCm kernel execution hang on gfx1151 (ROCm#5534 family), fixed in newer kernels and ROCm.",
+		Fix: "uname -r   # needs ≥ 6.18.4; on older kernels add amdgpu.cwsr_enable=0 to the kernel command line\n" +
+			"# update ROCm to the pinned TheRock release; still stuck: use the llamacpp-vulkan track",
+		Links:  issues("ROCm/ROCm#5534"),
+		Tracks: []string{"llamacpp-rocm", "ollama"},
+		Stall:  true,
+		Seed:   true,
+		pats: []pat{
+			{lit: "graph_reserve: reserving a graph", marker: true},
+			{lit: "BusyWaitSignal::WaitRelaxed", after: []string{"::graph_reserve", "graph_reserve: "}, within: 30},
+		},
+	},
+	{
+		ID:      "amdgpu-mes-hang",
+		Title:   "MES firmware hang (ring timeout)",
+		Summary: "The kernel driver reports a ring timeout or an unresponsive MES: the GPU's scheduler firmware hung.",
+		Cause:   "A MES firmware bug (0x83 in linux-firmware 20251125) or a kernel older than 6.18.4.",
+		Fix: "sudo grep MES /sys/kernel/debug/dri/*/amdgpu_firmware_info   # 0x83 is bad, 0x80 is good\n" +
+			"# install linux-firmware ≥ 20260108 (or one with MES 0x80) and a kernel ≥ 6.18.4, then reboot",
+		Links: issues("ROCm/ROCm#6273", "ROCm/ROCm#2196", "ROCm/ROCm#5724"),
+		pats: []pat{
+			{lit: "MES failed to respond to msg"},
+			{lit: "MES might be in unrecoverable state"},
+			{lit: "timeout, signaled seq=", re: `ring (gfx|comp)_[\d.]+ timeout`},
+		},
+	},
+	{
+		ID:      "gpu-hang-cwsr",
+		Title:   "GPU hang (CWSR/MES) reported by the runtime",
+		Summary: "The HSA runtime reported a hardware exception: the GPU hung.",
+		Cause:   "Compute wave save/restore (CWSR) and MES hangs on gfx1151 with kernels older than 6.18.4.",
+		Fix: "uname -r   # needs ≥ 6.18.4\n" +
+			"# on an older kernel/ROCm pair only: add amdgpu.cwsr_enable=0 to the kernel command line and reboot",
+		Links: issues("segurac/force-host-alloction-APU#2", "ROCm/ROCm#5590"),
+		pats: []pat{
+			{lit: "HW Exception by GPU node"},
+			{lit: "reason :GPU Hang"},
+		},
+	},
+	{
+		ID:      "gpu-page-fault",
+		Title:   "GPU page fault in the kernel log",
+		Summary: "amdgpu logged a GPU page fault: a kernel accessed memory it does not own.",
+		Cause:   "A driver or firmware bug, or an invalid access by a kernel (often under an arch spoof).",
+		Fix: "# update the kernel (≥ 6.18.4) and linux-firmware, then retry\n" +
+			"haloforge doctor --collect bundle/   # attach the bundle when you report it upstream",
+		Links: issues("ROCm/rocm-libraries#1132"),
+		pats: []pat{
+			{lit: "page fault (src_id:", re: `\[(gfx|mm)hub\d*\]`},
+			{lit: "GCVM_L2_PROTECTION_FAULT_STATUS"},
+		},
+	},
+	{
+		ID:      "gpu-memory-access-fault",
+		Title:   "Memory access fault by GPU",
+		Summary: "The HSA runtime killed the process after a GPU memory access fault.",
+		Cause:   "An invalid access, most often kernels built for another arch running under HSA_OVERRIDE_GFX_VERSION.",
+		Fix: "unset HSA_OVERRIDE_GFX_VERSION   # remove the spoof\n" +
+			"# use native gfx1151 builds (therock-toolbox track)",
+		Links: issues("ollama/ollama#12131"),
+		pats:  []pat{{lit: "Memory access fault by GPU"}},
+	},
+	{
+		ID:      "hsa-memory-in-use",
+		Title:   "HSA memory critical error: memory in use",
+		Summary: "The HSA runtime aborted with a memory critical error (memory in use).",
+		Cause:   "A ROCm runtime memory-management bug, triggered under memory pressure.",
+		Fix: "# update ROCm to the pinned TheRock release\n" +
+			"# lower memory pressure: smaller context or batch, vLLM --gpu-memory-utilization 0.85",
+		Links: issues("ggml-org/llama.cpp#14999"),
+		pats:  []pat{{lit: "Memory critical error by agent"}},
+	},
+	{
+		ID:      "hip-oom-apu-gtt",
+		Title:   "Out of GPU memory on the APU (GTT too small)",
+		Summary: "A GPU allocation failed: the GTT pool the iGPU can use is smaller than the model needs.",
+		Cause:   "TTM limits GTT to about half of RAM by default, and a large BIOS carve-out shrinks it further.",
+		Fix: "# BIOS: set the UMA frame buffer (carve-out) to the minimum, 512 MB\n" +
+			"# kernel command line: ttm.pages_limit=<GiB × 262144>, e.g. 124 GiB:\n" +
+			"ttm.pages_limit=32505856 ttm.page_pool_size=32505856\n" +
+			"vllm serve … --gpu-memory-utilization 0.90   # not higher on the APU",
+		Links: issues("kyuz0/amd-strix-halo-vllm-toolboxes#11", "ROCm/TheRock#1054", "kyuz0/amd-strix-halo-toolboxes#65"),
+		pats: []pat{
+			{lit: "HIP out of memory"},
+			{lit: "hipErrorOutOfMemory"},
+			{lit: "cudaMalloc failed: out of memory"},
+			{lit: "failed to allocate ROCm", re: `failed to allocate ROCm\d+ buffer`},
+		},
+	},
+	{
+		ID:      "ttm-gtt-config",
+		Title:   "Deprecated or mismatched GTT/TTM settings",
+		Summary: "The kernel warns that amdgpu.gttsize is deprecated or disagrees with the TTM limit.",
+		Cause:   "amdgpu.gttsize is deprecated; the GTT size now follows ttm.pages_limit.",
+		Fix: "# kernel command line: remove amdgpu.gttsize=…, set (GiB × 262144):\n" +
+			"ttm.pages_limit=32505856\n" +
+			"# with amdgpu-dkms loaded also: amdttm.pages_limit=32505856",
+		Links: issues("HarbourMasters/Shipwright#6048"),
+		pats: []pat{
+			{lit: "Configuring gttsize via module parameter is deprecated"},
+			{lit: "GTT size has been set as", re: `GTT size has been set as .*TTM size has been set as`},
+		},
+	},
+	{
+		ID:      "vulkan-device-memory-limit",
+		Title:   "Vulkan out of device memory",
+		Summary: "A Vulkan allocation exceeded the device heap or the single-allocation limit.",
+		Cause:   "The Vulkan heap follows GTT (ttm.pages_limit); AMDVLK also caps one buffer at 2 GiB.",
+		Fix: "# kernel command line: ttm.pages_limit=<GiB × 262144>, e.g. 32505856 for 124 GiB\n" +
+			"export VK_DRIVER_FILES=/usr/share/vulkan/icd.d/radeon_icd.x86_64.json   # RADV only, not AMDVLK (VK_ICD_FILENAMES on older loaders)\n" +
+			"vulkaninfo --summary | grep -i driverName   # must say radv",
+		Links: issues("ggml-org/llama.cpp#15009"),
+		pats: []pat{
+			{lit: "ErrorOutOfDeviceMemory"},
+			{lit: "exceeds device memory allocation limit"},
+			{lit: "Failed to allocate a buffer", re: `radv.*Failed to allocate a buffer`},
+		},
+	},
+	{
+		ID:      "kfd-permission-no-gpu",
+		Title:   "No access to the GPU (/dev/kfd)",
+		Summary: "ROCm sees no usable GPU: /dev/kfd or /dev/dri cannot be opened by this user or container.",
+		Cause:   "The user is not in the render and video groups, the devices are not passed into the container, or nomodeset is set.",
+		Fix: "sudo usermod -aG render,video $USER   # then log out and in\n" +
+			"podman run --device /dev/kfd --device /dev/dri --group-add keep-groups …   # containers\n" +
+			"grep -w nomodeset /proc/cmdline   # must print nothing",
+		Links: issues("ROCm/ROCm#1758", "ROCm/ROCm#1070", "kyuz0/amd-strix-halo-toolboxes#53", "kyuz0/amd-strix-halo-toolboxes#16",
+			"kyuz0/amd-r9700-vllm-toolboxes#1", "lemonade-sdk/vllm-rocm#13"),
+		pats: []pat{
+			{lit: "Unable to open /dev/kfd"},
+			{lit: "HSA_STATUS_ERROR_OUT_OF_RESOURCES"},
+			{lit: "no ROCm-capable device is detected"},
+			{lit: "No HIP GPUs are available"},
+			{lit: "hipErrorNoDevice"},
+			{lit: "hipGetDeviceCount", re: `hipGetDeviceCount.*hipErrorInvalidDevice|hipErrorInvalidDevice.*hipGetDeviceCount`},
+			{lit: "AMDSMI_STATUS_FILE_ERROR"},
+		},
+	},
+	{
+		ID:      "distrobox-podman-device-group",
+		Title:   "Container created without GPU devices or groups",
+		Summary: "The container cannot use the GPU: devices were not added, or a named group does not map under rootless podman.",
+		Cause:   "Rootless podman ignores or rejects named --group-add groups; devices must be passed explicitly.",
+		Fix: "distrobox rm <name>\n" +
+			"distrobox create -n <name> --image <image> --additional-flags \"--device /dev/kfd --device /dev/dri --group-add keep-groups --security-opt seccomp=unconfined\"",
+		Links: issues("kyuz0/amd-strix-halo-vllm-toolboxes#53", "hydrian/stable-diffusion-webui-rocm#17", "Firstbober/rocm-pytorch-gfx803-docker#4", "ollama/ollama#6685"),
+		pats: []pat{
+			{lit: "unable to find group render"},
+			{lit: "unable to find group video"},
+			// podman wraps it when it looks up supplemental groups (jvdillon/netv#10)
+			{lit: "Unable to find group render"},
+			{lit: "Unable to find group video"},
+			{lit: "error gathering device information while adding custom device"},
+			{lit: "the default DRM access group"},
+		},
+	},
+	{
+		ID:      "sdpa-flash-attn-not-available",
+		Title:   "Flash attention not available in torch",
+		Summary: "scaled_dot_product_attention found no flash or memory-efficient kernel (AOTriton off or not built).",
+		Cause:   "AOTriton flash attention is experimental on gfx11 and disabled at runtime, or torch was built without it.",
+		Fix: "export TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL=1   # before importing torch\n" +
+			"# building torch: export USE_FLASH_ATTENTION=1 USE_MEM_EFF_ATTENTION=1 (therock-aotriton track)\n" +
+			"export FLASH_ATTENTION_TRITON_AMD_ENABLE=TRUE   # flash-attention package: Triton AMD backend",
+		Links: issues("ROCm/TheRock#1364", "pytorch/pytorch#112997", "ROCm/flash-attention#37"),
+		pats: []pat{
+			{lit: "TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL", re: `Enable it with TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL`},
+			{lit: "No available kernel. Aborting execution"},
+			{lit: "not compiled with flash attention"},
+			{lit: "not compiled with memory efficient"},
+			{lit: "not supported by Flash-Attention"},
+			// the flash_attn package's own arch check on ROCm
+			{lit: "FlashAttention currently only supports", re: `only supports (MI\d+|RX ?\d{4}|gfx)`},
+		},
+	},
+	{
+		ID:      "triton-amd-llvm-isel-unsupported",
+		Title:   "Triton/LLVM cannot compile a kernel for this GPU",
+		Summary: "LLVM or Triton's AMD backend cannot lower a kernel for this architecture.",
+		Cause:   "The kernel uses an intrinsic or path the AMD backend does not support on this gfx target.",
+		Fix: "# update Triton/ROCm to the pinned TheRock release\n" +
+			"export VLLM_USE_TRITON_FLASH_ATTN=0   # or pick another attention backend",
+		Links: issues("llvm/llvm-project#102981", "unslothai/unsloth#5337", "Said-Akbar/triton-gcn5#4"),
+		pats: []pat{
+			{lit: "Cannot select: intrinsic", re: `Cannot select: intrinsic %llvm\.amdgcn`},
+			{lit: "unsupported target: 'gfx"},
+			{lit: "PassManager::run failed"},
+		},
+	},
+	{
+		ID:      "hsa-runtime-segfault-init",
+		Title:   "ROCm runtime segfaults at start-up",
+		Summary: "rocminfo or `import torch` crashed with a segmentation fault inside the HSA runtime.",
+		Cause:   "A broken runtime build (e.g. TheRock nightlies 7.14.0a20260609–0612 crash in libhsa-runtime64 on gfx1151).",
+		Fix: "rocm-sdk version   # 7.14.0a20260609 … 7.14.0a20260612 are known bad (TheRock#5763)\n" +
+			"# set ROCM_VERSION and TORCH_VERSION in versions.env to a nightly ≥ 20260613 or a stable release, then:\n" +
+			"haloforge build --track therock-toolbox --from rocm",
+		Links: issues("ROCm/TheRock#5985", "ROCm/TheRock#3081", "ROCm/TheRock#2850", "ROCm/TheRock#5763"),
+		pats: []pat{
+			{lit: "libhsa-runtime64", re: `segfault at .* in libhsa-runtime64`},
+			{lit: "Segmentation fault", re: `Segmentation fault.*\b(rocminfo|rocm-smi|amd-smi|rocm-sdk|hipInfo)\b`},
+			{lit: "Segmentation fault", after: []string{"ROCk module is loaded", "ROCk module version"}, within: 3},
+			{lit: "Segmentation fault", after: []string{"torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.get_device"},
+				within: 5, not: []string{"clang", "cc1plus", "command"}},
+		},
+	},
+	{
+		ID:      "therock-shared-lib-not-found",
+		Title:   "A ROCm library is missing at import",
+		Summary: "A ROCm shared library cannot be found when torch (or an extension) loads.",
+		Cause:   "The ROCm SDK wheels are missing, from another index than torch, or not initialised.",
+		Fix: "pip install --index-url https://rocm.nightlies.amd.com/whl-multi-arch/ \"rocm[libraries,devel,device-gfx1151]\" \"torch[device-gfx1151]\"   # same index for both\n" +
+			"rocm-sdk init\n" +
+			"rocm-sdk test",
+		Links: issues("pytorch/pytorch#188561", "pccr10001/comfyui-gfx1151-fa#1"),
+		pats: []pat{
+			{lit: "cannot open shared object file", re: `lib(rocm|MIOpen|amdhip|hip|hsa|roc|rccl|amd_comgr|amd_smi|migraphx)\S*\.so[\d.]*: cannot open shared object file`},
+			// TensorFlow's loader wording (ROCmSoftwarePlatform/hiptensorflow#58)
+			{lit: "Couldn't open CUDA library lib", re: `Couldn't open CUDA library lib(rocm|MIOpen|amdhip|hip|hsa|roc|rccl)`},
+		},
+	},
+	{
+		ID:      "rocm-version-mix-undefined-symbol",
+		Title:   "Two ROCm versions mixed in one process",
+		Summary: "A ROCm library needs an HSA symbol the loaded runtime does not have: libraries from two ROCm versions are mixed.",
+		Cause:   "LD_LIBRARY_PATH or a second install puts another ROCm's libhsa-runtime64 next to this HIP.",
+		Fix: "echo $LD_LIBRARY_PATH   # drop /opt/rocm* entries inside the TheRock venv\n" +
+			"python -c 'import torch; print(torch.version.hip)'; rocm-sdk version   # one ROCm per environment",
+		Links: issues("Looong01/pyg-rocm-build#18"),
+		pats: []pat{
+			{lit: "undefined symbol: hsa_"},
+			// Any undefined symbol in a library under a versioned ROCm prefix:
+			// the caller came from another release (ROCm/amdsmi#186).
+			{lit: "undefined symbol: ", re: `/rocm-\d[\d.]*/\S*lib\S+\.so[\d.]*: undefined symbol`},
+		},
+	},
+	{
+		ID:      "hip-wrong-clang-unsupported-arch",
+		Title:   "HIP code compiled by a non-ROCm clang",
+		Summary: "A clang that is not ROCm's compiled HIP sources and does not know this gfx target.",
+		Cause:   "CC/CXX point at the distro clang, which lacks (or mis-detects) the AMDGPU targets ROCm needs.",
+		Fix: "export CC=$(rocm-sdk path --root)/lib/llvm/bin/clang CXX=$(rocm-sdk path --root)/lib/llvm/bin/clang++\n" +
+			"export HIPCXX=$CXX   # then reconfigure from a clean build directory",
+		Links: issues("leejet/stable-diffusion.cpp#464"),
+		pats: []pat{
+			{lit: "unsupported CUDA gpu architecture: gfx"},
+			{lit: "Unsupported CUDA gpu architecture: gfx"}, // clang ≤ 11 spelling
+		},
+	},
+	{
+		ID:      "build-oom-killed",
+		Title:   "The compiler was killed (out of memory)",
+		Summary: "The kernel's OOM killer stopped a compiler process: too many parallel jobs for the RAM.",
+		Cause:   "Each HIP/C++ compile unit of torch, vLLM or composable_kernel can take several GiB; MAX_JOBS defaults to all cores.",
+		Fix: "export MAX_JOBS=$(( $(free -g | awk '/Mem:/{print $2}') / 4 ))   # about RAM GiB / 4\n" +
+			"export CMAKE_BUILD_PARALLEL_LEVEL=$MAX_JOBS   # read by PyTorch/vLLM setup.py (MAX_JOBS) and cmake --build",
+		Links: issues("ROCm/TheRock#997"),
+		pats: []pat{
+			{lit: "Killed signal terminated program"},
+			{lit: "unable to execute command: Killed"},
+		},
+	},
+	{
+		ID:      "hsa-override-spoof-crash",
+		Title:   "Crash under an HSA_OVERRIDE_GFX_VERSION spoof",
+		Summary: "The process died with an illegal instruction while the GPU arch was spoofed.",
+		Cause:   "Kernels for the spoofed arch (gfx1100) do not all fit RDNA 3.5.",
+		Fix: "unset HSA_OVERRIDE_GFX_VERSION\n" +
+			"# prefer a native gfx1151 track (therock-toolbox); the spoof tracks are a stop-gap",
+		Seed:   true,
+		Tracks: nil,
+		pats: []pat{
+			// The shell's or the kernel's report, not a warning that quotes it
+			// (the spoof tracks' own scripts warn about 'Illegal instruction').
+			{lit: "Illegal instruction", re: `(^|[\s:\]])Illegal instruction( +\(core dumped\))?(\s|$)`,
+				after: []string{"HSA_OVERRIDE_GFX_VERSION"}, not: []string{"detected", "error:"}},
+		},
+	},
+	{
+		ID:      "wheel-index-unreachable",
+		Title:   "pip cannot get the ROCm wheels",
+		Summary: "pip (or uv) found no matching wheel, or could not reach the package index.",
+		Cause:   "A wrong or retired index URL (the per-family gfx1151 indexes were retired), a version the index does not carry, or no network.",
+		Fix: "grep INDEX_URL versions.env   # use the multi-arch index:\n" +
+			"# THEROCK_INDEX_URL=https://rocm.nightlies.amd.com/whl-multi-arch/\n" +
+			"source versions.env; pip download --no-deps -d /tmp/probe --index-url \"$THEROCK_INDEX_URL\" \"torch==$TORCH_VERSION\"   # checks the pin and the network",
+		Seed: true,
+		pats: []pat{
+			{lit: "Could not find a version that satisfies the requirement"},
+			{lit: "No matching distribution found for"},
+			{lit: "Could not fetch URL", re: `Could not fetch URL https?://\S*(amd\.com|pytorch\.org)`},
+			{lit: "Failed to establish a new connection", re: `(amd\.com|pytorch\.org).*Failed to establish a new connection`},
+			// uv's wording of the same (ROCm/TheRock#2344, #5358)
+			{lit: "No solution found when resolving dependencies"},
+			{lit: "your requirements are unsatisfiable"},
+		},
+	},
+})
+
+// withSignals fills each rule's Signals from its patterns.
+func withSignals(rs []Rule) []Rule {
+	for i := range rs {
+		if len(rs[i].Signals) > 0 {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, p := range rs[i].pats {
+			s := p.lit
+			if p.marker {
+				s = "no output after " + s
+			}
+			if !seen[s] {
+				seen[s] = true
+				rs[i].Signals = append(rs[i].Signals, s)
+			}
+		}
+	}
+	return rs
+}

@@ -1,0 +1,174 @@
+package diagnose
+
+import (
+	"bytes"
+	"errors"
+	"io"
+)
+
+const (
+	scanBuf = 1 << 20 // read size: large enough to amortise the per-chunk work
+	// maxLine is the longest line kept whole; a longer line is checked in
+	// pieces of this size (a match that straddles two pieces is missed).
+	maxLine     = 16 << 20
+	escapeByte  = 0x1b
+	splitMin    = 64 << 10 // regions smaller than this are searched as one
+	newlineByte = '\n'
+)
+
+// Scan reads a whole stream offline and returns its findings, including
+// the offline stall rule. Lines of any length are fine. On a read error
+// it returns the findings so far with the error.
+func Scan(r io.Reader, o MatcherOptions) ([]Finding, error) {
+	m := NewMatcher(o)
+	err := m.scan(r)
+	return m.End(), err
+}
+
+// scan feeds the matcher in large chunks of whole lines. Only lines that
+// hold a rule's literal are split out and cleaned; the rest of the text is
+// skipped by the literal set, which is what keeps it near grep's speed.
+func (m *Matcher) scan(r io.Reader) error {
+	buf := make([]byte, 0, scanBuf)
+	for {
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			m.chunk(buf)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if nl := bytes.LastIndexByte(buf, newlineByte); nl >= 0 {
+			m.chunk(buf[:nl+1])
+			buf = buf[:copy(buf, buf[nl+1:])]
+			continue
+		}
+		if len(buf) < cap(buf) {
+			continue
+		}
+		if cap(buf) < maxLine {
+			buf = append(make([]byte, 0, 2*cap(buf)), buf...)
+			continue
+		}
+		m.chunk(buf) // a piece of an overlong line: the line number stays
+		buf = buf[:0]
+	}
+}
+
+// chunk checks text that starts at a line start; it ends at a line end
+// except for the last piece of a stream or an overlong line.
+func (m *Matcher) chunk(text []byte) {
+	c := chunkState{m: m, text: text, line: m.lines + 1}
+	for off := 0; off < len(text); {
+		esc := bytes.IndexByte(text[off:], escapeByte)
+		if esc < 0 {
+			c.fast(off, len(text))
+			break
+		}
+		ls := lineStart(text, off+esc)
+		c.fast(off, ls)
+		off = c.evalAt(ls)
+	}
+	m.lines += bytes.Count(text, []byte{newlineByte})
+	m.tail(text)
+}
+
+// chunkState tracks line numbers lazily: newlines are only counted up to
+// the lines that are looked at.
+type chunkState struct {
+	m       *Matcher
+	text    []byte
+	counted int // offset up to which newlines are counted
+	line    int // line number at offset counted
+}
+
+// fast scans text[from:to] (whole lines, no escapes) for literals and
+// evaluates the lines that hold one. Large regions are split in two at a
+// line start and searched together (see next2); the second half's lines
+// are evaluated after the first half's, so lines are seen in order.
+func (c *chunkState) fast(from, to int) {
+	mid := lineStart(c.text, from+(to-from)/2)
+	if to-from < splitMin || mid <= from {
+		c.fastOne(from, to)
+		return
+	}
+	set := engine.set
+	x, y := search{text: c.text[from:mid]}, search{text: c.text[mid:to]}
+	set.restart(&x, 0)
+	set.restart(&y, 0)
+	var later []int // line starts of the second half's candidates
+	for {
+		which, at := set.next2(&x, &y)
+		switch which {
+		case 0:
+			set.restart(&x, c.evalAt(lineStart(c.text, from+at))-from)
+		case 1:
+			later = append(later, lineStart(c.text, mid+at))
+			set.restart(&y, lineEnd(c.text, mid+at)+1-mid)
+		default:
+			for _, ls := range later {
+				c.evalAt(ls)
+			}
+			return
+		}
+	}
+}
+
+// fastOne is fast without the split.
+func (c *chunkState) fastOne(from, to int) {
+	for from < to {
+		p, _ := engine.set.index(c.text[from:to])
+		if p < 0 {
+			return
+		}
+		from = c.evalAt(lineStart(c.text, from+p))
+	}
+}
+
+// lineEnd returns the offset of the newline ending the line at i, or the
+// text's length.
+func lineEnd(text []byte, i int) int {
+	if e := bytes.IndexByte(text[i:], newlineByte); e >= 0 {
+		return i + e
+	}
+	return len(text)
+}
+
+// evalAt evaluates the line starting at ls and returns the next line's start.
+func (c *chunkState) evalAt(ls int) int {
+	le := lineEnd(c.text, ls)
+	c.line += bytes.Count(c.text[c.counted:ls], []byte{newlineByte})
+	c.counted = ls
+	c.m.eval(c.line, cleanLine(c.text[ls:le]))
+	return le + 1
+}
+
+func lineStart(text []byte, i int) int {
+	return bytes.LastIndexByte(text[:i], newlineByte) + 1
+}
+
+// tail finds the last line with content in a chunk, walking back from its
+// end, for the offline stall rule. Only blank lines are walked over, so
+// the walk is short on real logs and linear at worst.
+func (m *Matcher) tail(text []byte) {
+	end := len(text)
+	below := 0 // newlines between the current line's end and the chunk's end
+	if end > 0 && text[end-1] == newlineByte {
+		end--
+		below = 1
+	}
+	for {
+		ls := lineStart(text, end)
+		if meaningful(cleanLine(text[ls:end])) {
+			m.lastMeaningful = m.lines + 1 - below
+			return
+		}
+		if ls == 0 {
+			return
+		}
+		end = ls - 1
+		below++
+	}
+}
