@@ -1,0 +1,588 @@
+package detect
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// checkFunc computes one check from the facts and the merged report.
+type checkFunc func(f *facts, r *Report) Check
+
+// checkers are in CheckIDs order; each returns its own ID.
+var checkers = []checkFunc{
+	checkGPU, checkGFXSupport, checkKernel, checkMES, checkCWSR, checkGTT,
+	checkGTTSizeDeprecated, checkTTMModule, checkCarveout, checkKFDAccess, checkGroups,
+	checkHSAOverride, checkIOMMU, checkContainerEngine, checkDistrobox, checkDisk, checkBuildMemory,
+}
+
+func runChecks(f *facts, r *Report) []Check {
+	out := make([]Check, 0, len(checkers))
+	for _, c := range checkers {
+		out = append(out, c(f, r))
+	}
+	return out
+}
+
+func skip(id, summary string) Check { return Check{ID: id, Status: StatusSkip, Summary: summary} }
+
+// strixHalo is true when the primary GPU is gfx1151: most host advice is for it.
+func strixHalo(r *Report) bool {
+	g := r.Primary()
+	return g != nil && g.GFX != nil && *g.GFX == "gfx1151"
+}
+
+// integrated is true when the primary GPU is known to share system RAM.
+func integrated(r *Report) bool {
+	g := r.Primary()
+	return g != nil && g.Integrated != nil && *g.Integrated
+}
+
+func describeGPU(g *GPU) string {
+	var parts []string
+	if g.GFX != nil {
+		parts = append(parts, *g.GFX)
+	}
+	if g.PCIID != nil {
+		parts = append(parts, *g.PCIID)
+	}
+	if g.Integrated != nil {
+		parts = append(parts, map[bool]string{true: "integrated", false: "discrete"}[*g.Integrated])
+	}
+	if g.ComputeUnits != nil {
+		parts = append(parts, fmt.Sprintf("%d CUs", *g.ComputeUnits))
+	}
+	name := "AMD GPU"
+	if g.Name != nil {
+		name = *g.Name
+	}
+	if len(parts) == 0 {
+		return name
+	}
+	return name + " (" + strings.Join(parts, ", ") + ")"
+}
+
+func checkGPU(f *facts, r *Report) Check {
+	const id = "gpu"
+	if g := r.Primary(); g != nil {
+		s := describeGPU(g)
+		if len(r.GPUs) > 1 {
+			s = fmt.Sprintf("%d AMD GPUs; first: %s", len(r.GPUs), s)
+		}
+		return Check{ID: id, Status: StatusOK, Summary: s}
+	}
+	// Only a source that lists GPUs can tell that there is none; a live
+	// collection looked at sysfs and PCI, so finding nothing is an answer.
+	listing := len(f.kfd) > 0 || f.manifest != nil
+	for _, name := range []string{"rocminfo.txt", "lspci.txt", "amd-smi.txt", "rocm-smi.txt", "vulkaninfo.txt"} {
+		listing = listing || f.b.Has(name)
+	}
+	loaded := r.Driver.Loaded != nil && *r.Driver.Loaded
+	switch {
+	case !listing && loaded:
+		return skip(id, "amdgpu is loaded, but nothing collected lists the GPUs (no rocminfo, lspci or sysfs)")
+	case !listing:
+		return skip(id, "nothing collected about GPUs (no lspci, rocminfo, sysfs or vulkaninfo)")
+	case loaded:
+		return Check{ID: id, Status: StatusWarn,
+			Summary: "amdgpu driver is loaded but no GPU could be listed (device nodes not reachable?)",
+			Fix:     "Run haloforge doctor on the host itself, not in a container or sandbox without /dev/kfd and /dev/dri;\nsee the kfd-access check."}
+	}
+	s := "no AMD GPU found"
+	if len(r.OtherGPUs) > 0 {
+		var names []string
+		for _, o := range r.OtherGPUs {
+			if o.Name != nil {
+				names = append(names, *o.Name)
+			}
+		}
+		s += "; found " + strings.Join(names, ", ")
+	}
+	return Check{ID: id, Status: StatusFail, Summary: s,
+		Fix: "haloforge targets AMD GPUs (Strix Halo gfx1151 first). Check that the GPU is enabled in the BIOS and\nthat the amdgpu driver binds to it: lspci -nnk | grep -A3 -E 'VGA|Display|3D'"}
+}
+
+// rocmGFX are the targets current ROCm builds for (and that tracks use).
+var rocmGFX = []string{"gfx1151", "gfx1150", "gfx1152", "gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1030", "gfx1200", "gfx1201", "gfx90a", "gfx942", "gfx950", "gfx908"}
+
+func checkGFXSupport(_ *facts, r *Report) Check {
+	const id = "gfx-support"
+	g := r.Primary()
+	if g == nil || g.GFX == nil {
+		return skip(id, "GPU target unknown")
+	}
+	gfx := *g.GFX
+	switch {
+	case gfx == "gfx1151":
+		return Check{ID: id, Status: StatusOK, Summary: "gfx1151 (Strix Halo) is a native target of TheRock ROCm and PyTorch wheels"}
+	case gfx == "gfx803":
+		return Check{ID: id, Status: StatusWarn, Summary: "gfx803 (Polaris) was dropped by ROCm; only the legacy-gfx803 source build works",
+			Fix: "haloforge build --track legacy-gfx803"}
+	case gfx == "gfx900" || gfx == "gfx906":
+		return Check{ID: id, Status: StatusWarn, Summary: gfx + " (Vega) is deprecated in current ROCm: no new PyTorch wheels",
+			Fix: "Use Vulkan instead: haloforge build --track llamacpp-vulkan"}
+	case slices.Contains(rocmGFX, gfx):
+		return Check{ID: id, Status: StatusOK, Summary: gfx + " is supported by ROCm (the gfx1151 tracks do not fit it; see the recommended track)"}
+	}
+	return Check{ID: id, Status: StatusWarn, Summary: gfx + " is not an official ROCm target",
+		Fix: "Vulkan works on most AMD GPUs: haloforge build --track llamacpp-vulkan"}
+}
+
+var kernelVerRe = regexp.MustCompile(`^(\d+)\.(\d+)(?:\.(\d+))?`)
+
+// kernelVersion parses "6.18.9-200.fc43.x86_64" into comparable parts.
+func kernelVersion(rel string) ([3]int, bool) {
+	m := kernelVerRe.FindStringSubmatch(rel)
+	if m == nil {
+		return [3]int{}, false
+	}
+	var v [3]int
+	for i := 0; i < 3; i++ {
+		v[i], _ = strconv.Atoi(m[i+1])
+	}
+	return v, true
+}
+
+func versionLess(a, b [3]int) bool { return slices.Compare(a[:], b[:]) < 0 }
+
+func checkKernel(_ *facts, r *Report) Check {
+	const id = "kernel-version"
+	if r.Kernel.Release == nil {
+		return skip(id, "kernel release unknown (no uname, dmesg or /proc/cmdline)")
+	}
+	rel := *r.Kernel.Release
+	v, ok := kernelVersion(rel)
+	if !ok {
+		return skip(id, "kernel release "+rel+" is not a version haloforge can read")
+	}
+	if !strixHalo(r) {
+		return Check{ID: id, Status: StatusOK, Summary: "kernel " + rel}
+	}
+	if versionLess(v, [3]int{6, 18, 4}) {
+		return Check{ID: id, Status: StatusWarn,
+			Summary: "kernel " + rel + " is older than 6.18.4, which has the gfx1151 KFD/CWSR fixes",
+			Fix: "Install a kernel >= 6.18.4: Fedora 43, Ubuntu 26.04 and Arch ship one; on Ubuntu 24.04 use linux-oem-24.04\n" +
+				"(sudo apt install linux-oem-24.04) or a mainline kernel. Until then see the cwsr check for the stop-gap."}
+	}
+	return Check{ID: id, Status: StatusOK, Summary: "kernel " + rel + " (>= 6.18.4 has the gfx1151 KFD fixes)"}
+}
+
+func checkMES(_ *facts, r *Report) Check {
+	const id = "mes-firmware"
+	if !strixHalo(r) {
+		return skip(id, "MES firmware advice is for gfx1151")
+	}
+	const how = "sudo grep MES /sys/kernel/debug/dri/*/amdgpu_firmware_info"
+	if r.Firmware.MES == nil {
+		return Check{ID: id, Status: StatusSkip, Summary: "MES firmware version unknown (reading it needs root)",
+			Fix: "Check it with: " + how + "\n0x00000080 is good; 0x00000083 (linux-firmware 20251125) hangs the GPU."}
+	}
+	mes := *r.Firmware.MES
+	n, _ := strconv.ParseInt(strings.TrimPrefix(mes, "0x"), 16, 64)
+	if n == 0x83 {
+		return Check{ID: id, Status: StatusFail, Summary: "MES firmware " + mes + " is the broken one from linux-firmware 20251125 (GPU hangs, ROCm#5724)",
+			Fix: "Update linux-firmware to 20260108 or newer (or go back to 20251111):\n" +
+				"  Fedora: sudo dnf upgrade --refresh linux-firmware\n  Ubuntu/Debian: sudo apt update && sudo apt install --only-upgrade linux-firmware\nThen reboot and re-check: " + how}
+	}
+	return Check{ID: id, Status: StatusOK, Summary: "MES firmware " + mes}
+}
+
+func checkCWSR(f *facts, r *Report) Check {
+	const id = "cwsr"
+	if !strixHalo(r) {
+		return skip(id, "the CWSR fix matters for gfx1151")
+	}
+	disabled := false
+	if f.cmdline != nil {
+		v, ok := f.cmdline.Get("amdgpu.cwsr_enable")
+		disabled = ok && v == "0"
+	}
+	g := r.Primary()
+	fix := "Stop-gap until the kernel has the fix: add amdgpu.cwsr_enable=0 (costs some preemption; drop it on kernel >= 7.0 with ROCm >= 7.2.1).\n" +
+		kernelArgsFix([]string{"amdgpu.cwsr_enable=0"}, nil, osID(r))
+	switch {
+	case g.CWSR != nil && *g.CWSR:
+		return Check{ID: id, Status: StatusOK, Summary: "the kernel has the gfx1151 CWSR fix (KFD lists cwsr_size and ctl_stack_size)"}
+	case disabled:
+		return Check{ID: id, Status: StatusOK, Summary: "CWSR is disabled (amdgpu.cwsr_enable=0), the stop-gap for older kernels"}
+	case g.CWSR != nil:
+		return Check{ID: id, Status: StatusWarn, Summary: "the kernel lacks the gfx1151 CWSR fix: compute jobs can hang", Fix: fix}
+	}
+	if r.Kernel.Release != nil {
+		if v, ok := kernelVersion(*r.Kernel.Release); ok {
+			if !versionLess(v, [3]int{7, 0, 0}) {
+				return Check{ID: id, Status: StatusOK, Summary: "kernel " + *r.Kernel.Release + " has the CWSR save-area fix (7.0+)"}
+			}
+			if versionLess(v, [3]int{6, 18, 4}) {
+				return Check{ID: id, Status: StatusWarn, Summary: "kernel " + *r.Kernel.Release + " predates the gfx1151 CWSR fixes and CWSR is on", Fix: fix}
+			}
+		}
+	}
+	return skip(id, "cannot tell whether the CWSR fix is there (no KFD topology)")
+}
+
+func osID(r *Report) string {
+	if r.Host.OSID == nil {
+		return ""
+	}
+	return *r.Host.OSID
+}
+
+// gttCeiling is the GTT the GPU can use: the driver's figure, else the TTM limit.
+func gttCeiling(r *Report) (int64, string) {
+	if g := r.Primary(); g != nil && g.GTTBytes != nil {
+		return *g.GTTBytes, "GTT"
+	}
+	if r.Kernel.TTMPagesLimit != nil {
+		return *r.Kernel.TTMPagesLimit * 4096, "TTM pages_limit"
+	}
+	return 0, ""
+}
+
+func checkGTT(_ *facts, r *Report) Check {
+	const id = "gtt-size"
+	if !integrated(r) {
+		return skip(id, "GTT sizing matters for integrated GPUs (unified memory)")
+	}
+	gtt, what := gttCeiling(r)
+	if gtt == 0 {
+		return skip(id, "GTT size unknown (no sysfs mem_info_gtt_total, dmesg or TTM limit)")
+	}
+	if r.Memory.TotalBytes == nil {
+		return Check{ID: id, Status: StatusSkip, Summary: what + " " + fmtGiB(gtt) + "; RAM unknown, so no target to compare with"}
+	}
+	ram := *r.Memory.TotalBytes
+	p := planGTT(ram)
+	sum := fmt.Sprintf("%s %s of %s RAM", what, fmtGiB(gtt), fmtGiB(ram))
+	if float64(gtt) >= 0.7*float64(ram) {
+		return Check{ID: id, Status: StatusOK, Summary: sum}
+	}
+	dkms := usesAMDTTM(r)
+	fix := fmt.Sprintf("Let the GPU use %d GiB (RAM %s minus %d GiB kept for the OS): ttm.pages_limit=%d (= %d GiB x 262144 pages of 4 KiB).\n",
+		p.GiB, fmtGiB(ram), p.ReserveGiB, p.Pages, p.GiB)
+	if dkms {
+		fix += "amdgpu-dkms is loaded, so set the same on amdttm.\n"
+	}
+	fix += kernelArgsFix(gttArgs(p, dkms), nil, osID(r)) + "\nCheck after the reboot: cat /sys/module/" + ttmName(r) + "/parameters/pages_limit"
+	return Check{ID: id, Status: StatusWarn, Summary: sum + ": the GPU can use only about half of the memory", Fix: fix}
+}
+
+func ttmName(r *Report) string {
+	if r.Kernel.TTMModule != nil {
+		return *r.Kernel.TTMModule
+	}
+	return "ttm"
+}
+
+func checkGTTSizeDeprecated(f *facts, r *Report) Check {
+	const id = "gttsize-deprecated"
+	var bad []string
+	if f.cmdline != nil {
+		for _, k := range []string{"amdgpu.gttsize", "amdgpu.gtt_size"} {
+			if _, ok := f.cmdline.Get(k); ok {
+				bad = append(bad, k)
+			}
+		}
+	}
+	switch {
+	case f.dmesg.GTTMismatch && len(bad) == 0:
+		return Check{ID: id, Status: StatusWarn, Summary: "dmesg: the GTT size set by amdgpu disagrees with the TTM limit (\"this is unusual\")",
+			Fix: "Set GTT in one place only: remove amdgpu.gttsize (kernel command line and /etc/modprobe.d) and keep ttm.pages_limit:\n" +
+				kernelArgsFix(nil, []string{"amdgpu.gttsize"}, osID(r))}
+	case len(bad) > 0 || f.dmesg.GTTSizeDeprecated:
+		if len(bad) == 0 {
+			bad = []string{"amdgpu.gttsize"}
+		}
+		sum := strings.Join(bad, " and ") + " on the command line: deprecated, use ttm.pages_limit"
+		if slices.Contains(bad, "amdgpu.gtt_size") {
+			sum = "amdgpu.gtt_size is not a parameter (the kernel ignores it) and amdgpu.gttsize is deprecated: use ttm.pages_limit"
+		}
+		if d := f.dmesg; d.GTTAsked != nil {
+			sum = fmt.Sprintf("amdgpu.gttsize asks %s but TTM allows only %s (dmesg: \"this is unusual\"): use ttm.pages_limit",
+				fmtGiB(*d.GTTAsked), fmtGiB(*d.TTMSize))
+		}
+		fix := "Remove it and size GTT with ttm.pages_limit (see gtt-size):\n" + kernelArgsFix(nil, bad, osID(r))
+		if r.Memory.TotalBytes != nil {
+			p := planGTT(*r.Memory.TotalBytes)
+			dkms := usesAMDTTM(r)
+			fix = fmt.Sprintf("Replace it with ttm.pages_limit=%d (%d GiB):\n", p.Pages, p.GiB) + kernelArgsFix(gttArgs(p, dkms), bad, osID(r))
+		}
+		return Check{ID: id, Status: StatusWarn, Summary: sum, Fix: fix}
+	case f.cmdline == nil && !f.b.Has("dmesg.txt"):
+		return skip(id, "kernel command line unknown")
+	}
+	return Check{ID: id, Status: StatusOK, Summary: "no amdgpu.gttsize on the command line"}
+}
+
+// usesAMDTTM is true when amdgpu-dkms brings its own TTM module (amdttm).
+func usesAMDTTM(r *Report) bool {
+	if r.Kernel.TTMModule != nil {
+		return *r.Kernel.TTMModule == "amdttm"
+	}
+	return r.Kernel.AMDGPUDKMS != nil && *r.Kernel.AMDGPUDKMS
+}
+
+func checkTTMModule(f *facts, r *Report) Check {
+	const id = "ttm-module"
+	if r.Kernel.TTMModule == nil && r.Kernel.AMDGPUDKMS == nil {
+		return skip(id, "TTM module unknown (no lsmod, modinfo or /sys/module)")
+	}
+	if !usesAMDTTM(r) {
+		return Check{ID: id, Status: StatusOK, Summary: "in-tree amdgpu and ttm: GTT is set with ttm.pages_limit"}
+	}
+	amd, hasAMD := f.cmdlineGet("amdttm.pages_limit")
+	v, hasTTM := f.cmdlineGet("ttm.pages_limit")
+	switch {
+	case hasTTM && !hasAMD && integrated(r):
+		return Check{ID: id, Status: StatusWarn, Summary: "amdgpu-dkms uses amdttm, which ignores ttm.pages_limit=" + v,
+			Fix: "Set the same value on amdttm:\n" + kernelArgsFix([]string{"amdttm.pages_limit=" + v, "amdttm.page_pool_size=" + v}, nil, osID(r))}
+	case hasAMD:
+		return Check{ID: id, Status: StatusOK, Summary: "amdgpu-dkms with amdttm.pages_limit=" + amd}
+	}
+	return Check{ID: id, Status: StatusOK, Summary: "amdgpu-dkms: its TTM module is amdttm, so GTT settings go on amdttm. as well as ttm."}
+}
+
+func (f *facts) cmdlineGet(k string) (string, bool) {
+	if f.cmdline == nil {
+		return "", false
+	}
+	return f.cmdline.Get(k)
+}
+
+func checkCarveout(_ *facts, r *Report) Check {
+	const id = "carveout"
+	if !integrated(r) {
+		return skip(id, "the BIOS carve-out matters for integrated GPUs")
+	}
+	g := r.Primary()
+	if g.VRAMBytes == nil {
+		return skip(id, "VRAM carve-out size unknown")
+	}
+	v := *g.VRAMBytes
+	if v <= 2*gib {
+		return Check{ID: id, Status: StatusOK, Summary: "BIOS carve-out " + fmtMiB(v) + ": memory stays with the OS and GTT"}
+	}
+	return Check{ID: id, Status: StatusWarn,
+		Summary: "BIOS carve-out " + fmtGiB(v) + ": RAM taken from the OS shrinks GTT, and ROCm does not count the carve-out",
+		Fix: "In the BIOS/UEFI set the UMA frame buffer (\"iGPU memory\", \"UMA size\") to its minimum, 512 MB,\n" +
+			"then grow GTT with ttm.pages_limit instead (see gtt-size). A 96 GB carve-out left ROCm a 15 GiB pool."}
+}
+
+func fmtMiB(b int64) string {
+	if b >= gib {
+		return fmtGiB(b)
+	}
+	return fmt.Sprintf("%d MiB", b>>20)
+}
+
+func checkKFDAccess(f *facts, r *Report) Check {
+	const id = "kfd-access"
+	fixGroups := "sudo usermod -aG render,video $USER\nthen log out and back in (or reboot) so the new groups apply."
+	kfdErr := f.rocminfo.KFDError
+	state := ""
+	if r.Host.KFD != nil {
+		state = *r.Host.KFD
+	}
+	switch {
+	case state == "denied" || strings.Contains(kfdErr, "Permission denied"):
+		return Check{ID: id, Status: StatusFail, Summary: "/dev/kfd exists but this user cannot open it", Fix: fixGroups}
+	case state == "missing" || kfdErr != "":
+		loaded := r.Driver.Loaded != nil && *r.Driver.Loaded
+		if loaded || len(r.GPUs) > 0 {
+			return Check{ID: id, Status: StatusFail, Summary: "amdgpu is loaded but /dev/kfd is not reachable here: device nodes not mapped (container or sandbox?)",
+				Fix: "Run on the host, or pass the devices to the container:\n  podman run --device /dev/kfd --device /dev/dri --group-add keep-groups --security-opt seccomp=unconfined …\n" +
+					"If this is the host: ls -l /dev/kfd; nomodeset on the kernel command line also stops amdgpu compute."}
+		}
+		return Check{ID: id, Status: StatusFail, Summary: "/dev/kfd does not exist: the amdgpu kernel driver is not loaded",
+			Fix: "Load the driver: sudo modprobe amdgpu; check dmesg | grep -i amdgpu for why it did not bind."}
+	case state == "ok" || state == "present" || len(f.rocminfo.GPUs()) > 0:
+		return Check{ID: id, Status: StatusOK, Summary: "/dev/kfd is reachable"}
+	}
+	return skip(id, "/dev/kfd access unknown")
+}
+
+func checkGroups(_ *facts, r *Report) Check {
+	const id = "render-groups"
+	if r.Host.Groups == nil {
+		return skip(id, "user groups unknown")
+	}
+	if r.Host.User != nil && *r.Host.User == "root" {
+		return skip(id, "collected as root: run haloforge doctor as the user who will build to check their groups")
+	}
+	var missing []string
+	for _, g := range []string{"render", "video"} {
+		if !slices.Contains(r.Host.Groups, g) {
+			missing = append(missing, g)
+		}
+	}
+	if len(missing) == 0 {
+		return Check{ID: id, Status: StatusOK, Summary: "user is in render and video"}
+	}
+	return Check{ID: id, Status: StatusWarn, Summary: "user is not in " + strings.Join(missing, " and ") + ": /dev/kfd and /dev/dri/renderD* need them",
+		Fix: "sudo usermod -aG render,video $USER\nthen log out and back in (or reboot) so the new groups apply."}
+}
+
+func checkHSAOverride(f *facts, r *Report) Check {
+	const id = "hsa-override"
+	g := r.Primary()
+	ov := r.Host.HSAOverride
+	unset := "unset HSA_OVERRIDE_GFX_VERSION   # and remove it from ~/.bashrc, ~/.profile, /etc/environment and container env"
+	if ov != nil {
+		target, _ := GFXFromOverride(*ov)
+		sum := "HSA_OVERRIDE_GFX_VERSION=" + *ov
+		if target != "" {
+			sum += " makes ROCm treat the GPU as " + target
+		}
+		if g != nil && g.GFX != nil && *g.GFX == "gfx1151" && target != "gfx1151" {
+			return Check{ID: id, Status: StatusWarn, Summary: sum + "; gfx1151 is native, the spoof only risks illegal-instruction crashes", Fix: unset}
+		}
+		return Check{ID: id, Status: StatusOK, Summary: sum}
+	}
+	if g != nil && g.RuntimeGFX != nil {
+		return Check{ID: id, Status: StatusWarn,
+			Summary: "rocminfo reports " + *g.RuntimeGFX + " on a " + strOr(g.GFX, "different") + " GPU: an HSA_OVERRIDE_GFX_VERSION is likely set",
+			Fix:     "Find it: env | grep HSA_OVERRIDE; grep -r HSA_OVERRIDE ~/.bashrc ~/.profile /etc/environment\n" + unset}
+	}
+	if f.env != nil {
+		return Check{ID: id, Status: StatusOK, Summary: "no HSA_OVERRIDE_GFX_VERSION: ROCm sees the real GPU"}
+	}
+	return skip(id, "environment not collected")
+}
+
+func strOr(p *string, def string) string {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func checkIOMMU(f *facts, r *Report) Check {
+	const id = "iommu"
+	if f.cmdline == nil {
+		return skip(id, "kernel command line unknown")
+	}
+	if !strixHalo(r) {
+		return skip(id, "the IOMMU trade-off is advice for Strix Halo")
+	}
+	if v, ok := f.cmdline.Get("amd_iommu"); ok && v == "off" {
+		return Check{ID: id, Status: StatusOK,
+			Summary: "amd_iommu=off: about 5-12% faster GPU memory access, but the XDNA NPU and VFIO passthrough are disabled",
+			Fix:     "If you need the NPU or VFIO, remove it:\n" + kernelArgsFix(nil, []string{"amd_iommu"}, osID(r))}
+	}
+	mode := "default"
+	if v, ok := f.cmdline.Get("iommu"); ok {
+		mode = "iommu=" + v
+	}
+	return Check{ID: id, Status: StatusOK,
+		Summary: "IOMMU on (" + mode + "): the NPU and VFIO work. amd_iommu=off is an optional trade-off, not needed",
+		Detail: "Optional, only if you never use the NPU or VFIO: amd_iommu=off gave 5-12% in llama-bench (kyuz0/amd-strix-halo-toolboxes#66)\n" +
+			"but disables the XDNA NPU and device passthrough (antirez/ds4#871).\n" + kernelArgsFix([]string{"amd_iommu=off"}, nil, osID(r))}
+}
+
+func checkContainerEngine(f *facts, r *Report) Check {
+	const id = "container-engine"
+	h := r.Host
+	switch {
+	case h.Podman != nil:
+		return Check{ID: id, Status: StatusOK, Summary: "podman " + *h.Podman}
+	case h.Docker != nil:
+		return Check{ID: id, Status: StatusOK, Summary: "docker " + *h.Docker + " (podman is preferred: rootless, keep-groups)"}
+	case f.toolMissing("podman") && f.toolMissing("docker"):
+		return Check{ID: id, Status: StatusFail, Summary: "no container engine (podman or docker) found",
+			Fix: "Fedora: sudo dnf install podman\nUbuntu/Debian: sudo apt install podman"}
+	}
+	return skip(id, "container engine not collected")
+}
+
+func checkDistrobox(f *facts, r *Report) Check {
+	const id = "distrobox"
+	switch {
+	case r.Host.Distrobox != nil:
+		return Check{ID: id, Status: StatusOK, Summary: "distrobox " + *r.Host.Distrobox}
+	case f.toolMissing("distrobox"):
+		return Check{ID: id, Status: StatusFail, Summary: "distrobox not found (the therock-toolbox track needs it)",
+			Fix: "Fedora: sudo dnf install distrobox\nUbuntu/Debian: sudo apt install distrobox"}
+	}
+	return skip(id, "distrobox not collected")
+}
+
+// Disk needs of the biggest track (therock-toolbox: toolbox, wheels, caches).
+const (
+	diskNeed = 60 * 1000 * 1000 * 1000
+	diskWant = 100 * 1000 * 1000 * 1000
+)
+
+func checkDisk(_ *facts, r *Report) Check {
+	const id = "disk-space"
+	if r.Host.DiskFree == nil {
+		return skip(id, "free disk space unknown")
+	}
+	free, where := *r.Host.DiskFree, strOr(r.Host.DiskPath, "?")
+	sum := fmt.Sprintf("%.0f GB free on %s", float64(free)/1e9, where)
+	switch {
+	case free < diskNeed:
+		return Check{ID: id, Status: StatusFail, Summary: sum + "; a build needs about 60 GB",
+			Fix: "Free space (podman system prune -a; ~/.cache/pip) or point the state dir at a bigger disk: --state-dir DIR"}
+	case free < diskWant:
+		return Check{ID: id, Status: StatusWarn, Summary: sum + "; enough for one track, tight for two"}
+	}
+	return Check{ID: id, Status: StatusOK, Summary: sum}
+}
+
+func checkBuildMemory(_ *facts, r *Report) Check {
+	const id = "build-memory"
+	if r.Memory.TotalBytes == nil {
+		return skip(id, "RAM size unknown")
+	}
+	ram := *r.Memory.TotalBytes
+	jobs := max(1, ram/(4*gib))
+	switch {
+	case ram < 16*gib:
+		return Check{ID: id, Status: StatusFail, Summary: fmtGiB(ram) + " RAM: too little to compile vLLM and flash-attention",
+			Fix: "Use a prebuilt track (vllm-image, ollama, llamacpp-vulkan), or add swap and build with MAX_JOBS=2"}
+	case ram < 32*gib:
+		return Check{ID: id, Status: StatusWarn, Summary: fmtGiB(ram) + " RAM: builds need MAX_JOBS limited", Fix: fmt.Sprintf("export MAX_JOBS=%d", jobs)}
+	}
+	return Check{ID: id, Status: StatusOK, Summary: fmt.Sprintf("%s RAM (MAX_JOBS up to %d)", fmtGiB(ram), jobs)}
+}
+
+// recommend picks a track ID from the GPU and the host.
+func recommend(r *Report) string {
+	g := r.Primary()
+	if g == nil || g.GFX == nil {
+		return ""
+	}
+	// ROCm cannot work with the broken MES or without the kernel driver; a
+	// sandbox that hides /dev/kfd says nothing about the host, so it does not count.
+	rocmBroken := r.Driver.Loaded != nil && !*r.Driver.Loaded
+	if c, ok := r.Check("mes-firmware"); ok && c.Status == StatusFail {
+		rocmBroken = true
+	}
+	// therock-toolbox compiles for hours into ~60 GB; a host that cannot hold
+	// that, or cannot compile, gets AMD's prebuilt image instead.
+	cannotBuild := false
+	for _, id := range []string{"disk-space", "build-memory"} {
+		if c, ok := r.Check(id); ok && c.Status == StatusFail {
+			cannotBuild = true
+		}
+	}
+	switch gfx := *g.GFX; {
+	case gfx == "gfx1151" && rocmBroken:
+		return "llamacpp-vulkan"
+	case gfx == "gfx1151" && cannotBuild:
+		return "vllm-image"
+	case gfx == "gfx1151":
+		return "therock-toolbox"
+	case gfx == "gfx803":
+		return "legacy-gfx803"
+	case rocmBroken:
+		return "llamacpp-vulkan"
+	case slices.Contains([]string{"gfx1100", "gfx1101", "gfx90a", "gfx942"}, gfx):
+		return "vllm-image"
+	case slices.Contains([]string{"gfx1150", "gfx1102", "gfx1030"}, gfx):
+		return "ollama"
+	}
+	return "llamacpp-vulkan"
+}

@@ -1,0 +1,216 @@
+package detect
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// seeds adds every bundle file with this name as a fuzz seed, plus a few
+// hand-made pastes, so each target starts from real output.
+func seeds(f *testing.F, name string, extra ...string) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "bundles", "*", name))
+	hold, _ := filepath.Glob(filepath.Join("testdata", "holdout", "*", name))
+	for _, p := range append(files, hold...) {
+		rel, _ := filepath.Rel(filepath.Join("testdata", "bundles"), p)
+		if strings.HasPrefix(rel, "..") {
+			rel, _ = filepath.Rel(filepath.Join("testdata", "holdout"), p)
+			f.Add(readHoldout(f, rel))
+			continue
+		}
+		f.Add(fixture(f, rel))
+	}
+	for _, e := range extra {
+		f.Add(e)
+	}
+}
+
+func readHoldout(f *testing.F, rel string) string {
+	return fixtureAt(f, filepath.Join("testdata", "holdout", rel))
+}
+
+func FuzzRocminfo(f *testing.F) {
+	seeds(f, "rocminfo.txt", "Agent 1\n  Name: gfx1151\n  Device Type: GPU\n  Chip ID: 5510(0x1586)\n", "  Name: gfx1100\n  Name: gfx1030\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		r := ParseRocminfo(s)
+		for _, g := range r.GPUs() {
+			if g.DeviceType != "GPU" && g.DeviceType != "" {
+				t.Fatalf("GPUs() returned a %q agent", g.DeviceType)
+			}
+		}
+	})
+}
+
+func FuzzLspci(f *testing.F) {
+	seeds(f, "lspci.txt", "00:02.0 VGA compatible controller [0300]: Intel Corporation Device [8086:46a6] (rev 0c)\n\tKernel driver in use: i915\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, d := range ParseLspci(s) {
+			if len(d.Slot) != 7 || (d.Vendor != "" && len(d.Vendor) != 4) {
+				t.Fatalf("bad device %+v", d)
+			}
+		}
+	})
+}
+
+func FuzzDmesg(f *testing.F) {
+	seeds(f, "dmesg.txt", "[    1.0] amdgpu 0000:c5:00.0:  99999999999999999999M of GTT memory ready.\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		d := ParseDmesg(s)
+		if d.GTTBytes != nil && *d.GTTBytes < 0 || d.VRAMBytes != nil && *d.VRAMBytes < 0 {
+			t.Fatalf("negative memory %+v", d)
+		}
+	})
+}
+
+func FuzzCmdline(f *testing.F) {
+	seeds(f, "cmdline.txt", `GRUB_CMDLINE_LINUX_DEFAULT="quiet splash amd_iommu=off"`, "a=\"b c\" d", `"unterminated`)
+	f.Fuzz(func(t *testing.T, s string) {
+		c := ParseCmdline(s)
+		for k := range c.Relevant() {
+			if !relevantParam(k) {
+				t.Fatalf("irrelevant %q in Relevant()", k)
+			}
+		}
+		for _, p := range c.Params {
+			if p.Key == "" && p.Value == "" {
+				t.Fatalf("empty parameter from %q", s)
+			}
+		}
+	})
+}
+
+func FuzzKFDProperties(f *testing.F) {
+	seeds(f, "kfd-topology.txt", "gfx_target_version 110501\nsimd_count 80\nsimd_per_cu 2\nvendor_id 4098\ndevice_id 5510\n")
+	f.Add(fixture(f, "gfx1151-kfd-partial/sys/class/kfd/kfd/topology/nodes/1/properties"))
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, n := range ParseKFDNodes(s) {
+			if g, ok := GFXFromTarget(n.Props["gfx_target_version"]); ok && !gfxNameRe.MatchString(g) && !strings.HasPrefix(g, "gfx") {
+				t.Fatalf("bad gfx %q", g)
+			}
+		}
+		_ = ParseKFDProperties(s)
+	})
+}
+
+func FuzzGFXFromTarget(f *testing.F) {
+	for _, v := range []int64{110501, 90010, 80003, 0, 999999, -5} {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, v int64) {
+		g, ok := GFXFromTarget(v)
+		if ok && (v <= 0 || !strings.HasPrefix(g, "gfx")) {
+			t.Fatalf("GFXFromTarget(%d) = %q", v, g)
+		}
+	})
+}
+
+func FuzzSMI(f *testing.F) {
+	seeds(f, "amd-smi.txt")
+	seeds(f, "rocm-smi.txt", "GPU[0]\t\t: GTT Total Memory (B): 67108864000\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, smi := range []SMI{ParseAMDSMI(s), ParseROCmSMI(s)} {
+			for _, g := range smi.GPUs {
+				if g.GFX != "" && !gfxNameRe.MatchString(g.GFX) {
+					t.Fatalf("bad gfx %q", g.GFX)
+				}
+			}
+		}
+	})
+}
+
+func FuzzVulkaninfo(f *testing.F) {
+	seeds(f, "vulkaninfo.txt", "GPU id = 0 (AMD Radeon Graphics (RADV GFX1151))\n", "GPU0:\n\tdeviceName = x (RADV STRIX_HALO)\n\tdeviceType = PHYSICAL_DEVICE_TYPE_CPU\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, d := range ParseVulkaninfo(s) {
+			if d.GFX != "" && !strings.HasPrefix(d.GFX, "gfx") {
+				t.Fatalf("bad gfx %q", d.GFX)
+			}
+		}
+	})
+}
+
+// FuzzSmallParsers covers the one-value sources: uname, lsmod, free,
+// meminfo, groups, env, df, tool versions, dev and the sysfs value reader.
+func FuzzSmallParsers(f *testing.F) {
+	seeds(f, "uname.txt")
+	seeds(f, "lsmod.txt")
+	seeds(f, "free.txt", "$ free -g\nMem: 1e400 1\n", "MemTotal: 99999999999999999999 kB\n")
+	seeds(f, "dev.txt", "uid=1(a) gid=1(a) groups=1(a),44(video\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		_ = ParseUname(s)
+		_ = ParseLsmod(s)
+		_ = ParseFree(s)
+		_ = ParseMeminfo(s)
+		_ = ParseGroups(s)
+		_ = ParseEnv(s)
+		_, _ = ParseDf(s)
+		_ = ParseToolVersion(s)
+		_ = ParseDev(s)
+		_ = ParseModinfo(s)
+		_ = ParseFirmwareMES(s)
+		_ = sysValue(s, "pages_limit")
+	})
+}
+
+// FuzzAnalyse feeds one random text as every bundle file at once: Analyse
+// must never panic, and its JSON must keep the contract's shape.
+func FuzzAnalyse(f *testing.F) {
+	seeds(f, "rocminfo.txt")
+	seeds(f, "dmesg.txt")
+	f.Fuzz(func(t *testing.T, s string) {
+		b := NewBundle()
+		for _, name := range []string{"rocminfo.txt", "lspci.txt", "cmdline.txt", "uname.txt", "dmesg.txt", "lsmod.txt",
+			"modinfo-amdgpu.txt", "amd-smi.txt", "rocm-smi.txt", "vulkaninfo.txt", "firmware.txt", "meminfo.txt", "free.txt",
+			"groups.txt", "env.txt", "df.txt", "dev.txt", "kfd-topology.txt", "sys/class/kfd/kfd/topology/nodes/1/properties",
+			"sys/class/drm/card0/device/mem_info_gtt_total", "sys/module/ttm/parameters/pages_limit"} {
+			_ = b.Set(name, []byte(s))
+		}
+		r := Analyse(b)
+		if len(r.Checks) != len(CheckIDs) {
+			t.Fatalf("%d checks", len(r.Checks))
+		}
+		for i, c := range r.Checks {
+			if c.ID != CheckIDs[i] || marks[c.Status] == "" || c.Summary == "" {
+				t.Fatalf("bad check %+v", c)
+			}
+		}
+		if _, err := json.Marshal(r); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// FuzzReadBundle feeds arbitrary bytes as a .tar.gz: reading must fail
+// cleanly or yield files that stay inside the bundle.
+func FuzzReadBundle(f *testing.F) {
+	for _, name := range []string{"gfx1151-sysfs-transcript", "gfx1151-no-devkfd"} {
+		b, err := ReadBundle(filepath.Join("testdata", "bundles", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		p := filepath.Join(f.TempDir(), "seed.tar.gz")
+		if err := b.WriteTarGz(p); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(fixtureAt(f, p))
+	}
+	f.Add("\x1f\x8b\x08\x00\x00\x00\x00\x00")
+	f.Fuzz(func(t *testing.T, data string) {
+		p := filepath.Join(t.TempDir(), "b.tar.gz")
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b, err := ReadBundle(p)
+		if err != nil {
+			return
+		}
+		for _, n := range b.Names() {
+			if strings.HasPrefix(n, "../") || strings.HasPrefix(n, "/") || n == ".." {
+				t.Fatalf("file %q escapes the bundle", n)
+			}
+		}
+		Analyse(b)
+	})
+}
