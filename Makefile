@@ -43,7 +43,9 @@ unit:
 
 scripts-lint:
 	@files=$$(git ls-files 'scripts/*.sh' 'scripts/*.bash' 'toolbox/*.sh' 'tui/demo/*.sh' 'tui/demo/**/*.sh' 2>/dev/null); \
-	if [ -n "$$files" ]; then shellcheck -x $$files && $(GO) tool shfmt $(SHFMT_FLAGS) -d $$files; fi
+	if [ -n "$$files" ]; then shellcheck -x $$files && $(GO) tool shfmt $(SHFMT_FLAGS) -d $$files; fi; \
+	bats_files=$$(git ls-files 'scripts/tests/*.bats'); \
+	if [ -n "$$bats_files" ]; then shellcheck -x $$bats_files; fi
 
 bats:
 	@if ls scripts/tests/*.bats >/dev/null 2>&1; then bats scripts/tests; else echo "no bats suites"; fi

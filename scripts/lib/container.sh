@@ -1,0 +1,194 @@
+# shellcheck shell=bash
+# Container helpers shared by the image-based tracks (vllm-image, source-stable, the spoof
+# tracks, llamacpp-vulkan, ollama, legacy-gfx803, llamacpp-rocm). Sourced after
+# lib/common.sh; generic enough to move into scripts/lib/ as it is.
+#
+# HALOFORGE_CONTAINER_ENGINE=podman|docker overrides the choice (podman by default, as in
+# the Red Hat aligned seed; docker when it is the only engine installed).
+
+# engine: the container engine command.
+engine() {
+  if [[ -n "${HALOFORGE_CONTAINER_ENGINE:-}" ]]; then
+    printf '%s\n' "$HALOFORGE_CONTAINER_ENGINE"
+  elif command -v podman >/dev/null 2>&1; then
+    printf 'podman\n'
+  elif command -v docker >/dev/null 2>&1; then
+    printf 'docker\n'
+  elif is_dry_run; then
+    # A dry run shows the commands even where no engine is installed yet.
+    printf 'podman\n'
+  else
+    die "no container engine: install podman ($(_hf_install_hint podman)) or docker"
+  fi
+}
+
+# engine_is_podman: podman-only flags (keep-groups) depend on it.
+engine_is_podman() { [[ "$(basename "$(engine)")" == podman* ]]; }
+
+# gpu_flags: the run flags a ROCm container needs (FACTS.md "Containers"): both device
+# nodes, the caller's groups (rootless podman ignores named groups, and "render" may not
+# exist in the image), and no seccomp filter (ROCm's ioctl use trips the default profile).
+gpu_flags() {
+  printf '%s\n' --device /dev/kfd --device /dev/dri
+  if engine_is_podman; then
+    printf '%s\n' --group-add keep-groups
+  else
+    local g gid
+    for g in video render; do
+      gid=$(getent group "$g" 2>/dev/null | cut -d: -f3) || true
+      [[ -n "$gid" ]] && printf '%s\n' --group-add "$gid"
+    done
+  fi
+  printf '%s\n' --security-opt seccomp=unconfined
+}
+
+# dri_flags: Vulkan needs only the render nodes, no /dev/kfd.
+dri_flags() {
+  printf '%s\n' --device /dev/dri
+  if engine_is_podman; then
+    printf '%s\n' --group-add keep-groups
+  fi
+}
+
+# image_present IMAGE: true when the engine has the image locally (read-only probe, so it
+# also runs in a dry run; false when no engine is installed).
+image_present() {
+  local eng
+  eng=$(engine)
+  command -v "$eng" >/dev/null 2>&1 || return 1
+  "$eng" image inspect "$1" >/dev/null 2>&1
+}
+
+# image_digest IMAGE: the repo digest the local image was pulled as (empty when unknown).
+image_digest() {
+  local eng
+  eng=$(engine)
+  command -v "$eng" >/dev/null 2>&1 || return 0
+  "$eng" image inspect --format '{{.Digest}}' "$1" 2>/dev/null || true
+}
+
+# pull_image IMAGE: pull unless present; registries time out, so retry a few times.
+pull_image() {
+  local image=$1
+  if ! is_dry_run && image_present "$image"; then
+    log_ok "image already present: $image"
+    return 0
+  fi
+  retry -n 3 -d 15 -- "$(engine)" pull "$image"
+}
+
+# need_gpu_devices: a step that runs ROCm in a container needs /dev/kfd and /dev/dri on the
+# host; say so plainly instead of letting the runtime print "no ROCm-capable device".
+need_gpu_devices() {
+  local dev missing=()
+  for dev in /dev/kfd /dev/dri; do
+    [[ -e "$dev" ]] || missing+=("$dev")
+  done
+  ((${#missing[@]} == 0)) && return 0
+  if is_dry_run; then
+    log_warn "missing on this host: ${missing[*]} (a real run stops here)"
+    return 0
+  fi
+  # The test option of the therock-toolbox track: go on without a GPU, loudly.
+  if [[ "${HALOFORGE_ALLOW_NO_GPU:-0}" == 1 ]]; then
+    log_warn "HALOFORGE_ALLOW_NO_GPU=1: going on without ${missing[*]}; GPU commands will fail"
+    return 0
+  fi
+  die "missing on this host: ${missing[*]}: no ROCm-capable device is detected. Load amdgpu (no nomodeset on the kernel command line) and check 'haloforge doctor'"
+}
+
+# state_dir_for TRACK: the track's directory under the state dir (created unless dry run).
+state_dir_for() {
+  local dir=$HALOFORGE_STATE_DIR/$1
+  is_dry_run || mkdir -p "$dir"
+  printf '%s\n' "$dir"
+}
+
+# torch_check_flags: mount the shared torch check into a container at /haloforge/.
+torch_check_flags() {
+  printf '%s\n' -v "$HALOFORGE_SCRIPTS_DIR/lib/verify_torch.py:/haloforge/verify_torch.py:ro,z"
+}
+
+# spoof_risk_banner VERSION: what HSA_OVERRIDE_GFX_VERSION=VERSION means on RDNA 3.5, shown
+# before anything runs under it (FAILURES.md hsa-override-spoof-crash).
+spoof_risk_banner() {
+  log_warn "HSA_OVERRIDE_GFX_VERSION=$1: the runtime will report this GPU as $(spoofed_target "$1") and load kernels built for it, not for gfx1151."
+  log_warn "RDNA3 kernels on RDNA 3.5 can die with 'Illegal instruction' or a GPU memory access fault, at load or mid-run. A stop-gap: prefer the therock-toolbox track (native gfx1151)."
+}
+
+# spoofed_target VERSION: the gfx name an HSA_OVERRIDE_GFX_VERSION value makes the runtime
+# report: major in decimal, minor and stepping in hex (FACTS.md), 11.0.0 -> gfx1100.
+spoofed_target() {
+  local major minor step
+  IFS=. read -r major minor step <<<"$1"
+  [[ "$major" =~ ^[0-9]+$ && "$minor" =~ ^[0-9]+$ && "$step" =~ ^[0-9]+$ ]] \
+    || die "HSA_OVERRIDE_GFX_VERSION must look like 11.0.0, got '$1'"
+  printf 'gfx%d%x%x\n' "$major" "$minor" "$step"
+}
+
+# confirm_or_proceed QUESTION: on a terminal, ask and stop unless the answer is yes; when
+# nothing can answer (the wizard's runner, CI, a pipe) or HALOFORGE_ASSUME_YES=1, go on:
+# the warning above it is already in the log.
+confirm_or_proceed() {
+  if is_dry_run || [[ "${HALOFORGE_ASSUME_YES:-0}" == 1 ]] || [[ ! -t 0 || ! -t 1 ]]; then
+    log_info "$1 proceeding (non-interactive)"
+    return 0
+  fi
+  local answer=''
+  read -r -p "$1 [y/N] " answer || true
+  [[ "$answer" =~ ^[Yy]([Ee][Ss])?$ ]] || die "stopped: nothing was run" 1
+}
+
+# containerfile PATH-IN-TOOLBOX: the absolute path of a container definition, checked.
+containerfile() {
+  local f=$HALOFORGE_TOOLBOX_DIR/$1
+  [[ -f "$f" ]] || is_dry_run || die "container definition not found: $f (HALOFORGE_TOOLBOX_DIR=$HALOFORGE_TOOLBOX_DIR)"
+  printf '%s\n' "$f"
+}
+
+# build_args NAME...: --build-arg NAME=VALUE for each pin, from the environment, so a
+# --set override reaches the image and its io.haloforge.pin.* labels alike.
+build_args() {
+  local name
+  for name in "$@"; do
+    require_env "$name"
+    printf '%s\n' --build-arg "$name=${!name}"
+  done
+}
+
+# build_image FILE TAG CONTEXT [EXTRA BUILD FLAGS...]: build TAG from toolbox/FILE; the
+# creation time goes in as a label because a Containerfile cannot compute it.
+build_image() {
+  local file tag=$2 context=$3
+  file=$(containerfile "$1")
+  shift 3
+  run "$(engine)" build -f "$file" -t "$tag" \
+    --label "org.opencontainers.image.created=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+    "$@" "$context"
+}
+
+# report_gtt: how much memory the iGPU may use (the GTT pool), with the host fix when it is
+# the kernel's default of about half the RAM. Read-only.
+report_gtt() {
+  local f gib
+  for f in /sys/class/drm/card*/device/mem_info_gtt_total; do
+    [[ -r "$f" ]] || continue
+    gib=$(awk '{ printf "%d", $1 / 1073741824 }' "$f")
+    log_info "GPU memory (GTT) the kernel allows: ${gib} GiB ($f)"
+    if ((gib < 64)); then
+      log_info "to give the GPU more: kernel parameter ttm.pages_limit=<GiB x 262144> (96 GiB = 25165824, 124 GiB = 32505856), BIOS carve-out at 512 MB; 'haloforge doctor' checks both"
+    fi
+    return 0
+  done
+  log_info "GTT size unknown here (no /sys/class/drm/card*/device/mem_info_gtt_total)"
+}
+
+# ollama_gpu_line: read Ollama's server log on stdin; print the last line that reports a
+# ROCm GPU in use (msg="inference compute" … library=rocm, "ROCm" in newer releases); fail
+# when there is none, e.g. only "id=cpu library=cpu" (it fell back to the CPU).
+ollama_gpu_line() {
+  awk '
+		/inference compute/ && tolower($0) ~ /library=rocm/ { line = $0 }
+		END { if (line == "") exit 1; print line }
+	'
+}

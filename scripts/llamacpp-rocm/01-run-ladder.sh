@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# llamacpp-rocm, step "ladder": try each strategy of ladder.tsv with a stall timeout, record
+# every result in $HALOFORGE_STATE_DIR/llamacpp-rocm/ladder.json, and stop at the first one
+# that loads the model and generates tokens (the investigation's success criteria).
+#
+# Experimental and honest about it: upstream llama.cpp's HIP backend hangs on gfx1151 at
+# the time of the seed, and the likely end of this ladder is "use the llamacpp-vulkan track".
+set -Eeuo pipefail
+# shellcheck source=../lib/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+# shellcheck source=../lib/container.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/container.sh"
+# shellcheck source=./ladder.sh
+. "$(dirname "${BASH_SOURCE[0]}")/ladder.sh"
+hf_init "$@"
+
+require_env LLAMACPP_ROCM_IMAGE LLAMACPP_ROCM_MINIMAL_IMAGE LLAMACPP_ROCM_NIGHTLY_IMAGE LLAMA_STALL_TIMEOUT
+[[ "$LLAMA_STALL_TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "LLAMA_STALL_TIMEOUT must be seconds, got '$LLAMA_STALL_TIMEOUT'" 2
+model=${LLAMA_MODEL:-}
+if [[ -z "$model" ]]; then
+  is_dry_run || die "the ladder needs a GGUF model: haloforge build --track llamacpp-rocm --set LLAMA_MODEL=/path/to/model.gguf"
+  model=/path/to/model.gguf
+  log_warn "LLAMA_MODEL is not set; the dry run shows $model"
+fi
+[[ -f "$model" ]] || is_dry_run || die "LLAMA_MODEL=$model: no such file"
+model_dir=$(dirname "$model")
+[[ -d "$model_dir" ]] && model_dir=$(cd "$model_dir" && pwd)
+
+log_warn "experimental: llama.cpp's ROCm backend hangs on gfx1151 on many kernel/ROCm pairs; each rung gets ${LLAMA_STALL_TIMEOUT}s of silence after a hang-prone line before it counts as hung"
+need_gpu_devices
+mapfile -t rungs < <(ladder_rungs "$HF_SCRIPT_DIR/ladder.tsv")
+mapfile -t gpu < <(gpu_flags)
+eng=$(engine)
+dir=$(state_dir_for llamacpp-rocm)
+tsv=$dir/ladder.tsv json=$dir/ladder.json
+is_dry_run || {
+  mkdir -p "$HALOFORGE_RUN_DIR"
+  : >"$tsv"
+}
+
+winner='' n=0
+for rung in "${rungs[@]}"; do
+  n=$((n + 1))
+  IFS=$'\t' read -r id image_pin envs flags host_check why <<<"$rung"
+  image=${!image_pin:?pin $image_pin of rung $id is not set}
+  log_step "Rung $n/${#rungs[@]} $id: $why"
+  if ! have=$(host_check_ok "$host_check"); then
+    detail="needs host change: ${host_check%%=*} is $have, the rung needs ${host_check#*=}; run: $(host_change_hint "$host_check")"
+    log_warn "$detail"
+    is_dry_run || ladder_record "$tsv" "$id" skipped 0 "$image" "$detail" -
+    continue
+  fi
+  cmd=("$eng" run --rm --name "haloforge-ladder-$id" "${gpu[@]}")
+  if [[ "$envs" != - ]]; then
+    read -r -a kvs <<<"$envs"
+    for kv in "${kvs[@]}"; do cmd+=(-e "$kv"); done
+  fi
+  cmd+=(-v "$model_dir:/models:ro,z" "$image"
+    llama-bench -m "/models/$(basename "$model")" -ngl 99 -p 64 -n 16 -r 1 -v)
+  if [[ "$flags" != - ]]; then
+    read -r -a extra <<<"$flags"
+    cmd+=("${extra[@]}")
+  fi
+  if is_dry_run; then
+    run "${cmd[@]}"
+    continue
+  fi
+  log=$HALOFORGE_RUN_DIR/ladder-$id.log
+  : >"$log"
+  start=$SECONDS wrc=0
+  "$eng" rm -f "haloforge-ladder-$id" >/dev/null 2>&1 || true
+  run_watched "$LLAMA_STALL_TIMEOUT" "$log" "haloforge-ladder-$id" "${cmd[@]}" || wrc=$?
+  secs=$((SECONDS - start))
+  results=$(awk -f "$HALOFORGE_SCRIPTS_DIR/llamacpp-vulkan/parse_llama_bench.awk" "$log" || true)
+  if ((wrc == 3)); then
+    status=hung detail=$STALL_REASON
+  elif ((WATCH_EXIT != 0)); then
+    status=failed detail="exit $WATCH_EXIT: $(grep -v '^[[:space:]]*$' "$log" | tail -n 1)"
+  elif bench_generated "$results"; then
+    status=success detail=$(tr '\t\n' '= ' <<<"$results" | sed 's/ $//')
+  else
+    status=failed detail="the model ran but generated no tokens"
+  fi
+  ladder_record "$tsv" "$id" "$status" "$secs" "$image" "$detail" "$log"
+  ladder_json "$tsv" | write_file "$json"
+  if [[ "$status" == success ]]; then
+    log_ok "$id works: $detail"
+    winner=$id
+    break
+  fi
+  log_warn "$id: $status: $detail"
+done
+
+is_dry_run && exit 0
+ladder_json "$tsv" | write_file "$json"
+if [[ -n "$winner" ]]; then
+  log_ok "strategy '$winner' loads and generates on this box; every attempt is in $json"
+  exit 0
+fi
+log_error "no strategy loaded the model and generated tokens on this box (every attempt: $json)"
+log_info "the honest answer today: use the llamacpp-vulkan track (RADV), which does not touch ROCm"
+exit 1

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# nightly-spoof, step "verify": under the spoof, torch must report the spoofed target,
+# launch a kernel, and vllm must import. The risk is shown first.
+set -Eeuo pipefail
+# shellcheck source=../lib/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+# shellcheck source=../lib/container.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/container.sh"
+hf_init "$@"
+
+require_env NIGHTLY_IMAGE SPOOF_GFX_VERSION
+spoof_risk_banner "$SPOOF_GFX_VERSION"
+log_step "Verify $NIGHTLY_IMAGE under HSA_OVERRIDE_GFX_VERSION=$SPOOF_GFX_VERSION"
+need_gpu_devices
+expect=$(spoofed_target "$SPOOF_GFX_VERSION")
+mapfile -t gpu < <(gpu_flags)
+mapfile -t check < <(torch_check_flags)
+run "$(engine)" run --rm "${gpu[@]}" --ipc=host "${check[@]}" \
+  -e HSA_OVERRIDE_GFX_VERSION="$SPOOF_GFX_VERSION" \
+  -e HALOFORGE_EXPECT_ARCH="$expect" -e HALOFORGE_CHECK_VLLM=1 \
+  "$NIGHTLY_IMAGE" python3 /haloforge/verify_torch.py
+is_dry_run || log_ok "the spoof works today; serve with $HF_SCRIPT_DIR/run_nightly_spoof.sh <model>"

@@ -1,0 +1,111 @@
+#!/usr/bin/env bats
+# Tests of the source-stable track: build_pipeline.sh's arguments (defaults from
+# versions.env, overrides, usage errors), the vLLM architecture patcher on the real
+# CMakeLists lines of v0.10.2 and of 2026 main (FACTS.md), and the lock check.
+# shellcheck disable=SC2016
+
+setup() {
+  S=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+  T=$BATS_TEST_TMPDIR
+  export NO_COLOR=1 HALOFORGE_STATE_DIR=$T/state HALOFORGE_DRY_RUN=1
+  V0102='set(HIP_SUPPORTED_ARCHS "gfx906;gfx908;gfx90a;gfx942;gfx950;gfx1030;gfx1100;gfx1101;gfx1200;gfx1201")'
+  MAIN2026='set(HIP_SUPPORTED_ARCHS "gfx906;gfx908;gfx90a;gfx942;gfx950;gfx1030;gfx1100;gfx1101;gfx1102;gfx1103;gfx1150;gfx1151;gfx1152;gfx1153;gfx1200;gfx1201")'
+}
+
+pipeline() { bash "$S/source-stable/build_pipeline.sh" "$@"; }
+patcher() { sh "$S/source-stable/patch-vllm-arch.sh" "$1" gfx1151 "$S/lib/list_add.awk"; }
+
+@test "--help lists every option with its pin and exits 0" {
+  run pipeline --help
+  [ "$status" -eq 0 ]
+  for opt in --base-image --rocm-version --torch-version --torch-index-url --vllm-ref --fa-ref --gpu-target --image --jobs --engine; do
+    [[ "$output" == *"$opt"* ]]
+  done
+  [[ "$output" == *"[SOURCE_VLLM_REF]"* ]]
+}
+
+@test "no arguments: the build uses exactly the versions.env pins" {
+  run pipeline
+  [ "$status" -eq 0 ]
+  while IFS='=' read -r name value; do
+    [[ "$output" == *"--build-arg $name=$value "* ]]
+  done < <(grep -E '^(SOURCE_(BASE_IMAGE|ROCM_VERSION|TORCH_VERSION|TORCH_INDEX_URL|VLLM_REF|FLASH_ATTENTION_REF)|VLLM_REPO|FLASH_ATTENTION_REPO)=' "$S/../versions.env")
+  [[ "$output" == *"-t localhost/haloforge/vllm-source-stable:0.10.2 "* ]]
+  [[ "$output" == *"Containerfile.source-stable"* ]]
+}
+
+@test "arguments override pins, in both --opt value and --opt=value forms" {
+  run pipeline --vllm-ref 0123456789abcdef0123456789abcdef01234567 --torch-version=2.7.1 --image localhost/x:y --jobs 3 --no-cache
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"--build-arg SOURCE_VLLM_REF=0123456789abcdef0123456789abcdef01234567 "* ]]
+  [[ "$output" == *"--build-arg SOURCE_TORCH_VERSION=2.7.1 "* ]]
+  [[ "$output" == *"-t localhost/x:y "* ]]
+  [[ "$output" == *"--build-arg MAX_JOBS=3 --no-cache "* ]]
+}
+
+@test "a tag instead of a commit is built but flagged as not reproducible" {
+  run pipeline --vllm-ref v0.10.2
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"SOURCE_VLLM_REF=v0.10.2 is not a commit SHA"* ]]
+}
+
+@test "bad usage exits 2 before anything runs" {
+  run pipeline --bogus x
+  [ "$status" -eq 2 ]
+  [[ "$output" == *"unknown option: --bogus"* ]]
+  run pipeline --jobs many
+  [ "$status" -eq 2 ]
+  run pipeline --vllm-ref
+  [ "$status" -eq 2 ]
+  [[ "$output" == *"--vllm-ref needs a value"* ]]
+  run pipeline --torch-version 'two; rm -rf /'
+  [ "$status" -eq 2 ]
+  run pipeline stray
+  [ "$status" -eq 2 ]
+  [[ "$output" != *"[dry-run]"* ]]
+}
+
+@test "patcher: v0.10.2's list gets gfx1151 in target order" {
+  printf 'cmake_minimum_required(VERSION 3.26)\n%s\n' "$V0102" >"$T/CMakeLists.txt"
+  run patcher "$T/CMakeLists.txt"
+  [ "$status" -eq 0 ]
+  [[ "$output" == "patch vllm-hip-archs: applied"* ]]
+  grep -qF 'gfx1100;gfx1101;gfx1151;gfx1200;gfx1201")' "$T/CMakeLists.txt"
+  run patcher "$T/CMakeLists.txt"
+  [[ "$output" == "patch vllm-hip-archs: already present upstream"* ]]
+}
+
+@test "patcher: 2026 main already lists gfx1151 and is left byte for byte" {
+  printf '%s\n' "$MAIN2026" >"$T/CMakeLists.txt"
+  before=$(sha256sum <"$T/CMakeLists.txt")
+  run patcher "$T/CMakeLists.txt"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"already present upstream"* ]]
+  [ "$(sha256sum <"$T/CMakeLists.txt")" = "$before" ]
+}
+
+@test "patcher: no anchor fails closed and leaves the file alone; CRLF is kept" {
+  printf 'set(SOME_OTHER "gfx90a")\n' >"$T/CMakeLists.txt"
+  run patcher "$T/CMakeLists.txt"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"anchor not found"* ]]
+  [ "$(cat "$T/CMakeLists.txt")" = 'set(SOME_OTHER "gfx90a")' ]
+  printf '%s\r\n' "$V0102" >"$T/crlf.txt"
+  run patcher "$T/crlf.txt"
+  [ "$status" -eq 0 ]
+  grep -q 'gfx1151;gfx1200;gfx1201")'$'\r''$' "$T/crlf.txt"
+  run patcher "$T/missing.txt"
+  [ "$status" -eq 1 ]
+}
+
+@test "check_lock accepts a ROCm freeze and rejects a CPU torch or a missing vllm" {
+  chk() { bash -c ". '$S/lib/common.sh'; . '$S/source-stable/lock.sh'; check_lock \"\$1\"" _ "$1"; }
+  good=$'flash_attn==2.7.0\ntorch==2.8.0+rocm6.4\nvllm==0.10.2+rocm644'
+  run chk "$good"
+  [ "$status" -eq 0 ]
+  run chk $'torch==2.8.0\nvllm==0.10.2\nflash_attn==2.7.0'
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"not a ROCm build"* ]]
+  run chk $'torch==2.8.0+rocm6.4\nflash_attn==2.7.0'
+  [[ "$output" == *"no vllm line"* ]]
+}

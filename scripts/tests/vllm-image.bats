@@ -1,0 +1,128 @@
+#!/usr/bin/env bats
+# Tests of the image tracks' shared helpers (lib/container.sh) and of the vllm-image,
+# nightly-spoof, locked-spoof and ollama scripts. No GPU, engine or registry here: engine
+# calls are checked in dry runs, or against a stand-in engine where a reply is needed.
+# shellcheck disable=SC2016
+
+setup() {
+  S=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+  T=$BATS_TEST_TMPDIR
+  export NO_COLOR=1 HALOFORGE_STATE_DIR=$T/state
+  unset HALOFORGE_DRY_RUN HALOFORGE_CONTAINER_ENGINE OLLAMA_GPU_MEMORY VLLM_GPU_MEMORY_UTILIZATION
+}
+
+ct() { bash -c ". '$S/lib/common.sh'; . '$S/lib/container.sh'; $1"; }
+
+@test "spoofed_target: HSA_OVERRIDE_GFX_VERSION to the gfx name the runtime reports" {
+  run ct 'spoofed_target 11.0.0; spoofed_target 8.0.3; spoofed_target 11.5.1; spoofed_target 9.0.10'
+  [ "$output" = "$(printf 'gfx1100\ngfx803\ngfx1151\ngfx90a')" ]
+  run ct 'spoofed_target 11.0'
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"must look like 11.0.0"* ]]
+}
+
+@test "gpu_flags: podman keeps the caller's groups, docker gets numeric groups, both unconfined" {
+  run ct 'HALOFORGE_CONTAINER_ENGINE=podman gpu_flags | paste -sd" "'
+  [ "$output" = "--device /dev/kfd --device /dev/dri --group-add keep-groups --security-opt seccomp=unconfined" ]
+  run ct 'HALOFORGE_CONTAINER_ENGINE=docker gpu_flags | paste -sd" "'
+  [[ "$output" == "--device /dev/kfd --device /dev/dri "*"--security-opt seccomp=unconfined" ]]
+  [[ "$output" != *keep-groups* ]]
+}
+
+@test "need_gpu_devices stops a real run without /dev/kfd, with the reason" {
+  [ -e /dev/kfd ] && skip "this machine has a GPU"
+  run ct 'need_gpu_devices'
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"missing on this host: /dev/kfd"*"no ROCm-capable device is detected"* ]]
+  run ct 'HALOFORGE_ALLOW_NO_GPU=1 need_gpu_devices'
+  [ "$status" -eq 0 ]
+}
+
+@test "the launcher: pinned image, devices, host IPC, seccomp, memory limit" {
+  run bash "$S/vllm-image/01-write-launcher.sh"
+  [ "$status" -eq 0 ]
+  launcher=$T/state/vllm-image/start-vllm.sh
+  [ -x "$launcher" ]
+  run env START_VLLM_DRY_RUN=1 HOME="$T" "$launcher" Qwen/Qwen3-8B --max-model-len 8192
+  [ "$status" -eq 0 ]
+  image=$(sed -n 's/^VLLM_IMAGE=//p' "$S/../versions.env")
+  [[ "$output" == *"run --rm -it --device /dev/kfd --device /dev/dri --group-add keep-groups --security-opt seccomp=unconfined --ipc=host -p 8000:8000 "* ]]
+  [[ "$output" == *" $image vllm serve Qwen/Qwen3-8B --host 0.0.0.0 --port 8000 --gpu-memory-utilization 0.85 --max-model-len 8192"* ]]
+}
+
+@test "the launcher refuses more than 0.90 of the unified memory and explains why" {
+  bash "$S/vllm-image/01-write-launcher.sh"
+  run env START_VLLM_DRY_RUN=1 VLLM_GPU_MEMORY_UTILIZATION=0.95 "$T/state/vllm-image/start-vllm.sh" m
+  [ "$status" -eq 2 ]
+  [[ "$output" == *"up to 0.90"* ]]
+  run env START_VLLM_DRY_RUN=1 HOME="$T" VLLM_GPU_MEMORY_UTILIZATION=0.9 "$T/state/vllm-image/start-vllm.sh" m
+  [ "$status" -eq 0 ]
+  run "$T/state/vllm-image/start-vllm.sh"
+  [ "$status" -eq 2 ]
+  [[ "$output" == *"Usage: start-vllm.sh MODEL"* ]]
+}
+
+@test "vllm-image verify checks torch, the target and vllm inside the pinned image" {
+  HALOFORGE_DRY_RUN=1 run bash "$S/vllm-image/02-verify.sh"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"-e HALOFORGE_EXPECT_ARCH=gfx1151 -e HALOFORGE_CHECK_VLLM=1 docker.io/rocm/vllm-dev:rocm7.1.1_navi"*"python3 /haloforge/verify_torch.py"* ]]
+}
+
+@test "run_nightly_spoof.sh shows the illegal-instruction risk before the spoofed command" {
+  HALOFORGE_DRY_RUN=1 run bash "$S/nightly-spoof/run_nightly_spoof.sh" Qwen/Qwen3-8B
+  [ "$status" -eq 0 ]
+  risk=$(grep -n "Illegal instruction" <<<"$output" | head -n 1 | cut -d: -f1)
+  cmd=$(grep -n "HSA_OVERRIDE_GFX_VERSION=11.0.0 .*docker.io/rocm/vllm-dev:nightly vllm serve Qwen/Qwen3-8B" <<<"$output" | cut -d: -f1)
+  [ -n "$risk" ] && [ -n "$cmd" ] && [ "$risk" -lt "$cmd" ]
+  [[ "$output" == *"proceeding (non-interactive)"* ]]
+}
+
+@test "run_nightly_spoof.sh asks on a terminal: no stops it, yes runs it" {
+  command -v script >/dev/null || skip "needs util-linux script for a pty"
+  mkdir -p "$T/bin"
+  printf '#!/bin/sh\necho "$*" >>%s/calls\n' "$T" >"$T/bin/podman"
+  chmod +x "$T/bin/podman"
+  cmd="HALOFORGE_ALLOW_NO_GPU=1 HALOFORGE_CONTAINER_ENGINE=$T/bin/podman HALOFORGE_STATE_DIR=$T/state bash $S/nightly-spoof/run_nightly_spoof.sh some/model"
+  run bash -c "printf 'n\\n' | script -qec '$cmd' /dev/null"
+  [[ "$output" == *"[y/N]"* ]]
+  [[ "$output" == *"stopped: nothing was run"* ]]
+  [ ! -e "$T/calls" ]
+  run bash -c "printf 'y\\n' | script -qec '$cmd' /dev/null"
+  grep -q "run --rm -it .*-e HSA_OVERRIDE_GFX_VERSION=11.0.0 .*vllm serve some/model" "$T/calls"
+}
+
+@test "the locked spoof builds FROM the seed digest with the spoof version" {
+  HALOFORGE_DRY_RUN=1 run bash "$S/locked-spoof/build_spoof_locked.sh"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"--build-arg SPOOF_BASE_DIGEST=sha256:a92fa9cb915027468e85e147f4dd1c87f026d7974610280546a2a1f94a146889"* ]]
+  [[ "$output" == *"--build-arg SPOOF_GFX_VERSION=11.0.0"* ]]
+  [[ "$output" == *"-t localhost/haloforge/vllm-spoof-locked:a92fa9cb"* ]]
+  SPOOF_BASE_DIGEST=sha256:short HALOFORGE_DRY_RUN=1 run bash "$S/locked-spoof/build_spoof_locked.sh"
+  [ "$status" -eq 2 ]
+}
+
+@test "ollama_gpu_line: a ROCm line from Ollama's log passes, a CPU-only log fails" {
+  gfx1151='time=2026-01-10T10:00:00.000Z level=INFO source=types.go:42 msg="inference compute" id=0 library=ROCm compute=gfx1151 libdirs=ollama,rocm_v7_2 name="Radeon 8060S Graphics" total="96.0 GiB" available="95.2 GiB"'
+  old='time=2025-05-29T13:50:36.129-03:00 level=INFO source=types.go:130 msg="inference compute" id=0 library=rocm variant="" compute=gfx1102 driver=0.0 name=1002:7480 total="8.0 GiB" available="7.0 GiB"'
+  cpu='time=2026-01-10T10:00:00.000Z level=INFO source=types.go:42 msg="inference compute" id=cpu library=cpu compute="" name=cpu total="123.0 GiB"'
+  run ct "ollama_gpu_line <<<'$gfx1151'"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *compute=gfx1151* ]]
+  run ct "ollama_gpu_line <<<'$old'"
+  [ "$status" -eq 0 ]
+  run ct "ollama_gpu_line <<<'$cpu'"
+  [ "$status" -eq 1 ]
+}
+
+@test "run_ollama.sh passes the real memory variable and warns about the one that does not exist" {
+  export HALOFORGE_DRY_RUN=1 OLLAMA_GPU_MEMORY=96GB OLLAMA_GPU_OVERHEAD=8589934592 OLLAMA_KV_CACHE_TYPE=q8_0
+  run bash "$S/ollama/run_ollama.sh"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"OLLAMA_GPU_MEMORY=96GB is ignored: Ollama has no such variable"* ]]
+  [[ "$output" == *"-e OLLAMA_GPU_OVERHEAD=8589934592 -e OLLAMA_KV_CACHE_TYPE=q8_0 docker.io/ollama/ollama:0.32.15-rocm"* ]]
+  [[ "$output" == *"-p 127.0.0.1:11434:11434 -v haloforge-ollama:/root/.ollama"* ]]
+  [[ "$output" != *"-e OLLAMA_GPU_MEMORY"* ]]
+  [[ "$output" != *"-e HSA_OVERRIDE_GFX_VERSION"* ]]
+  OLLAMA_GPU_OVERHEAD=8GB run bash "$S/ollama/run_ollama.sh"
+  [ "$status" -eq 2 ]
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# therock-aotriton, step "aotriton" (01-build-aotriton.sh): TheRock at its pin, PyTorch checked
+# out by TheRock's own scripts, and AOTriton built for the GPU target at the commit PyTorch
+# pins in cmake/External/aotriton.cmake, installed under aotriton/build/install_dir, where
+# 02 hands it to the PyTorch build (AOTRITON_INSTALLED_PREFIX).
+set -Eeuo pipefail
+# shellcheck source=../lib/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+# shellcheck source=./common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+hf_init "$@"
+aot_paths
+
+require_env THEROCK_REPO THEROCK_REF GPU_TARGET
+need_tools git cmake ninja
+need_venv
+[[ "$(command -v cmake)" == */venv/* || "$(command -v cmake)" == *"/.local/bin/"* ]] \
+  && log_warn "cmake is $(command -v cmake), a pip shim; the distro's cmake is safer (FAILURES.md pip-cmake-broken-shim)"
+
+log_step "TheRock at $THEROCK_REF"
+git_at "$THEROCK_DIR" "$THEROCK_REPO" "$THEROCK_REF"
+
+log_step "Check out PyTorch, audio, vision and triton with TheRock's patches"
+for repo in torch audio vision; do
+  dir=$PT_BUILD/pytorch
+  [[ $repo == torch ]] || dir=$PT_BUILD/pytorch_$repo
+  if [[ -d "$dir/.git" ]]; then
+    log_ok "$dir already checked out (remove it to check out again)"
+  else
+    run_in "$PT_BUILD" "$AOT_PY" "pytorch_${repo}_repo.py" checkout
+  fi
+done
+# Triton after torch: its pin lives in the torch tree (TheRock's build_prod_wheels.py docs).
+if [[ -d "$PT_BUILD/triton/.git" ]]; then
+  log_ok "$PT_BUILD/triton already checked out"
+else
+  run_in "$PT_BUILD" "$AOT_PY" pytorch_triton_repo.py checkout
+fi
+
+log_step "AOTriton at PyTorch's pin"
+cmake_file=$PT_BUILD/pytorch/cmake/External/aotriton.cmake
+if is_dry_run && [[ ! -f "$cmake_file" ]]; then
+  pin='<pin from pytorch/cmake/External/aotriton.cmake>'
+  log_info "[dry-run] the pin is read from $cmake_file after the checkout"
+else
+  pin=$(aotriton_pin "$cmake_file") || die "cannot read the AOTriton pin; look at $cmake_file"
+  if [[ -n "${PYTORCH_AOTRITON_COMMIT:-}" && "$PYTORCH_AOTRITON_COMMIT" != "$pin" ]]; then
+    log_warn "PYTORCH_AOTRITON_COMMIT=$PYTORCH_AOTRITON_COMMIT overrides PyTorch's pin $pin"
+    pin=$PYTORCH_AOTRITON_COMMIT
+  fi
+  log_ok "PyTorch pins AOTriton $pin"
+fi
+if [[ -f "$AOT_PREFIX/lib/libaotriton_v2.so" && "$(cat "$AOT_PREFIX/.haloforge-commit" 2>/dev/null)" == "$pin" ]]; then
+  log_ok "AOTriton $pin is already built in $AOT_PREFIX"
+  exit 0
+fi
+git_at "$AOT_SRC" https://github.com/ROCm/aotriton.git "$pin"
+run git -C "$AOT_SRC" submodule update --init --recursive --depth 1
+run "$AOT_PY" -m pip install -r "$AOT_SRC/requirements.txt"
+# AOTriton's build runs "ninja install" as one unit (its README: never plain ninja);
+# AOTRITON_GPU_BUILD_TIMEOUT=0 lets slow kernels finish on a small build machine.
+run cmake -S "$AOT_SRC" -B "$AOT_SRC/build" -G Ninja \
+  -DCMAKE_INSTALL_PREFIX="$AOT_PREFIX" -DCMAKE_BUILD_TYPE=Release \
+  -DAOTRITON_GPU_BUILD_TIMEOUT=0 "-DAOTRITON_TARGET_ARCH=$GPU_TARGET" \
+  -DPython3_EXECUTABLE="$AOT_PY"
+run env MAX_JOBS="$(max_jobs)" ninja -C "$AOT_SRC/build" install
+if ! is_dry_run; then
+  require_file "$AOT_PREFIX/lib/libaotriton_v2.so" "AOTriton library"
+  printf '%s\n' "$pin" >"$AOT_PREFIX/.haloforge-commit"
+  log_ok "AOTriton $pin for $GPU_TARGET in $AOT_PREFIX"
+fi
