@@ -82,6 +82,9 @@ var rules = withSignals([]Rule{
 			// Older rocBLAS prints no "for GPU arch" suffix, only the errno
 			// ("Illegal seek", "No such file or directory").
 			{lit: "TensileLibrary", re: `rocBLAS error: Cannot read .*TensileLibrary|Cannot read .*TensileLibrary.*for GPU arch`},
+			// the same message with the path wrapped onto the next line
+			// (ROCm/rocBLAS#1267)
+			{lit: "TensileLibrary", after: []string{"rocBLAS error: Cannot read"}, within: 1},
 		},
 	},
 	{
@@ -98,6 +101,9 @@ var rules = withSignals([]Rule{
 			{lit: "KeyError: 'gfx"},
 			{lit: "Architecture gfx", re: `Architecture gfx\w+ (is )?not supported`},
 			{lit: "Unsupported GPU target"},
+			// AITER's chip_info and projects that copy its arch table
+			// (ROCm/aiter#1552, gpustack/gpustack#3880)
+			{lit: "Unknown GPU architecture: gfx"},
 			{lit: "Unsupported architecture", re: `(error|assert).*Unsupported architecture`},
 		},
 	},
@@ -109,7 +115,10 @@ var rules = withSignals([]Rule{
 		Fix: "export CMAKE_POLICY_VERSION_MINIMUM=3.5   # then re-run the build\n" +
 			"# or bump cmake_minimum_required to 3.5 in the third_party CMakeLists.txt named in the error",
 		Links: issues("pytorch/pytorch#150167", "pytorch/pytorch#150328", "ROCm/TheRock#1916"),
-		pats:  []pat{{lit: "Compatibility with CMake < 3.5"}},
+		// CMake 3.x prints a harmless deprecation warning with the same
+		// opening ("… will be removed from a future version", pytorch#129906);
+		// only CMake 4's error says "has been removed".
+		pats: []pat{{lit: "Compatibility with CMake < 3.5", not: []string{"will be removed"}}},
 	},
 	{
 		ID:      "pip-cmake-broken-shim",
@@ -173,6 +182,9 @@ var rules = withSignals([]Rule{
 		pats: []pat{
 			{lit: "cannot find ROCm device library"},
 			{lit: "cannot find device library"},
+			// clang ≤ 11 said "installation" for the same missing device
+			// libraries (hence -nogpulib), ROCm/hip#2086
+			{lit: "cannot find ROCm installation"},
 			{lit: "ocml.bc: No such file"},
 			{lit: "ocml.bc' not found"},
 			{lit: "ocml.bc not found"},
@@ -383,6 +395,8 @@ var rules = withSignals([]Rule{
 		Links: issues("ggml-org/llama.cpp#15009"),
 		pats: []pat{
 			{lit: "ErrorOutOfDeviceMemory"},
+			// the C API's name for it (Mesa, TVM; mlc-ai/mlc-llm#974, llama.cpp#8492's title)
+			{lit: "VK_ERROR_OUT_OF_DEVICE_MEMORY"},
 			{lit: "exceeds device memory allocation limit"},
 			{lit: "Failed to allocate a buffer", re: `radv.*Failed to allocate a buffer`},
 		},
@@ -488,6 +502,11 @@ var rules = withSignals([]Rule{
 			{lit: "cannot open shared object file", re: `lib(rocm|MIOpen|amdhip|hip|hsa|roc|rccl|amd_comgr|amd_smi|migraphx)\S*\.so[\d.]*: cannot open shared object file`},
 			// TensorFlow's loader wording (ROCmSoftwarePlatform/hiptensorflow#58)
 			{lit: "Couldn't open CUDA library lib", re: `Couldn't open CUDA library lib(rocm|MIOpen|amdhip|hip|hsa|roc|rccl)`},
+			// rocm_sdk's preload asks for a library the installed rocm
+			// wheels do not ship (torch and rocm from different nightlies,
+			// ROCm/TheRock#2345: KeyError: 'hipsparselt'); the traceback
+			// runs through the SDK's library finder whatever the exception.
+			{lit: "in find_libraries", re: `rocm_sdk[/\\]__init__\.py", line \d+, in find_libraries`},
 		},
 	},
 	{
