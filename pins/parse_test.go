@@ -122,7 +122,6 @@ func TestParseRejects(t *testing.T) {
 	}
 }
 
-
 func TestParseAccepts(t *testing.T) {
 	in := "# comment\n\n# source of the pin\nGPU_TARGET=gfx1151\nPYTORCH_ROCM_ARCH=\"${GPU_TARGET};gfx1100\"\nTOOLBOX_NAME='box-1'\nLLAMA_MODEL=\nVLLM_REF=main\n"
 	f, err := Parse("ok.env", []byte(in))
