@@ -15,7 +15,7 @@ APT_PROBES := git python3 shellcheck bats tmux script podman distrobox runc debo
 FUZZTIME ?= 5s
 SHFMT_FLAGS ?= -i 2 -ci -bn
 
-.PHONY: test deps vet unit scripts-lint bats fuzz-short integration bench build clean
+.PHONY: test deps vet unit scripts-lint bats fuzz-short integration bench screenshots build clean
 
 test: deps vet unit scripts-lint bats fuzz-short integration
 	@echo "make test: all suites passed"
@@ -63,8 +63,16 @@ fuzz-short:
 integration: build
 	@if [ -x scripts/tests/integration.sh ]; then scripts/tests/integration.sh; else echo "no integration suite yet"; fi
 
-bench:
+bench: deps
 	$(GO) test -run='^$$' -bench=. -benchtime=1x -timeout 30m ./...
+	HALOFORGE_PERF=1 $(GO) test -count=1 -run 'TestTmuxThroughput' -v ./cmd/haloforge
+
+# Screenshots for the docs, from real `haloforge demo` runs (asciinema, svg-term-cli, rsvg-convert).
+screenshots: build
+	@command -v asciinema >/dev/null && command -v rsvg-convert >/dev/null || { \
+	  export DEBIAN_FRONTEND=noninteractive; apt-get update -qq && apt-get install -y -qq asciinema librsvg2-bin fonts-dejavu-core tmux >/dev/null; }
+	@[ -x /tmp/svgterm/node_modules/.bin/svg-term ] || npm install --silent --prefix /tmp/svgterm svg-term-cli
+	bash tui/demo/screenshots/make.sh
 
 clean:
 	rm -rf bin
