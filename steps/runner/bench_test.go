@@ -1,0 +1,262 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/haloforge/haloforge/diagnose"
+)
+
+// The benchmarks of issue 4, run by `make bench` (-benchtime=1x). Each
+// reports its figure as a ratio measured in the same run, so that the load
+// of the machine cancels out:
+//
+//	BenchmarkThroughput   haloforge build --plain > /dev/null against
+//	                      script -qfec 'cat FILE' /dev/null > /dev/null (want ≥ 0.8)
+//	BenchmarkPeakRSS      peak RSS of haloforge streaming 1 GiB (want < 100 MB)
+//	BenchmarkSlowConsumer time the child needs to write 50 MB with a consumer
+//	                      taking 50 ms per event, over a fast consumer (want ≈ 1)
+//
+// HALOFORGE_BENCH_MB scales the 200 MB and 1 GiB inputs down for a quick look.
+
+// benchSize is mb megabytes, or less when HALOFORGE_BENCH_MB says so.
+func benchSize(mb int) int64 {
+	if v, err := strconv.Atoi(os.Getenv("HALOFORGE_BENCH_MB")); err == nil && v > 0 && v < mb {
+		mb = v
+	}
+	return int64(mb) << 20
+}
+
+// writeBuildLog writes size bytes of compiler-like lines to a file.
+func writeBuildLog(tb testing.TB, size int64) string {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "build.log")
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	var n int64
+	for i := 0; n < size; i++ {
+		k, _ := fmt.Fprintf(w, "[%3d%%] Building CXX object csrc/kernels/unit_%06d.cu.o -O3 --offload-arch=gfx1151 -fPIC\n", i%100, i)
+		n += int64(k)
+	}
+	if err := errorsJoin(w.Flush(), f.Close()); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
+
+func errorsJoin(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// haloforgeBinary builds cmd/haloforge once per benchmark run.
+func haloforgeBinary(tb testing.TB) string {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), "haloforge")
+	cmd := exec.Command("go", "build", "-o", bin, "../../cmd/haloforge")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		tb.Fatalf("go build: %v", err)
+	}
+	return bin
+}
+
+// catTree is a scripts tree whose vllm-image "pull" step cats file.
+func catTree(tb testing.TB, file string) string {
+	tb.Helper()
+	dir := filepath.Join(tb.TempDir(), "scripts")
+	if err := os.MkdirAll(filepath.Join(dir, "vllm-image"), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	for name, body := range map[string]string{
+		"00-pull-image.sh":     "#!/bin/sh\nexec cat '" + file + "'\n",
+		"01-write-launcher.sh": "#!/bin/sh\ntrue\n",
+		"02-verify.sh":         "#!/bin/sh\ntrue\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, "vllm-image", name), []byte(body), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// buildCmd is `haloforge build --plain > /dev/null` on the cat tree.
+func buildCmd(tb testing.TB, bin, scripts string) *exec.Cmd {
+	tb.Helper()
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { devnull.Close() })
+	cmd := exec.Command(bin, "build", "--track", "vllm-image", "--only", "pull", "--plain", "--ignore-checks",
+		"--scripts", scripts, "--state-dir", tb.TempDir(), "--pins", "../../versions.env")
+	cmd.Stdout, cmd.Stderr = devnull, os.Stderr
+	return cmd
+}
+
+func timed(tb testing.TB, cmd *exec.Cmd) time.Duration {
+	tb.Helper()
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		tb.Fatalf("%s: %v", strings.Join(cmd.Args, " "), err)
+	}
+	return time.Since(start)
+}
+
+func BenchmarkThroughput(b *testing.B) {
+	if _, err := exec.LookPath("script"); err != nil {
+		b.Skip("needs script(1) from util-linux (bsdutils) as the raw-pty baseline")
+	}
+	size := benchSize(200)
+	file := writeBuildLog(b, size)
+	bin := haloforgeBinary(b)
+	scripts := catTree(b, file)
+	var raw, ours time.Duration
+	b.ResetTimer()
+	for range b.N {
+		// Alternate and keep the best of three: the machine is shared.
+		for range 3 {
+			r := timed(b, exec.Command("sh", "-c", "script -qfec \"cat '"+file+"'\" /dev/null > /dev/null"))
+			o := timed(b, buildCmd(b, bin, scripts))
+			if raw == 0 || r < raw {
+				raw = r
+			}
+			if ours == 0 || o < ours {
+				ours = o
+			}
+		}
+	}
+	mb := float64(size) / (1 << 20)
+	b.ReportMetric(mb/raw.Seconds(), "raw-MB/s")
+	b.ReportMetric(mb/ours.Seconds(), "haloforge-MB/s")
+	b.ReportMetric(raw.Seconds()/ours.Seconds(), "x-raw-pty")
+}
+
+func BenchmarkPeakRSS(b *testing.B) {
+	size := benchSize(1024)
+	file := writeBuildLog(b, size)
+	bin := haloforgeBinary(b)
+	scripts := catTree(b, file)
+	var peak int64
+	b.ResetTimer()
+	for range b.N {
+		cmd := buildCmd(b, bin, scripts)
+		timed(b, cmd)
+		// ru_maxrss of a waited-for child is its own peak (and its reaped
+		// children's, here the supervisor and cat: both far smaller).
+		peak = max(peak, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss<<10)
+	}
+	b.ReportMetric(float64(peak)/1e6, "peak-RSS-MB")
+	b.ReportMetric(float64(size)/(1<<20), "streamed-MB")
+}
+
+// childTime runs the lines fixture (50 MB of 100-byte lines) with a
+// consumer that spends delay per event, and returns how long the child
+// itself took to write everything, as it measured.
+func childTime(tb testing.TB, lines int, delay time.Duration) time.Duration {
+	tb.Helper()
+	dir := tb.TempDir()
+	tb.Setenv("FX_LINES", strconv.Itoa(lines))
+	o := fxOptions(fxPlan(tb, fxTrack(fx{id: "lines", script: "lines.sh"}), fxPins, "testdata/scripts", dir), dir)
+	o.Events = 64 // the consumer drains what is buffered at the end: keep it short
+	r, err := New(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range r.Events() {
+			if delay > 0 {
+				time.Sleep(delay)
+			}
+		}
+	}()
+	rep, err := r.Run(context.Background())
+	<-done
+	if err != nil || rep.Status != "succeeded" {
+		tb.Fatalf("run: %v %+v", err, rep)
+	}
+	b, err := os.ReadFile(filepath.Join(rep.RunDir, "child-ns"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ns)
+}
+
+func BenchmarkSlowConsumer(b *testing.B) {
+	lines := int(benchSize(50) / 100)
+	var fast, slow time.Duration
+	for range b.N {
+		fast = childTime(b, lines, 0)
+		slow = childTime(b, lines, 50*time.Millisecond)
+	}
+	b.ReportMetric(fast.Seconds(), "fast-consumer-s")
+	b.ReportMetric(slow.Seconds(), "slow-consumer-s")
+	b.ReportMetric(slow.Seconds()/fast.Seconds(), "x-slowdown")
+}
+
+// BenchmarkPipeline drives the runner in this process (for -cpuprofile):
+// a step printing 200 MB, line mode writing to /dev/null.
+func BenchmarkPipeline(b *testing.B) {
+	size := benchSize(200)
+	file := writeBuildLog(b, size)
+	b.Setenv("FX_FILE", file)
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer devnull.Close()
+	b.SetBytes(size)
+	before := cpuTime(syscall.RUSAGE_SELF)
+	b.ResetTimer()
+	for range b.N {
+		dir := b.TempDir()
+		o := fxOptions(fxPlan(b, fxTrack(fx{id: "cat", script: "cat.sh"}), fxPins, "testdata/scripts", dir), dir)
+		o.BatchLines = os.Getenv("HALOFORGE_BENCH_SINGLE") == ""
+		o.Analyzer = func(track, step string) Analyzer { // as haloforge build does
+			return diagnose.NewMatcher(diagnose.MatcherOptions{Track: track, Step: step})
+		}
+		r, err := New(o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { PrintLines(devnull, r.Events(), PrintOptions{}); close(done) }()
+		rep, err := r.Run(context.Background())
+		<-done
+		if err != nil || rep.Steps[0].Bytes < size {
+			b.Fatalf("run: %v, %d bytes", err, rep.Steps[0].Bytes)
+		}
+	}
+	b.ReportMetric((cpuTime(syscall.RUSAGE_SELF)-before).Seconds()/float64(b.N), "cpu-s/op")
+}
+
+// cpuTime is user plus system time of this process or its waited children.
+func cpuTime(who int) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(who, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

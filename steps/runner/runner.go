@@ -1,0 +1,456 @@
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/steps"
+)
+
+// Defaults of Options.
+const (
+	DefaultGrace       = 5 * time.Second  // SIGTERM to SIGKILL
+	DefaultStallCheck  = 15 * time.Second // how often Analyzer.Idle is asked
+	DefaultEvents      = 4096             // events buffered before screen lines drop
+	DefaultBatchEvents = 64               // the same with BatchLines: up to 64 read chunks
+	tailLines          = 20               // lines kept for a failure summary
+)
+
+// Analyzer watches one step's output; *diagnose.Matcher implements it.
+// It is called from one goroutine only. An analyser that also has
+// Next() *diagnose.Finding is drained after each finding, for lines that
+// start several families at once.
+type Analyzer interface {
+	// Line sees each sanitised line (n is 1-based) and returns a finding the
+	// first time a failure family matches, else nil.
+	Line(n int, text string) *diagnose.Finding
+	// Idle is called every StallCheck while the step prints nothing.
+	Idle(since time.Duration) *diagnose.Finding
+	// End returns every finding of the step once its output has ended.
+	End() []diagnose.Finding
+}
+
+// Options configure a run. Plan, StateDir and ScriptsDir are required.
+type Options struct {
+	Plan       *steps.Plan
+	StateDir   string // state.json, runs/<run-id>/, cache/<track>/
+	ScriptsDir string // root of the scripts tree on disk (scripts are <dir>/<track>/<file>)
+	ToolboxDir string // container definitions, passed to the scripts
+	PinsFile   string // the pins file on disk, for scripts that source it; "" if built in
+	DryRun     bool   // HALOFORGE_DRY_RUN=1: scripts print commands; cache and state untouched
+	From       string // run this step and every later one, cached or not
+	Only       []string
+	Resume     bool // continue the last failed or interrupted run of the track
+	// Analyzer makes the diagnosis of a step; nil means no diagnosis.
+	Analyzer   func(track, step string) Analyzer
+	Grace      time.Duration // SIGTERM to SIGKILL on a stop; 0 means DefaultGrace
+	StallCheck time.Duration // 0 means DefaultStallCheck
+	KeepColor  bool          // keep SGR colours in Event.Line
+	MaxLine    int           // bytes of a screen line; 0 means DefaultMaxLine
+	Cols, Rows uint16        // pty size; 0 means 160x50
+	// Supervisor is the argv that runs "GRACE SCRIPT" under a supervisor
+	// (see Supervise); nil means this binary: /proc/self/exe __supervise.
+	Supervisor []string
+	// Events is the channel capacity; 0 means DefaultEvents, or
+	// DefaultBatchEvents with BatchLines.
+	Events int
+	// BatchLines delivers screen lines in batches (Event.Lines, a cut line
+	// marked in its text): far cheaper for a consumer that takes every
+	// line, such as line mode.
+	BatchLines bool
+}
+
+// Runner runs a plan once. Read Events until it is closed.
+type Runner struct {
+	o           Options
+	plan        *steps.Plan
+	st          *steps.State
+	runID       string
+	runDir      string
+	events      chan Event
+	kill        chan struct{}
+	runs        []bool          // per plan step: runs in this run
+	reasons     []string        // per plan step: why it runs or not
+	resumed     map[string]bool // steps that failed or stopped in the resumed run
+	notices     []string        // said before the first step
+	prevDurs    map[string]time.Duration
+	dropped     int
+	interrupted bool // a step was stopped, or the run was cancelled between steps
+	started     time.Time
+	report      *Report
+}
+
+// New checks everything a run needs before any step runs: the state dir is
+// writable, the selected steps exist and their scripts are executable.
+// Every error it returns is bad input (exit 2).
+func New(o Options) (*Runner, error) {
+	if o.Plan == nil {
+		return nil, errors.New("runner: no plan")
+	}
+	o = withDefaults(o)
+	if err := CheckStateDir(o.StateDir); err != nil {
+		return nil, err
+	}
+	st, err := steps.LoadState(o.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	r := &Runner{o: o, plan: o.Plan, st: st, events: make(chan Event, o.Events), kill: make(chan struct{}, 1),
+		resumed: map[string]bool{}, prevDurs: previousDurations(st, o.Plan)}
+	if err := r.selectSteps(); err != nil {
+		return nil, err
+	}
+	if err := r.checkScripts(); err != nil {
+		return nil, err
+	}
+	if o.Resume {
+		if err := r.planResume(); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.checkSupervisor(); err != nil {
+		return nil, err
+	}
+	r.runID = newRunID(time.Now())
+	r.runDir = filepath.Join(o.StateDir, "runs", r.runID)
+	return r, nil
+}
+
+func withDefaults(o Options) Options {
+	if o.Grace <= 0 {
+		o.Grace = DefaultGrace
+	}
+	if o.StallCheck <= 0 {
+		o.StallCheck = DefaultStallCheck
+	}
+	switch {
+	case o.Events > 0:
+	case o.BatchLines:
+		o.Events = DefaultBatchEvents
+	default:
+		o.Events = DefaultEvents
+	}
+	if o.MaxLine <= 0 {
+		o.MaxLine = DefaultMaxLine
+	}
+	if o.Cols == 0 || o.Rows == 0 {
+		o.Cols, o.Rows = 160, 50
+	}
+	if len(o.Supervisor) == 0 {
+		o.Supervisor = []string{"/proc/self/exe", SuperviseArg}
+	}
+	if abs, err := filepath.Abs(o.StateDir); err == nil {
+		o.StateDir = abs
+	}
+	if abs, err := filepath.Abs(o.ScriptsDir); err == nil {
+		o.ScriptsDir = abs
+	}
+	return o
+}
+
+// CheckStateDir makes sure dir exists and takes a file. Permission bits do
+// not stop root, so it writes for real.
+func CheckStateDir(dir string) error {
+	if dir == "" {
+		return errors.New("no state dir")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("state dir %s cannot be created: %w", dir, unwrapPath(err))
+	}
+	f, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return fmt.Errorf("state dir %s is not writable: %w", dir, unwrapPath(err))
+	}
+	name := f.Name()
+	_, werr := f.Write([]byte("ok"))
+	cerr := f.Close()
+	os.Remove(name)
+	if err := errors.Join(werr, cerr); err != nil {
+		return fmt.Errorf("state dir %s is not writable: %w", dir, err)
+	}
+	return nil
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// selectSteps decides, per plan step, whether it runs and why.
+func (r *Runner) selectSteps() error {
+	o, ps := r.o, r.plan.Steps
+	if o.From != "" && len(o.Only) > 0 {
+		return errors.New("--from and --only do not go together")
+	}
+	for _, id := range append(slices.Clone(o.Only), o.From) {
+		if _, ok := r.plan.Step(id); id != "" && !ok {
+			return fmt.Errorf("track %s has no step %q (steps: %s)", r.plan.Track.ID, id, strings.Join(r.plan.Track.StepIDs(), ", "))
+		}
+	}
+	r.runs, r.reasons = make([]bool, len(ps)), make([]string, len(ps))
+	from := slices.IndexFunc(ps, func(s steps.PlannedStep) bool { return s.ID == o.From })
+	for i, s := range ps {
+		switch {
+		case len(o.Only) > 0 && !slices.Contains(o.Only, s.ID):
+			r.reasons[i] = "not in --only"
+		case len(o.Only) > 0:
+			r.runs[i], r.reasons[i] = true, "asked for with --only"
+		case from > i:
+			r.reasons[i] = "before --from " + o.From
+		case from >= 0:
+			r.runs[i], r.reasons[i] = true, "asked for with --from "+o.From
+		case o.DryRun:
+			r.runs[i], r.reasons[i] = true, "dry run: "+s.Reason
+		default:
+			r.runs[i], r.reasons[i] = s.WillRun, s.Reason
+		}
+	}
+	return nil
+}
+
+// checkScripts finds every script that will run, executable, on disk.
+func (r *Runner) checkScripts() error {
+	var problems []string
+	for i, s := range r.plan.Steps {
+		if !r.runs[i] {
+			continue
+		}
+		p := r.scriptPath(s)
+		fi, err := os.Stat(p)
+		switch {
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("step %s: script %s: %v", s.ID, p, unwrapPath(err)))
+		case !fi.Mode().IsRegular():
+			problems = append(problems, fmt.Sprintf("step %s: script %s is not a regular file", s.ID, p))
+		case fi.Mode().Perm()&0o111 == 0:
+			problems = append(problems, fmt.Sprintf("step %s: script %s is not executable (chmod +x %s)", s.ID, p, p))
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "\n"))
+	}
+	return nil
+}
+
+func (r *Runner) scriptPath(s steps.PlannedStep) string {
+	return filepath.Join(r.o.ScriptsDir, filepath.FromSlash(s.ScriptPath))
+}
+
+func (r *Runner) checkSupervisor() error {
+	exe := r.o.Supervisor[0]
+	if _, err := os.Stat(exe); err != nil {
+		return fmt.Errorf("step supervisor %s: %w", exe, unwrapPath(err))
+	}
+	return nil
+}
+
+// previousDurations are the last successful durations, for the ETA.
+func previousDurations(st *steps.State, p *steps.Plan) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	ts := st.Tracks[p.Track.ID]
+	if ts == nil {
+		return out
+	}
+	for id, ss := range ts.Steps {
+		if ss != nil && ss.LastSuccess != nil && ss.LastSuccess.Duration > 0 {
+			out[id] = ss.LastSuccess.Duration
+		}
+	}
+	return out
+}
+
+func newRunID(t time.Time) string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return t.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b)
+}
+
+// Events delivers the run's progress; it is closed when Run returns.
+func (r *Runner) Events() <-chan Event { return r.events }
+
+// RunID names this run; its files are under RunDir.
+func (r *Runner) RunID() string { return r.runID }
+
+// RunDir is <state-dir>/runs/<run-id>.
+func (r *Runner) RunDir() string { return r.runDir }
+
+// Notices are what New found worth saying before the first step (resume).
+func (r *Runner) Notices() []string { return slices.Clone(r.notices) }
+
+// Kill skips the rest of the grace period of a stop in progress (a second
+// Ctrl-C); cancel Run's context first.
+func (r *Runner) Kill() {
+	select {
+	case r.kill <- struct{}{}:
+	default:
+	}
+}
+
+// Run runs the selected steps in order. Cancelling ctx stops the running
+// step (SIGTERM, grace, SIGKILL to all its processes) and ends the run as
+// interrupted. A failed step that is not optional ends the run as failed.
+// The error is for the run's own machinery (state, lock, files), not for
+// steps: those are in the report.
+func (r *Runner) Run(ctx context.Context) (*Report, error) {
+	defer close(r.events)
+	unlock, err := lockStateDir(r.o.StateDir)
+	if err != nil {
+		r.send(Event{Kind: EventRunFinished, Status: steps.OutcomeFailed, Err: err})
+		return nil, err
+	}
+	defer unlock()
+	if err := os.MkdirAll(r.runDir, 0o755); err != nil {
+		err = fmt.Errorf("run dir: %w", err)
+		r.send(Event{Kind: EventRunFinished, Status: steps.OutcomeFailed, Err: err})
+		return nil, err
+	}
+	r.started = time.Now()
+	r.report = r.newReport()
+	total := r.countRuns()
+	r.send(Event{Kind: EventRunStarted, RunID: r.runID, RunDir: r.runDir, Total: total, Step: r.plan.Track.ID})
+	for _, n := range r.notices {
+		r.send(Event{Kind: EventNotice, Reason: n})
+	}
+	err = errors.Join(r.writeReport(), r.runSteps(ctx, total))
+	r.report.Duration = time.Since(r.started)
+	r.report.Status = r.runStatus()
+	err = errors.Join(err, r.writeReport())
+	r.send(Event{Kind: EventRunFinished, RunID: r.runID, RunDir: r.runDir, Status: r.report.Status,
+		Duration: r.report.Duration, Err: err, Dropped: r.takeDropped(), Elapsed: time.Since(r.started)})
+	return r.report, err
+}
+
+func (r *Runner) countRuns() int {
+	n := 0
+	for _, run := range r.runs {
+		if run {
+			n++
+		}
+	}
+	return n
+}
+
+// runSteps runs or skips each plan step; after a failure or a stop the
+// remaining steps are recorded as not run.
+func (r *Runner) runSteps(ctx context.Context, total int) error {
+	var errs []error
+	idx := 0
+	var stopped string // why the rest does not run
+	for i, s := range r.plan.Steps {
+		sr := &r.report.Steps[i]
+		switch {
+		case stopped != "":
+			sr.Status, sr.Reason = StatusNotRun, stopped
+		case !r.runs[i]:
+			sr.Status, sr.Reason = steps.OutcomeSkipped, r.reasons[i]
+			r.send(Event{Kind: EventStepSkipped, Step: s.ID, Title: s.Title, Total: total, Reason: r.reasons[i], Optional: s.Optional})
+		case ctx.Err() != nil:
+			sr.Status, sr.Reason = StatusNotRun, "interrupted before it started"
+			stopped = sr.Reason
+			r.interrupted = true
+		default:
+			idx++
+			errs = append(errs, r.runOne(ctx, i, idx, total))
+			switch {
+			case sr.Status == steps.OutcomeInterrupted:
+				stopped = "interrupted during " + s.ID
+			case sr.Status == steps.OutcomeFailed && !s.Optional:
+				stopped = s.ID + " failed"
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// runStatus is the run's outcome from its steps.
+func (r *Runner) runStatus() string {
+	status := steps.OutcomeSucceeded
+	for i, s := range r.report.Steps {
+		switch {
+		case s.Status == steps.OutcomeInterrupted || r.interrupted:
+			return steps.OutcomeInterrupted
+		case s.Status == steps.OutcomeFailed && !r.plan.Steps[i].Optional:
+			status = steps.OutcomeFailed
+		}
+	}
+	return status
+}
+
+// eta sums the last durations of the steps from plan index i on that run;
+// 0 when one of them never succeeded before.
+func (r *Runner) eta(i int) time.Duration {
+	var sum time.Duration
+	for j := i; j < len(r.plan.Steps); j++ {
+		if !r.runs[j] {
+			continue
+		}
+		d, ok := r.prevDurs[r.plan.Steps[j].ID]
+		if !ok {
+			return 0
+		}
+		sum += d
+	}
+	return sum
+}
+
+// send delivers an event that must not be lost; it waits for the consumer.
+func (r *Runner) send(e Event) {
+	if e.At.IsZero() {
+		e.At = time.Now()
+	}
+	if e.RunID == "" {
+		e.RunID = r.runID
+	}
+	r.events <- e
+}
+
+// sendLine delivers screen lines unless the consumer is behind, in which
+// case they are counted as dropped and the next event that gets through
+// says so.
+func (r *Runner) sendLine(e Event) {
+	e.Dropped = r.dropped
+	select {
+	case r.events <- e:
+		r.dropped = 0
+	default:
+		r.dropped += max(1, len(e.Lines))
+	}
+}
+
+func (r *Runner) takeDropped() int {
+	n := r.dropped
+	r.dropped = 0
+	return n
+}
+
+// lockStateDir keeps two builds from sharing a state dir at once.
+func lockStateDir(dir string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("state dir lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: %s", ErrBusy, dir)
+		}
+		return nil, fmt.Errorf("state dir lock: %w", err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// ErrBusy means another haloforge build holds the state dir.
+var ErrBusy = errors.New("another haloforge build is running with this state dir")
