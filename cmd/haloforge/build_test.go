@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/haloforge/haloforge/steps"
+)
+
+// TestBlockingChecksStopTheBuild runs the real doctor collection on this
+// machine, which has no GPU: the therock-toolbox track's blocking `gpu`
+// check fails, so build must stop with exit 1 and the fix, unless told to
+// go on.
+func TestBlockingChecksStopTheBuild(t *testing.T) {
+	if _, err := os.Stat("/dev/kfd"); err == nil {
+		t.Skip("this machine has an AMD GPU driver: the gpu check may pass here")
+	}
+	tr, err := steps.Lookup("therock-toolbox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = blockingChecks(context.Background(), &out, tr, t.TempDir(), false)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitFailed {
+		t.Fatalf("blockingChecks = %v, want exit %d", err, exitFailed)
+	}
+	for _, want := range []string{"✗ check gpu: ", "blocks the build", "  fix: ", "--ignore-checks"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	out.Reset()
+	if err := blockingChecks(context.Background(), &out, tr, t.TempDir(), true); err != nil {
+		t.Fatalf("with --ignore-checks: %v", err)
+	}
+	if !strings.Contains(out.String(), "✗ check gpu: ") || !strings.Contains(out.String(), "not blocking") {
+		t.Errorf("ignored failures must still be shown:\n%s", out.String())
+	}
+}
+
+func TestResumeCommandRepeatsTheFlagsThatMatter(t *testing.T) {
+	o := buildOpts{track: "vllm-image", scripts: "s", stateDir: "/x/state", pins: pinFlags{pins: "p.env", sets: []string{"VLLM_PORT=9000"}}}
+	want := "haloforge build --track vllm-image --resume --pins p.env --set VLLM_PORT=9000 --scripts s --state-dir /x/state"
+	if got := resumeCommand(o); got != want {
+		t.Errorf("resumeCommand = %q\nwant %q", got, want)
+	}
+}

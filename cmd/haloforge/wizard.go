@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/tui"
+	"github.com/haloforge/haloforge/tui/session"
+)
+
+func init() { rootRun = wizardRoot }
+
+// wizardOpts are the bare command's flags.
+type wizardOpts struct {
+	plain    bool
+	track    string
+	scripts  string
+	stateDir string
+	pins     pinFlags
+}
+
+// wizardRoot makes the bare `haloforge` the wizard.
+func wizardRoot(root *cobra.Command) {
+	var o wizardOpts
+	root.Args = cobra.NoArgs
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return runWizard(cmd, o) }
+	f := root.Flags()
+	f.BoolVar(&o.plain, "plain", false, "line mode: print what the wizard sees and the plan, no full-screen UI")
+	f.StringVar(&o.track, "track", "", "preselect this track instead of the recommended one")
+	f.StringVar(&o.scripts, "scripts", "", "scripts tree (default ./scripts, else the built-in copy)")
+	f.StringVar(&o.stateDir, "state-dir", "", "state dir (default $XDG_STATE_HOME/haloforge)")
+	o.pins.bind(root)
+}
+
+func runWizard(cmd *cobra.Command, o wizardOpts) error {
+	if o.track != "" && !slices.Contains(steps.TrackIDs(), o.track) {
+		return usageErr(fmt.Errorf("unknown track %q (known: %s)", o.track, strings.Join(steps.TrackIDs(), ", ")))
+	}
+	if o.stateDir == "" {
+		o.stateDir = defaultStateDir()
+	}
+	lineMode := o.plain || !stdoutIsTerminal(cmd)
+	e, err := wizardEngine(o, !lineMode)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if lineMode {
+		// Line mode tells what the wizard would show and stops before
+		// building: haloforge never starts a build nobody asked for.
+		if _, err := e.Story(ctx, cmd.OutOrStdout(), session.StoryOptions{Track: o.track}); err != nil {
+			return failedErr(err)
+		}
+		return nil
+	}
+	res, err := tui.Run(ctx, e, tui.Options{Track: o.track, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout()})
+	return outcomeErr(ctx, res.Status, res.Interrupted, err)
+}
+
+// wizardEngine wires the real packages; the scripts and container
+// definitions go on disk only when a run can start (the TUI).
+func wizardEngine(o wizardOpts, runs bool) (*session.Engine, error) {
+	pf, err := loadPinsFlags(o.pins.pins, o.pins.sets)
+	if err != nil {
+		return nil, err
+	}
+	sfs, _, err := scriptsFS(o.scripts)
+	if err != nil {
+		return nil, err
+	}
+	e := &session.Engine{
+		StateDir: o.stateDir, Scripts: sfs, Pins: pf, PinsFile: pinsFileOnDisk(pf),
+		Detector: liveReport, Source: "this machine",
+	}
+	if !runs {
+		return e, nil
+	}
+	if e.ScriptsDir, err = scriptsRoot(o.scripts, o.stateDir); err != nil {
+		return nil, failedErr(err)
+	}
+	if e.ToolboxDir, err = toolboxRoot(o.stateDir); err != nil {
+		return nil, failedErr(err)
+	}
+	return e, nil
+}
+
+// liveReport collects this machine's facts and analyses them, as doctor does.
+func liveReport(ctx context.Context) (*detect.Report, error) {
+	b, err := detect.Collect(ctx, detect.CollectOptions{Root: "/", Timeout: 800 * time.Millisecond, Version: version})
+	if err != nil {
+		return nil, err
+	}
+	return detect.Analyse(b), nil
+}
+
+// stdoutIsTerminal reports whether the command writes to a terminal; line
+// mode is used otherwise (pipes, CI, testscript).
+func stdoutIsTerminal(cmd *cobra.Command) bool {
+	f, ok := cmd.OutOrStdout().(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

@@ -1,0 +1,166 @@
+package tui
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/steps/runner"
+)
+
+// Minimum terminal size the wizard lays itself out for.
+const (
+	MinWidth  = 80
+	MinHeight = 24
+)
+
+// common is what every screen shares (gh-dash's ProgramContext, soft-serve's
+// Common): size, styles and keys.
+type common struct {
+	Width, Height int
+	Styles        Styles
+	Keys          KeyMap
+	Demo          bool             // the session runs on the demo's data
+	now           func() time.Time // the clock of elapsed times and ETAs; tests fix it
+}
+
+func (c *common) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
+}
+
+// screen is the contract every screen meets (soft-serve's Component): it
+// updates itself, renders a string for the root to frame, takes its size and
+// says which keys apply.
+type screen interface {
+	help.KeyMap
+	Update(msg tea.Msg) tea.Cmd
+	View() string
+	SetSize(width, height int)
+}
+
+// Messages between screens and the root. Errors travel as messages too.
+type (
+	detectedMsg struct {
+		det *Detection
+		err error
+	}
+	trackChosenMsg struct{ track string }
+	planMsg        struct {
+		plan *Plan
+		err  error
+	}
+	startRunMsg   struct{}
+	runStartedMsg struct {
+		ch  <-chan runner.Event
+		err error
+	}
+	// eventsMsg carries every event that was waiting, so that a flood of
+	// lines costs one Update and one frame, not one per line.
+	eventsMsg struct {
+		events []runner.Event
+		closed bool
+	}
+	retryPreparedMsg struct {
+		note string
+		err  error
+	}
+	shellDoneMsg struct{ err error }
+	diagnosedMsg struct {
+		path     string
+		findings []diagnose.Finding
+		err      error
+	}
+	openTroubleshootMsg struct{}
+	closeScreenMsg      struct{}
+	noteMsg             string
+)
+
+// maxBatch bounds how many events one Update folds, so that keys are still
+// answered between batches of a 200 MB step.
+const maxBatch = 4096
+
+// frame is how long a batch gathers events. Bubble Tea renders the view
+// after every message, so a flood read line by line would cost a frame per
+// line; gathering for a frame's time keeps it to about 30 frames a second
+// whatever the step prints. The runner drops screen lines, never log bytes,
+// while the channel is full.
+const frame = time.Second / 30
+
+// waitEvents reads the next batch from the runner's channel: it blocks for
+// the first event, then gathers for one frame or until the batch is full.
+// reuse is the previous batch, already folded: its array is filled again
+// instead of allocating a megabyte a frame under a flood.
+func waitEvents(ch <-chan runner.Event, reuse ...runner.Event) tea.Cmd {
+	return func() tea.Msg {
+		e, ok := <-ch
+		if !ok {
+			return eventsMsg{closed: true}
+		}
+		batch := append(reuse[:0], e)
+		timer := time.NewTimer(frame)
+		defer timer.Stop()
+		for len(batch) < maxBatch {
+			select {
+			case e, ok := <-ch:
+				if !ok {
+					return eventsMsg{events: batch, closed: true}
+				}
+				batch = append(batch, e)
+			case <-timer.C:
+				return eventsMsg{events: batch}
+			}
+		}
+		return eventsMsg{events: batch}
+	}
+}
+
+// wrap breaks text into lines of at most width cells.
+func wrap(text string, width int) string {
+	return lipgloss.NewStyle().Width(max(width, 10)).Render(text)
+}
+
+// padRight pads or cuts s to exactly w cells.
+func padRight(s string, w int) string {
+	n := lipgloss.Width(s)
+	if n >= w {
+		return s
+	}
+	return s + strings.Repeat(" ", w-n)
+}
+
+// window returns at most h lines of lines starting at off (clamped), and
+// the clamped offset.
+func window(lines []string, off, h int) ([]string, int) {
+	off = min(max(off, 0), max(len(lines)-h, 0))
+	end := min(off+h, len(lines))
+	return lines[off:end], off
+}
+
+// humanBytes prints a size in binary units, as memory is advertised.
+func humanBytes(b int64) string {
+	const gib, mib = 1 << 30, 1 << 20
+	switch {
+	case b >= gib:
+		return trimZero(float64(b)/gib) + " GiB"
+	case b >= mib:
+		return trimZero(float64(b)/mib) + " MiB"
+	default:
+		return trimZero(float64(b)/1024) + " KiB"
+	}
+}
+
+func trimZero(f float64) string {
+	return strings.TrimSuffix(strconv.FormatFloat(f, 'f', 1, 64), ".0")
+}
+
+// ansiCut cuts a styled string to w cells.
+func ansiCut(s string, w int) string { return ansi.Truncate(s, max(w, 0), "") }

@@ -1,0 +1,137 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/runner"
+)
+
+// Direct Update/View tests of each screen, without the root (huh's style).
+
+func testCommon() *common {
+	return &common{Width: 100, Height: 30, Styles: DefaultStyles(), Keys: DefaultKeyMap()}
+}
+
+// msgOf runs a command and returns its message (nil for none).
+func msgOf(cmd tea.Cmd) tea.Msg {
+	if cmd == nil {
+		return nil
+	}
+	return cmd()
+}
+
+func TestDetectScreenLoadsScrollsAndChooses(t *testing.T) {
+	s := newDetectScreen(testCommon())
+	s.SetSize(100, 14)
+	if v := ansi.Strip(s.View()); !strings.Contains(v, "Looking at your GPU") {
+		t.Fatalf("loading view: %q", v)
+	}
+	if msgOf(s.Update(press("enter"))) != nil {
+		t.Error("enter did something before detection finished")
+	}
+	det := strixHalo()
+	for i := range 12 {
+		det.Checks = append(det.Checks, Check{ID: "extra-" + itoa(i), Status: CheckOK, Summary: "fine"})
+	}
+	s.Update(detectedMsg{det: det})
+	v := ansi.Strip(s.View())
+	if !strings.Contains(v, "Radeon 8060S Graphics  gfx1151") || !strings.Contains(v, "VRAM 512 MiB · GTT 124 GiB") {
+		t.Errorf("GPU card:\n%s", v)
+	}
+	if !strings.Contains(v, "↑/↓ 1–") {
+		t.Fatalf("a long check list has no scroll position:\n%s", v)
+	}
+	s.Update(press("down"))
+	if v := ansi.Strip(s.View()); !strings.Contains(v, "↑/↓ 2–") {
+		t.Errorf("down did not scroll:\n%s", v)
+	}
+	if got, ok := msgOf(s.Update(press("enter"))).(trackChosenMsg); !ok || got.track != "therock-toolbox" {
+		t.Errorf("enter sent %#v, want the recommended track", got)
+	}
+	if _, ok := msgOf(s.Update(press("t"))).(openTroubleshootMsg); !ok {
+		t.Error("t did not open troubleshooting")
+	}
+}
+
+func TestDetectScreenShowsFixOnlyForWarnAndFail(t *testing.T) {
+	s := newDetectScreen(testCommon())
+	s.SetSize(100, 30)
+	s.Update(detectedMsg{det: &Detection{GPU: &GPU{Gfx: "gfx1151"}, Checks: []Check{
+		{ID: "gpu", Status: CheckOK, Summary: "ok", Fix: "never shown"},
+		{ID: "gtt-size", Status: CheckWarn, Summary: "small", Fix: "raise ttm.pages_limit"},
+		{ID: "iommu", Status: CheckSkip, Summary: "n/a", Fix: "never shown either"},
+	}}})
+	v := ansi.Strip(s.View())
+	if strings.Contains(v, "never shown") || !strings.Contains(v, "fix: raise ttm.pages_limit") {
+		t.Errorf("fix lines:\n%s", v)
+	}
+	if !strings.Contains(v, "1 ok · 1 warn · 0 fail") {
+		t.Errorf("counts:\n%s", v)
+	}
+}
+
+func TestPlanScreenFlagsFloatingAndCached(t *testing.T) {
+	tr, _ := steps.Lookup("nightly-spoof")
+	p := &Plan{Track: tr, Floating: []string{"NIGHTLY_IMAGE"}, Steps: []PlanStep{
+		{ID: "pull", Title: "Pull", WillRun: true, Reason: "pins changed: NIGHTLY_IMAGE", Pins: map[string]string{"NIGHTLY_IMAGE": "rocm/vllm-dev:nightly"}},
+		{ID: "verify", Title: "Verify", WillRun: false, Reason: "up to date (last success 2026-11-20)"},
+	}}
+	s := newPlanScreen(testCommon(), p, nil)
+	s.SetSize(100, 25)
+	v := ansi.Strip(s.View())
+	for _, want := range []string{"1 of 2 steps run", "▶ runs", "= cached", "pins changed: NIGHTLY_IMAGE",
+		"NIGHTLY_IMAGE=rocm/vllm-dev:nightly (floating)", "! Floating pins (not reproducible): NIGHTLY_IMAGE"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("plan lacks %q:\n%s", want, v)
+		}
+	}
+	if _, ok := msgOf(s.Update(press("enter"))).(startRunMsg); !ok {
+		t.Error("enter did not start")
+	}
+	if _, ok := msgOf(s.Update(press("esc"))).(closeScreenMsg); !ok {
+		t.Error("esc did not go back")
+	}
+}
+
+func TestSummaryScreenAfterFailure(t *testing.T) {
+	tr, _ := steps.Lookup("therock-toolbox")
+	rs := newRunState(&Plan{Track: tr, Steps: []PlanStep{{ID: "rocm"}, {ID: "aiter", Optional: true}, {ID: "vllm"}}})
+	rs.Apply(runner.Event{Kind: runner.EventRunStarted, RunDir: "/s/runs/r1", Total: 3})
+	rs.Apply(runner.Event{Kind: runner.EventFinding, Step: "rocm", Finding: &diagnose.Finding{Family: "therock-amdsmi-double-free", Summary: "double free at exit"}})
+	rs.Apply(runner.Event{Kind: runner.EventStepFinished, Step: "rocm", Status: steps.OutcomeFailed, ExitCode: 134, Log: "/s/runs/r1/rocm.log"})
+	rs.Apply(runner.Event{Kind: runner.EventRunFinished, Status: steps.OutcomeFailed})
+	s := newSummaryScreen(testCommon(), rs, tr)
+	s.SetSize(100, 30)
+	v := ansi.Strip(s.View())
+	for _, want := range []string{"✗ therock-toolbox stopped at rocm", "✗ rocm             exit 134", "therock-amdsmi-double-free double free at exit",
+		"· vllm             not run", "$ haloforge build --track therock-toolbox --resume", "$ haloforge diagnose /s/runs/r1/rocm.log",
+		"report  /s/runs/r1/report.json"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("summary lacks %q:\n%s", want, v)
+		}
+	}
+	if strings.Contains(v, "vllm serve") {
+		t.Errorf("a failed run offers the next commands of a built track:\n%s", v)
+	}
+}
+
+func TestPickerScreenDetailsAndBadges(t *testing.T) {
+	p := newPickerScreen(testCommon(), steps.Catalogue(), "llamacpp-rocm")
+	p.SetSize(100, 30)
+	p.Update(p.Init()())
+	v := ansi.Strip(p.View())
+	if !strings.Contains(v, "> llamacpp-rocm") || !strings.Contains(v, "experimental") {
+		t.Errorf("picker:\n%s", v)
+	}
+	for s, want := range map[steps.Status]string{steps.StatusRecommended: "★ recommended", steps.StatusBlockedUpstream: "⚠ blocked", steps.StatusStable: "stable"} {
+		if got := badgeText(s); got != want {
+			t.Errorf("badge %s = %q", s, got)
+		}
+	}
+}

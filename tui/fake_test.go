@@ -1,0 +1,217 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/runner"
+)
+
+// fakeBackend stands in for what cannot exist here: a Strix Halo GPU and a
+// ROCm build. Its runner replays a real corpus log (testdata) as step rocm's
+// output and fails it with the finding the real matcher reports for that
+// log; after PrepareRetry, rocm passes, like the demo after its fix.
+type fakeBackend struct {
+	t        testing.TB
+	track    steps.Track
+	failLog  []string
+	lineGap  time.Duration // pause between replayed lines
+	extra    int           // extra lines per step, to make floods
+	detDelay time.Duration
+	clock    time.Time // when set, every event happens at this time (goldens)
+
+	mu       sync.Mutex
+	fixed    bool
+	requests []RunRequest
+	retried  []string
+}
+
+func newFakeBackend(t testing.TB) *fakeBackend {
+	t.Helper()
+	b, err := os.ReadFile("testdata/therock-amdsmi-double-free.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := steps.Lookup("therock-toolbox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fakeBackend{t: t, track: tr, failLog: strings.Split(strings.TrimRight(string(b), "\n"), "\n")}
+}
+
+// strixHalo is the GPU of fixtures/hardware/gfx1151-rocminfo-1.txt and
+// gfx1151-amd-smi-default-1.txt (512 MB carve-out).
+func strixHalo() *Detection {
+	return &Detection{
+		Source: "fake: gfx1151 fixtures",
+		GPU: &GPU{Name: "Radeon 8060S Graphics", Gfx: "gfx1151", PCIID: "1002:1586", Integrated: true,
+			VRAMBytes: 512 << 20, GTTBytes: 124 << 30, ComputeUnits: 40},
+		Kernel: "6.18.9-200.fc43.x86_64",
+		Checks: []Check{
+			{ID: "gpu", Status: CheckOK, Summary: "Radeon 8060S Graphics (gfx1151)"},
+			{ID: "kernel-version", Status: CheckOK, Summary: "6.18.9 has the gfx1151 KFD/CWSR fixes"},
+			{ID: "gtt-size", Status: CheckWarn, Summary: "GTT is 62 GiB, half of RAM", Fix: "add ttm.pages_limit=32505856 to the kernel command line"},
+			{ID: "render-groups", Status: CheckFail, Summary: "user not in groups render and video", Fix: "sudo usermod -aG render,video $USER, then log in again"},
+		},
+		Recommended: "therock-toolbox",
+	}
+}
+
+func (f *fakeBackend) Detect(ctx context.Context) (*Detection, error) {
+	select {
+	case <-time.After(f.detDelay):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return strixHalo(), nil
+}
+
+func (f *fakeBackend) Tracks() []steps.Track { return steps.Catalogue() }
+
+func (f *fakeBackend) Plan(track string) (*Plan, error) {
+	t, err := steps.Lookup(track)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Track: t}
+	for _, s := range t.Steps {
+		p.Steps = append(p.Steps, PlanStep{ID: s.ID, Title: s.Title, Optional: s.Optional, Why: s.Why, WillRun: true,
+			Reason: "never ran", Pins: map[string]string{"GPU_TARGET": "gfx1151"}})
+	}
+	return p, nil
+}
+
+func (f *fakeBackend) Start(ctx context.Context, req RunRequest) (<-chan runner.Event, error) {
+	f.mu.Lock()
+	f.requests = append(f.requests, req)
+	fixed := f.fixed
+	f.mu.Unlock()
+	ch := make(chan runner.Event, 64)
+	go f.replay(ctx, f.stamp(ch), req, fixed)
+	return ch, nil
+}
+
+// replay emits what the runner emits for the track: rocm fails until fixed.
+func (f *fakeBackend) replay(ctx context.Context, ch chan<- runner.Event, req RunRequest, fixed bool) {
+	defer close(ch)
+	start := time.Now()
+	ch <- runner.Event{Kind: runner.EventRunStarted, RunID: "fake-run", RunDir: "/state/runs/fake-run", Total: len(f.track.Steps), At: start}
+	status := steps.OutcomeSucceeded
+	for i, s := range f.track.Steps {
+		if req.Resume && (s.ID == "toolbox" || s.ID == "tools") {
+			ch <- runner.Event{Kind: runner.EventStepSkipped, Step: s.ID, Reason: "up to date", Index: i + 1}
+			continue
+		}
+		if contains(req.Skip, s.ID) {
+			ch <- runner.Event{Kind: runner.EventStepSkipped, Step: s.ID, Reason: "skipped by you", Index: i + 1}
+			continue
+		}
+		outcome := f.step(ctx, ch, s, i+1, fixed)
+		if outcome == steps.OutcomeInterrupted {
+			status = outcome
+			break
+		}
+		if outcome == steps.OutcomeFailed && !s.Optional {
+			status = outcome
+			break
+		}
+	}
+	ch <- runner.Event{Kind: runner.EventRunFinished, Status: status, Duration: time.Since(start), At: time.Now()}
+}
+
+func (f *fakeBackend) step(ctx context.Context, ch chan<- runner.Event, s steps.Step, idx int, fixed bool) string {
+	log := "/state/runs/fake-run/" + s.ID + ".log"
+	ch <- runner.Event{Kind: runner.EventStepStarted, Step: s.ID, Index: idx, Total: len(f.track.Steps), Log: log, ETA: time.Minute, At: time.Now()}
+	lines := []string{"+ " + s.Script}
+	for i := range f.extra {
+		lines = append(lines, "building "+s.ID+" object "+itoa(i))
+	}
+	fail := s.ID == "rocm" && !fixed
+	if fail {
+		lines = append(lines, f.failLog...)
+	}
+	for n, l := range lines {
+		select {
+		case <-ctx.Done():
+			ch <- runner.Event{Kind: runner.EventStepFinished, Step: s.ID, Status: steps.OutcomeInterrupted, ExitCode: 143, Log: log}
+			return steps.OutcomeInterrupted
+		case <-time.After(f.lineGap):
+		}
+		ch <- runner.Event{Kind: runner.EventLine, Step: s.ID, Line: l, LineNo: n + 1}
+		if fail && strings.Contains(l, "double free or corruption") {
+			ch <- runner.Event{Kind: runner.EventFinding, Step: s.ID, Finding: &diagnose.Finding{
+				Family: "therock-amdsmi-double-free", Line: n + 1, Text: l, Step: s.ID,
+				Summary: "torch crashes at exit: two copies of amd_smi loaded (TheRock preload + amdsmi package)",
+				Fix:     "pip uninstall -y amdsmi, or rtld_global=False in rocm_sdk/__init__.py",
+				Links:   []string{"https://github.com/ROCm/TheRock/issues/2269"},
+			}}
+		}
+	}
+	if fail {
+		ch <- runner.Event{Kind: runner.EventStepFinished, Step: s.ID, Status: steps.OutcomeFailed, ExitCode: 134, Duration: 3 * time.Second, Log: log}
+		return steps.OutcomeFailed
+	}
+	ch <- runner.Event{Kind: runner.EventStepFinished, Step: s.ID, Status: steps.OutcomeSucceeded, Duration: 2 * time.Second, Log: log}
+	return steps.OutcomeSucceeded
+}
+
+// stamp sets the fake clock on events before they reach the model.
+func (f *fakeBackend) stamp(out chan runner.Event) chan<- runner.Event {
+	if f.clock.IsZero() {
+		return out
+	}
+	in := make(chan runner.Event)
+	go func() {
+		defer close(out)
+		for e := range in {
+			e.At = f.clock
+			out <- e
+		}
+	}()
+	return in
+}
+
+func (f *fakeBackend) PrepareRetry(_ context.Context, step string, fd *diagnose.Finding) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.retried = append(f.retried, step)
+	if fd == nil {
+		return "", errors.New("fake: no finding to fix")
+	}
+	f.fixed = true
+	return "fake: applied the fix for " + fd.Family, nil
+}
+
+func (f *fakeBackend) Shell() *exec.Cmd { return nil }
+
+func (f *fakeBackend) Diagnose(path string) ([]diagnose.Finding, error) {
+	if path == "missing" {
+		return nil, errors.New("open missing: no such file or directory")
+	}
+	return []diagnose.Finding{{Family: "llamacpp-rocm-load-hang-sdma", Line: 42, Text: "load_all_data: using async uploads for device ROCm0", Summary: "Output stopped during model load", Stall: true}}, nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func itoa(i int) string {
+	const digits = "0123456789"
+	if i < 10 {
+		return digits[i : i+1]
+	}
+	return itoa(i/10) + digits[i%10:i%10+1]
+}

@@ -1,0 +1,188 @@
+package tui
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"charm.land/bubbles/v2/spinner"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/google/go-cmp/cmp"
+)
+
+// updating reports whether -update was given; the flag itself is the one
+// x/exp/golden (through teatest) registers.
+func updating() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+// cmdTimeout drops commands that wait longer (spinner ticks), so direct
+// tests only follow the commands that answer at once.
+const cmdTimeout = 150 * time.Millisecond
+
+var cmdSliceType = reflect.TypeOf([]tea.Cmd(nil))
+
+// drive sends each message to the model and then every message its
+// commands return, breadth-first, until no command is left or the model
+// quits (huh's batchUpdate, followed to the end). Messages are handled one
+// after the other, each to completion.
+func drive(t testing.TB, m *Model, msgs ...tea.Msg) (quit bool) {
+	t.Helper()
+	for _, msg := range msgs {
+		if settle(t, m, msg, true) {
+			return true
+		}
+	}
+	return false
+}
+
+// driveHeld is drive without following the run: the commands that answer
+// runner events are dropped, so the test pumps events itself (pump).
+func driveHeld(t testing.TB, m *Model, msgs ...tea.Msg) (quit bool) {
+	t.Helper()
+	for _, msg := range msgs {
+		if settle(t, m, msg, false) {
+			return true
+		}
+	}
+	return false
+}
+
+// pump hands the model the next batch of runner events, and what follows
+// from it except the next wait; it reports false once the run is over.
+func pump(t testing.TB, m *Model) bool {
+	t.Helper()
+	if m.run == nil || m.run.ch == nil {
+		return false
+	}
+	driveHeld(t, m, waitEvents(m.run.ch)())
+	return m.run.ch != nil
+}
+
+func settle(t testing.TB, m *Model, first tea.Msg, follow bool) bool {
+	t.Helper()
+	queue := []tea.Msg{first}
+	for steps := 0; len(queue) > 0; steps++ {
+		if steps > 100000 {
+			t.Fatal("drive: the model never settles")
+		}
+		msg := queue[0]
+		queue = queue[1:]
+		switch msg.(type) {
+		case tea.QuitMsg:
+			return true
+		case spinner.TickMsg:
+			continue // animation only; following it would never end while a run goes
+		}
+		if cmds, ok := expand(msg); ok {
+			for _, c := range cmds {
+				queue = append(queue, run(c)...)
+			}
+			continue
+		}
+		_, cmd := m.Update(msg)
+		switch msg.(type) {
+		case runStartedMsg, eventsMsg:
+			if !follow {
+				continue
+			}
+		}
+		queue = append(queue, run(cmd)...)
+	}
+	return false
+}
+
+// expand opens tea.Batch and tea.Sequence messages into their commands.
+func expand(msg tea.Msg) ([]tea.Cmd, bool) {
+	if b, ok := msg.(tea.BatchMsg); ok {
+		return b, true
+	}
+	v := reflect.ValueOf(msg)
+	if v.IsValid() && v.Kind() == reflect.Slice && v.Type().ConvertibleTo(cmdSliceType) {
+		return v.Convert(cmdSliceType).Interface().([]tea.Cmd), true
+	}
+	return nil, false
+}
+
+func run(cmd tea.Cmd) []tea.Msg {
+	if cmd == nil {
+		return nil
+	}
+	done := make(chan tea.Msg, 1)
+	go func() { done <- cmd() }()
+	select {
+	case msg := <-done:
+		if msg == nil {
+			return nil
+		}
+		return []tea.Msg{msg}
+	case <-time.After(cmdTimeout):
+		return nil
+	}
+}
+
+func press(k string) tea.Msg {
+	switch k {
+	case "enter":
+		return tea.KeyPressMsg{Code: tea.KeyEnter}
+	case "esc":
+		return tea.KeyPressMsg{Code: tea.KeyEscape}
+	case "tab":
+		return tea.KeyPressMsg{Code: tea.KeyTab}
+	case "up":
+		return tea.KeyPressMsg{Code: tea.KeyUp}
+	case "down":
+		return tea.KeyPressMsg{Code: tea.KeyDown}
+	case "ctrl+c":
+		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
+	}
+	r := []rune(k)[0]
+	return tea.KeyPressMsg{Code: r, Text: k}
+}
+
+// plain is the model's frame without colours or styles.
+func plain(m *Model) string { return ansi.Strip(m.View().Content) }
+
+// newSized returns a model sized w×h whose detection has arrived.
+func newSized(t testing.TB, b Backend, w, h int) *Model {
+	t.Helper()
+	m := New(context.Background(), b, Options{})
+	drive(t, m, tea.WindowSizeMsg{Width: w, Height: h})
+	drive(t, m, m.Init()())
+	return m
+}
+
+// golden compares got with testdata/<name>.golden (rewritten with -update).
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	got = trimLines(got)
+	path := filepath.Join("testdata", name+".golden")
+	if updating() {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s differs from the golden file (-want +got):\n%s", name, diff)
+	}
+}
+
+// trimLines drops trailing spaces, which depend on padding, not content.
+func trimLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n") + "\n"
+}

@@ -1,0 +1,493 @@
+package tui
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/exp/teatest/v2"
+
+	"github.com/haloforge/haloforge/steps"
+)
+
+// toRun drives a fresh model from detection to a started run: the three
+// Enters of the issue's "done when".
+func toRun(t *testing.T, f *fakeBackend, w, h int) *Model {
+	t.Helper()
+	m := newSized(t, f, w, h)
+	drive(t, m, press("enter")) // detection -> picker
+	drive(t, m, press("enter")) // picker -> plan
+	drive(t, m, press("enter")) // plan -> run
+	return m
+}
+
+func TestThreeEntersRunAndPinTheHintFakeRunner(t *testing.T) {
+	f := newFakeBackend(t)
+	m := toRun(t, f, 120, 40)
+	if m.top() != m.run {
+		t.Fatalf("after three Enters the top screen is %T, want the run", m.top())
+	}
+	v := plain(m)
+	for _, want := range []string{"✗ therock-amdsmi-double-free", "step rocm, log line 7", "Fix: pip uninstall -y amdsmi",
+		"double free or corruption (!prev)", "✓ toolbox", "✗ rocm", "Step rocm failed. r: retry"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("run screen lacks %q:\n%s", want, v)
+		}
+	}
+	if pb := m.View().ProgressBar; pb == nil || pb.State != tea.ProgressBarError {
+		t.Errorf("terminal progress bar = %+v, want the error state after a failure", pb)
+	}
+}
+
+func TestRetryAppliesFixAndReachesSummaryFakeRunner(t *testing.T) {
+	f := newFakeBackend(t)
+	m := toRun(t, f, 120, 40)
+	drive(t, m, press("r"))
+	if strings.Join(f.retried, ",") != "rocm" {
+		t.Fatalf("PrepareRetry saw %v, want [rocm]", f.retried)
+	}
+	if len(f.requests) != 2 || !f.requests[1].Resume {
+		t.Fatalf("run requests %+v, want a second, resumed one", f.requests)
+	}
+	if m.top() != m.summary {
+		t.Fatalf("after a clean retry the top screen is %T, want the summary", m.top())
+	}
+	v := plain(m)
+	for _, want := range []string{"✓ therock-toolbox is built", "Results", "↷ toolbox", "✓ rocm", "✓ verify",
+		"$ distrobox enter $TOOLBOX_NAME", "report  /state/runs/fake-run/report.json"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("summary lacks %q:\n%s", want, v)
+		}
+	}
+	if strings.Contains(v, "therock-amdsmi-double-free") {
+		t.Errorf("the summary of the clean retry still shows the old finding:\n%s", v)
+	}
+	if m.Result().Status != steps.OutcomeSucceeded {
+		t.Errorf("result %+v, want succeeded", m.Result())
+	}
+}
+
+func TestQuitAsksThenStopsTheRunFakeRunner(t *testing.T) {
+	f := newFakeBackend(t)
+	f.lineGap = 20 * time.Millisecond
+	f.extra = 1000 // long enough to still run when q arrives
+	m := newSized(t, f, 100, 30)
+	drive(t, m, press("enter"), press("enter"))
+	driveHeld(t, m, press("enter")) // the run starts; the test pumps its events
+	pump(t, m)
+	driveHeld(t, m, press("q"))
+	if v := plain(m); !strings.Contains(v, "Quit? The running step is stopped cleanly") {
+		t.Fatalf("q did not ask:\n%s", v)
+	}
+	driveHeld(t, m, press("n"))
+	if m.confirm || m.quitting {
+		t.Fatal("n did not cancel the question")
+	}
+	driveHeld(t, m, press("q"))
+	quit := driveHeld(t, m, press("y"))
+	if quit || !m.run.stopping {
+		t.Fatal("y did not stop the run first")
+	}
+	// The run ends with the interrupted step; then the program quits.
+	if m.run.ch != nil {
+		quit = drive(t, m, waitEvents(m.run.ch)()) // follow the run to its end
+	}
+	if !quit {
+		t.Error("the wizard did not quit once the run stopped")
+	}
+	if !m.Result().Interrupted {
+		t.Errorf("result %+v, want interrupted", m.Result())
+	}
+	if st := m.run.rs.Step("toolbox"); st.State != stateInterrupted {
+		t.Errorf("toolbox is %v, want interrupted", st.State)
+	}
+}
+
+func TestQuitWithoutRunQuits(t *testing.T) {
+	m := newSized(t, newFakeBackend(t), 80, 24)
+	drive(t, m, press("q"))
+	if !strings.Contains(plain(m), "Quit haloforge?") {
+		t.Fatalf("q did not ask:\n%s", plain(m))
+	}
+	if !drive(t, m, press("y")) {
+		t.Error("y did not quit")
+	}
+}
+
+func TestTooSmallTerminal(t *testing.T) {
+	for _, tc := range []struct {
+		w, h  int
+		small bool
+	}{{79, 24, true}, {80, 23, true}, {80, 24, false}, {200, 60, false}} {
+		m := newSized(t, newFakeBackend(t), tc.w, tc.h)
+		v := plain(m)
+		if got := strings.Contains(v, "needs a terminal of at least 80×24"); got != tc.small {
+			t.Errorf("%d×%d: too-small message = %v, want %v:\n%s", tc.w, tc.h, got, tc.small, v)
+		}
+		if !tc.small {
+			if n := strings.Count(v, "\n") + 1; n > tc.h {
+				t.Errorf("%d×%d: the frame has %d lines", tc.w, tc.h, n)
+			}
+		}
+	}
+}
+
+func TestResizeKeepsFrameInside(t *testing.T) {
+	f := newFakeBackend(t)
+	m := toRun(t, f, 120, 40)
+	for _, size := range [][2]int{{80, 24}, {150, 50}, {90, 30}} {
+		drive(t, m, tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		v := plain(m)
+		lines := strings.Split(v, "\n")
+		if len(lines) > size[1] {
+			t.Errorf("%v: %d lines", size, len(lines))
+		}
+		for i, l := range lines {
+			if w := len([]rune(l)); w > size[0] {
+				t.Errorf("%v: line %d is %d cells: %q", size, i, w, l)
+			}
+		}
+		if !strings.Contains(v, "therock-amdsmi-double-free") {
+			t.Errorf("%v: the hint panel is gone after resizing:\n%s", size, v)
+		}
+	}
+}
+
+func TestHelpShowsEveryRunKey(t *testing.T) {
+	m := toRun(t, newFakeBackend(t), 120, 40)
+	drive(t, m, press("?"))
+	v := plain(m)
+	for _, want := range []string{"retry failed step", "skip optional step", "follow/pause", "search log", "shell in toolbox", "switch pane", "quit"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("full help lacks %q:\n%s", want, v)
+		}
+	}
+	drive(t, m, press("?"))
+	if strings.Contains(plain(m), "skip optional step") {
+		t.Error("? did not close the full help")
+	}
+}
+
+func TestSearchPausesAndHighlightsFakeRunner(t *testing.T) {
+	m := toRun(t, newFakeBackend(t), 120, 40)
+	drive(t, m, press("/"))
+	for _, r := range "import torch" {
+		drive(t, m, press(string(r)))
+	}
+	drive(t, m, press("enter"))
+	if m.run.log.follow {
+		t.Error("a search match did not pause following")
+	}
+	if got := m.run.rs.Step("rocm").buf.Line(m.run.log.match); !strings.Contains(got, "import torch") {
+		t.Errorf("match is line %d %q", m.run.log.match, got)
+	}
+	if !strings.Contains(m.View().Content, "\x1b[7m") {
+		t.Error("the match is not highlighted (reverse video)")
+	}
+	drive(t, m, press("f"))
+	if !m.run.log.follow {
+		t.Error("f did not resume following")
+	}
+}
+
+func TestStepsPaneShowsAnotherLog(t *testing.T) {
+	m := toRun(t, newFakeBackend(t), 120, 40)
+	drive(t, m, press("tab"), press("up"), press("up"))
+	if m.run.rs.Steps[m.run.selected].ID != "toolbox" {
+		t.Fatalf("selected %s, want toolbox", m.run.rs.Steps[m.run.selected].ID)
+	}
+	if v := plain(m); !strings.Contains(v, "toolbox log · 1 lines") || !strings.Contains(v, "+ 00-setup-toolbox.sh") {
+		t.Errorf("the log pane does not show toolbox's log:\n%s", v)
+	}
+}
+
+func TestSkipOptionalStepFakeRunner(t *testing.T) {
+	f := newFakeBackend(t)
+	f.fixed = true // rocm passes
+	f.lineGap = time.Millisecond
+	f.extra = 200
+	m := newSized(t, f, 120, 40)
+	drive(t, m, press("enter"), press("enter"))
+	driveHeld(t, m, press("enter"))
+	for m.run.rs.Current != "aiter" {
+		if !pump(t, m) {
+			t.Fatalf("aiter never ran (current %q)", m.run.rs.Current)
+		}
+	}
+	driveHeld(t, m, press("k"))
+	drive(t, m, waitEvents(m.run.ch)()) // follow the stop, the restart and the rest
+	if len(f.requests) != 2 || strings.Join(f.requests[1].Skip, ",") != "aiter" {
+		t.Fatalf("requests %+v, want a second one skipping aiter", f.requests)
+	}
+	if st := m.run.rs.Step("aiter"); st.State != stateSkipped || !strings.Contains(st.Reason, "skipped by you") {
+		t.Errorf("aiter: %v %q", st.State, st.Reason)
+	}
+	if m.run.rs.Step("verify").State != stateOK {
+		t.Error("the run did not go on to verify")
+	}
+}
+
+func TestSkipRefusesRequiredStep(t *testing.T) {
+	f := newFakeBackend(t)
+	f.lineGap = 20 * time.Millisecond
+	f.extra = 100
+	m := newSized(t, f, 120, 40)
+	drive(t, m, press("enter"), press("enter"))
+	driveHeld(t, m, press("enter"))
+	pump(t, m)
+	driveHeld(t, m, press("k"))
+	if m.run.skipping != "" || !strings.Contains(m.run.note, "Only an optional step") {
+		t.Errorf("k on toolbox: skipping %q, note %q", m.run.skipping, m.run.note)
+	}
+	m.run.Stop()
+}
+
+func TestTroubleshootLadderForHang(t *testing.T) {
+	m := newSized(t, newFakeBackend(t), 120, 40)
+	drive(t, m, press("t"))
+	for _, r := range "llama.log" {
+		drive(t, m, press(string(r)))
+	}
+	drive(t, m, press("enter"))
+	v := plain(m)
+	for _, want := range []string{"llamacpp-rocm-load-hang-sdma", "climb the ladder", "1. Confirm it is the load hang ▶ now"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("troubleshoot lacks %q:\n%s", want, v)
+		}
+	}
+	drive(t, m, press("enter"))
+	v = plain(m)
+	if !strings.Contains(v, "1. Confirm it is the load hang ✗ tried") || !strings.Contains(v, "2. Copy without SDMA ▶ now") ||
+		!strings.Contains(v, "HSA_ENABLE_SDMA=0") {
+		t.Errorf("enter did not climb one rung:\n%s", v)
+	}
+	drive(t, m, press("esc"))
+	if m.top() != m.detect {
+		t.Errorf("esc left %T on top, want detection", m.top())
+	}
+}
+
+func TestTroubleshootShowsScanError(t *testing.T) {
+	m := newSized(t, newFakeBackend(t), 120, 40)
+	drive(t, m, press("t"))
+	for _, r := range "missing" {
+		drive(t, m, press(string(r)))
+	}
+	drive(t, m, press("enter"))
+	if v := plain(m); !strings.Contains(v, "no such file or directory") {
+		t.Errorf("scan error not shown:\n%s", v)
+	}
+}
+
+func TestPickerPreselectsTrack(t *testing.T) {
+	for _, tc := range []struct{ opt, want string }{{"", "therock-toolbox"}, {"ollama", "ollama"}} {
+		m := New(context.Background(), newFakeBackend(t), Options{Track: tc.opt})
+		drive(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
+		drive(t, m, m.Init()())
+		drive(t, m, press("enter"))
+		if got := m.picker.Hovered().ID; got != tc.want {
+			t.Errorf("Track %q: hovered %s, want %s", tc.opt, got, tc.want)
+		}
+		if !strings.Contains(plain(m), "> "+tc.want) {
+			t.Errorf("the cursor is not on %s:\n%s", tc.want, plain(m))
+		}
+	}
+}
+
+func TestPickerMovesAndEscGoesBack(t *testing.T) {
+	m := newSized(t, newFakeBackend(t), 120, 40)
+	drive(t, m, press("enter"), press("down"))
+	if got := m.picker.Hovered().ID; got != "vllm-image" {
+		t.Fatalf("hovered %s after down, want vllm-image", got)
+	}
+	if v := plain(m); !strings.Contains(v, "AMD's prebuilt vLLM image") {
+		t.Errorf("details do not follow the cursor:\n%s", v)
+	}
+	drive(t, m, press("enter"))
+	if m.top() != m.plan || m.plan.plan.Track.ID != "vllm-image" {
+		t.Fatalf("enter planned %T", m.top())
+	}
+	drive(t, m, press("esc"))
+	if m.top() != m.picker || m.picker.Hovered().ID != "vllm-image" {
+		t.Errorf("esc from the plan: top %T, hovered %s", m.top(), m.picker.Hovered().ID)
+	}
+	drive(t, m, press("down"))
+	if m.picker.Hovered().ID != "source-stable" {
+		t.Error("the picker is not live again after esc")
+	}
+}
+
+func TestNoGPUOffersDemo(t *testing.T) {
+	m := New(context.Background(), newFakeBackend(t), Options{})
+	drive(t, m, tea.WindowSizeMsg{Width: 100, Height: 30})
+	drive(t, m, detectedMsg{det: &Detection{Source: "this machine"}})
+	if v := plain(m); !strings.Contains(v, "No AMD GPU found") || !strings.Contains(v, "haloforge demo") {
+		t.Errorf("no-GPU card:\n%s", v)
+	}
+}
+
+// syncBuffer is a goroutine-safe output that remembers when the first
+// frame was written.
+type syncBuffer struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	first time.Time
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.first.IsZero() && bytes.Contains(p, []byte("haloforge")) {
+		b.first = time.Now()
+	}
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.String() }
+
+func (b *syncBuffer) firstAt() time.Time { b.mu.Lock(); defer b.mu.Unlock(); return b.first }
+
+// runProgram runs the wizard as a real program on a fake terminal until
+// stop returns true or the timeout passes.
+func runProgram(t *testing.T, b Backend, env []string, stop func(*syncBuffer) bool) (*syncBuffer, time.Time) {
+	t.Helper()
+	out := &syncBuffer{}
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	m := New(context.Background(), b, Options{})
+	p := tea.NewProgram(m, tea.WithInput(pr), tea.WithOutput(out), tea.WithEnvironment(env), tea.WithWindowSize(120, 40))
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { _, err := p.Run(); done <- err }()
+	deadline := time.Now().Add(5 * time.Second)
+	for !stop(out) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	p.Quit()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	return out, start
+}
+
+func TestFirstFrameUnder200ms(t *testing.T) {
+	f := newFakeBackend(t)
+	f.detDelay = 3 * time.Second // detection must not hold the first frame
+	out, start := runProgram(t, f, []string{"TERM=xterm-256color"}, func(b *syncBuffer) bool { return !b.firstAt().IsZero() })
+	first := out.firstAt()
+	if first.IsZero() {
+		t.Fatal("no frame at all")
+	}
+	took := first.Sub(start)
+	t.Logf("first frame after %v", took)
+	if took > 200*time.Millisecond {
+		t.Errorf("first frame after %v, want < 200 ms", took)
+	}
+	if !strings.Contains(out.String(), "Looking at your GPU") {
+		t.Error("the first frame does not say detection is under way")
+	}
+}
+
+// sgrColour matches SGR sequences that set a foreground or background colour.
+var sgrColour = regexp.MustCompile(`\x1b\[[0-9;]*(3[0-7]|9[0-7]|38;5;\d+)m`)
+
+func TestNoColorHonoured(t *testing.T) {
+	for _, tc := range []struct {
+		env    []string
+		colour bool
+	}{
+		// The output is a buffer, not a tty: TTY_FORCE (colorprofile) stands for one.
+		{[]string{"TERM=xterm-256color", "TTY_FORCE=1"}, true}, // so the test can fail
+		{[]string{"TERM=xterm-256color", "TTY_FORCE=1", "NO_COLOR=1"}, false},
+	} {
+		out, _ := runProgram(t, newFakeBackend(t), tc.env, func(b *syncBuffer) bool { return strings.Contains(b.String(), "Recommended") })
+		if got := sgrColour.MatchString(out.String()); got != tc.colour {
+			t.Errorf("env %v: colour sequences = %v, want %v", tc.env, got, tc.colour)
+		}
+	}
+}
+
+// TestFlowTeatestFakeRunner drives the real program with teatest: three
+// Enters, the hint panel, r, and the summary.
+func TestFlowTeatestFakeRunner(t *testing.T) {
+	f := newFakeBackend(t)
+	f.lineGap = time.Millisecond
+	tm := teatest.NewTestModel(t, New(context.Background(), f, Options{}), teatest.WithInitialTermSize(120, 40))
+	waitText := func(s string) {
+		t.Helper()
+		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(s)) },
+			teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+	}
+	waitText("gfx1151")
+	tm.Send(press("enter"))
+	waitText("Pick a track")
+	tm.Send(press("enter"))
+	waitText("steps run")
+	tm.Send(press("enter"))
+	waitText("therock-amdsmi-double-free")
+	tm.Send(press("r"))
+	waitText("Results")
+	tm.Send(press("q"))
+	tm.Send(press("y"))
+	final := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*Model)
+	if final.Result().Status != steps.OutcomeSucceeded || final.Result().Track != "therock-toolbox" {
+		t.Errorf("final result %+v", final.Result())
+	}
+}
+
+func TestBlockingCheckNeedsASecondEnter(t *testing.T) {
+	m := New(context.Background(), newFakeBackend(t), Options{})
+	drive(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
+	det := strixHalo()
+	det.Checks = append(det.Checks, Check{ID: "kfd-access", Status: CheckFail, Summary: "/dev/kfd is missing", Fix: "sudo modprobe amdgpu"})
+	drive(t, m, detectedMsg{det: det}, press("enter"), press("enter"))
+	v := plain(m)
+	if !strings.Contains(v, "✗ Blocking checks fail: kfd-access (build stops at them)") || !strings.Contains(v, "kfd-access: sudo modprobe amdgpu") {
+		t.Fatalf("plan does not warn about the blocking check:\n%s", v)
+	}
+	drive(t, m, press("enter"))
+	if m.run != nil || !strings.Contains(plain(m), "enter again: run anyway") {
+		t.Fatalf("the first enter started the run despite a failing blocking check")
+	}
+	drive(t, m, press("enter"))
+	if m.run == nil {
+		t.Error("the second enter did not start the run")
+	}
+}
+
+func TestShellWithoutToolboxSaysWhy(t *testing.T) {
+	f := newFakeBackend(t)
+	m := New(context.Background(), f, Options{Demo: true})
+	drive(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
+	drive(t, m, m.Init()(), press("enter"), press("enter"), press("enter"), press("s"))
+	if v := plain(m); !strings.Contains(v, "The demo installs nothing, so there is no toolbox") {
+		t.Errorf("s without a toolbox:\n%s", v)
+	}
+	if v := plain(m); !strings.Contains(v, "[demo: sample data, nothing is installed]") {
+		t.Errorf("the demo banner is missing:\n%s", v)
+	}
+}
+
+// TestPlanModeRunsAndEndsFakeRunner is the TUI of `haloforge build`: it
+// starts at the run screen and ends by itself when the run succeeds.
+func TestPlanModeRunsAndEndsFakeRunner(t *testing.T) {
+	f := newFakeBackend(t)
+	f.fixed = true
+	m := New(context.Background(), f, Options{Plan: mustPlan(t, f)})
+	drive(t, m, tea.WindowSizeMsg{Width: 100, Height: 30})
+	if m.top() != m.run {
+		t.Fatalf("plan mode starts at %T", m.top())
+	}
+	if !drive(t, m, m.Init()()) {
+		t.Fatal("the session did not end after a clean run")
+	}
+	if r := m.Result(); r.Status != steps.OutcomeSucceeded || r.Track != "therock-toolbox" {
+		t.Errorf("result %+v", r)
+	}
+}

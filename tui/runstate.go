@@ -1,0 +1,247 @@
+package tui
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/runner"
+)
+
+// logLines is how many lines of each step the wizard keeps for scrolling.
+const logLines = 5000
+
+// stepState is where a step is in the run, as the step list shows it.
+type stepState int
+
+const (
+	statePending stepState = iota
+	stateRunning
+	stateOK
+	stateFailed
+	stateSkipped // up to date or skipped by the user
+	stateInterrupted
+)
+
+// stepRun is one step of the run as the screen tracks it.
+type stepRun struct {
+	ID, Title string
+	Optional  bool
+	Why       string
+	State     stepState
+	Reason    string // why it was skipped
+	Started   time.Time
+	Duration  time.Duration
+	Log       string
+	ExitCode  int
+	Findings  []diagnose.Finding
+	Dropped   int // screen lines the runner dropped under load
+	buf       *logBuffer
+}
+
+// runState folds runner events into what the run and summary screens show.
+// It is plain data so that it can be tested without a terminal.
+type runState struct {
+	Track    string
+	Steps    []*stepRun
+	RunID    string
+	RunDir   string
+	Started  time.Time
+	Finished bool
+	Ended    time.Time // when the run finished
+	Status   string    // run outcome once Finished
+	Err      error
+	Current  string        // step running now
+	Total    int           // steps that run this time
+	Done     int           // of those, finished
+	ETA      time.Duration // remaining at ETAAt, from the runner
+	ETAAt    time.Time
+	Attempts int      // runs started on this screen (retries included)
+	Notices  []string // what the runner wants the user to know (resume, re-plan)
+}
+
+func newRunState(p *Plan) *runState {
+	rs := &runState{Track: p.Track.ID}
+	for _, s := range p.Steps {
+		rs.Steps = append(rs.Steps, &stepRun{ID: s.ID, Title: s.Title, Optional: s.Optional, Why: s.Why, buf: newLogBuffer(logLines)})
+	}
+	return rs
+}
+
+// Step returns the step with the given ID, or nil.
+func (rs *runState) Step(id string) *stepRun {
+	for _, s := range rs.Steps {
+		if s.ID == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// Apply folds one event into the state.
+func (rs *runState) Apply(e runner.Event) {
+	s := rs.Step(e.Step)
+	switch e.Kind {
+	case runner.EventRunStarted:
+		rs.RunID, rs.RunDir, rs.Total, rs.Done = e.RunID, e.RunDir, e.Total, 0
+		rs.Started, rs.Finished, rs.Status, rs.Err = at(e), false, "", nil
+		rs.Attempts++
+	case runner.EventStepStarted:
+		rs.stepStarted(s, e)
+	case runner.EventStepSkipped:
+		if s != nil {
+			s.State, s.Reason = stateSkipped, e.Reason
+		}
+	case runner.EventLine:
+		if s != nil {
+			s.Dropped += e.Dropped
+			s.buf.Append(e.Line)
+		}
+	case runner.EventFinding:
+		if s != nil && e.Finding != nil {
+			s.addFinding(*e.Finding)
+		}
+	case runner.EventStepFinished:
+		rs.stepFinished(s, e)
+	case runner.EventNotice:
+		rs.Notices = append(rs.Notices, e.Reason)
+	case runner.EventRunFinished:
+		rs.Finished, rs.Status, rs.Err, rs.Current, rs.Ended = true, e.Status, e.Err, "", at(e)
+		for _, s := range rs.Steps {
+			if s.State == stateRunning { // the run ended under it (quit, crash)
+				s.State = stateInterrupted
+			}
+		}
+	}
+}
+
+func (rs *runState) stepStarted(s *stepRun, e runner.Event) {
+	if e.Total > 0 {
+		rs.Total = e.Total
+	}
+	rs.Current, rs.ETA, rs.ETAAt = e.Step, e.ETA, at(e)
+	if s == nil {
+		return
+	}
+	s.State, s.Started, s.Log, s.Findings, s.Reason = stateRunning, at(e), e.Log, nil, ""
+}
+
+func (rs *runState) stepFinished(s *stepRun, e runner.Event) {
+	rs.Done++
+	if rs.Current == e.Step {
+		rs.Current = ""
+	}
+	if s == nil {
+		return
+	}
+	s.Duration, s.ExitCode = e.Duration, e.ExitCode
+	if e.Log != "" {
+		s.Log = e.Log
+	}
+	switch e.Status {
+	case steps.OutcomeSucceeded:
+		s.State = stateOK
+	case steps.OutcomeSkipped:
+		s.State = stateSkipped
+	case steps.OutcomeInterrupted:
+		s.State = stateInterrupted
+	default:
+		s.State = stateFailed
+	}
+}
+
+// addFinding keeps one finding per family, updating its count.
+func (s *stepRun) addFinding(f diagnose.Finding) {
+	for i := range s.Findings {
+		if s.Findings[i].Family == f.Family {
+			s.Findings[i].Count = max(f.Count, s.Findings[i].Count+1)
+			return
+		}
+	}
+	if f.Count == 0 {
+		f.Count = 1
+	}
+	s.Findings = append(s.Findings, f)
+}
+
+// Failed returns the first failed step that is not optional, or nil.
+func (rs *runState) Failed() *stepRun {
+	for _, s := range rs.Steps {
+		if s.State == stateFailed && !s.Optional {
+			return s
+		}
+	}
+	return nil
+}
+
+// Hint returns the finding the hint panel pins: the first finding of the
+// failed step, else of the running step, else of any step; nil for none.
+func (rs *runState) Hint() (*stepRun, *diagnose.Finding) {
+	order := []*stepRun{rs.Failed(), rs.Step(rs.Current)}
+	order = append(order, rs.Steps...)
+	for _, s := range order {
+		if s != nil && len(s.Findings) > 0 {
+			return s, &s.Findings[0]
+		}
+	}
+	return nil, nil
+}
+
+// Remaining estimates the time left at now: the runner's ETA counted down.
+func (rs *runState) Remaining(now time.Time) (time.Duration, bool) {
+	if rs.ETA <= 0 || rs.Finished {
+		return 0, false
+	}
+	return max(rs.ETA-now.Sub(rs.ETAAt), 0), true
+}
+
+// Elapsed is the run's time so far, or its whole time once finished.
+func (rs *runState) Elapsed(now time.Time) time.Duration {
+	if rs.Finished && !rs.Ended.IsZero() {
+		return rs.Ended.Sub(rs.Started)
+	}
+	return now.Sub(rs.Started)
+}
+
+// Progress is the share of this run's steps that finished, 0–100.
+func (rs *runState) Progress() int {
+	if rs.Total <= 0 {
+		return 0
+	}
+	return min(100, rs.Done*100/rs.Total)
+}
+
+// ResetForRetry makes the failed and interrupted steps pending again and
+// unpins their findings, before a retry starts.
+func (rs *runState) ResetForRetry() {
+	for _, s := range rs.Steps {
+		if s.State == stateFailed || s.State == stateInterrupted || s.State == statePending {
+			if s.buf.Len() > 0 {
+				s.buf.Append(fmt.Sprintf("──── retry (attempt %d) ────", rs.Attempts+1))
+			}
+			s.State, s.Findings, s.Duration = statePending, nil, 0
+		}
+	}
+	rs.Finished = false
+}
+
+func at(e runner.Event) time.Time {
+	if e.At.IsZero() {
+		return time.Now()
+	}
+	return e.At
+}
+
+// fmtDuration prints a duration the way the step list shows it: 4s, 2m05s, 1h02m.
+func fmtDuration(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	default:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+}

@@ -1,0 +1,240 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/runner"
+	"github.com/haloforge/haloforge/tui"
+	"github.com/haloforge/haloforge/tui/demo"
+)
+
+// TestMain lets this test binary be the runner's step supervisor, as the
+// haloforge binary is (/proc/self/exe __supervise).
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == runner.SuperviseArg {
+		os.Exit(runner.Supervise(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
+func newTestDemo(t *testing.T) *Engine {
+	t.Helper()
+	t.Setenv(demo.SpeedEnv, "1000")
+	e, err := NewDemo(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestDemoDetectionIsStrixHalo(t *testing.T) {
+	e := newTestDemo(t)
+	d, err := e.Detect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.GPU == nil || d.GPU.Gfx != "gfx1151" || d.GPU.PCIID != "1002:1586" {
+		t.Fatalf("demo GPU = %+v, want gfx1151 1002:1586", d.GPU)
+	}
+	if d.Recommended != demo.TrackID {
+		t.Errorf("recommended = %q, want %s", d.Recommended, demo.TrackID)
+	}
+	if len(d.Checks) == 0 {
+		t.Error("no doctor checks on the demo machine")
+	}
+}
+
+func TestDemoPlansOnlyItsTrack(t *testing.T) {
+	e := newTestDemo(t)
+	p, err := e.Plan(demo.TrackID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(p.Steps); got != 7 {
+		t.Fatalf("demo plan has %d steps, want 7", got)
+	}
+	for _, s := range p.Steps {
+		if !s.WillRun {
+			t.Errorf("step %s is cached in a fresh demo", s.ID)
+		}
+	}
+	if _, err := e.Plan("ollama"); err == nil || !strings.Contains(err.Error(), "demo only runs") {
+		t.Errorf("planning another track in the demo: err = %v, want the demo's explanation", err)
+	}
+}
+
+// TestDemoStoryLineMode runs the real runner on the demo's replay scripts:
+// rocm fails with the family, the fix is applied, the retry goes to the end.
+func TestDemoStoryLineMode(t *testing.T) {
+	e := newTestDemo(t)
+	e.Tune = func(o *runner.Options) { o.Supervisor = []string{os.Args[0], runner.SuperviseArg} }
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := e.Story(ctx, &out, StoryOptions{Run: true, Retries: 1})
+	if err != nil {
+		t.Fatalf("story: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	if res.Status != steps.OutcomeSucceeded {
+		t.Fatalf("status = %q, want succeeded:\n%s", res.Status, text)
+	}
+	for _, want := range []string{
+		"gfx1151", "[rocm] double free or corruption (!prev)", "[rocm]   diagnosis: " + demo.FailureFamily,
+		"Applied the fix for " + demo.FailureFamily, "[verify] ✓ done", "== therock-toolbox is built",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("story lacks %q:\n%s", want, text)
+		}
+	}
+	if !demo.FixApplied(e.StateDir) {
+		t.Error("the demo's fix marker is missing after the story")
+	}
+	fail := strings.Index(text, "diagnosis: "+demo.FailureFamily)
+	if done := strings.Index(text, "[verify] ✓ done"); fail < 0 || done < fail {
+		t.Error("the story does not fail first and finish after the fix")
+	}
+}
+
+func TestStoryWithoutRunStopsAtThePlan(t *testing.T) {
+	e := newTestDemo(t)
+	var out bytes.Buffer
+	res, err := e.Story(context.Background(), &out, StoryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "" || !strings.Contains(out.String(), "Start it with: haloforge build --track therock-toolbox") {
+		t.Errorf("status %q, output:\n%s", res.Status, out.String())
+	}
+	if _, err := os.Stat(filepath.Join(e.StateDir, "runs")); err == nil {
+		t.Error("a story without Run started a run")
+	}
+}
+
+func TestDiagnoseFileAndBundle(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "rocm.log")
+	// The real excerpt of corpus row f002 (ROCm/TheRock#2269).
+	text := ">>> import torch\n>>> [reprod: Press Ctrl-D to quit]\ndouble free or corruption (!prev)\nAborted (core dumped)\n"
+	if err := os.WriteFile(log, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{}
+	for _, path := range []string{log, dir} {
+		fs, err := e.Diagnose(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(fs) != 1 || fs[0].Family != demo.FailureFamily || fs[0].Line != 3 {
+			t.Errorf("Diagnose(%s) = %+v, want one %s at line 3", path, fs, demo.FailureFamily)
+		}
+	}
+	if _, err := e.Diagnose(filepath.Join(dir, "missing.log")); err == nil {
+		t.Error("a missing file diagnosed without error")
+	}
+}
+
+func TestRunnableExceptDropsSkippedAndCached(t *testing.T) {
+	p := &steps.Plan{Steps: []steps.PlannedStep{
+		{Step: steps.Step{ID: "rocm"}, WillRun: false},
+		{Step: steps.Step{ID: "aiter"}, WillRun: true},
+		{Step: steps.Step{ID: "vllm"}, WillRun: true},
+		{Step: steps.Step{ID: "verify"}, WillRun: true},
+	}}
+	got := strings.Join(runnableExcept(p, []string{"aiter"}), ",")
+	if got != "vllm,verify" {
+		t.Errorf("runnableExcept = %s, want vllm,verify", got)
+	}
+}
+
+func TestDetectionConvertsReport(t *testing.T) {
+	r, err := demoDetector(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Detection(r, "x")
+	if len(d.Checks) != len(r.Checks) {
+		t.Errorf("%d checks, report has %d", len(d.Checks), len(r.Checks))
+	}
+	for i, c := range r.Checks {
+		if d.Checks[i] != (tui.Check{ID: c.ID, Status: c.Status, Summary: c.Summary, Fix: c.Fix}) {
+			t.Errorf("check %d = %+v, report %+v", i, d.Checks[i], c)
+		}
+	}
+}
+
+// TestStoryWithoutGPUOffersDemo analyses an empty bundle (a machine where
+// nothing was found) and expects the story to say so and offer the demo.
+func TestStoryWithoutGPUOffersDemo(t *testing.T) {
+	e := &Engine{Source: "this machine", Detector: func(context.Context) (*detect.Report, error) {
+		return detect.Analyse(detect.NewBundle()), nil
+	}}
+	var out bytes.Buffer
+	res, err := e.Story(context.Background(), &out, StoryOptions{Run: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.NoGPU || res.Status != "" {
+		t.Errorf("outcome %+v, want no GPU and nothing run", res)
+	}
+	for _, want := range []string{"No AMD GPU found", "haloforge demo", "No track fits this machine"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("story lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestPlanViewExpandsNextCommands(t *testing.T) {
+	e := newTestDemo(t)
+	p, err := e.Plan(demo.TrackID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Track.Next[0]; got != "distrobox enter haloforge-therock" {
+		t.Errorf("next[0] = %q, want the toolbox name filled in", got)
+	}
+	got := expandNext([]string{"$HALOFORGE_STATE_DIR/x.sh $UNKNOWN <model>"}, map[string]string{}, "/s")
+	if got[0] != "/s/x.sh $UNKNOWN <model>" {
+		t.Errorf("expandNext = %q", got[0])
+	}
+}
+
+// TestStoryInterrupted cancels the story mid-step, as Ctrl-C does: the
+// runner stops the step and records it; the story says how to go on.
+func TestStoryInterrupted(t *testing.T) {
+	t.Setenv(demo.SpeedEnv, "1") // realistic pace: the first step is still running
+	e, err := NewDemo(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Grace = time.Second
+	e.Tune = func(o *runner.Options) { o.Supervisor = []string{os.Args[0], runner.SuperviseArg} }
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	var out bytes.Buffer
+	res, err := e.Story(ctx, &out, StoryOptions{Run: true, Retries: 1, Demo: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != steps.OutcomeInterrupted || !res.Interrupted {
+		t.Fatalf("outcome %+v, want interrupted:\n%s", res, out.String())
+	}
+	if !strings.Contains(out.String(), "== Interrupted. `haloforge demo` tells the story again") {
+		t.Errorf("story end:\n%s", out.String())
+	}
+	st, err := steps.LoadState(e.StateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := st.Track(demo.TrackID).Steps["toolbox"]; s == nil || s.Status != steps.OutcomeInterrupted {
+		t.Errorf("state of toolbox: %+v, want interrupted", s)
+	}
+}

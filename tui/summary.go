@@ -1,0 +1,122 @@
+package tui
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/haloforge/haloforge/steps"
+)
+
+// summaryScreen closes a run: each step's result, where the logs and the
+// report are, and what to type next.
+type summaryScreen struct {
+	*common
+	rs     *runState
+	track  steps.Track
+	offset int
+	w, h   int
+}
+
+func newSummaryScreen(c *common, rs *runState, t steps.Track) *summaryScreen {
+	return &summaryScreen{common: c, rs: rs, track: t}
+}
+
+func (s *summaryScreen) SetSize(w, h int) { s.w, s.h = w, h }
+
+func (s *summaryScreen) ShortHelp() []key.Binding {
+	return []key.Binding{s.Keys.Up, s.Keys.Down, withHelp(s.Keys.Back, "back to the run"), s.Keys.Troubleshoot, withHelp(s.Keys.Quit, "quit")}
+}
+
+func (s *summaryScreen) FullHelp() [][]key.Binding { return [][]key.Binding{s.ShortHelp()} }
+
+func (s *summaryScreen) Update(msg tea.Msg) tea.Cmd {
+	k, ok := msg.(tea.KeyPressMsg)
+	if !ok {
+		return nil
+	}
+	switch {
+	case key.Matches(k, s.Keys.Back):
+		return func() tea.Msg { return closeScreenMsg{} }
+	case key.Matches(k, s.Keys.Troubleshoot):
+		return func() tea.Msg { return openTroubleshootMsg{} }
+	case key.Matches(k, s.Keys.Up):
+		s.offset--
+	case key.Matches(k, s.Keys.Down):
+		s.offset++
+	}
+	return nil
+}
+
+func (s *summaryScreen) View() string {
+	lines := strings.Split(summaryText(s.rs, s.track, s.Styles, s.w), "\n")
+	visible, off := window(lines, s.offset, s.h)
+	s.offset = off
+	return strings.Join(visible, "\n")
+}
+
+// summaryText renders the whole summary; the screen windows it.
+func summaryText(rs *runState, t steps.Track, st Styles, width int) string {
+	var b strings.Builder
+	failed := rs.Failed()
+	switch {
+	case failed != nil:
+		b.WriteString(st.Fail.Render("✗ "+t.ID+" stopped at "+failed.ID) + "\n")
+	case rs.Err != nil:
+		b.WriteString(st.Fail.Render("✗ "+t.ID+": "+rs.Err.Error()) + "\n")
+	default:
+		b.WriteString(st.OK.Render("✓ "+t.ID+" is built") + "\n")
+	}
+	b.WriteString("\n" + st.Bold.Render("Results") + "\n")
+	for _, s := range rs.Steps {
+		b.WriteString(summaryStepLine(s, st) + "\n")
+	}
+	if failed == nil && rs.Err == nil && len(t.Next) > 0 {
+		b.WriteString("\n" + st.Bold.Render("Next") + "\n")
+		for _, c := range t.Next {
+			b.WriteString("  " + st.Key.Render("$ "+c) + "\n")
+		}
+	}
+	if failed != nil {
+		b.WriteString("\n" + st.Bold.Render("Next") + "\n")
+		b.WriteString("  " + st.Key.Render("$ haloforge build --track "+t.ID+" --resume") + st.Subtle.Render("   after the fix") + "\n")
+		b.WriteString("  " + st.Key.Render("$ haloforge diagnose "+failed.Log) + "\n")
+	}
+	if rs.RunDir != "" {
+		b.WriteString("\n" + st.Bold.Render("Artifacts") + "\n")
+		b.WriteString("  report  " + filepath.Join(rs.RunDir, "report.json") + "\n")
+		b.WriteString("  logs    " + rs.RunDir + string(filepath.Separator) + "<step>.log\n")
+	}
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = ansiCut(l, width)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func summaryStepLine(s *stepRun, st Styles) string {
+	var mark, what string
+	switch s.State {
+	case stateOK:
+		mark, what = st.OK.Render("✓"), fmtDuration(s.Duration)
+	case stateFailed:
+		mark, what = st.Fail.Render("✗"), fmt.Sprintf("exit %d after %s", s.ExitCode, fmtDuration(s.Duration))
+		if s.Optional {
+			mark, what = st.Warn.Render("✗"), what+" (optional: the build went on)"
+		}
+	case stateSkipped:
+		mark, what = st.Skip.Render("↷"), nonEmpty(s.Reason, "skipped")
+	case stateInterrupted:
+		mark, what = st.Warn.Render("■"), "interrupted"
+	default:
+		mark, what = st.Skip.Render("·"), "not run"
+	}
+	line := fmt.Sprintf("  %s %s %s", mark, padRight(s.ID, 16), what)
+	for _, f := range s.Findings {
+		line += "\n      " + st.HintTitle.Render(f.Family) + " " + st.Subtle.Render(f.Summary)
+	}
+	return line
+}

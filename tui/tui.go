@@ -1,0 +1,159 @@
+// Package tui is haloforge's wizard: Bubble Tea v2 screens for detection,
+// track picking, plan review, the live run with its hint panel, the summary
+// and troubleshooting. It is the only package that imports bubbletea, huh,
+// bubbles and lipgloss; everything it shows comes through a Backend, so the
+// screens know nothing about how detection, plans or runs are made.
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/runner"
+)
+
+// Check statuses, as in `doctor --json`.
+const (
+	CheckOK   = "ok"
+	CheckWarn = "warn"
+	CheckFail = "fail"
+	CheckSkip = "skip"
+)
+
+// Detection is what the detection screen shows: one GPU card and the doctor
+// checks. GPU is nil when no AMD GPU was found.
+type Detection struct {
+	Source      string // where the facts came from: "this machine", "demo bundle …"
+	GPU         *GPU
+	Kernel      string
+	Checks      []Check
+	Recommended string // track ID
+}
+
+// GPU is the card at the top of the detection screen.
+type GPU struct {
+	Name         string
+	Gfx          string
+	PCIID        string
+	Integrated   bool
+	VRAMBytes    int64 // 0 when unknown
+	GTTBytes     int64 // 0 when unknown
+	ComputeUnits int   // 0 when unknown
+}
+
+// Check is one doctor check with its fix line.
+type Check struct {
+	ID, Status, Summary, Fix string
+}
+
+// Plan is a track's plan as the plan screen shows it.
+type Plan struct {
+	Track    steps.Track
+	Steps    []PlanStep
+	Floating []string // pin names whose values float
+}
+
+// PlanStep is one step of a plan, with what the cache says about it.
+type PlanStep struct {
+	ID, Title string
+	Optional  bool
+	WillRun   bool
+	Reason    string            // "never ran", "pins changed: VLLM_REF", "up to date …"
+	Pins      map[string]string // the pins this step reads, resolved
+	Why       string            // why an optional step is optional
+}
+
+// RunRequest asks the backend for a run of the chosen track.
+type RunRequest struct {
+	Track string
+	// Resume continues after the last successful step (a retry).
+	Resume bool
+	// Skip lists optional steps the user chose to skip.
+	Skip []string
+}
+
+// Backend is everything the wizard needs from the rest of haloforge. The
+// CLI wires the real one; the demo wires built-in data; tests use fakes.
+type Backend interface {
+	// Detect collects and analyses the machine (or the demo bundle).
+	Detect(ctx context.Context) (*Detection, error)
+	// Tracks lists the tracks the picker offers, in order.
+	Tracks() []steps.Track
+	// Plan computes the plan for a track against the current state.
+	Plan(track string) (*Plan, error)
+	// Start begins a run; the channel is closed after EventRunFinished.
+	// Cancelling ctx stops the running step cleanly.
+	Start(ctx context.Context, req RunRequest) (<-chan runner.Event, error)
+	// PrepareRetry runs before a failed step is retried; it returns a note
+	// to show (the demo applies its fix here; the real wizard changes nothing).
+	PrepareRetry(ctx context.Context, step string, f *diagnose.Finding) (string, error)
+	// Shell returns the command that opens a shell in the toolbox, or nil.
+	Shell() *exec.Cmd
+	// Diagnose scans a log file or a diagnostics bundle for known failures.
+	Diagnose(path string) ([]diagnose.Finding, error)
+}
+
+// Options configure a wizard session.
+type Options struct {
+	Demo  bool   // the banner says so and retries apply the demo's fix
+	Track string // preselected track, overriding the recommendation
+	// Plan starts the session at the run screen with this plan (the TUI of
+	// `haloforge build`); it ends by itself when the run succeeds.
+	Plan   *Plan
+	Input  io.Reader
+	Output io.Writer
+	// Environ is the environment the colour profile is read from (NO_COLOR).
+	Environ []string
+}
+
+// Result is how a wizard session ended.
+type Result struct {
+	Track  string
+	Status string // steps.Outcome* of the last run; "" when no run started
+	// Interrupted is true when the user quit while a step ran.
+	Interrupted bool
+}
+
+// drainWait bounds how long an interrupted session waits for the runner to
+// record the stopped step (its grace period is 5 s by default).
+const drainWait = 15 * time.Second
+
+// Run starts the wizard and blocks until the user leaves it.
+func Run(ctx context.Context, b Backend, opts Options) (Result, error) {
+	m := New(ctx, b, opts)
+	var popts []tea.ProgramOption
+	popts = append(popts, tea.WithContext(ctx))
+	if opts.Input != nil {
+		popts = append(popts, tea.WithInput(opts.Input))
+	}
+	if opts.Output != nil {
+		popts = append(popts, tea.WithOutput(opts.Output))
+	}
+	env := opts.Environ
+	if env == nil {
+		env = os.Environ()
+	}
+	popts = append(popts, tea.WithEnvironment(env))
+	final, err := tea.NewProgram(m, popts...).Run()
+	if errors.Is(err, tea.ErrInterrupted) || errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		// A signal ended the session; the run's context is cancelled with
+		// it, so the runner stops the step as on a quit.
+		m.drain(drainWait)
+		res := m.Result()
+		res.Interrupted = true
+		return res, nil
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("wizard: %w", err)
+	}
+	return final.(*Model).Result(), nil
+}
