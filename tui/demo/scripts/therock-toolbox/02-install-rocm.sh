@@ -16,10 +16,10 @@ replay rocm-install.log 5
 replaying "rocm-sdk test, TheRock#2877, #1627, #2601"
 replay rocm-sdk-test.log 4
 if [[ ! -e $fixed ]]; then
-	replaying "import torch in the same venv, ROCm#4909"
-	replay rocm-fail.log 3
-	# 134 = 128 + SIGABRT, what the shell reports after "Aborted (core dumped)".
-	exit 134
+  replaying "import torch in the same venv, ROCm#4909"
+  replay rocm-fail.log 3
+  # 134 = 128 + SIGABRT, what the shell reports after "Aborted (core dumped)".
+  exit 134
 fi
 replaying "the GPU check after the fix, ROCm#5853"
 replay verify.log 2
