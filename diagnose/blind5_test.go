@@ -52,6 +52,16 @@ import (
 //     (ROCm/rocm-systems#3531).
 //
 // False alarms on healthy rows: none on the first run.
+//
+// After generalising from these misses: 32/37 (86.5 %), 12/12 healthy
+// quiet, no extra family. rules.go learnt the wordings users will meet
+// again (b10, b13, b16, b19, b23, b29; each commented there with its
+// thread), and vllm-aiter-arch-invalid now needs vLLM in the stream before
+// AITER's arch assertion, so b13's plain AITER build no longer gets the
+// "unset VLLM_ROCM_USE_AITER" hint. Still missed, as no general signature
+// covers them without false alarms: b05, b24, b28, b35, b36.
+// TestBlind5Generalised checks the new signatures on other wordings of the
+// same failures and on near misses that must stay quiet.
 const blind5FirstRun = "26/37 recognised (70.3 %), 12/12 healthy quiet, 1 extra family (b13); " +
 	"missed: quoted-only gttsize warning, CK symbol in a self-built MIOpen, AITER \"Unknown gfx … in GPU_ARCHS\", " +
 	"\"Flash attention was not compiled for current AMD GPU architecture\", ds4 \"ROCm tensor alloc failed\", " +
@@ -60,22 +70,21 @@ const blind5FirstRun = "26/37 recognised (70.3 %), 12/12 healthy quiet, 1 extra 
 
 const blind5Path = "testdata/blind5.jsonl"
 
-// blind5MinRecognised is the number of failing rows recognised on the first
-// run: recall may rise, it must not silently fall.
-const blind5MinRecognised = 26
+// blind5MinRecognised is the number of failing rows recognised after the
+// rules were generalised from the first run's misses (26 on the blind run):
+// recall may rise, it must not silently fall.
+const blind5MinRecognised = 32
 
 // blind5KnownFalseAlarms are healthy rows the current rules flag, with why;
 // their sub-tests skip so the lead sees them without a failing build. Empty:
 // the first run flagged none.
 var blind5KnownFalseAlarms = map[string]string{}
 
-// blind5KnownExtras are failing rows that also gain an unrelated family on
-// the first run, reported rather than fixed here.
-var blind5KnownExtras = map[string]string{
-	"b13": "AITER's own JIT arch assertion \"One of GPU archs of ['gfx1100'] is invalid or not supported\" " +
-		"(no vLLM, no VLLM_ROCM_USE_AITER) fires vllm-aiter-arch-invalid, whose hint is to unset VLLM_ROCM_USE_AITER; " +
-		"the thread's fix adds the arch to AITER's allow-list (ROCm/aiter#4512)",
-}
+// blind5KnownExtras are failing rows that also gain an unrelated family,
+// with why. Empty: the first run's one (b13, AITER's own arch assertion
+// taken for vLLM's AITER switch) went when vllm-aiter-arch-invalid began to
+// require vLLM context.
+var blind5KnownExtras = map[string]string{}
 
 // TestBlind5Recall measures the rules on blind5's failing rows.
 func TestBlind5Recall(t *testing.T) {
@@ -107,7 +116,7 @@ func TestBlind5Recall(t *testing.T) {
 	t.Logf("first blind run: %s", blind5FirstRun)
 	t.Logf("blind5 recall now: %d/%d (%.1f%%: %d exact, %d sibling)", hit, failing, 100*float64(hit)/float64(failing), exact, close)
 	if hit < blind5MinRecognised {
-		t.Errorf("blind5 recall %d/%d fell below the %d measured on the first run", hit, failing, blind5MinRecognised)
+		t.Errorf("blind5 recall %d/%d fell below the %d reached after generalising", hit, failing, blind5MinRecognised)
 	}
 }
 
@@ -182,5 +191,94 @@ func TestBlind5Fresh(t *testing.T) {
 	}
 	if failing < 30 || healthy < 10 {
 		t.Errorf("blind5 too small: %d failing, %d healthy or noisy (want ≥ 30 and ≥ 10)", failing, healthy)
+	}
+}
+
+// TestBlind5Generalised feeds the signatures learnt from blind5's misses
+// other wordings of the same failures (so they are not fitted to one log)
+// and near misses that must stay quiet: generic segfaults, out-of-memory
+// outside ROCm, other CMake packages, libraries that are not ROCm's, and
+// AITER's arch assertion without vLLM.
+func TestBlind5Generalised(t *testing.T) {
+	tests := []struct {
+		name string
+		log  []string
+		want []string
+	}{
+		{"AITER build-target table, other arch", []string{
+			"RuntimeError: Unknown gfx 'gfx1151' in GPU_ARCHS — add it to GFX_CU_NUM_MAP in build_targets.py. Known targets: ['gfx942', 'gfx950']",
+		}, []string{"gfx-arch-not-in-allowlist"}},
+		{"AITER arch assertion under vLLM's switch", []string{
+			"+ export VLLM_ROCM_USE_AITER=1",
+			"+ vllm serve Qwen/Qwen3-8B",
+			"AssertionError: One of GPU archs of ['gfx1151'] is invalid or not supported",
+		}, []string{"vllm-aiter-arch-invalid"}},
+		{"AITER arch assertion in a vLLM traceback", []string{
+			"INFO 11-28 23:05:28 [__init__.py:225] Automatically detected platform rocm.",
+			`  File "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/layers/fused_moe/rocm_aiter_fused_moe.py", line 12, in <module>`,
+			"AssertionError: One of GPU archs of ['gfx1151'] is invalid or not supported",
+		}, []string{"vllm-aiter-arch-invalid"}},
+		{"AITER arch assertion in a plain AITER build", []string{
+			"+ GPU_ARCHS=gfx1151 python setup.py develop",
+			"AssertionError: One of GPU archs of ['gfx1151'] is invalid or not supported",
+		}, nil},
+		{"vLLM named only after the assertion", []string{
+			"AssertionError: One of GPU archs of ['gfx1151'] is invalid or not supported",
+			"hint: do not set VLLM_ROCM_USE_AITER=1 on RDNA",
+		}, nil},
+		{"memory-efficient attention not compiled for the arch", []string{
+			"UserWarning: Mem Efficient attention was not compiled for current AMD GPU architecture. Attempting to run on architecture gfx1151",
+		}, []string{"sdpa-flash-attn-not-available"}},
+		{"hipMalloc out of memory", []string{
+			"ggml_hip: hipMalloc failed: out of memory (requested 8192.00 MiB)",
+		}, []string{"hip-oom-apu-gtt"}},
+		{"host malloc out of memory", []string{
+			"tokenizer: malloc failed: out of memory",
+		}, nil},
+		{"zsh segfault after a torch.cuda probe", []string{
+			`$ python -c 'import torch; print(torch.cuda.device_count())'`,
+			`zsh: segmentation fault (core dumped)  python -c 'import torch; print(torch.cuda.device_count())'`,
+		}, []string{"hsa-runtime-segfault-init"}},
+		{"subprocess SIGSEGV after rocminfo's banner", []string{
+			"ROCk module version 6.16.6 is loaded",
+			"rocminfo died with <Signals.SIGSEGV: 11>.",
+		}, []string{"hsa-runtime-segfault-init"}},
+		{"container exit 139 after a torch.cuda probe", []string{
+			`python3 -c "import torch; torch.cuda.is_available()"`,
+			"vllm-1 exited with code 139",
+		}, []string{"hsa-runtime-segfault-init"}},
+		{"generic segfault, no runtime start-up", []string{
+			"[ 42%] Linking CXX executable bin/llama-server",
+			"zsh: segmentation fault (core dumped)  ./build/bin/llama-server -m model.gguf",
+			"app-1 exited with code 139",
+		}, nil},
+		{"SIGSEGV of a compiler after a torch.cuda probe", []string{
+			`python -c 'import torch; print(torch.cuda.is_available())'`,
+			"clang++: error: clang frontend command failed with exit code 139 (use -v to see invocation)",
+			"Signals.SIGSEGV raised by clang while compiling hip_kernels.hip",
+		}, nil},
+		{"find_package(hip) without hip-config.cmake", []string{
+			`  Could not find a package configuration file provided by "hip" with any of`,
+			"  the following names:",
+			"    hipConfig.cmake",
+			"    hip-config.cmake",
+		}, []string{"therock-hip-lang-cmake-missing"}},
+		{"another HIP library's CMake package", []string{
+			`  Could not find a package configuration file provided by "hipblas" with any`,
+		}, nil},
+		{"rocBLAS from another build", []string{
+			"ImportError: /opt/rocm/lib/librocblas.so.4: undefined symbol: _ZN7rocblas6detail13tensile_hostEv",
+		}, []string{"rocm-version-mix-undefined-symbol"}},
+		{"undefined symbol in a library that is not ROCm's", []string{
+			"ImportError: /usr/lib/x86_64-linux-gnu/librocksdb.so.8: undefined symbol: _ZN7rocksdb2DB4OpenEv",
+		}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := familiesOf(t, strings.Join(tt.log, "\n"))
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("families %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -1,5 +1,7 @@
 package diagnose
 
+import "slices"
+
 // rules is the failure taxonomy of FAILURES.md as data: one entry per
 // family, in the same order. Links are the public threads the shared
 // corpus took its excerpts from. The wording of each signature was checked
@@ -105,6 +107,11 @@ var rules = withSignals([]Rule{
 			// (ROCm/aiter#1552, gpustack/gpustack#3880)
 			{lit: "Unknown GPU architecture: gfx"},
 			{lit: "Unsupported architecture", re: `(error|assert).*Unsupported architecture`},
+			// AITER's JIT build-target table (aiter/jit/utils/build_targets.py):
+			// "Unknown gfx 'gfx1100' in GPU_ARCHS — add it to GFX_CU_NUM_MAP",
+			// raised for any arch the table lacks, with or without a GPU
+			// (ROCm/aiter#4512).
+			{lit: "Unknown gfx 'gfx"},
 		},
 	},
 	{
@@ -193,15 +200,21 @@ var rules = withSignals([]Rule{
 	{
 		ID:      "therock-hip-lang-cmake-missing",
 		Title:   "ROCm SDK root lacks the HIP CMake package",
-		Summary: "CMake's HIP language support cannot find hip-lang-config.cmake under the ROCm SDK root.",
-		Cause:   "The devel wheel of TheRock's ROCm SDK is missing, or `rocm-sdk init` has not unpacked it.",
+		Summary: "CMake cannot find the HIP package (hip-lang-config.cmake or hip-config.cmake) under the ROCm root it was given.",
+		Cause:   "The devel wheel of TheRock's ROCm SDK is missing, `rocm-sdk init` has not unpacked it, or the build looks for ROCm under /opt/rocm instead of the SDK root.",
 		Fix: "pip install --index-url https://rocm.nightlies.amd.com/whl-multi-arch/ \"rocm[libraries,devel,device-gfx1151]\"\n" +
 			"rocm-sdk init\n" +
-			"ls $(rocm-sdk path --root)/lib/cmake/hip-lang/hip-lang-config.cmake",
+			"ls $(rocm-sdk path --root)/lib/cmake/hip-lang/hip-lang-config.cmake $(rocm-sdk path --root)/lib/cmake/hip/hip-config.cmake\n" +
+			"export ROCM_PATH=$(rocm-sdk path --root) CMAKE_PREFIX_PATH=$(rocm-sdk path --root)   # llama.cpp's ggml-hip reads ROCM_PATH, not HIP_PATH",
 		Links: issues("ROCm/TheRock#2177"),
 		pats: []pat{
 			{lit: "does not contain the HIP runtime CMake package"},
 			{lit: `provided by "hip-lang"`},
+			// find_package(hip) in config mode, CMake's own wording for a
+			// missing hip-config.cmake: llama.cpp's ggml-hip with pip-installed
+			// ROCm (ggml-org/llama.cpp#26060), rocBLAS's find_dependency
+			// (ROCm/pytorch#361). The closing quote keeps hipblas & co. out.
+			{lit: `provided by "hip"`},
 		},
 	},
 	{
@@ -257,7 +270,13 @@ var rules = withSignals([]Rule{
 		Fix:     "unset VLLM_ROCM_USE_AITER   # or export VLLM_ROCM_USE_AITER=0",
 		Seed:    true,
 		pats: []pat{
-			{lit: "One of GPU archs of", re: `One of GPU archs of .* is invalid or not supported`, not: []string{"Flash-Attention"}},
+			// The assertion is AITER's own JIT arch check: a standalone AITER
+			// build raises it too (ROCm/aiter#4512), where unsetting
+			// VLLM_ROCM_USE_AITER means nothing. Only vLLM's use of AITER is
+			// this family, so the stream must show vLLM before it: the switch
+			// itself, vLLM's start-up line or a vLLM frame in the traceback.
+			{lit: "One of GPU archs of", re: `One of GPU archs of .* is invalid or not supported`, not: []string{"Flash-Attention"},
+				after: vllmContext},
 		},
 	},
 	{
@@ -368,6 +387,11 @@ var rules = withSignals([]Rule{
 			{lit: "hipErrorOutOfMemory"},
 			{lit: "cudaMalloc failed: out of memory"},
 			{lit: "failed to allocate ROCm", re: `failed to allocate ROCm\d+ buffer`},
+			// hipErrorOutOfMemory's text ("out of memory") after a ROCm/HIP
+			// backend's own allocation message: ds4 prints "ROCm tensor alloc
+			// failed: out of memory" (antirez/ds4#475), others "hipMalloc
+			// failed: out of memory".
+			{lit: "alloc failed: out of memory", re: `(ROCm|HIP|hip).*alloc failed: out of memory`},
 		},
 	},
 	{
@@ -454,6 +478,11 @@ var rules = withSignals([]Rule{
 			{lit: "not compiled with flash attention"},
 			{lit: "not compiled with memory efficient"},
 			{lit: "not supported by Flash-Attention"},
+			// sdp_utils.cpp when AOTriton has no kernels for the arch (or the
+			// experimental gate is closed): "Flash attention was not compiled
+			// for current AMD GPU architecture" (ROCm/TheRock#1908); the
+			// memory-efficient check words it the same way.
+			{lit: "attention was not compiled for current AMD GPU"},
 			// the flash_attn package's own arch check on ROCm
 			{lit: "FlashAttention currently only supports", re: `only supports (MI\d+|RX ?\d{4}|gfx)`},
 		},
@@ -481,13 +510,22 @@ var rules = withSignals([]Rule{
 			"# set ROCM_VERSION and TORCH_VERSION in versions.env to a nightly ≥ 20260613 or a stable release, then:\n" +
 			"haloforge build --track therock-toolbox --from rocm",
 		Links: issues("ROCm/TheRock#5985", "ROCm/TheRock#3081", "ROCm/TheRock#2850", "ROCm/TheRock#5763"),
-		pats: []pat{
+		pats: slices.Concat([]pat{
 			{lit: "libhsa-runtime64", re: `segfault at .* in libhsa-runtime64`},
 			{lit: "Segmentation fault", re: `Segmentation fault.*\b(rocminfo|rocm-smi|amd-smi|rocm-sdk|hipInfo)\b`},
-			{lit: "Segmentation fault", after: []string{"ROCk module is loaded", "ROCk module version"}, within: 3},
-			{lit: "Segmentation fault", after: []string{"torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.get_device"},
-				within: 5, not: []string{"clang", "cc1plus", "command"}},
 		},
+			// Other reports of the same SIGSEGV: zsh and Go say it in lower
+			// case, Python's subprocess names the signal, container runtimes
+			// give the exit status (128+11), and a report with no log says
+			// "SIGSEGV (exit 139)" (kyuz0/amd-strix-halo-vllm-toolboxes#61).
+			// A segfault is only this family right after the runtime starts.
+			initCrash("Segmentation fault"),
+			initCrash("segmentation fault"),
+			initCrash("Signals.SIGSEGV"),
+			initCrash("SIGSEGV (exit 139)"),
+			initCrash("exit 139 (SIGSEGV)"),
+			initCrash("exited with code 139"),
+		),
 	},
 	{
 		ID:      "therock-shared-lib-not-found",
@@ -512,13 +550,20 @@ var rules = withSignals([]Rule{
 	{
 		ID:      "rocm-version-mix-undefined-symbol",
 		Title:   "Two ROCm versions mixed in one process",
-		Summary: "A ROCm library needs an HSA symbol the loaded runtime does not have: libraries from two ROCm versions are mixed.",
-		Cause:   "LD_LIBRARY_PATH or a second install puts another ROCm's libhsa-runtime64 next to this HIP.",
-		Fix: "echo $LD_LIBRARY_PATH   # drop /opt/rocm* entries inside the TheRock venv\n" +
-			"python -c 'import torch; print(torch.version.hip)'; rocm-sdk version   # one ROCm per environment",
+		Summary: "A ROCm library needs a symbol the other loaded ROCm libraries do not have: libraries from two ROCm versions or builds are mixed.",
+		Cause:   "LD_LIBRARY_PATH or a second install puts another ROCm's libraries (libhsa-runtime64, a self-built MIOpen or composable_kernel) next to this one.",
+		Fix: "echo $LD_LIBRARY_PATH   # drop /opt/rocm* and self-built prefixes inside the TheRock venv\n" +
+			"python -c 'import torch; print(torch.version.hip)'; rocm-sdk version   # one ROCm per environment\n" +
+			"# self-built ROCm libraries: rebuild them against the same ROCm, or drop them for the release's own",
 		Links: issues("Looong01/pyg-rocm-build#18"),
 		pats: []pat{
 			{lit: "undefined symbol: hsa_"},
+			// A ROCm component library that cannot resolve a symbol of another
+			// was built against a different release or build of it: a
+			// self-built libMIOpen missing a composable_kernel symbol
+			// (ROCm/pytorch#2893). Named libraries only: librocdxg's missing
+			// hsaKmt symbol is a runtime bug (ROCm/rocm-systems#8837), not a mix.
+			{lit: "undefined symbol: ", re: `/lib(MIOpen|rocblas|rocsolver|rocsparse|rocfft|rocrand|roctracer|rocprofiler|rocm_smi|hipblas|hipblaslt|hipsparse|hipsparselt|hipfft|hiprand|hipsolver|amdhip64|hsa-runtime64|rccl|amd_comgr|migraphx)\.so[\d.]*: undefined symbol`},
 			// Any undefined symbol in a library under a versioned ROCm prefix:
 			// the caller came from another release (ROCm/amdsmi#186).
 			{lit: "undefined symbol: ", re: `/rocm-\d[\d.]*/\S*lib\S+\.so[\d.]*: undefined symbol`},
@@ -586,6 +631,22 @@ var rules = withSignals([]Rule{
 		},
 	},
 })
+
+// vllmContext are lines that show a stream is vLLM's: its AITER switch,
+// its start-up line on ROCm, or one of its frames in a traceback.
+var vllmContext = []string{"VLLM_ROCM_USE_AITER", "detected platform rocm", "site-packages/vllm/", "dist-packages/vllm/", "vllm/model_executor/",
+	"vllm/v1/attention/", "vllm/entrypoints/"}
+
+// initCrash is a crash report that counts as the runtime's start-up
+// segfault: within a few lines of rocminfo's banner, or of a torch.cuda
+// probe other than a compiler's (a crashing clang is not the runtime).
+func initCrash(lit string) []pat {
+	return []pat{
+		{lit: lit, after: []string{"ROCk module is loaded", "ROCk module version"}, within: 3},
+		{lit: lit, after: []string{"torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.get_device"},
+			within: 5, not: []string{"clang", "cc1plus", "command"}},
+	}
+}
 
 // withSignals fills each rule's Signals from its patterns.
 func withSignals(rs []Rule) []Rule {
