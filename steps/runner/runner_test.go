@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -576,9 +578,16 @@ func (a *fakeAnalyzer) End() []diagnose.Finding {
 }
 
 func TestFindingsReachEventsAndReport(t *testing.T) {
+	for _, batch := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batch=%v", batch), func(t *testing.T) { testFindings(t, batch) })
+	}
+}
+
+func testFindings(t *testing.T, batch bool) {
 	dir := t.TempDir()
 	track := fxTrack(fx{id: "quiet", script: "quiet.sh"}, fx{id: "broken", script: "fail.sh"})
 	o := fxOptions(fxPlan(t, track, fxPins, "testdata/scripts", dir), dir)
+	o.BatchLines = batch
 	t.Setenv("FX_QUIET", "0.6")
 	var mu sync.Mutex
 	made := map[string]*fakeAnalyzer{}
@@ -602,6 +611,19 @@ func TestFindingsReachEventsAndReport(t *testing.T) {
 	want := []string{"quiet:FX-STALL", "quiet:FX-END", "broken:FX-ERROR", "broken:FX-END"}
 	if !slices.Equal(got, want) {
 		t.Errorf("finding events %v, want %v", got, want)
+	}
+	// The screen gets the failing line before the finding about it.
+	var screen []string
+	for _, e := range evs {
+		switch {
+		case e.Kind == EventLine && e.Step == "broken":
+			screen = append(screen, append(e.Lines, e.Line)...)
+		case e.Kind == EventFinding && e.Finding.Family == "FX-ERROR":
+			screen = append(screen, "FINDING")
+		}
+	}
+	if i := slices.Index(screen, "FINDING"); i < 1 || !slices.Contains(screen[:i], "error: the compiler gave up") {
+		t.Errorf("finding came before its line: %q", screen)
 	}
 	b := rep.Steps[1]
 	if len(b.Findings) != 2 || b.Findings[0].Line != 31 || b.Findings[0].Step != "broken" {
@@ -743,4 +765,29 @@ func TestPeakRSSStaysBounded(t *testing.T) {
 		t.Errorf("peak RSS %d kB streaming 160 MiB; want under 100 MB", kb)
 	}
 	t.Logf("peak RSS %d kB", kb)
+}
+
+func TestLeftoverProcessDoesNotHangTheStep(t *testing.T) {
+	// The step exits, but a process it left keeps the pty open, so the
+	// reader never sees EIO: the step must still end, after the drain time.
+	dir := t.TempDir()
+	o := fxOptions(fxPlan(t, fxTrack(fx{id: "leftover", script: "leftover.sh"}, fx{id: "hello", script: "hello.sh"}), fxPins, "testdata/scripts", dir), dir)
+	start := time.Now()
+	rep, evs := run(t, o, nil)
+	took := time.Since(start)
+	t.Cleanup(func() {
+		_, alive := pidsAlive(t, filepath.Join(rep.RunDir, "pids"))
+		for _, pid := range alive {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	if rep.Status != steps.OutcomeSucceeded || rep.Steps[0].Status != steps.OutcomeSucceeded {
+		t.Fatalf("statuses: %+v", rep)
+	}
+	if got := lines(evs, "leftover"); !slices.Equal(got, []string{"left one behind"}) {
+		t.Errorf("leftover printed %q", got)
+	}
+	if took > drainAfterExit+10*time.Second {
+		t.Errorf("the run took %v", took)
+	}
 }

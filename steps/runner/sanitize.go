@@ -59,6 +59,9 @@ type Sanitizer struct {
 	hadCtl   bool   // the line held escape sequences or controls
 	cut      int
 	lineNo   int
+	// raw, when set, takes each line's text (valid only during the call)
+	// instead of emit: the runner batches lines without a string per line.
+	raw func(no int, text []byte, cut int)
 }
 
 // Write feeds raw bytes and calls emit for every line they complete.
@@ -101,6 +104,10 @@ func (s *Sanitizer) wholeLine(p []byte, i, j int, emit func(Line)) int {
 		return 0
 	}
 	s.lineNo++
+	if s.raw != nil {
+		s.raw(s.lineNo, p[i:j], 0)
+		return next
+	}
 	l := Line{No: s.lineNo, Text: string(p[i:j])}
 	if s.KeepColor {
 		l.Color = l.Text
@@ -376,6 +383,10 @@ func (s *Sanitizer) endLine(emit func(Line)) {
 }
 
 func (s *Sanitizer) emit(emit func(Line)) {
+	if s.raw != nil {
+		s.raw(s.lineNo+1, s.text, s.cut)
+		return
+	}
 	l := Line{No: s.lineNo + 1, Text: string(s.text), Cut: s.cut}
 	if s.KeepColor {
 		if s.sgr {

@@ -119,6 +119,7 @@ func (r *Runner) execute(ctx context.Context, s steps.PlannedStep, logPath strin
 		return streamResult{}, outcome{status: steps.OutcomeFailed, exitCode: -1, err: err}
 	}
 	defer ctlW.Close()
+	slaveName := slave.Name()
 	cmd := r.command(s, slave, ctlR)
 	err = cmd.Start()
 	slave.Close() // the children hold it now; EIO on master means they are all gone
@@ -130,7 +131,7 @@ func (r *Runner) execute(ctx context.Context, s steps.PlannedStep, logPath strin
 	go st.read()
 	go st.process()
 	stopped, waitErr := r.wait(ctx, cmd, ctlW)
-	_ = master.SetReadDeadline(time.Now().Add(drainAfterExit))
+	st.stopReader(slaveName, drainAfterExit)
 	res := st.result()
 	return res, r.outcomeOf(waitErr, stopped, res.err)
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/haloforge/haloforge/diagnose"
@@ -48,6 +50,8 @@ type stream struct {
 	readDone  chan struct{}
 	procDone  chan struct{}
 	werr      error // set by read before readDone closes
+	stopRead  atomic.Bool
+	abandoned chan struct{} // closed when stopReader gave up on the reader
 
 	an      Analyzer
 	seen    map[string]bool
@@ -58,11 +62,22 @@ type stream struct {
 	res     streamResult
 	batch   []string // BatchLines: lines not sent yet
 	batchNo int      // line number of batch[0]
+	rb      rawBatch // BatchLines without colour: the lines of one chunk, as bytes
+}
+
+// rawBatch holds a chunk's lines in one buffer, so that a whole chunk
+// costs one string instead of one per line.
+type rawBatch struct {
+	buf      []byte
+	nos      []int
+	textEnds []int // end of the line's text (what the diagnosis reads)
+	ends     []int // end of the line on screen (text plus a cut marker)
 }
 
 func newStream(master, logf *os.File, logPath string, r *Runner, s steps.PlannedStep) *stream {
 	st := &stream{r: r, step: s, master: master, logf: logf, logPath: logPath,
-		notify: make(chan struct{}, 1), readDone: make(chan struct{}), procDone: make(chan struct{}), seen: map[string]bool{}}
+		notify: make(chan struct{}, 1), readDone: make(chan struct{}), procDone: make(chan struct{}),
+		abandoned: make(chan struct{}), seen: map[string]bool{}}
 	st.lastWrite.Store(time.Now().UnixNano())
 	if r.o.Analyzer != nil {
 		st.an = r.o.Analyzer(r.plan.Track.ID, s.ID)
@@ -71,30 +86,76 @@ func newStream(master, logf *os.File, logPath string, r *Runner, s steps.Planned
 }
 
 // read copies the pty to the log until every holder of the pty is gone
-// (EIO) or the drain deadline passes.
+// (EIO) or the runner stops it after the supervisor exited. It reads the
+// descriptor in blocking mode: through the Go netpoller every 4 KiB chunk
+// of a pty costs a second read, an epoll wake-up and a goroutine switch.
 func (st *stream) read() {
 	defer close(st.readDone)
+	fd := int(st.master.Fd()) // switches the descriptor to blocking mode
 	buf := make([]byte, 128<<10)
 	for {
-		n, err := st.master.Read(buf)
+		n, err := syscall.Read(fd, buf)
+		if st.stopRead.Load() {
+			return // bytes past the drain deadline, or the wake-up byte
+		}
 		if n > 0 {
-			st.lastWrite.Store(time.Now().UnixNano())
-			if st.werr == nil {
-				if _, werr := st.logf.Write(buf[:n]); werr != nil {
-					// Keep reading so the child is not blocked; the run fails.
-					st.werr = fmt.Errorf("log %s: %w", st.logPath, unwrapPath(werr))
-				} else {
-					st.written.Add(int64(n))
-				}
-			}
-			select {
-			case st.notify <- struct{}{}:
-			default:
-			}
+			st.got(buf[:n])
 		}
-		if err != nil {
-			return
+		if errors.Is(err, syscall.EINTR) {
+			continue
 		}
+		if err != nil || n <= 0 {
+			return // EIO: the last process holding the pty is gone
+		}
+	}
+}
+
+// got puts a chunk of output in the log, then tells the processor.
+func (st *stream) got(p []byte) {
+	st.lastWrite.Store(time.Now().UnixNano())
+	if st.werr == nil {
+		if _, werr := st.logf.Write(p); werr != nil {
+			// Keep reading so the child is not blocked; the run fails.
+			st.werr = fmt.Errorf("log %s: %w", st.logPath, unwrapPath(werr))
+		} else {
+			st.written.Add(int64(len(p)))
+		}
+	}
+	select {
+	case st.notify <- struct{}{}:
+	default:
+	}
+}
+
+// stopReader ends a reader that is still blocked after the supervisor
+// exited, because a process it left behind keeps the pty open: it waits
+// up to drain for EIO, then writes a byte into the pty so the blocked read
+// returns and sees the stop.
+func (st *stream) stopReader(slaveName string, drain time.Duration) {
+	select {
+	case <-st.readDone:
+		return
+	case <-time.After(drain):
+	}
+	st.stopRead.Store(true)
+	if f, err := os.OpenFile(slaveName, os.O_WRONLY|syscall.O_NOCTTY, 0); err == nil {
+		_, _ = f.Write([]byte{'\n'})
+		f.Close()
+	}
+	select {
+	case <-st.readDone:
+	case <-time.After(5 * time.Second):
+		// The pty would not take the byte: leave the reader blocked (it
+		// exits with the process) rather than the run.
+		close(st.abandoned)
+	}
+}
+
+// waitReader returns once the reader is done or abandoned.
+func (st *stream) waitReader() {
+	select {
+	case <-st.readDone:
+	case <-st.abandoned:
 	}
 }
 
@@ -103,9 +164,12 @@ func (st *stream) read() {
 func (st *stream) process() {
 	defer close(st.procDone)
 	san := &Sanitizer{KeepColor: st.r.o.KeepColor, MaxLine: st.r.o.MaxLine}
+	if st.r.o.BatchLines && !st.r.o.KeepColor {
+		san.raw = st.rawLine
+	}
 	rf, err := os.Open(st.logPath)
 	if err != nil {
-		<-st.readDone
+		st.waitReader()
 		st.res.err = fmt.Errorf("follow log: %w", err)
 		return
 	}
@@ -121,6 +185,7 @@ func (st *stream) process() {
 			if n > 0 {
 				st.now, st.lagging = time.Now(), st.written.Load()-off > lagLimit
 				san.Write(buf[:n], st.line)
+				st.flushRaw()
 				st.sendBatch()
 				off += int64(n)
 				if n < len(buf)/2 && !finished {
@@ -131,7 +196,7 @@ func (st *stream) process() {
 			}
 			if err != nil && !errors.Is(err, io.EOF) {
 				st.res.err = fmt.Errorf("follow log: %w", err)
-				<-st.readDone
+				st.waitReader()
 				break
 			}
 			continue
@@ -143,12 +208,15 @@ func (st *stream) process() {
 		case <-st.notify:
 		case <-st.readDone:
 			finished = true
+		case <-st.abandoned:
+			finished = true
 		case <-tick.C:
 			st.idle()
 		}
 	}
 	st.now, st.lagging = time.Now(), false
 	san.Flush(st.line)
+	st.flushRaw()
 	st.sendBatch()
 	st.res.bytes = off
 	st.end()
@@ -175,6 +243,54 @@ func (st *stream) line(l Line) {
 			st.finding(*f)
 			st.queued()
 		}
+	}
+}
+
+// rawLine keeps a line of the chunk being read (BatchLines, no colour).
+func (st *stream) rawLine(no int, text []byte, cut int) {
+	b := &st.rb
+	b.buf = append(b.buf, text...)
+	b.textEnds = append(b.textEnds, len(b.buf))
+	if cut > 0 {
+		b.buf = fmt.Appendf(b.buf, " … (%d more bytes in the log)", cut)
+	}
+	b.ends = append(b.ends, len(b.buf))
+	b.nos = append(b.nos, no)
+}
+
+// flushRaw turns the chunk's lines into one string, feeds them to the tail
+// and the diagnosis, sends them as one event, then the findings they made.
+func (st *stream) flushRaw() {
+	b := &st.rb
+	if len(b.nos) == 0 {
+		return
+	}
+	all := string(b.buf)
+	lines := make([]string, len(b.nos))
+	var found []diagnose.Finding
+	start := 0
+	for i, no := range b.nos {
+		lines[i] = all[start:b.ends[i]]
+		text := all[start:b.textEnds[i]]
+		start = b.ends[i]
+		st.tail[st.tailN%tailLines] = text
+		st.tailN++
+		st.res.lines = no
+		if st.an != nil {
+			if f := st.an.Line(no, text); f != nil {
+				found = append(found, *f)
+			}
+		}
+	}
+	if st.lagging {
+		st.r.dropped += len(lines)
+	} else {
+		st.r.sendLine(Event{Kind: EventLine, Step: st.step.ID, Lines: lines, LineNo: b.nos[0], At: st.now})
+	}
+	b.buf, b.nos, b.textEnds, b.ends = b.buf[:0], b.nos[:0], b.textEnds[:0], b.ends[:0]
+	for _, f := range found {
+		st.finding(f)
+		st.queued()
 	}
 }
 
@@ -267,14 +383,19 @@ func (st *stream) end() {
 func (st *stream) result() streamResult {
 	<-st.procDone
 	res := st.res
-	res.err = errors.Join(st.werr, res.err)
+	select {
+	case <-st.readDone: // werr is final
+		res.err = errors.Join(st.werr, res.err)
+	default:
+		res.err = errors.Join(errors.New("the pty reader did not stop; output after the step ended may be missing"), res.err)
+	}
 	if res.findings == nil {
 		res.findings = []diagnose.Finding{}
 	}
 	n := min(st.tailN, tailLines)
 	res.tail = make([]string, 0, n)
 	for i := st.tailN - n; i < st.tailN; i++ {
-		res.tail = append(res.tail, st.tail[i%tailLines])
+		res.tail = append(res.tail, strings.Clone(st.tail[i%tailLines])) // not the whole chunk it came from
 	}
 	return res
 }
