@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/haloforge/haloforge/pins"
+	"github.com/haloforge/haloforge/tui"
+	"github.com/haloforge/haloforge/tui/session"
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -93,11 +97,58 @@ func runBuild(cmd *cobra.Command, o buildOpts) error {
 	if err := blockingChecks(cmd.Context(), out, plan.Track, o.stateDir, o.ignoreChecks || o.dryRun); err != nil {
 		return err
 	}
+	if !o.plain && o.report == "" && stdoutIsTerminal(cmd) {
+		return runBuildTUI(cmd, o, pf)
+	}
 	r, err := newBuildRunner(plan, pinsFileOnDisk(pf), o, colorOut(cmd))
 	if err != nil {
 		return usageErr(err)
 	}
 	return runAndPrint(cmd.Context(), out, r, o, colorOut(cmd))
+}
+
+// runBuildTUI shows the build in the wizard's run screen: the same runner,
+// with the step list, the log pane and the hint panel. It ends by itself
+// when the run succeeds; --report needs line mode (CI has no terminal).
+func runBuildTUI(cmd *cobra.Command, o buildOpts, pf *pins.File) error {
+	sfs, _, err := scriptsFS(o.scripts)
+	if err != nil {
+		return err
+	}
+	e := &session.Engine{StateDir: o.stateDir, Scripts: sfs, Pins: pf, PinsFile: pinsFileOnDisk(pf),
+		Tune: func(ro *runner.Options) { ro.From, ro.Only, ro.DryRun, ro.Resume = o.from, o.only, o.dryRun, o.resume }}
+	if e.ScriptsDir, err = scriptsRoot(o.scripts, o.stateDir); err != nil {
+		return usageErr(err)
+	}
+	if e.ToolboxDir, err = toolboxRoot(o.stateDir); err != nil {
+		return usageErr(err)
+	}
+	p, err := e.Plan(o.track)
+	if err != nil {
+		return usageErr(err)
+	}
+	ctx := cmd.Context()
+	res, err := tui.Run(ctx, e, tui.Options{Plan: p, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout()})
+	printBuildEnd(cmd.OutOrStdout(), o, res)
+	return outcomeErr(ctx, res.Status, res.Interrupted, err)
+}
+
+// printBuildEnd leaves a line on the normal screen once the full-screen
+// view is gone, so the outcome and the logs stay findable.
+func printBuildEnd(w io.Writer, o buildOpts, res tui.Result) {
+	if res.Status == "" {
+		return
+	}
+	st, err := steps.LoadState(o.stateDir)
+	if err != nil || st.Tracks[o.track] == nil {
+		fmt.Fprintf(w, "%s: %s\n", o.track, res.Status)
+		return
+	}
+	run := filepath.Join(o.stateDir, "runs", st.Tracks[o.track].LastRun)
+	fmt.Fprintf(w, "%s: %s · logs and report.json in %s\n", o.track, res.Status, run)
+	if res.Status != steps.OutcomeSucceeded {
+		fmt.Fprintf(w, "diagnose: haloforge diagnose %s · resume: %s\n", run, resumeCommand(o))
+	}
 }
 
 // newBuildRunner materialises the scripts and toolbox trees and checks the
