@@ -96,7 +96,12 @@ func (rs *runState) Apply(e runner.Event) {
 	case runner.EventLine:
 		if s != nil {
 			s.Dropped += e.Dropped
-			s.buf.Append(e.Line)
+			if len(e.Lines) == 0 {
+				s.buf.Append(e.Line)
+			}
+			for _, l := range e.Lines {
+				s.buf.Append(l)
+			}
 		}
 	case runner.EventFinding:
 		if s != nil && e.Finding != nil {

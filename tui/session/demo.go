@@ -2,8 +2,6 @@ package session
 
 import (
 	"context"
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,30 +56,11 @@ func demoCatalogue() []steps.Track {
 
 // demoDetector analyses the demo's bundle exactly as `doctor --bundle` would.
 func demoDetector(context.Context) (*detect.Report, error) {
-	b, err := BundleFromFS(demo.BundleFS())
+	b, err := demo.Bundle()
 	if err != nil {
 		return nil, err
 	}
 	return detect.Analyse(b), nil
-}
-
-// BundleFromFS reads every file of a bundle tree into a detect.Bundle.
-func BundleFromFS(fsys fs.FS) (*detect.Bundle, error) {
-	b := detect.NewBundle()
-	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || strings.HasSuffix(p, ".md") {
-			return err
-		}
-		data, err := fs.ReadFile(fsys, p)
-		if err != nil {
-			return err
-		}
-		return b.Set(p, data)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("demo bundle: %w", err)
-	}
-	return b, nil
 }
 
 // demoFix applies the demo's fix when the finding is the one it knows.

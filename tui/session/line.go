@@ -181,7 +181,9 @@ func (p *printer) events(ch <-chan runner.Event) runResult {
 		case runner.EventStepSkipped:
 			p.f("[%s] skipped: %s\n", e.Step, e.Reason)
 		case runner.EventLine:
-			p.f("[%s] %s\n", e.Step, e.Line)
+			for _, l := range eventLines(e) {
+				p.f("[%s] %s\n", e.Step, l)
+			}
 		case runner.EventFinding:
 			if e.Finding != nil {
 				findings[e.Step] = append(findings[e.Step], *e.Finding)
@@ -243,4 +245,12 @@ func nonEmpty(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// eventLines returns a line event's screen lines, batched or single.
+func eventLines(e runner.Event) []string {
+	if len(e.Lines) > 0 {
+		return e.Lines
+	}
+	return []string{e.Line}
 }

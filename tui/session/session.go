@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -160,6 +159,7 @@ func (e *Engine) newRunner(req tui.RunRequest) (*runner.Runner, error) {
 	o := runner.Options{
 		Plan: p, StateDir: e.StateDir, ScriptsDir: e.ScriptsDir, ToolboxDir: e.ToolboxDir,
 		PinsFile: e.PinsFile, Grace: e.Grace, Analyzer: analyzer, KeepColor: true,
+		BatchLines: true, // one event per read chunk: the screen folds lines cheaply
 	}
 	if e.Tune != nil {
 		e.Tune(&o)
@@ -213,34 +213,14 @@ func (e *Engine) Shell() *exec.Cmd {
 	return exec.Command(path, "enter", name)
 }
 
-// Diagnose scans a log file, or every text file of a bundle directory.
+// Diagnose scans a log file, a run directory (steps named from the file
+// names) or a bundle (directory or .tar.gz), exactly as `haloforge diagnose`.
 func (e *Engine) Diagnose(path string) ([]diagnose.Finding, error) {
-	info, err := os.Stat(path)
+	in, err := diagnose.OpenInput(path, nil)
 	if err != nil {
 		return nil, err
 	}
-	if !info.IsDir() {
-		return scanFile(path)
-	}
-	var all []diagnose.Finding
-	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".txt") && !strings.HasSuffix(p, ".log") {
-			return err
-		}
-		found, err := scanFile(p)
-		all = append(all, found...)
-		return err
-	})
-	return all, err
-}
-
-func scanFile(path string) ([]diagnose.Finding, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return diagnose.Scan(f, diagnose.MatcherOptions{File: path})
+	return in.Scan()
 }
 
 // expandNext fills $NAME in the next commands from the plan's environment;
