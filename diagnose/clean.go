@@ -64,7 +64,7 @@ func stripTimestamp(line []byte) []byte {
 func excerpt(line []byte, at int) string {
 	line = bytes.TrimRight(line, " \t")
 	if len(line) <= maxTextLen {
-		return strings.ToValidUTF8(string(bytes.TrimLeft(line, " \t")), "\uFFFD")
+		return capValid(string(bytes.TrimLeft(line, " \t")))
 	}
 	from := max(0, min(at-maxTextLen/4, len(line)-maxTextLen))
 	to := from + maxTextLen
@@ -74,7 +74,7 @@ func excerpt(line []byte, at int) string {
 	for to < len(line) && !utf8.RuneStart(line[to]) {
 		to++
 	}
-	s := strings.ToValidUTF8(string(line[from:to]), "\uFFFD")
+	s := capValid(string(line[from:to]))
 	if from > 0 {
 		s = "…" + s
 	}
@@ -82,4 +82,19 @@ func excerpt(line []byte, at int) string {
 		s += "…"
 	}
 	return s
+}
+
+// capValid makes s valid UTF-8 for display and keeps it within maxTextLen
+// bytes: each invalid byte becomes a 3-byte U+FFFD, so binary garbage would
+// otherwise triple in size.
+func capValid(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= maxTextLen {
+		return s
+	}
+	cut := maxTextLen
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }
