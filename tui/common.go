@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -164,3 +165,22 @@ func trimZero(f float64) string {
 
 // ansiCut cuts a styled string to w cells.
 func ansiCut(s string, w int) string { return ansi.Truncate(s, max(w, 0), "") }
+
+// scrollBy moves a screen's offset for the line and half-page keys and
+// reports whether msg was one of them; the screen clamps the offset when
+// it draws.
+func scrollBy(k KeyMap, msg tea.KeyPressMsg, offset *int, height int) bool {
+	switch {
+	case key.Matches(msg, k.Up):
+		*offset--
+	case key.Matches(msg, k.Down):
+		*offset++
+	case key.Matches(msg, k.PageUp):
+		*offset -= height / 2
+	case key.Matches(msg, k.PageDown):
+		*offset += height / 2
+	default:
+		return false
+	}
+	return true
+}

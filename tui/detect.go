@@ -55,15 +55,10 @@ func (s *detectScreen) Update(msg tea.Msg) tea.Cmd {
 }
 
 func (s *detectScreen) onKey(msg tea.KeyPressMsg) tea.Cmd {
+	if scrollBy(s.Keys, msg, &s.offset, s.h) {
+		return nil
+	}
 	switch {
-	case key.Matches(msg, s.Keys.Up):
-		s.offset--
-	case key.Matches(msg, s.Keys.Down):
-		s.offset++
-	case key.Matches(msg, s.Keys.PageUp):
-		s.offset -= s.h / 2
-	case key.Matches(msg, s.Keys.PageDown):
-		s.offset += s.h / 2
 	case key.Matches(msg, s.Keys.Troubleshoot):
 		return func() tea.Msg { return openTroubleshootMsg{} }
 	case key.Matches(msg, s.Keys.Enter):

@@ -62,15 +62,8 @@ func (s *planScreen) Update(msg tea.Msg) tea.Cmd {
 		return func() tea.Msg { return startRunMsg{} }
 	case key.Matches(k, s.Keys.Back):
 		return func() tea.Msg { return closeScreenMsg{} }
-	case key.Matches(k, s.Keys.Up):
-		s.offset--
-	case key.Matches(k, s.Keys.Down):
-		s.offset++
-	case key.Matches(k, s.Keys.PageUp):
-		s.offset -= s.h / 2
-	case key.Matches(k, s.Keys.PageDown):
-		s.offset += s.h / 2
 	}
+	scrollBy(s.Keys, k, &s.offset, s.h)
 	return nil
 }
 
