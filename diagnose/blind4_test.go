@@ -54,19 +54,15 @@ func TestBlind4(t *testing.T) {
 // TestBlind4Size keeps blind4 at the size the issue asks for a fresh
 // evaluation: at least 25 failure excerpts and 8 healthy or noisy ones.
 func TestBlind4Size(t *testing.T) {
-	var failing, healthy int
+	rows := loadSamples(t, "testdata/blind4.jsonl")
 	sources := map[string]bool{}
-	for _, row := range loadSamples(t, "testdata/blind4.jsonl") {
+	for _, row := range rows {
 		if sources[row.Source] {
 			t.Errorf("%s: source %s appears twice", row.ID, row.Source)
 		}
 		sources[row.Source] = true
-		if row.Family == "none" {
-			healthy++
-		} else {
-			failing++
-		}
 	}
+	failing, healthy := countRows(rows)
 	if failing < 25 || healthy < 8 {
 		t.Errorf("blind4 too small: %d failing, %d healthy or unrelated (want ≥ 25 and ≥ 8)", failing, healthy)
 	}

@@ -167,8 +167,8 @@ func TestBlind5Fresh(t *testing.T) {
 		}
 	}
 	seen := map[string]string{}
-	var failing, healthy int
-	for _, row := range loadSamples(t, blind5Path) {
+	rows := loadSamples(t, blind5Path)
+	for _, row := range rows {
 		refs := blind5Refs(row.Source)
 		if len(refs) == 0 {
 			t.Errorf("%s: source %q names no owner/repo#number thread", row.ID, row.Source)
@@ -183,12 +183,8 @@ func TestBlind5Fresh(t *testing.T) {
 			}
 			seen[ref] = row.ID
 		}
-		if row.Family == "none" {
-			healthy++
-		} else {
-			failing++
-		}
 	}
+	failing, healthy := countRows(rows)
 	if failing < 30 || healthy < 10 {
 		t.Errorf("blind5 too small: %d failing, %d healthy or noisy (want ≥ 30 and ≥ 10)", failing, healthy)
 	}

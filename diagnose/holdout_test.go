@@ -88,15 +88,21 @@ func checkHeldOut(t *testing.T, path string) (failing, hit int) {
 
 // TestHeldOutSize keeps the main held-out set at the size the issue asks.
 func TestHeldOutSize(t *testing.T) {
-	var failing, healthy int
-	for _, row := range loadSamples(t, "testdata/holdout.jsonl") {
+	failing, healthy := countRows(loadSamples(t, "testdata/holdout.jsonl"))
+	if failing < 25 || healthy < 8 {
+		t.Errorf("holdout too small: %d failing, %d healthy or unrelated (want ≥ 25 and ≥ 8)", failing, healthy)
+	}
+}
+
+// countRows splits a set's rows into failure excerpts and healthy or
+// unrelated ones (family "none").
+func countRows(rows []sample) (failing, healthy int) {
+	for _, row := range rows {
 		if row.Family == "none" {
 			healthy++
 		} else {
 			failing++
 		}
 	}
-	if failing < 25 || healthy < 8 {
-		t.Errorf("holdout too small: %d failing, %d healthy or unrelated (want ≥ 25 and ≥ 8)", failing, healthy)
-	}
+	return failing, healthy
 }
