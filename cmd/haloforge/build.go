@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/tui"
-	"github.com/haloforge/haloforge/tui/session"
 	"io"
 	"os"
 	"os/signal"
@@ -111,18 +110,11 @@ func runBuild(cmd *cobra.Command, o buildOpts) error {
 // with the step list, the log pane and the hint panel. It ends by itself
 // when the run succeeds; --report needs line mode (CI has no terminal).
 func runBuildTUI(cmd *cobra.Command, o buildOpts, pf *pins.File) error {
-	sfs, _, err := scriptsFS(o.scripts)
+	e, err := newEngine(pf, o.scripts, o.stateDir, true)
 	if err != nil {
-		return err
-	}
-	e := &session.Engine{StateDir: o.stateDir, Scripts: sfs, Pins: pf, PinsFile: pinsFileOnDisk(pf),
-		Tune: func(ro *runner.Options) { ro.From, ro.Only, ro.DryRun, ro.Resume = o.from, o.only, o.dryRun, o.resume }}
-	if e.ScriptsDir, err = scriptsRoot(o.scripts, o.stateDir); err != nil {
 		return usageErr(err)
 	}
-	if e.ToolboxDir, err = toolboxRoot(o.stateDir); err != nil {
-		return usageErr(err)
-	}
+	e.Tune = func(ro *runner.Options) { ro.From, ro.Only, ro.DryRun, ro.Resume = o.from, o.only, o.dryRun, o.resume }
 	p, err := e.Plan(o.track)
 	if err != nil {
 		return usageErr(err)

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"github.com/haloforge/haloforge/pins"
 	"os"
 	"os/signal"
 	"slices"
@@ -76,22 +78,35 @@ func wizardEngine(o wizardOpts, runs bool) (*session.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	sfs, _, err := scriptsFS(o.scripts)
+	e, err := newEngine(pf, o.scripts, o.stateDir, runs)
+	var bad *exitError
+	if errors.As(err, &bad) {
+		return nil, err // a bad --scripts is usage (exit 2)
+	}
+	if err != nil {
+		return nil, failedErr(err) // the state dir would not take the scripts
+	}
+	e.Detector, e.Source = liveReport, "this machine"
+	return e, nil
+}
+
+// newEngine is the session backend over the real runner, shared by the
+// wizard and `build` on a terminal. With runs, the scripts and container
+// definitions are put on disk for the runner.
+func newEngine(pf *pins.File, scriptsFlag, stateDir string, runs bool) (*session.Engine, error) {
+	sfs, _, err := scriptsFS(scriptsFlag)
 	if err != nil {
 		return nil, err
 	}
-	e := &session.Engine{
-		StateDir: o.stateDir, Scripts: sfs, Pins: pf, PinsFile: pinsFileOnDisk(pf),
-		Detector: liveReport, Source: "this machine",
-	}
+	e := &session.Engine{StateDir: stateDir, Scripts: sfs, Pins: pf, PinsFile: pinsFileOnDisk(pf)}
 	if !runs {
 		return e, nil
 	}
-	if e.ScriptsDir, err = scriptsRoot(o.scripts, o.stateDir); err != nil {
-		return nil, failedErr(err)
+	if e.ScriptsDir, err = scriptsRoot(scriptsFlag, stateDir); err != nil {
+		return nil, err
 	}
-	if e.ToolboxDir, err = toolboxRoot(o.stateDir); err != nil {
-		return nil, failedErr(err)
+	if e.ToolboxDir, err = toolboxRoot(stateDir); err != nil {
+		return nil, err
 	}
 	return e, nil
 }
