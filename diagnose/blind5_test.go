@@ -1,7 +1,6 @@
 package diagnose
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -138,56 +137,12 @@ func TestBlind5Healthy(t *testing.T) {
 	}
 }
 
-var blind5IssueRef = regexp.MustCompile(`([\w.-]+/[\w.-]+)#(\d+)`)
-
-// blind5Refs normalises a source to repo#number keys; ROCm/ROCm and
-// ROCm/legacy-rocm-build share issue numbers, so both count as one thread.
-func blind5Refs(source string) []string {
-	var out []string
-	for _, m := range blind5IssueRef.FindAllStringSubmatch(source, -1) {
-		repo := strings.ToLower(m[1])
-		if repo == "rocm/legacy-rocm-build" {
-			repo = "rocm/rocm"
-		}
-		out = append(out, repo+"#"+m[2])
-	}
-	return out
-}
-
 // TestBlind5Fresh keeps blind5 blind: every row names a thread, no thread
 // appears twice, none is already in the corpus or an earlier held-out set,
 // and the set stays at the size the measurement was made on.
 func TestBlind5Fresh(t *testing.T) {
-	earlier := map[string]string{}
-	for _, p := range []string{"testdata/corpus.jsonl", "testdata/holdout.jsonl", "testdata/blind.jsonl", "testdata/blind3.jsonl", "testdata/blind4.jsonl"} {
-		for _, row := range loadSamples(t, p) {
-			for _, ref := range blind5Refs(row.Source) {
-				earlier[ref] = p
-			}
-		}
-	}
-	seen := map[string]string{}
-	rows := loadSamples(t, blind5Path)
-	for _, row := range rows {
-		refs := blind5Refs(row.Source)
-		if len(refs) == 0 {
-			t.Errorf("%s: source %q names no owner/repo#number thread", row.ID, row.Source)
-		}
-		slices.Sort(refs)
-		for _, ref := range slices.Compact(refs) {
-			if p, ok := earlier[ref]; ok {
-				t.Errorf("%s: %s is already in %s", row.ID, ref, p)
-			}
-			if id, ok := seen[ref]; ok {
-				t.Errorf("%s: %s is also row %s", row.ID, ref, id)
-			}
-			seen[ref] = row.ID
-		}
-	}
-	failing, healthy := countRows(rows)
-	if failing < 30 || healthy < 10 {
-		t.Errorf("blind5 too small: %d failing, %d healthy or noisy (want ≥ 30 and ≥ 10)", failing, healthy)
-	}
+	checkFresh(t, blind5Path, []string{"testdata/corpus.jsonl", "testdata/holdout.jsonl", "testdata/blind.jsonl",
+		"testdata/blind3.jsonl", "testdata/blind4.jsonl"})
 }
 
 // TestBlind5Generalised feeds the signatures learnt from blind5's misses

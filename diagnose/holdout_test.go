@@ -1,6 +1,8 @@
 package diagnose
 
 import (
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -16,8 +18,9 @@ import (
 // one false family.
 // Blind rounds (measured before rules were changed from them):
 // holdout/blind/blind3 51/61 (83.6 %), blind4 31/37 (83.8 %), blind5 26/37
-// (70.3 %); false alarms on healthy rows: one in blind4 (n07, CMake 3.x's
-// deprecation warning, since fixed), none in blind5.
+// (70.3 %), blind6 29/35 (82.9 %); false alarms on healthy rows: one in
+// blind4 (n07, CMake 3.x's deprecation warning, since fixed), none in
+// blind5 or blind6.
 var heldOut = []struct {
 	path, firstRun string
 }{
@@ -105,4 +108,57 @@ func countRows(rows []sample) (failing, healthy int) {
 		}
 	}
 	return failing, healthy
+}
+
+var issueRef = regexp.MustCompile(`([\w.-]+/[\w.-]+)#(\d+)`)
+
+// threadRefs normalises a source to repo#number keys; ROCm/ROCm and
+// ROCm/legacy-rocm-build share issue numbers, so both count as one thread.
+func threadRefs(source string) []string {
+	var out []string
+	for _, m := range issueRef.FindAllStringSubmatch(source, -1) {
+		repo := strings.ToLower(m[1])
+		if repo == "rocm/legacy-rocm-build" {
+			repo = "rocm/rocm"
+		}
+		out = append(out, repo+"#"+m[2])
+	}
+	return out
+}
+
+// checkFresh keeps a blind set blind: every row names a thread, no thread
+// appears twice, none is in an earlier set, and the set holds at least 30
+// failure excerpts and 10 healthy or noisy ones.
+func checkFresh(t *testing.T, path string, earlierSets []string) {
+	t.Helper()
+	earlier := map[string]string{}
+	for _, p := range earlierSets {
+		for _, row := range loadSamples(t, p) {
+			for _, ref := range threadRefs(row.Source) {
+				earlier[ref] = p
+			}
+		}
+	}
+	seen := map[string]string{}
+	rows := loadSamples(t, path)
+	for _, row := range rows {
+		refs := threadRefs(row.Source)
+		if len(refs) == 0 {
+			t.Errorf("%s: source %q names no owner/repo#number thread", row.ID, row.Source)
+		}
+		slices.Sort(refs)
+		for _, ref := range slices.Compact(refs) {
+			if p, ok := earlier[ref]; ok {
+				t.Errorf("%s: %s is already in %s", row.ID, ref, p)
+			}
+			if id, ok := seen[ref]; ok {
+				t.Errorf("%s: %s is also row %s", row.ID, ref, id)
+			}
+			seen[ref] = row.ID
+		}
+	}
+	failing, healthy := countRows(rows)
+	if failing < 30 || healthy < 10 {
+		t.Errorf("%s too small: %d failing, %d healthy or noisy (want ≥ 30 and ≥ 10)", path, failing, healthy)
+	}
 }

@@ -175,6 +175,12 @@ var rules = withSignals([]Rule{
 		Links:   issues("pytorch/FBGEMM#3126"),
 		pats: []pat{
 			{lit: "file not found", re: `gen_ai/.*error: '(ck|ck_tile)/[^']+' file not found`},
+			// The build tool's own failure line for a gen_ai object, when the
+			// compiler's error scrolled off or was not quoted (ROCm/TheRock#1408):
+			// ninja's FAILED and make's "*** [target] Error".
+			{lit: "experimental/gen_ai/", re: `(^|\s)FAILED: .*fbgemm_gpu/experimental/gen_ai/`},
+			{lit: "fbgemm_genai.dir/", re: `(^|\s)FAILED: .*fbgemm_genai\.dir/`},
+			{lit: "experimental/gen_ai/", re: `\*\*\* \[[^]]*fbgemm_gpu/experimental/gen_ai/[^]]*\] Error \d+`},
 		},
 	},
 	{
@@ -513,6 +519,12 @@ var rules = withSignals([]Rule{
 		pats: slices.Concat([]pat{
 			{lit: "libhsa-runtime64", re: `segfault at .* in libhsa-runtime64`},
 			{lit: "Segmentation fault", re: `Segmentation fault.*\b(rocminfo|rocm-smi|amd-smi|rocm-sdk|hipInfo)\b`},
+			// gdb names the program first: Thread 1 "rocminfo" received signal
+			// SIGSEGV (ROCm/rocm-systems#7071); its backtrace then runs through
+			// the runtime's own frames, whichever program loaded it.
+			{lit: "received signal SIGSEGV", re: `"(rocminfo|rocm-smi|amd-smi|rocm-sdk|hipInfo)" received signal SIGSEGV`},
+			{lit: "libhsa-runtime64", re: `^#\d+\s+.*\bin\s+rocr::\S+.*libhsa-runtime64`,
+				after: []string{"received signal SIGSEGV", "Segmentation fault", "signal SIGSEGV: segmentation"}, within: 4},
 		},
 			// Other reports of the same SIGSEGV: zsh and Go say it in lower
 			// case, Python's subprocess names the signal, container runtimes
@@ -558,6 +570,10 @@ var rules = withSignals([]Rule{
 		Links: issues("Looong01/pyg-rocm-build#18"),
 		pats: []pat{
 			{lit: "undefined symbol: hsa_"},
+			// A HIP runtime API symbol: the extension was built against another
+			// HIP than the one loaded; versioned names such as
+			// hipGetDevicePropertiesR0600 say which (ROCm/flash-attention#31).
+			{lit: "undefined symbol: hip", re: `undefined symbol: hip[A-Za-z]\w*`},
 			// A ROCm component library that cannot resolve a symbol of another
 			// was built against a different release or build of it: a
 			// self-built libMIOpen missing a composable_kernel symbol
@@ -626,6 +642,11 @@ var rules = withSignals([]Rule{
 			{lit: "Could not fetch URL", re: `Could not fetch URL https?://\S*(amd\.com|pytorch\.org)`},
 			{lit: "Failed to establish a new connection", re: `(amd\.com|pytorch\.org).*Failed to establish a new connection`},
 			// uv's wording of the same (ROCm/TheRock#2344, #5358)
+			// pip and uv reporting the index itself failing: a retired index or
+			// a stale link in it (ROCm/TheRock#1741, Comfy-Org/ComfyUI#12427)
+			{lit: "while getting http", re: `HTTP error (40[34]|410|5\d\d) while getting https?://`},
+			{lit: "HTTP status client error", re: `HTTP status client error \((40[34]|410)[^)]*\) for url`},
+			{lit: "HTTP status server error", re: `HTTP status server error \(5\d\d[^)]*\) for url`},
 			{lit: "No solution found when resolving dependencies"},
 			{lit: "your requirements are unsatisfiable"},
 		},
@@ -635,7 +656,10 @@ var rules = withSignals([]Rule{
 // vllmContext are lines that show a stream is vLLM's: its AITER switch,
 // its start-up line on ROCm, or one of its frames in a traceback.
 var vllmContext = []string{"VLLM_ROCM_USE_AITER", "detected platform rocm", "site-packages/vllm/", "dist-packages/vllm/", "vllm/model_executor/",
-	"vllm/v1/attention/", "vllm/entrypoints/"}
+	"vllm/v1/attention/", "vllm/entrypoints/",
+	// the V1 engine's process prefixes and its executor's log source
+	// (kyuz0/amd-r9700-vllm-toolboxes#18)
+	"(EngineCore_DP", "(APIServer pid=", "(VllmWorker rank=", "[multiproc_executor.py:"}
 
 // initCrash is a crash report that counts as the runtime's start-up
 // segfault: within a few lines of rocminfo's banner, or of a torch.cuda
