@@ -82,6 +82,10 @@ var siblings = map[string][]string{
 	// AITER's fp8 builtins fail with both messages on the same line.
 	"aiter-fp8-conversion-insts-gfx11": {"gfx11-inline-asm-unsupported"},
 	"gfx11-inline-asm-unsupported":     {"aiter-fp8-conversion-insts-gfx11"},
+	// Kernels of a spoofed arch crash as an illegal instruction or as a
+	// memory access fault; both hints say to remove the spoof.
+	"hsa-override-spoof-crash": {"gpu-memory-access-fault"},
+	"gpu-memory-access-fault":  {"hsa-override-spoof-crash"},
 }
 
 // extras returns the families in got that are neither want, one of its

@@ -112,6 +112,11 @@ var rules = withSignals([]Rule{
 			// raised for any arch the table lacks, with or without a GPU
 			// (ROCm/aiter#4512).
 			{lit: "Unknown gfx 'gfx"},
+			// rocRoller parses the arch name into its own enum and aborts on
+			// one it lacks: "Invalid fromString: type name:
+			// N9rocRoller18GPUArchitectureGFXE, string input: gfx1150"
+			// (ROCm/rocm-libraries#3377).
+			{lit: "string input: gfx", re: `GPUArchitectureGFX\w*, string input: gfx[0-9a-f]+`},
 		},
 	},
 	{
@@ -201,6 +206,10 @@ var rules = withSignals([]Rule{
 			{lit: "ocml.bc: No such file"},
 			{lit: "ocml.bc' not found"},
 			{lit: "ocml.bc not found"},
+			// CMake projects that look for the bitcode themselves:
+			// "ROCm Device Libs not found. Use -DROCM_DEVICE_LIB_DIR=…"
+			// (ROCm/hcc#1078)
+			{lit: "Device Libs not found", re: `ROCm Device Libs not found`},
 		},
 	},
 	{
@@ -255,6 +264,11 @@ var rules = withSignals([]Rule{
 			{lit: "directive requires gfx"},
 			{lit: "invalid hardware register"},
 			{lit: "not a valid operand", re: `error: not a valid operand`},
+			// The assembler's other wording for the same CDNA-only asm, e.g.
+			// wave64 "v_cmpx_le_u32 exec, …" in ck_tile on RDNA
+			// (ROCm/composable_kernel#1646); the inline asm it points at is
+			// quoted only on the lines after it.
+			{lit: "error: invalid operand for instruction"},
 			{lit: "Invalid dpp_ctrl value"},
 		},
 	},
@@ -366,7 +380,13 @@ var rules = withSignals([]Rule{
 		Fix: "unset HSA_OVERRIDE_GFX_VERSION   # remove the spoof\n" +
 			"# use native gfx1151 builds (therock-toolbox track)",
 		Links: issues("ollama/ollama#12131"),
-		pats:  []pat{{lit: "Memory access fault by GPU"}},
+		pats: []pat{
+			{lit: "Memory access fault by GPU"},
+			// HIP's own report of the same fault, as PyTorch raises it
+			// (ROCm/ROCm#5245): hipErrorIllegalAddress.
+			{lit: "an illegal memory access was encountered", re: `HIP error: an illegal memory access was encountered`},
+			{lit: "hipErrorIllegalAddress"},
+		},
 	},
 	{
 		ID:      "hsa-memory-in-use",
@@ -398,6 +418,9 @@ var rules = withSignals([]Rule{
 			// failed: out of memory" (antirez/ds4#475), others "hipMalloc
 			// failed: out of memory".
 			{lit: "alloc failed: out of memory", re: `(ROCm|HIP|hip).*alloc failed: out of memory`},
+			// ggml's HIP backend names its errors "ROCm error: …"; out of
+			// memory there is hipErrorOutOfMemory (gpustack/gpustack#1547).
+			{lit: "ROCm error: out of memory"},
 		},
 	},
 	{
@@ -523,7 +546,7 @@ var rules = withSignals([]Rule{
 			// SIGSEGV (ROCm/rocm-systems#7071); its backtrace then runs through
 			// the runtime's own frames, whichever program loaded it.
 			{lit: "received signal SIGSEGV", re: `"(rocminfo|rocm-smi|amd-smi|rocm-sdk|hipInfo)" received signal SIGSEGV`},
-			{lit: "libhsa-runtime64", re: `^#\d+\s+.*\bin\s+rocr::\S+.*libhsa-runtime64`,
+			{lit: "libhsa-runtime64", re: `^(#\d+\s+)?0x[0-9a-f]+ in rocr::\S+.*libhsa-runtime64`,
 				after: []string{"received signal SIGSEGV", "Segmentation fault", "signal SIGSEGV: segmentation"}, within: 4},
 		},
 			// Other reports of the same SIGSEGV: zsh and Go say it in lower
@@ -557,6 +580,14 @@ var rules = withSignals([]Rule{
 			// ROCm/TheRock#2345: KeyError: 'hipsparselt'); the traceback
 			// runs through the SDK's library finder whatever the exception.
 			{lit: "in find_libraries", re: `rocm_sdk[/\\]__init__\.py", line \d+, in find_libraries`},
+			// A system library TheRock's SDK bundles as rocm_sysdeps (xz,
+			// zlib, zstd, bzip2, elfutils, numactl, libdrm, sqlite), missing
+			// when torch's extension loads: the bundle ships it renamed, so a
+			// torch outside the SDK's set-up asks for the plain name, e.g.
+			// liblzma.so.5 (noamsto/nix-amd-ai#114). Not torch's own libshm
+			// nor CUDA's libraries: those are other failures.
+			{lit: "cannot open shared object file", re: `ImportError: lib(lzma|z|zstd|bz2|elf|dw|numa|drm|drm_amdgpu|sqlite3)\.so[\d.]*: cannot open shared object file`,
+				after: []string{"from torch._C import"}, within: 3},
 		},
 	},
 	{
@@ -647,6 +678,12 @@ var rules = withSignals([]Rule{
 			{lit: "while getting http", re: `HTTP error (40[34]|410|5\d\d) while getting https?://`},
 			{lit: "HTTP status client error", re: `HTTP status client error \((40[34]|410)[^)]*\) for url`},
 			{lit: "HTTP status server error", re: `HTTP status server error \(5\d\d[^)]*\) for url`},
+			// pip giving up on the index host while it retries: DNS, refused
+			// connections, timeouts (ROCm/TheRock#2884, bmaltais/kohya_ss#249).
+			// pip names the index only in "Looking in indexes", which it
+			// prints for every custom index, as the ROCm ones are.
+			{lit: "after connection broken by", re: `Retrying \(Retry\(.*after connection broken by '(NewConnectionError|ConnectTimeoutError|ReadTimeoutError|ProxyError|SSLError)`,
+				after: []string{"Looking in indexes:"}},
 			{lit: "No solution found when resolving dependencies"},
 			{lit: "your requirements are unsatisfiable"},
 		},
