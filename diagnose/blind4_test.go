@@ -42,7 +42,7 @@ const blind4FirstRun = "31/37 recognised (83.8 %), 12/13 quiet (cmake4 fired on 
 // quiet, no failing row may gain an unrelated family, and recall on the
 // failing rows must reach the 90 % the issue asks for.
 func TestBlind4(t *testing.T) {
-	failing, hit := checkHeldOut(t, "testdata/blind4.jsonl")
+	failing, hit := checkHeldOut(t, "testdata/blind4.jsonl", nil)
 	t.Logf("first blind run: %s", blind4FirstRun)
 	recall := float64(hit) / float64(failing)
 	t.Logf("blind4 recall now: %d/%d (%.1f%%)", hit, failing, 100*recall)

@@ -47,7 +47,7 @@ const blind6MinRecognised = 35
 // TestBlind6 runs the matcher over blind6: healthy rows quiet, no failing
 // row with an unrelated family, recall at least what it was.
 func TestBlind6(t *testing.T) {
-	failing, hit := checkHeldOut(t, blind6Path)
+	failing, hit := checkHeldOut(t, blind6Path, nil)
 	t.Logf("first blind run: %s", blind6FirstRun)
 	if hit < blind6MinRecognised {
 		t.Errorf("blind6 recall %d/%d fell below the %d reached after generalising", hit, failing, blind6MinRecognised)

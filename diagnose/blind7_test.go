@@ -56,7 +56,7 @@ const blind7MinRecognised = 32
 
 // TestBlind7 runs the matcher over blind7.
 func TestBlind7(t *testing.T) {
-	failing, hit := checkHeldOut(t, blind7Path)
+	failing, hit := checkHeldOut(t, blind7Path, nil)
 	t.Logf("first blind run: %s", blind7FirstRun)
 	if hit < blind7MinRecognised {
 		t.Errorf("blind7 recall %d/%d fell below the %d reached after generalising", hit, failing, blind7MinRecognised)

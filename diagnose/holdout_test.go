@@ -18,10 +18,11 @@ import (
 // one false family.
 // Blind rounds (measured before rules were changed from them):
 // holdout/blind/blind3 51/61 (83.6 %), blind4 31/37 (83.8 %), blind5 26/37
-// (70.3 %), blind6 29/35 (82.9 %), blind7 23/32 (71.9 %): 160/202 (79.2 %)
-// over all blind rounds; false alarms on healthy rows: one in blind4 (n07,
-// CMake 3.x's deprecation warning, since fixed), none in blind5, blind6 or
-// blind7 (37/37 quiet).
+// (70.3 %), blind6 29/35 (82.9 %), blind7 23/32 (71.9 %), blind8 23/32
+// (71.9 %): 183/234 (78.2 %) over all blind rounds. False alarms: one
+// healthy row in blind4 (n07, CMake 3.x's deprecation warning, since
+// fixed), none in blind5 to blind8 (49/49 healthy rows quiet), and three
+// of blind8's traps, other causes printing a family's exact message.
 var heldOut = []struct {
 	path, firstRun string
 }{
@@ -38,7 +39,7 @@ func TestHoldout(t *testing.T) {
 	var allFailing, allHit int
 	for _, set := range heldOut {
 		t.Run(strings.TrimSuffix(strings.TrimPrefix(set.path, "testdata/"), ".jsonl"), func(t *testing.T) {
-			failing, hit := checkHeldOut(t, set.path)
+			failing, hit := checkHeldOut(t, set.path, nil)
 			allFailing += failing
 			allHit += hit
 			t.Logf("first blind run: %s", set.firstRun)
@@ -52,8 +53,10 @@ func TestHoldout(t *testing.T) {
 }
 
 // checkHeldOut runs one set and returns its failing rows and how many of
-// them were recognised (their family or a documented sibling).
-func checkHeldOut(t *testing.T, path string) (failing, hit int) {
+// them were recognised (their family or a documented sibling). A healthy
+// or unrelated row that yields a family fails the test unless knownFalse
+// names it, with why.
+func checkHeldOut(t *testing.T, path string, knownFalse map[string]string) (failing, hit int) {
 	rows := loadSamples(t, path)
 	var exact, close, quiet, healthy int
 	var misses []string
@@ -61,9 +64,12 @@ func checkHeldOut(t *testing.T, path string) (failing, hit int) {
 		got := familiesOf(t, row.Log)
 		if row.Family == "none" {
 			healthy++
-			if len(got) == 0 {
+			switch why, known := knownFalse[row.ID]; {
+			case len(got) == 0:
 				quiet++
-			} else {
+			case known:
+				t.Logf("known false alarm on %s (%s): %v, %s", row.ID, row.Source, got, why)
+			default:
 				t.Errorf("%s (%s): healthy or unrelated output yields %v", row.ID, row.Source, got)
 			}
 			continue

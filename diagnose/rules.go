@@ -84,6 +84,9 @@ var rules = withSignals([]Rule{
 			// Older rocBLAS prints no "for GPU arch" suffix, only the errno
 			// ("Illegal seek", "No such file or directory").
 			{lit: "TensileLibrary", re: `rocBLAS error: Cannot read .*TensileLibrary|Cannot read .*TensileLibrary.*for GPU arch`},
+			// hipBLASLt's copy of the same Tensile loader (ollama/ollama#11555):
+			// "rocblaslt error: Cannot read …/TensileLibrary_lazy_gfx1201.dat"
+			{lit: "TensileLibrary", re: `(?i)(rocblaslt|hipblaslt) error: (Cannot read|Could not load) .*TensileLibrary`},
 			// the same message with the path wrapped onto the next line
 			// (ROCm/rocBLAS#1267)
 			{lit: "TensileLibrary", after: []string{"rocBLAS error: Cannot read"}, within: 1},
@@ -472,6 +475,10 @@ var rules = withSignals([]Rule{
 			{lit: "hipErrorNoDevice"},
 			{lit: "hipGetDeviceCount", re: `hipGetDeviceCount.*hipErrorInvalidDevice|hipErrorInvalidDevice.*hipGetDeviceCount`},
 			{lit: "AMDSMI_STATUS_FILE_ERROR"},
+			// Opening the GPU's device nodes themselves is refused, in a
+			// container or not (containers/podman#25897: a render node under
+			// keep-groups with the wrong runtime).
+			{lit: ": Permission denied", re: `/dev/(kfd|dri/renderD\d+)'?: Permission denied`},
 		},
 	},
 	{
@@ -490,6 +497,9 @@ var rules = withSignals([]Rule{
 			{lit: "Unable to find group video"},
 			{lit: "error gathering device information while adding custom device"},
 			{lit: "the default DRM access group"},
+			// Any named group the engine cannot map, e.g. docker taking
+			// podman's keep-groups for a group name (lamikr/rocm_sdk_builder#247).
+			{lit: "no matching entries in group file", re: `(?i)unable to find group \S+: no matching entries in group file`},
 		},
 	},
 	{
@@ -504,6 +514,9 @@ var rules = withSignals([]Rule{
 		pats: []pat{
 			{lit: "TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL", re: `Enable it with TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL`},
 			{lit: "No available kernel. Aborting execution"},
+			// PyTorch prints why each backend was refused only when none was
+			// left, right before "No available kernel" (pytorch/pytorch#138864).
+			{lit: "kernel not used because"},
 			{lit: "not compiled with flash attention"},
 			{lit: "not compiled with memory efficient"},
 			{lit: "not supported by Flash-Attention"},
@@ -528,6 +541,9 @@ var rules = withSignals([]Rule{
 			{lit: "Cannot select: intrinsic", re: `Cannot select: intrinsic %llvm\.amdgcn`},
 			{lit: "unsupported target: 'gfx"},
 			{lit: "PassManager::run failed"},
+			// Triton's own lowering giving up on the kernel for this target
+			// (pytorch/pytorch#101137)
+			{lit: "Failed to translate TritonGPU to LLVM IR"},
 		},
 	},
 	{
@@ -640,6 +656,9 @@ var rules = withSignals([]Rule{
 		pats: []pat{
 			{lit: "Killed signal terminated program"},
 			{lit: "unable to execute command: Killed"},
+			// older GCC: "c++: internal compiler error: Killed (program
+			// cc1plus)" (PaddlePaddle/Paddle#14435)
+			{lit: "internal compiler error: Killed"},
 		},
 	},
 	{
