@@ -59,7 +59,7 @@ integration: build
 	@if [ -x scripts/tests/integration.sh ]; then scripts/tests/integration.sh; else echo "no integration suite yet"; fi
 
 bench: deps
-	$(GO) test -run='^$$' -bench=. -benchtime=1x -timeout 30m ./...
+	$(GO) test -p 1 -run='^$$' -bench=. -benchtime=1x -timeout 30m ./...
 	HALOFORGE_PERF=1 $(GO) test -count=1 -run 'TestTmuxThroughput' -v ./cmd/haloforge
 
 # Screenshots for the docs, from real `haloforge demo` runs (asciinema, svg-term-cli, rsvg-convert).

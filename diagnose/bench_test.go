@@ -163,3 +163,47 @@ func TestSpeedAgainstGrep(t *testing.T) {
 		t.Errorf("Scan at %.2fx grep's speed", ratio)
 	}
 }
+
+// TestNoPerLineLiterals keeps the scan fast on the logs it reads most: no
+// anchor or context literal may occur on most lines of a healthy excerpt,
+// as a per-line prefix such as vLLM's "(EngineCore_DP0 pid=…)" would. Each
+// occurrence stops the literal scan; one on every line halved its speed
+// (BenchmarkMatcherVsGrep fell from 1.1x to 0.7x grep before this check).
+// Hang-prone markers are exempt: the stall rules need them.
+func TestNoPerLineLiterals(t *testing.T) {
+	e := compileEngine(rules)
+	markers := map[string]bool{}
+	for _, r := range rules {
+		for _, p := range r.pats {
+			if p.marker {
+				markers[p.lit] = true
+			}
+		}
+	}
+	for _, path := range []string{"testdata/corpus.jsonl", "testdata/holdout.jsonl", blind6Path, blind7Path, blind8Path} {
+		for _, row := range loadSamples(t, path) {
+			if row.Family != "none" {
+				continue
+			}
+			lines := strings.Split(row.Log, "\n")
+			if len(lines) < 4 {
+				continue
+			}
+			onLines := map[int]map[int]bool{} // literal → lines holding it
+			for i, line := range lines {
+				e.set.each([]byte(line), func(id, _ int) {
+					if onLines[id] == nil {
+						onLines[id] = map[int]bool{}
+					}
+					onLines[id][i] = true
+				})
+			}
+			for id, ls := range onLines {
+				lit := e.set.pats[id]
+				if !markers[lit] && 2*len(ls) > len(lines) {
+					t.Errorf("%s (%s): literal %q is on %d of %d lines", row.ID, path, lit, len(ls), len(lines))
+				}
+			}
+		}
+	}
+}

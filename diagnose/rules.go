@@ -713,9 +713,11 @@ var rules = withSignals([]Rule{
 // its start-up line on ROCm, or one of its frames in a traceback.
 var vllmContext = []string{"VLLM_ROCM_USE_AITER", "detected platform rocm", "site-packages/vllm/", "dist-packages/vllm/", "vllm/model_executor/",
 	"vllm/v1/attention/", "vllm/entrypoints/",
-	// the V1 engine's process prefixes and its executor's log source
-	// (kyuz0/amd-r9700-vllm-toolboxes#18)
-	"(EngineCore_DP", "(APIServer pid=", "(VllmWorker rank=", "[multiproc_executor.py:"}
+	// the V1 engine's start-up lines and its executor's log source
+	// (kyuz0/amd-r9700-vllm-toolboxes#18). Not the "(EngineCore_DP0 pid=…)"
+	// prefix: it starts every line of a vLLM log, and a context literal hit
+	// on every line halved the scan's speed.
+	"Initializing a V1 LLM engine", "vLLM API server version", "[multiproc_executor.py:"}
 
 // initCrash is a crash report that counts as the runtime's start-up
 // segfault: within a few lines of rocminfo's banner, or of a torch.cuda
