@@ -86,6 +86,10 @@ var siblings = map[string][]string{
 	// memory access fault; both hints say to remove the spoof.
 	"hsa-override-spoof-crash": {"gpu-memory-access-fault"},
 	"gpu-memory-access-fault":  {"hsa-override-spoof-crash"},
+	// A ring timeout is the kernel's view of the hang the runtime reports
+	// as "HW Exception … GPU Hang"; both hints lead to kernel ≥ 6.18.4.
+	"amdgpu-mes-hang": {"gpu-hang-cwsr"},
+	"gpu-hang-cwsr":   {"amdgpu-mes-hang"},
 }
 
 // extras returns the families in got that are neither want, one of its

@@ -56,6 +56,10 @@ var rules = withSignals([]Rule{
 			{lit: "No compatible code objects found"},
 			{lit: "Missing CO for these ISAs"},
 			{lit: "no kernel image is available for execution"},
+			// older HIP reports a fat binary without this arch as a failed
+			// module initialisation
+			{lit: "hipErrorSharedObjectInitFailed"},
+			{lit: "shared object initialization failed"},
 		},
 	},
 	{
@@ -69,6 +73,9 @@ var rules = withSignals([]Rule{
 		pats: []pat{
 			{lit: "device kernel image is invalid"},
 			{lit: "hipErrorInvalidImage"},
+			// the HSA runtime's names for a code object it cannot load
+			{lit: "HSA_STATUS_ERROR_INVALID_CODE_OBJECT"},
+			{lit: "HSA_STATUS_ERROR_INVALID_ISA"},
 		},
 	},
 	{
@@ -272,6 +279,7 @@ var rules = withSignals([]Rule{
 			// (ROCm/composable_kernel#1646); the inline asm it points at is
 			// quoted only on the lines after it.
 			{lit: "error: invalid operand for instruction"},
+			{lit: "not valid for this GPU or mode"},
 			{lit: "Invalid dpp_ctrl value"},
 		},
 	},
@@ -345,8 +353,11 @@ var rules = withSignals([]Rule{
 		Links: issues("ROCm/ROCm#6273", "ROCm/ROCm#2196", "ROCm/ROCm#5724"),
 		pats: []pat{
 			{lit: "MES failed to respond to msg"},
+			{lit: "MES failed to response msg"}, // older kernels' spelling
 			{lit: "MES might be in unrecoverable state"},
 			{lit: "timeout, signaled seq=", re: `ring (gfx|comp)_[\d.]+ timeout`},
+			// the same hang seen from the copy engine's ring
+			{lit: "timeout, signaled seq=", re: `ring sdma\d+ timeout`},
 		},
 	},
 	{
@@ -372,7 +383,8 @@ var rules = withSignals([]Rule{
 		Links: issues("ROCm/rocm-libraries#1132"),
 		pats: []pat{
 			{lit: "page fault (src_id:", re: `\[(gfx|mm)hub\d*\]`},
-			{lit: "GCVM_L2_PROTECTION_FAULT_STATUS"},
+			// GCVM_ on gfx11, MMVM_ and VM_ on other hubs and older GPUs
+			{lit: "L2_PROTECTION_FAULT_STATUS"},
 		},
 	},
 	{
@@ -385,6 +397,10 @@ var rules = withSignals([]Rule{
 		Links: issues("ollama/ollama#12131"),
 		pats: []pat{
 			{lit: "Memory access fault by GPU"},
+			// the fault's reason and the HSA status names for it
+			{lit: "Page not present or supervisor privilege"},
+			{lit: "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION"},
+			{lit: "HSA_STATUS_ERROR_MEMORY_FAULT"},
 			// HIP's own report of the same fault, as PyTorch raises it
 			// (ROCm/ROCm#5245): hipErrorIllegalAddress.
 			{lit: "an illegal memory access was encountered", re: `HIP error: an illegal memory access was encountered`},
@@ -454,6 +470,8 @@ var rules = withSignals([]Rule{
 			// the C API's name for it (Mesa, TVM; mlc-ai/mlc-llm#974, llama.cpp#8492's title)
 			{lit: "VK_ERROR_OUT_OF_DEVICE_MEMORY"},
 			{lit: "exceeds device memory allocation limit"},
+			// ggml's Vulkan backend in its own words
+			{lit: "Device memory allocation of size", re: `Device memory allocation of size \d+ failed`},
 			{lit: "Failed to allocate a buffer", re: `radv.*Failed to allocate a buffer`},
 		},
 	},
@@ -617,6 +635,8 @@ var rules = withSignals([]Rule{
 		Links: issues("Looong01/pyg-rocm-build#18"),
 		pats: []pat{
 			{lit: "undefined symbol: hsa_"},
+			// the dynamic linker naming the runtime's symbol version
+			{lit: "' not found (required by", re: "version `(ROCR_|hip_|HIP_|hsa_|rocm)\\S*' not found \\(required by"},
 			// A HIP runtime API symbol: the extension was built against another
 			// HIP than the one loaded; versioned names such as
 			// hipGetDevicePropertiesR0600 say which (ROCm/flash-attention#31).
@@ -643,6 +663,8 @@ var rules = withSignals([]Rule{
 		pats: []pat{
 			{lit: "unsupported CUDA gpu architecture: gfx"},
 			{lit: "Unsupported CUDA gpu architecture: gfx"}, // clang ≤ 11 spelling
+			// an LLVM older than the arch: the target CPU is unknown to it
+			{lit: "unknown target CPU 'gfx"},
 		},
 	},
 	{
@@ -659,6 +681,9 @@ var rules = withSignals([]Rule{
 			// older GCC: "c++: internal compiler error: Killed (program
 			// cc1plus)" (PaddlePaddle/Paddle#14435)
 			{lit: "internal compiler error: Killed"},
+			// the linker's and the kernel's wording of the same kill
+			{lit: "terminated with signal 9 [Killed]"},
+			{lit: "Out of memory: Killed process", re: `Killed process \d+ \((cc1plus|cc1|clang|clang\+\+|clang-\d+|ld|ld\.lld|lld|hipcc|nvcc|rustc)\)`},
 		},
 	},
 	{
@@ -703,6 +728,12 @@ var rules = withSignals([]Rule{
 			// prints for every custom index, as the ROCm ones are.
 			{lit: "after connection broken by", re: `Retrying \(Retry\(.*after connection broken by '(NewConnectionError|ConnectTimeoutError|ReadTimeoutError|ProxyError|SSLError)`,
 				after: []string{"Looking in indexes:"}},
+			// urllib3 and DNS giving up on the index host, which they name
+			{lit: "Max retries exceeded with url", re: `host='[^']*(amd\.com|pytorch\.org)'.*Max retries exceeded`},
+			{lit: "Temporary failure in name resolution", re: `(amd\.com|pytorch\.org)`},
+			{lit: "Failed to fetch: `http", re: "Failed to fetch: `https?://[^`]*(amd\\.com|pytorch\\.org)"},
+			// uv: the index has the package, not for this platform or Python
+			{lit: "has no wheels with a matching"},
 			{lit: "No solution found when resolving dependencies"},
 			{lit: "your requirements are unsatisfiable"},
 		},
