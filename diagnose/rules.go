@@ -122,6 +122,10 @@ var rules = withSignals([]Rule{
 			// raised for any arch the table lacks, with or without a GPU
 			// (ROCm/aiter#4512).
 			{lit: "Unknown gfx 'gfx"},
+			// ollama's own allow-list, and its iGPU filter
+			{lit: "amdgpu is not supported", re: `amdgpu is not supported \(supported types`},
+			{lit: "unsupported Radeon iGPU detected"},
+			{lit: "architecture gfx", re: `architecture gfx\w+ (is )?not supported`},
 			// rocRoller parses the arch name into its own enum and aborts on
 			// one it lacks: "Invalid fromString: type name:
 			// N9rocRoller18GPUArchitectureGFXE, string input: gfx1150"
@@ -209,6 +213,8 @@ var rules = withSignals([]Rule{
 		Links: issues("ROCm/hipCUB#179", "ROCm/ROCR-Runtime#110", "ROCm/ROCm-Device-Libs#81"),
 		pats: []pat{
 			{lit: "cannot find ROCm device library"},
+			// clang's wording when the whole ROCm tree is not where it looks
+			{lit: "cannot find HIP runtime"},
 			{lit: "cannot find device library"},
 			// clang ≤ 11 said "installation" for the same missing device
 			// libraries (hence -nogpulib), ROCm/hip#2086
@@ -429,6 +435,10 @@ var rules = withSignals([]Rule{
 		Links: issues("kyuz0/amd-strix-halo-vllm-toolboxes#11", "ROCm/TheRock#1054", "kyuz0/amd-strix-halo-toolboxes#65"),
 		pats: []pat{
 			{lit: "HIP out of memory"},
+			{lit: "HIP error: out of memory"},
+			// vLLM's own words when the memory it may use is too small
+			{lit: "No available memory for the cache blocks"},
+			{lit: "larger than the available KV cache memory"},
 			{lit: "hipErrorOutOfMemory"},
 			{lit: "cudaMalloc failed: out of memory"},
 			{lit: "failed to allocate ROCm", re: `failed to allocate ROCm\d+ buffer`},
@@ -493,6 +503,10 @@ var rules = withSignals([]Rule{
 			{lit: "hipErrorNoDevice"},
 			{lit: "hipGetDeviceCount", re: `hipGetDeviceCount.*hipErrorInvalidDevice|hipErrorInvalidDevice.*hipGetDeviceCount`},
 			{lit: "AMDSMI_STATUS_FILE_ERROR"},
+			// rocminfo, the kernel and vLLM saying the GPU is not there for ROCm
+			{lit: "ROCk module is NOT loaded"},
+			{lit: "not supported in kfd"},
+			{lit: "Failed to infer device type"},
 			// Opening the GPU's device nodes themselves is refused, in a
 			// container or not (containers/podman#25897: a render node under
 			// keep-groups with the wrong runtime).
@@ -532,6 +546,7 @@ var rules = withSignals([]Rule{
 		pats: []pat{
 			{lit: "TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL", re: `Enable it with TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL`},
 			{lit: "No available kernel. Aborting execution"},
+			{lit: "FlashAttention only supports", re: `only supports (AMD )?(MI\d+|RX ?\d{4}|gfx)`},
 			// PyTorch prints why each backend was refused only when none was
 			// left, right before "No available kernel" (pytorch/pytorch#138864).
 			{lit: "kernel not used because"},

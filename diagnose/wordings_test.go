@@ -75,6 +75,39 @@ func TestOtherWordings(t *testing.T) {
 		{"LLVM without this arch", []string{
 			"clang++: error: unknown target CPU 'gfx1151'",
 		}, []string{"hip-wrong-clang-unsupported-arch"}},
+		{"rocminfo without the kernel driver", []string{
+			"ROCk module is NOT loaded, possibly no GPU devices",
+		}, []string{"kfd-permission-no-gpu"}},
+		{"rocminfo with the kernel driver", []string{
+			"ROCk module version 6.16.6 is loaded",
+		}, nil},
+		{"vLLM sees no GPU", []string{
+			"RuntimeError: Failed to infer device type",
+		}, []string{"kfd-permission-no-gpu"}},
+		{"ollama's allow-list", []string{
+			`level=WARN source=amd_linux.go:387 msg="amdgpu is not supported (supported types:[gfx1030 gfx1100 gfx1101 gfx1102])" gpu_type=gfx1151`,
+		}, []string{"gfx-arch-not-in-allowlist"}},
+		{"a library without gfx1151", []string{
+			"RuntimeError: GPU architecture gfx1151 is not supported by this build of xformers",
+		}, []string{"gfx-arch-not-in-allowlist"}},
+		{"an architecture note that is not a refusal", []string{
+			"INFO: detected architecture gfx1151 (RDNA 3.5), using wave32 kernels",
+		}, nil},
+		{"clang cannot find the ROCm tree", []string{
+			"clang: error: cannot find HIP runtime; provide its path via '--rocm-path', or pass '-nogpuinc' to build without HIP runtime",
+		}, []string{"rocm-device-lib-not-found"}},
+		{"HIP's out-of-memory error", []string{
+			"RuntimeError: HIP error: out of memory",
+		}, []string{"hip-oom-apu-gtt"}},
+		{"vLLM has no room for the KV cache", []string{
+			"ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.",
+		}, []string{"hip-oom-apu-gtt"}},
+		{"vLLM reports its KV cache size", []string{
+			"INFO 11-20 [kv_cache_utils.py:833] GPU KV cache size: 1,048,576 tokens",
+		}, nil},
+		{"flash-attn's arch requirement", []string{
+			"RuntimeError: FlashAttention only supports AMD MI200 GPUs or newer.",
+		}, []string{"sdpa-flash-attn-not-available"}},
 		{"asm parser rejects the operands", []string{
 			"<inline asm>:2:3: error: operands are not valid for this GPU or mode",
 		}, []string{"gfx11-inline-asm-unsupported"}},
