@@ -142,7 +142,7 @@ func TestBlind5Healthy(t *testing.T) {
 // and the set stays at the size the measurement was made on.
 func TestBlind5Fresh(t *testing.T) {
 	checkFresh(t, blind5Path, []string{"testdata/corpus.jsonl", "testdata/holdout.jsonl", "testdata/blind.jsonl",
-		"testdata/blind3.jsonl", "testdata/blind4.jsonl"})
+		"testdata/blind3.jsonl", "testdata/blind4.jsonl"}, 30, 10)
 }
 
 // TestBlind5Generalised feeds the signatures learnt from blind5's misses

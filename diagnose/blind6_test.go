@@ -57,7 +57,7 @@ func TestBlind6(t *testing.T) {
 // TestBlind6Fresh keeps blind6 blind to every set before it.
 func TestBlind6Fresh(t *testing.T) {
 	checkFresh(t, blind6Path, []string{"testdata/corpus.jsonl", "testdata/holdout.jsonl", "testdata/blind.jsonl",
-		"testdata/blind3.jsonl", "testdata/blind4.jsonl", blind5Path})
+		"testdata/blind3.jsonl", "testdata/blind4.jsonl", blind5Path}, 30, 10)
 }
 
 // TestBlind6Generalised feeds the signatures learnt from blind6's misses

@@ -66,7 +66,7 @@ func TestBlind7(t *testing.T) {
 // TestBlind7Fresh keeps blind7 blind to every set before it.
 func TestBlind7Fresh(t *testing.T) {
 	checkFresh(t, blind7Path, []string{"testdata/corpus.jsonl", "testdata/holdout.jsonl", "testdata/blind.jsonl",
-		"testdata/blind3.jsonl", "testdata/blind4.jsonl", blind5Path, blind6Path})
+		"testdata/blind3.jsonl", "testdata/blind4.jsonl", blind5Path, blind6Path}, 30, 10)
 }
 
 // TestBlind7Generalised feeds the signatures learnt from blind7's misses

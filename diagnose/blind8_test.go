@@ -72,7 +72,7 @@ func TestBlind8(t *testing.T) {
 // TestBlind8Fresh keeps blind8 blind to every set before it.
 func TestBlind8Fresh(t *testing.T) {
 	checkFresh(t, blind8Path, []string{"testdata/corpus.jsonl", "testdata/holdout.jsonl", "testdata/blind.jsonl",
-		"testdata/blind3.jsonl", "testdata/blind4.jsonl", blind5Path, blind6Path, blind7Path})
+		"testdata/blind3.jsonl", "testdata/blind4.jsonl", blind5Path, blind6Path, blind7Path}, 30, 10)
 }
 
 // TestBlind8Generalised feeds the signatures learnt from blind8's misses

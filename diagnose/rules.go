@@ -94,6 +94,10 @@ var rules = withSignals([]Rule{
 			// hipBLASLt's copy of the same Tensile loader (ollama/ollama#11555):
 			// "rocblaslt error: Cannot read …/TensileLibrary_lazy_gfx1201.dat"
 			{lit: "TensileLibrary", re: `(?i)(rocblaslt|hipblaslt) error: (Cannot read|Could not load) .*TensileLibrary`},
+			// any loader wording for the arch's Tensile file: rocBLAS also says
+			// "Could not load …TensileLibrary_lazy_gfx1103.dat"
+			// (likelovewant/ROCmLibs-for-gfx1103-AMD780M-APU#12)
+			{lit: "TensileLibrary", re: `(?i)(cannot|could not|unable to|failed to) (read|load|find|open) .*TensileLibrary`},
 			// the same message with the path wrapped onto the next line
 			// (ROCm/rocBLAS#1267)
 			{lit: "TensileLibrary", after: []string{"rocBLAS error: Cannot read"}, within: 1},
@@ -595,6 +599,9 @@ var rules = withSignals([]Rule{
 			// SIGSEGV (ROCm/rocm-systems#7071); its backtrace then runs through
 			// the runtime's own frames, whichever program loaded it.
 			{lit: "received signal SIGSEGV", re: `"(rocminfo|rocm-smi|amd-smi|rocm-sdk|hipInfo)" received signal SIGSEGV`},
+			// Python's subprocess naming the tool that died: "Command
+			// '[…/rocminfo]' died with <Signals.SIGSEGV: 11>" (ROCm/TheRock#5779)
+			{lit: "Signals.SIGSEGV", re: `\b(rocminfo|rocm-smi|amd-smi|rocm-sdk|hipInfo)\b.*Signals\.SIGSEGV`},
 			{lit: "libhsa-runtime64", re: `^(#\d+\s+)?0x[0-9a-f]+ in rocr::\S+.*libhsa-runtime64`,
 				after: []string{"received signal SIGSEGV", "Segmentation fault", "signal SIGSEGV: segmentation"}, within: 4},
 		},
@@ -637,6 +644,9 @@ var rules = withSignals([]Rule{
 			// nor CUDA's libraries: those are other failures.
 			{lit: "cannot open shared object file", re: `ImportError: lib(lzma|z|zstd|bz2|elf|dw|numa|drm|drm_amdgpu|sqlite3)\.so[\d.]*: cannot open shared object file`,
 				after: []string{"from torch._C import"}, within: 3},
+			// any library the ROCm SDK's own loader or self-test cannot open,
+			// e.g. the OpenCL ICD loader its libraries need (ROCm/rocm-systems#5065)
+			{lit: "cannot open shared object file", after: []string{"rocm_sdk.tests", "rocm_sdk/__init__.py"}, within: 8},
 		},
 	},
 	{
