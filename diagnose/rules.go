@@ -114,6 +114,12 @@ var rules = withSignals([]Rule{
 		Links: issues("ROCm/TheRock#154", "ROCm/TheRock#2221", "ROCm/rocm-libraries#4618", "ROCm/TheRock#2127"),
 		pats: []pat{
 			{lit: "ROCm architectures", re: `None of the detected ROCm architectures.*is supported`},
+			// an RDNA 3/3.5/4 target named on a line that refuses it, in any
+			// tool's words; not a warning that carries on
+			{lit: " not supported", re: `\bgfx1[12]\d[\da-f]\b.*\bnot supported\b|\bnot supported\b.*\bgfx1[12]\d[\da-f]\b`,
+				not: []string{"arning", "WARN", "fall back", "falling back", "fallback", "Falling back", "skipping", "One of GPU archs", "Flash-Attention", "target feature"}},
+			{lit: "nsupported GPU", re: `(?i)unsupported gpu.*\bgfx1[12]\d[\da-f]\b|\bgfx1[12]\d[\da-f]\b.*unsupported gpu`,
+				not: []string{"arning", "WARN", "fall back", "falling back", "fallback", "Falling back", "skipping", "One of GPU archs", "Flash-Attention", "target feature"}},
 			{lit: "KeyError: 'gfx"},
 			{lit: "Architecture gfx", re: `Architecture gfx\w+ (is )?not supported`},
 			{lit: "Unsupported GPU target"},
@@ -440,6 +446,10 @@ var rules = withSignals([]Rule{
 		pats: []pat{
 			{lit: "HIP out of memory"},
 			{lit: "HIP error: out of memory"},
+			// out of memory on a line that names the GPU side, in any tool's
+			// words; not CUDA's, and not the host's malloc
+			{lit: " out of memory", re: `(?i)\b(hip|rocm|gtt|vram|amdgpu|gpu)\b.*\bout of memory\b`,
+				not: []string{"CUDA", "malloc failed", "Out of memory: Killed"}},
 			// vLLM's own words when the memory it may use is too small
 			{lit: "No available memory for the cache blocks"},
 			{lit: "larger than the available KV cache memory"},
@@ -504,6 +514,8 @@ var rules = withSignals([]Rule{
 			{lit: "HSA_STATUS_ERROR_OUT_OF_RESOURCES"},
 			{lit: "no ROCm-capable device is detected"},
 			{lit: "No HIP GPUs are available"},
+			// llama.cpp's ROCm back end failing to start, whatever it names
+			{lit: "failed to initialize ROCm"},
 			{lit: "hipErrorNoDevice"},
 			{lit: "hipGetDeviceCount", re: `hipGetDeviceCount.*hipErrorInvalidDevice|hipErrorInvalidDevice.*hipGetDeviceCount`},
 			{lit: "AMDSMI_STATUS_FILE_ERROR"},
@@ -576,6 +588,9 @@ var rules = withSignals([]Rule{
 		Links: issues("llvm/llvm-project#102981", "unslothai/unsloth#5337", "Said-Akbar/triton-gcn5#4"),
 		pats: []pat{
 			{lit: "Cannot select: intrinsic", re: `Cannot select: intrinsic %llvm\.amdgcn`},
+			// any instruction LLVM's AMDGPU back end cannot select, not only
+			// an intrinsic: a node of a type the target lacks
+			{lit: "LLVM ERROR: Cannot select", re: `LLVM ERROR: Cannot select: .*(amdgcn|AMDGPU|addrspace\([3-7]\)|t\d+: \S+ = )`},
 			{lit: "unsupported target: 'gfx"},
 			{lit: "PassManager::run failed"},
 			// Triton's own lowering giving up on the kernel for this target
@@ -595,6 +610,10 @@ var rules = withSignals([]Rule{
 		pats: slices.Concat([]pat{
 			{lit: "libhsa-runtime64", re: `segfault at .* in libhsa-runtime64`},
 			{lit: "Segmentation fault", re: `Segmentation fault.*\b(rocminfo|rocm-smi|amd-smi|rocm-sdk|hipInfo)\b`},
+			// a crash report naming the runtime's own libraries or frames on
+			// its line, in either order
+			{lit: "Segmentation fault", re: `Segmentation fault.*(libhsa-runtime64|libamdhip64|\brocr::)`},
+			{lit: "libhsa-runtime64", re: `libhsa-runtime64.*(Segmentation fault|SIGSEGV|segfault)`},
 			// gdb names the program first: Thread 1 "rocminfo" received signal
 			// SIGSEGV (ROCm/rocm-systems#7071); its backtrace then runs through
 			// the runtime's own frames, whichever program loaded it.
@@ -660,6 +679,9 @@ var rules = withSignals([]Rule{
 		Links: issues("Looong01/pyg-rocm-build#18"),
 		pats: []pat{
 			{lit: "undefined symbol: hsa_"},
+			// a mangled C++ symbol of a ROCm library (composable_kernel,
+			// rocBLAS, MIOpen, hipBLASLt), whoever asks for it
+			{lit: "undefined symbol: _ZN", re: `undefined symbol: _ZN\d*(ck|rocblas|miopen|hipblaslt|rocsolver|rocprim|hipcub|rocwmma)\d`},
 			// the dynamic linker naming the runtime's symbol version
 			{lit: "' not found (required by", re: "version `(ROCR_|hip_|HIP_|hsa_|rocm)\\S*' not found \\(required by"},
 			// A HIP runtime API symbol: the extension was built against another

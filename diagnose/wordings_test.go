@@ -108,6 +108,36 @@ func TestOtherWordings(t *testing.T) {
 		{"flash-attn's arch requirement", []string{
 			"RuntimeError: FlashAttention only supports AMD MI200 GPUs or newer.",
 		}, []string{"sdpa-flash-attn-not-available"}},
+		{"LLVM cannot select a node for the target", []string{
+			"LLVM ERROR: Cannot select: t42: v2f16 = fmaxnum_ieee t40, t41",
+		}, []string{"triton-amd-llvm-isel-unsupported"}},
+		{"LLVM runs out of memory", []string{
+			"LLVM ERROR: out of memory",
+		}, nil},
+		{"llama.cpp's ROCm back end does not start", []string{
+			"ggml_cuda_init: failed to initialize ROCm: invalid device ordinal",
+		}, []string{"kfd-permission-no-gpu"}},
+		{"a crash inside the HIP runtime", []string{
+			"Segmentation fault (core dumped) in /opt/rocm/lib/libamdhip64.so.6",
+		}, []string{"hsa-runtime-segfault-init"}},
+		{"a crash of a program", []string{
+			"Segmentation fault (core dumped) ./my_app --input data.bin",
+		}, nil},
+		{"a library refuses gfx1151", []string{
+			"RuntimeError: rocWMMA: gfx1151 is not supported",
+		}, []string{"gfx-arch-not-in-allowlist"}},
+		{"a library notes it falls back on gfx1151", []string{
+			"Warning: gfx1151 is not supported by hipBLASLt, falling back to rocBLAS",
+		}, nil},
+		{"an engine's GPU out of memory", []string{
+			"llama_model_load: error loading model: GPU out of memory (requested 24 GiB)",
+		}, []string{"hip-oom-apu-gtt"}},
+		{"a composable_kernel symbol from another build", []string{
+			"ImportError: /venv/lib/python3.12/site-packages/xformers/_C.so: undefined symbol: _ZN2ck16tensor_operation6device8instance12add_instancesEv",
+		}, []string{"rocm-version-mix-undefined-symbol"}},
+		{"a boost symbol", []string{
+			"ImportError: ./libfoo.so: undefined symbol: _ZN5boost6system15system_categoryEv",
+		}, nil},
 		{"asm parser rejects the operands", []string{
 			"<inline asm>:2:3: error: operands are not valid for this GPU or mode",
 		}, []string{"gfx11-inline-asm-unsupported"}},
