@@ -75,6 +75,10 @@ var rules = withSignals([]Rule{
 			{lit: "hipErrorInvalidImage"},
 			// the HSA runtime's names for a code object it cannot load
 			{lit: "HSA_STATUS_ERROR_INVALID_CODE_OBJECT"},
+			// HIP's text for hipErrorInvalidKernelFile: a code object file for
+			// another target (danielblnc/DLSS-NR-on-AMD#29, gfx1201 kernels on gfx1200)
+			{lit: "invalid kernel file"},
+			{lit: "hipErrorInvalidKernelFile"},
 			{lit: "HSA_STATUS_ERROR_INVALID_ISA"},
 		},
 	},
@@ -496,6 +500,8 @@ var rules = withSignals([]Rule{
 			{lit: "exceeds device memory allocation limit"},
 			// ggml's Vulkan backend in its own words
 			{lit: "Device memory allocation of size", re: `Device memory allocation of size \d+ failed`},
+			// RADV out of GTT for a submission's buffers (leejet/stable-diffusion.cpp#2015)
+			{lit: "Not enough memory for command submission"},
 			{lit: "Failed to allocate a buffer", re: `radv.*Failed to allocate a buffer`},
 		},
 	},
