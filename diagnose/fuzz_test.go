@@ -81,3 +81,30 @@ func FuzzScan(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSuspects checks the fallback for unrecognised failures: no panic, at
+// most the lines asked for, in order, each a real line of the input, its
+// text short and valid UTF-8.
+func FuzzSuspects(f *testing.F) {
+	addSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got := pickSuspects(strings.Split(string(data), "\n"), 1, 3)
+		n := bytes.Count(data, []byte{'\n'}) + 1
+		if len(got) > 3 {
+			t.Fatalf("%d suspects, asked for 3", len(got))
+		}
+		for i, s := range got {
+			if s.Line < 1 || s.Line > n || i > 0 && s.Line <= got[i-1].Line {
+				t.Fatalf("line %d out of order or outside 1..%d: %+v", s.Line, n, got)
+			}
+			if s.Text == "" || !utf8.ValidString(s.Text) || len(s.Text) > maxTextLen {
+				t.Fatalf("bad text %q", s.Text)
+			}
+			for _, r := range s.Text {
+				if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+					t.Fatalf("control character %U in %q", r, s.Text)
+				}
+			}
+		}
+	})
+}

@@ -78,6 +78,7 @@ type (
 	diagnosedMsg struct {
 		path     string
 		findings []diagnose.Finding
+		suspects []diagnose.Suspect // when nothing is known: lines that look like the error
 		err      error
 	}
 	openTroubleshootMsg struct{}

@@ -196,6 +196,9 @@ func (f *fakeBackend) Diagnose(path string) ([]diagnose.Finding, error) {
 	if path == "missing" {
 		return nil, errors.New("open missing: no such file or directory")
 	}
+	if strings.HasSuffix(path, "unknown.log") {
+		return nil, nil // a real file no rule knows
+	}
 	return []diagnose.Finding{{Family: "llamacpp-rocm-load-hang-sdma", Line: 42, Text: "load_all_data: using async uploads for device ROCm0", Summary: "Output stopped during model load", Stall: true}}, nil
 }
 

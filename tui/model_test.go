@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -270,6 +272,33 @@ func TestTroubleshootLadderForHang(t *testing.T) {
 	drive(t, m, press("esc"))
 	if m.top() != m.detect {
 		t.Errorf("esc left %T on top, want detection", m.top())
+	}
+}
+
+// TestTroubleshootPointsAtAnUnknownError checks the fallback when no rule
+// knows the failure: the lines that look like its error, from the real
+// file, with a bell in the log replaced rather than rung.
+func TestTroubleshootPointsAtAnUnknownError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "unknown.log")
+	log := "[1/9] Building HIP object kern.o\nkern.hip:3:1: error: unknown type name 'hipFoo'\a\nFAILED: kern.o\n"
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := newSized(t, newFakeBackend(t), 120, 40)
+	drive(t, m, press("t"))
+	for _, r := range path {
+		drive(t, m, press(string(r)))
+	}
+	drive(t, m, press("enter"))
+	v := plain(m)
+	for _, want := range []string{"No known failure in " + path, "These lines look like the error",
+		"line 2  kern.hip:3:1: error: unknown type name 'hipFoo'\uFFFD", "line 3  FAILED: kern.o"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("troubleshoot lacks %q:\n%s", want, v)
+		}
+	}
+	if strings.Contains(v, "\a") {
+		t.Errorf("the bell reached the screen")
 	}
 }
 

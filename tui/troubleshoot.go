@@ -20,6 +20,7 @@ type troubleshootScreen struct {
 	editing  bool
 	path     string
 	findings []diagnose.Finding
+	suspects []diagnose.Suspect
 	err      error
 	selected int
 	climbed  map[string]int // family -> rungs tried
@@ -71,7 +72,7 @@ func (s *troubleshootScreen) FullHelp() [][]key.Binding { return [][]key.Binding
 func (s *troubleshootScreen) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case diagnosedMsg:
-		s.path, s.findings, s.err, s.scanned, s.selected = msg.path, msg.findings, msg.err, true, 0
+		s.path, s.findings, s.suspects, s.err, s.scanned, s.selected = msg.path, msg.findings, msg.suspects, msg.err, true, 0
 	case tea.KeyPressMsg:
 		if s.editing {
 			return s.editKey(msg)
@@ -93,7 +94,12 @@ func (s *troubleshootScreen) editKey(k tea.KeyPressMsg) tea.Cmd {
 		b := s.backend
 		return func() tea.Msg {
 			f, err := b.Diagnose(path)
-			return diagnosedMsg{path: path, findings: f, err: err}
+			msg := diagnosedMsg{path: path, findings: f, err: err}
+			if err == nil && len(f) == 0 {
+				// a directory or bundle has no one place to point at
+				msg.suspects, _ = diagnose.Suspects(path, 3)
+			}
+			return msg
 		}
 	case key.Matches(k, s.Keys.Back):
 		if !s.scanned {
@@ -160,6 +166,13 @@ func (s *troubleshootScreen) results() string {
 	switch {
 	case s.err != nil:
 		return st.Fail.Render(s.err.Error())
+	case len(s.findings) == 0 && len(s.suspects) > 0:
+		b.WriteString(st.OK.Render("No known failure in "+src+".") + "\n" +
+			st.Subtle.Render("These lines look like the error; `haloforge doctor` checks the host.") + "\n")
+		for _, l := range s.suspects {
+			b.WriteString(ansiCut(st.Subtle.Render(fmt.Sprintf("  line %d  ", l.Line))+l.Text, s.w) + "\n")
+		}
+		return b.String()
 	case len(s.findings) == 0:
 		return st.OK.Render("No known failure in "+src+".") + "\n" +
 			st.Subtle.Render("If it still fails, the last lines of the log are the place to look; `haloforge doctor` checks the host.")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -75,6 +76,24 @@ func runDiagnose(cmd *cobra.Command, args []string, asJSON bool) error {
 	return nil
 }
 
+// writeSuspects points, in each plain log among args, at the lines that
+// look like an error no rule knows: where to start reading.
+func writeSuspects(w io.Writer, args []string) {
+	for _, a := range args {
+		if info, err := os.Stat(a); a == "-" || err != nil || !info.Mode().IsRegular() || strings.HasSuffix(a, ".tar.gz") {
+			continue
+		}
+		ss, err := diagnose.Suspects(a, 3)
+		if err != nil || len(ss) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "Lines of %s that look like an error:\n", a)
+		for _, s := range ss {
+			fmt.Fprintf(w, "  line %d: %s\n", s.Line, s.Text)
+		}
+	}
+}
+
 func oneStdin(args []string) error {
 	n := 0
 	for _, a := range args {
@@ -93,6 +112,7 @@ func oneStdin(args []string) error {
 func writeFindings(w io.Writer, fs []diagnose.Finding, args []string) {
 	if len(fs) == 0 {
 		fmt.Fprintf(w, "No known failure found in %s.\n", strings.Join(args, ", "))
+		writeSuspects(w, args)
 		return
 	}
 	for i, f := range fs {

@@ -197,9 +197,26 @@ func (p *printer) failure(e Event) {
 	}
 	if len(e.Findings) == 0 {
 		fmt.Fprintf(p.w, "  diagnosis: no known failure recognised in the log\n")
+		p.suspects(e.Log)
 	}
 	for _, f := range e.Findings {
 		p.diagnosis(f)
+	}
+}
+
+// suspects points at the lines of an unrecognised failure that look like
+// its error, so the reader starts there rather than at the last lines.
+func (p *printer) suspects(log string) {
+	if log == "" {
+		return
+	}
+	ss, err := diagnose.Suspects(log, 3)
+	if err != nil || len(ss) == 0 {
+		return
+	}
+	fmt.Fprintf(p.w, "  the error may be at:\n")
+	for _, s := range ss {
+		fmt.Fprintf(p.w, "    line %d: %s\n", s.Line, s.Text)
 	}
 }
 

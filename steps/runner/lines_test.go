@@ -3,6 +3,9 @@ package runner
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,5 +85,28 @@ func TestFormatDuration(t *testing.T) {
 		if got := FormatDuration(d); got != want {
 			t.Errorf("FormatDuration(%v) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+// TestPrintLinesPointsAtAnUnknownError checks the fallback for a failure
+// no rule knows: the lines that look like its error, with the log's line
+// numbers, after the last lines.
+func TestPrintLinesPointsAtAnUnknownError(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "b.log")
+	text := "[1/9] Building HIP object kern.o\nkern.hip:3:1: error: unknown type name 'hipFoo'\nFAILED: kern.o\nninja: build stopped\n"
+	if err := os.WriteFile(log, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan Event, 1)
+	ch <- Event{Kind: EventStepFinished, Step: "b", Status: steps.OutcomeFailed, ExitCode: 1, Log: log, Tail: []string{"ninja: build stopped"}}
+	close(ch)
+	var out bytes.Buffer
+	PrintLines(&out, ch, PrintOptions{})
+	want := "  diagnosis: no known failure recognised in the log\n" +
+		"  the error may be at:\n" +
+		"    line 2: kern.hip:3:1: error: unknown type name 'hipFoo'\n" +
+		"    line 3: FAILED: kern.o\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks the suspects:\n%s\nwant:\n%s", out.String(), want)
 	}
 }

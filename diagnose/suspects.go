@@ -1,0 +1,153 @@
+package diagnose
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+)
+
+// Suspect is a line that looks like the error of a failure no rule
+// recognised: where a reader of the log would look first.
+type Suspect struct {
+	Line int    `json:"line"`
+	Text string `json:"text"`
+}
+
+// suspectTail is how much of a log's end Suspects reads: a failure's error
+// is near the end, and a 200 MB log must not be read twice.
+const suspectTail = 4 << 20
+
+// suspectCluster is how far back from the last error-looking line the
+// first line of the same burst may be: a compiler error and the make,
+// ninja or pip lines that report it come together.
+const suspectCluster = 40
+
+var (
+	// strongError are the words tools put on the line that says what failed.
+	strongError = regexp.MustCompile(`(^|[^\w-])(error|Error|ERROR)(:|\]|!| \d| [A-Z(])|\bFAILED\b|\bfatal( error)?:|\bFatal\b|` +
+		`^Traceback \(most recent call last\)|\b\w*(Error|Exception): |\bKilled\b|Segmentation fault|\bAborted\b|` +
+		`core dumped|\bpanic: |\bSIGSEGV\b|\bSIGABRT\b|exited with code [1-9]|died with <Signals`)
+	// weakError are words that often, not always, carry the cause.
+	weakError = regexp.MustCompile(`(?i)\b(cannot|can't|could not|unable to|failed|not found|no such file|permission denied|` +
+		`undefined (symbol|reference)|out of memory|timed out|refused)\b`)
+	// notError are the false friends: warning flags, zero counts and
+	// success lines that hold the words above.
+	notError = regexp.MustCompile(`-Werror|\b0 errors?\b|\bno errors?\b|(?i)\bwarning\b|error_|_error\b|errors=0|ignore-errors|` +
+		`\b(Successfully|succeeded)\b|\b0 failed\b`)
+)
+
+// Suspects returns up to limit lines of the log at path that look like the
+// error of its failure, earliest first: the burst of error-looking lines
+// that ends last in the log, from its first line on, so a compiler's own
+// message comes before the build tool's report of it. Lines that only look
+// weakly like an error count when there is no strong one. It reads the
+// last suspectTail bytes and counts lines over the whole file, so the line
+// numbers are the log's own.
+func Suspects(path string, limit int) ([]Suspect, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	start := max(0, info.Size()-suspectTail)
+	before, err := countLines(io.NewSectionReader(f, 0, start))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	tail := make([]byte, info.Size()-start)
+	if _, err := f.ReadAt(tail, start); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	first := 1
+	if start > 0 {
+		// the first line is cut: drop it, and count it as a line before
+		if i := bytes.IndexByte(tail, '\n'); i >= 0 {
+			tail, first = tail[i+1:], 2
+		}
+	}
+	return pickSuspects(strings.Split(string(tail), "\n"), before+first, limit), nil
+}
+
+// pickSuspects does Suspects' choosing on lines numbered from firstNo.
+func pickSuspects(lines []string, firstNo, limit int) []Suspect {
+	clean := make([]string, len(lines))
+	for i, l := range lines {
+		clean[i] = strings.TrimSpace(string(stripTimestamp(cleanLine([]byte(l)))))
+	}
+	for _, re := range []*regexp.Regexp{strongError, weakError} {
+		hit := func(i int) bool { return looksLike(re, clean[i]) }
+		last := -1
+		for i := len(clean) - 1; i >= 0; i-- {
+			if hit(i) {
+				last = i
+				break
+			}
+		}
+		if last < 0 {
+			continue
+		}
+		// walk back through the burst: each earlier hit within reach of the
+		// burst's current start extends it
+		from := last
+		for i := last - 1; i >= 0 && from-i <= suspectCluster; i-- {
+			if hit(i) {
+				from = i
+			}
+		}
+		var out []Suspect
+		seen := map[string]bool{}
+		for i := from; i <= last && len(out) < limit; i++ {
+			if hit(i) && !seen[clean[i]] {
+				seen[clean[i]] = true
+				out = append(out, Suspect{Line: firstNo + i, Text: capValid(printable(clean[i]))})
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// looksLike reports whether a clean line holds re's words and none of the
+// false friends.
+func looksLike(re *regexp.Regexp, line string) bool {
+	return line != "" && re.MatchString(line) && !notError.MatchString(line)
+}
+
+// printable replaces the control characters a log line may still hold
+// after its escapes are stripped (bells, backspaces, C1 codes), so a
+// suspect can go to any screen as it is.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\t':
+			return ' '
+		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
+			return '\uFFFD'
+		}
+		return r
+	}, s)
+}
+
+// countLines counts the newlines r holds.
+func countLines(r io.Reader) (int, error) {
+	buf := make([]byte, 256<<10)
+	n := 0
+	for {
+		k, err := r.Read(buf)
+		n += bytes.Count(buf[:k], []byte{'\n'})
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
