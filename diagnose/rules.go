@@ -53,6 +53,8 @@ var rules = withSignals([]Rule{
 		Links: issues("lamikr/rocm_sdk_builder#246", "ggml-org/llama.cpp#19949"),
 		pats: []pat{
 			{lit: "hipErrorNoBinaryForGpu"},
+			// ROCm ≤ 6.1's loader (ROCm/clr hip_code_object.cpp)
+			{lit: "Unable to find code object for all current devices"},
 			{lit: "No compatible code objects found"},
 			{lit: "Missing CO for these ISAs"},
 			{lit: "no kernel image is available for execution"},
@@ -79,6 +81,11 @@ var rules = withSignals([]Rule{
 			// another target (danielblnc/DLSS-NR-on-AMD#29, gfx1201 kernels on gfx1200)
 			{lit: "invalid kernel file"},
 			{lit: "hipErrorInvalidKernelFile"},
+			// the runtime's build log when it loads a code object for another
+			// ISA, or one it cannot unpack (ROCm/clr devprogram.cpp, hip_fatbin.cpp)
+			{lit: "is not compatible with the device ISA"},
+			{lit: "Could not find the program ISA"},
+			{lit: "Failed to unbundle code object"},
 			{lit: "HSA_STATUS_ERROR_INVALID_ISA"},
 		},
 	},
@@ -102,6 +109,10 @@ var rules = withSignals([]Rule{
 			// "Could not load …TensileLibrary_lazy_gfx1103.dat"
 			// (likelovewant/ROCmLibs-for-gfx1103-AMD780M-APU#12)
 			{lit: "TensileLibrary", re: `(?i)(cannot|could not|unable to|failed to) (read|load|find|open) .*TensileLibrary`},
+			// no code objects for the arch, and a bundle without the library
+			// directory at all (ROCm/rocBLAS tensile_host.cpp)
+			{lit: "ROCBLAS_TENSILE_LIBPATH is set correctly"},
+			{lit: "directory iterator cannot open directory", re: `(?i)(rocblas|hipblaslt|tensile)`},
 			// the same message with the path wrapped onto the next line
 			// (ROCm/rocBLAS#1267)
 			{lit: "TensileLibrary", after: []string{"rocBLAS error: Cannot read"}, within: 1},
@@ -212,6 +223,7 @@ var rules = withSignals([]Rule{
 			// compiler's error scrolled off or was not quoted (ROCm/TheRock#1408):
 			// ninja's FAILED and make's "*** [target] Error".
 			{lit: "experimental/gen_ai/", re: `(^|\s)FAILED: .*fbgemm_gpu/experimental/gen_ai/`},
+			{lit: "experimental/gen_ai/", re: `gen_ai/.*fatal error: (ck|ck_tile)/\S+: No such file or directory`},
 			{lit: "fbgemm_genai.dir/", re: `(^|\s)FAILED: .*fbgemm_genai\.dir/`},
 			{lit: "experimental/gen_ai/", re: `\*\*\* \[[^]]*fbgemm_gpu/experimental/gen_ai/[^]]*\] Error \d+`},
 		},
@@ -253,6 +265,7 @@ var rules = withSignals([]Rule{
 			"export ROCM_PATH=$(rocm-sdk path --root) CMAKE_PREFIX_PATH=$(rocm-sdk path --root)   # llama.cpp's ggml-hip reads ROCM_PATH, not HIP_PATH",
 		Links: issues("ROCm/TheRock#2177"),
 		pats: []pat{
+			{lit: "Failed to find ROCm root directory"}, // CMakeDetermineHIPCompiler: no root at all
 			{lit: "does not contain the HIP runtime CMake package"},
 			{lit: `provided by "hip-lang"`},
 			// find_package(hip) in config mode, CMake's own wording for a
@@ -374,6 +387,14 @@ var rules = withSignals([]Rule{
 		pats: []pat{
 			{lit: "MES failed to respond to msg"},
 			{lit: "MES failed to response msg"}, // older kernels' spelling
+			// newer MES code names the instance: "MES(0, 0) failed to respond
+			// to msg=…"; and the lines around a wedged MES (mes_v11_0.c,
+			// amdgpu_mes.c, kfd_device_queue_manager.c)
+			{lit: "failed to respond to msg=", re: `MES\(\d+, ?\d+\) failed to respond to msg=`},
+			{lit: "MES ring buffer is full"},
+			{lit: "failed to reg_write_reg_wait"},
+			{lit: "hardware queue from MES"},
+			{lit: "hardware queue to MES"},
 			{lit: "MES might be in unrecoverable state"},
 			{lit: "timeout, signaled seq=", re: `ring (gfx|comp)_[\d.]+ timeout`},
 			// the same hang seen from the copy engine's ring
@@ -391,6 +412,8 @@ var rules = withSignals([]Rule{
 		pats: []pat{
 			{lit: "HW Exception by GPU node"},
 			{lit: "reason :GPU Hang"},
+			// a queue aborted on a hardware exception (ROCm/clr rocdevice.cpp)
+			{lit: "HSA_STATUS_ERROR_EXCEPTION"},
 		},
 	},
 	{
@@ -405,6 +428,7 @@ var rules = withSignals([]Rule{
 			{lit: "page fault (src_id:", re: `\[(gfx|mm)hub\d*\]`},
 			// GCVM_ on gfx11, MMVM_ and VM_ on other hubs and older GPUs
 			{lit: "L2_PROTECTION_FAULT_STATUS"},
+			{lit: "Faulty UTCL2 client ID"},
 		},
 	},
 	{
@@ -450,6 +474,12 @@ var rules = withSignals([]Rule{
 		pats: []pat{
 			{lit: "HIP out of memory"},
 			{lit: "HIP error: out of memory"},
+			// the HIP runtime's and ggml's own words (ROCm/clr hip_memory.cpp,
+			// ggml-alloc.c, llama-model.cpp)
+			{lit: "Allocation failed : Device memory"},
+			{lit: "Video memory allocation failed"},
+			{lit: "unable to allocate ROCm", re: `unable to allocate ROCm\d+ buffer`},
+			{lit: "Available Free mem", re: `HSA_STATUS_ERROR_OUT_OF_RESOURCES.*Available Free mem`},
 			// out of memory on a line that names the GPU side, in any tool's
 			// words; not CUDA's, and not the host's malloc
 			{lit: " out of memory", re: `(?i)\b(hip|rocm|gtt|vram|amdgpu|gpu)\b.*\bout of memory\b`,
@@ -481,6 +511,8 @@ var rules = withSignals([]Rule{
 		Links: issues("HarbourMasters/Shipwright#6048"),
 		pats: []pat{
 			{lit: "Configuring gttsize via module parameter is deprecated"},
+			// a misspelt parameter, so no GTT change applies at all
+			{lit: "unknown parameter 'gtt", re: `amdgpu: unknown parameter 'gtt\w*' ignored`},
 			{lit: "GTT size has been set as", re: `GTT size has been set as .*TTM size has been set as`},
 		},
 	},
@@ -494,7 +526,8 @@ var rules = withSignals([]Rule{
 			"vulkaninfo --summary | grep -i driverName   # must say radv",
 		Links: issues("ggml-org/llama.cpp#15009"),
 		pats: []pat{
-			{lit: "ErrorOutOfDeviceMemory"},
+			// not ggml's pinned host memory: it falls back to a plain buffer
+			{lit: "ErrorOutOfDeviceMemory", not: []string{"pinned memory"}},
 			// the C API's name for it (Mesa, TVM; mlc-ai/mlc-llm#974, llama.cpp#8492's title)
 			{lit: "VK_ERROR_OUT_OF_DEVICE_MEMORY"},
 			{lit: "exceeds device memory allocation limit"},
@@ -502,6 +535,9 @@ var rules = withSignals([]Rule{
 			{lit: "Device memory allocation of size", re: `Device memory allocation of size \d+ failed`},
 			// RADV out of GTT for a submission's buffers (leejet/stable-diffusion.cpp#2015)
 			{lit: "Not enough memory for command submission"},
+			// ggml's Vulkan back end: its older wording, and buffers named Vulkan0
+			{lit: "Memory allocation of size", re: `ggml_vulkan: Memory allocation of size \d+ failed`},
+			{lit: "to allocate Vulkan", re: `(failed|unable) to allocate Vulkan\d+ buffer`},
 			{lit: "Failed to allocate a buffer", re: `radv.*Failed to allocate a buffer`},
 		},
 	},
@@ -517,7 +553,9 @@ var rules = withSignals([]Rule{
 			"kyuz0/amd-r9700-vllm-toolboxes#1", "lemonade-sdk/vllm-rocm#13"),
 		pats: []pat{
 			{lit: "Unable to open /dev/kfd"},
-			{lit: "HSA_STATUS_ERROR_OUT_OF_RESOURCES"},
+			// at start-up (rocminfo, hsa_init); a queue that ran out of memory
+			// says so with its free memory, and is hip-oom-apu-gtt
+			{lit: "HSA_STATUS_ERROR_OUT_OF_RESOURCES", not: []string{"Available Free mem"}},
 			{lit: "no ROCm-capable device is detected"},
 			{lit: "No HIP GPUs are available"},
 			// llama.cpp's ROCm back end failing to start, whatever it names
@@ -527,7 +565,15 @@ var rules = withSignals([]Rule{
 			{lit: "AMDSMI_STATUS_FILE_ERROR"},
 			// rocminfo, the kernel and vLLM saying the GPU is not there for ROCm
 			{lit: "ROCk module is NOT loaded"},
-			{lit: "not supported in kfd"},
+			// the kernel's KFD without this GPU's IP version; an old second GPU
+			// named by its ASIC ("TOPAZ not supported in kfd") is harmless
+			{lit: "not supported in kfd", re: `GC IP [0-9a-f]+ not supported in kfd`},
+			// the BLAS libraries and ollama finding no GPU they may use
+			{lit: "Tensile host: No devices found"},
+			{lit: "permission problems block access"},
+			// rocminfo in a container whose uid has no passwd entry
+			{lit: "to check for video group"},
+			{lit: "to check for render group"},
 			{lit: "Failed to infer device type"},
 			// Opening the GPU's device nodes themselves is refused, in a
 			// container or not (containers/podman#25897: a render node under
@@ -551,6 +597,9 @@ var rules = withSignals([]Rule{
 			{lit: "Unable to find group video"},
 			{lit: "error gathering device information while adding custom device"},
 			{lit: "the default DRM access group"},
+			// podman refusing keep-groups with other groups, or remotely
+			{lit: "option is not allowed with any other --group-add"},
+			{lit: "keep-groups' option is not supported in remote mode"},
 			// Any named group the engine cannot map, e.g. docker taking
 			// podman's keep-groups for a group name (lamikr/rocm_sdk_builder#247).
 			{lit: "no matching entries in group file", re: `(?i)unable to find group \S+: no matching entries in group file`},
@@ -715,6 +764,7 @@ var rules = withSignals([]Rule{
 		Links: issues("leejet/stable-diffusion.cpp#464"),
 		pats: []pat{
 			{lit: "unsupported CUDA gpu architecture: gfx"},
+			{lit: "unsupported HIP gpu architecture: gfx"}, // newer clang's wording
 			{lit: "Unsupported CUDA gpu architecture: gfx"}, // clang ≤ 11 spelling
 			// an LLVM older than the arch: the target CPU is unknown to it
 			{lit: "unknown target CPU 'gfx"},
