@@ -99,6 +99,65 @@ func TestCatalogWordings(t *testing.T) {
 		{"podman refuses keep-groups with another group", []string{
 			"Error: the '--group-add keep-groups' option is not allowed with any other --group-add options",
 		}, []string{"distrobox-podman-device-group"}},
+		{"vLLM's allow-list wrapped by CMake", []string{
+			"CMake Error at cmake/utils.cmake:212 (message):",
+			"  None of the detected ROCm architectures: gfx1151 is supported. Supported",
+			"  ROCm architectures are: gfx90a;gfx942;gfx1100.",
+		}, []string{"gfx-arch-not-in-allowlist"}},
+		{"AITER's JIT module fails to build", []string{
+			"[aiter] failed jit build [module_moe_asm]",
+		}, []string{"gfx11-inline-asm-unsupported"}},
+		{"AITER finishes a JIT module", []string{
+			"[aiter] finish build [module_aiter_enum], cost 21.3s",
+		}, nil},
+		{"a CDNA hardware register in newer LLVM's words", []string{
+			"<inline asm>:1:25: error: specified hardware register is not supported on this GPU",
+		}, []string{"gfx11-inline-asm-unsupported"}},
+		{"AITER's fp8 MFMA builtin", []string{
+			"error: '__builtin_amdgcn_smfmac_f32_32x32x32_fp8_fp8' needs target feature fp8-insts",
+		}, []string{"aiter-fp8-conversion-insts-gfx11"}},
+		{"GlobalISel cannot select an AMDGPU intrinsic", []string{
+			"LLVM ERROR: cannot select: G_INTRINSIC_W_SIDE_EFFECTS intrinsic(@llvm.amdgcn.wmma.f32.16x16x16.fp8)",
+		}, []string{"triton-amd-llvm-isel-unsupported"}},
+		{"an LLVM older than gfx1151", []string{
+			"'gfx1151' is not a recognized processor for this target (ignoring processor)",
+		}, []string{"triton-amd-llvm-isel-unsupported"}},
+		{"old pip's torch conflict", []string{
+			"ERROR: vllm 0.4.0 has requirement torch==2.1.2, but you'll have torch 2.3.0 which is incompatible.",
+		}, []string{"vllm-torch-version-conflict"}},
+		{"an extension build against a torch without ROCm", []string{
+			"No ROCm runtime is found, using ROCM_HOME='/opt/rocm'",
+		}, []string{"vllm-torch-version-conflict"}},
+		{"two torch builds register one namespace", []string{
+			"RuntimeError: Only a single TORCH_LIBRARY can be used to register the namespace prims; please put all of your definitions in a single TORCH_LIBRARY block.",
+		}, []string{"two-torch-pybind-already-registered"}},
+		{"rocm_sdk lacks a library torch asks for", []string{
+			"ModuleNotFoundError: Missing required rocm libraries. Please refer to Python setup instructions, reinstall your virtual environment, or attempt to install manually via `pip install rocm[libraries]`",
+		}, []string{"therock-shared-lib-not-found"}},
+		{"rocm_sdk finds torch built for another ROCm", []string{
+			"RuntimeError: The program was compiled against a ROCm version matching '7.10.*' but the installed ROCm version in this Python environment is 7.9.0.",
+		}, []string{"rocm-version-mix-undefined-symbol"}},
+		{"rocm_sdk without its devel package", []string{
+			"ModuleNotFoundError: rocm_sdk_devel module for the ROCm SDK development package is not installed. This can typically be obtained by installing `rocm[devel]` from your package manager",
+		}, []string{"therock-hip-lang-cmake-missing"}},
+		{"an extension build without ROCM_HOME", []string{
+			"OSError: ROCM_HOME environment variable is not set. Please set it to your ROCm install root.",
+		}, []string{"rocm-device-lib-not-found"}},
+		{"vLLM wants more memory than is free", []string{
+			"ValueError: Free memory on device (12.1/64.0 GiB) on startup is less than desired GPU memory utilization (0.9, 57.6 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
+		}, []string{"hip-oom-apu-gtt"}},
+		{"AITER finds no GPU through rocminfo", []string{
+			"RuntimeError: No gfx arch found in rocminfo output.",
+		}, []string{"kfd-permission-no-gpu"}},
+		{"AITER's rocminfo lookup hits an unknown arch", []string{
+			`RuntimeError: Get GPU arch from rocminfo failed "Unknown GPU architecture: gfx1201. Supported architectures: ['gfx942']"`,
+		}, []string{"gfx-arch-not-in-allowlist"}},
+		{"uv cannot find the package on the index", []string{
+			"  ╰─▶ Because torch was not found in the package registry and you require torch, we can conclude that your requirements are unsatisfiable.",
+		}, []string{"wheel-index-unreachable"}},
+		{"vLLM has no attention backend for the GPU", []string{
+			"ValueError: No valid attention backend found for AMD Radeon 8060S with head_size=256. Reasons: {ROCM_ATTN: [head size not supported]}.",
+		}, []string{"sdpa-flash-attn-not-available"}},
 		{"gcc cannot find the CK headers for FBGEMM GenAI", []string{
 			"fbgemm_gpu/experimental/gen_ai/src/quantize/ck_extensions/fp8_rowwise_gemm.hip:9:10: fatal error: ck/config.h: No such file or directory",
 		}, []string{"fbgemm-genai-rocm-build"}},

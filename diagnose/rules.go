@@ -129,6 +129,12 @@ var rules = withSignals([]Rule{
 		Links: issues("ROCm/TheRock#154", "ROCm/TheRock#2221", "ROCm/rocm-libraries#4618", "ROCm/TheRock#2127"),
 		pats: []pat{
 			{lit: "ROCm architectures", re: `None of the detected ROCm architectures.*is supported`},
+			// CMake re-wraps the message: "is supported" lands on the next line
+			{lit: "None of the detected ROCm architectures"},
+			// AITER's kernel tables and TheRock's rocm sdist (aiter chip_info.py,
+			// TheRock rocm/setup.py)
+			{lit: "Unknown LDS capacity for architecture"},
+			{lit: "is not available in the distribution", re: `ROCM_SDK_TARGET_FAMILY=\S+ is not available in the distribution`},
 			// an RDNA 3/3.5/4 target named on a line that refuses it, in any
 			// tool's words; not a warning that carries on
 			{lit: " not supported", re: `\bgfx1[12]\d[\da-f]\b.*\bnot supported\b|\bnot supported\b.*\bgfx1[12]\d[\da-f]\b`,
@@ -196,6 +202,10 @@ var rules = withSignals([]Rule{
 		Links: issues("pytorch/pytorch#21363", "pytorch/pytorch#32270", "pytorch/vision#1897"),
 		pats: []pat{
 			{lit: "generic_type: cannot initialize type"},
+			// two torch builds registering one operator namespace, and torch
+			// imported from its source tree (pytorch library.cpp, torch/__init__.py)
+			{lit: "Only a single TORCH_LIBRARY can be used to register the namespace"},
+			{lit: "folder of the PyTorch repository"},
 			{lit: "is already registered", re: `type "[^"]+" is already registered`},
 		},
 	},
@@ -241,6 +251,8 @@ var rules = withSignals([]Rule{
 			{lit: "cannot find ROCm device library"},
 			// clang's wording when the whole ROCm tree is not where it looks
 			{lit: "cannot find HIP runtime"},
+			// torch's extension builder without a ROCm root (cpp_extension.py)
+			{lit: "ROCM_HOME environment variable is not set"},
 			{lit: "cannot find device library"},
 			// clang ≤ 11 said "installation" for the same missing device
 			// libraries (hence -nogpulib), ROCm/hip#2086
@@ -266,6 +278,10 @@ var rules = withSignals([]Rule{
 		Links: issues("ROCm/TheRock#2177"),
 		pats: []pat{
 			{lit: "Failed to find ROCm root directory"}, // CMakeDetermineHIPCompiler: no root at all
+			// rocm_sdk without its devel package, or with a broken one (_devel.py)
+			{lit: "rocm_sdk_devel module for the ROCm SDK development package is not installed"},
+			{lit: "No distribution candidates found for 'rocm_sdk_devel'"},
+			{lit: "Expected to find _devel.tar"},
 			{lit: "does not contain the HIP runtime CMake package"},
 			{lit: `provided by "hip-lang"`},
 			// find_package(hip) in config mode, CMake's own wording for a
@@ -289,6 +305,12 @@ var rules = withSignals([]Rule{
 		ExceptSteps: []string{"rocm", "env", "install", "pytorch", "base"},
 		pats: []pat{
 			{lit: "requires torch==", re: `requires torch==\S+,? but you have torch`},
+			// pip ≤ 20.2's wording of the same conflict
+			{lit: "has requirement torch", re: `has requirement torch\S*, but you'll have torch`},
+			// torch's extension builder finding a torch that is not a ROCm
+			// build, and vLLM's CMake finding an older torch than it needs
+			{lit: "No ROCm runtime is found, using ROCM_HOME"},
+			{lit: "expected for ROCm build, saw"},
 			{lit: "Attempting uninstall: torch", re: `Attempting uninstall: torch\s*$`},
 			{lit: "Successfully uninstalled torch-"},
 			{lit: "Collecting torch==", after: []string{"install build dependencies"}, within: 200},
@@ -305,6 +327,11 @@ var rules = withSignals([]Rule{
 		pats: []pat{
 			{lit: "instruction not supported on this GPU"},
 			{lit: "directive requires gfx"},
+			// newer LLVM's wording for a CDNA-only hardware register
+			{lit: "hardware register is not supported on this GPU"},
+			// AITER's own report of a JIT module that did not build: on gfx1151
+			// that is its CDNA code, and the fix is to leave AITER out
+			{lit: "failed jit build ["},
 			{lit: "invalid hardware register"},
 			{lit: "not a valid operand", re: `error: not a valid operand`},
 			// The assembler's other wording for the same CDNA-only asm, e.g.
@@ -324,7 +351,10 @@ var rules = withSignals([]Rule{
 		Fix: "# AITER is optional on gfx1151: skip its step and keep it off at runtime\n" +
 			"unset VLLM_ROCM_USE_AITER",
 		Links: issues("ROCm/aiter#3860"),
-		pats:  []pat{{lit: "needs target feature fp8-conversion-insts"}},
+		pats: []pat{
+			{lit: "needs target feature fp8-conversion-insts"},
+			{lit: "needs target feature fp8-insts"}, // AITER's fp8 MFMA builtins
+		},
 	},
 	{
 		ID:      "vllm-aiter-arch-invalid",
@@ -487,6 +517,7 @@ var rules = withSignals([]Rule{
 			// vLLM's own words when the memory it may use is too small
 			{lit: "No available memory for the cache blocks"},
 			{lit: "larger than the available KV cache memory"},
+			{lit: "is less than desired GPU memory utilization"},
 			{lit: "hipErrorOutOfMemory"},
 			{lit: "cudaMalloc failed: out of memory"},
 			{lit: "failed to allocate ROCm", re: `failed to allocate ROCm\d+ buffer`},
@@ -575,6 +606,9 @@ var rules = withSignals([]Rule{
 			{lit: "to check for video group"},
 			{lit: "to check for render group"},
 			{lit: "Failed to infer device type"},
+			// AITER asking rocminfo for the arch and getting no GPU
+			{lit: "Get GPU arch from rocminfo failed", not: []string{"Unknown GPU architecture"}}, // that one is the allow-list
+			{lit: "No gfx arch found in rocminfo output"},
 			// Opening the GPU's device nodes themselves is refused, in a
 			// container or not (containers/podman#25897: a render node under
 			// keep-groups with the wrong runtime).
@@ -621,6 +655,10 @@ var rules = withSignals([]Rule{
 			// PyTorch prints why each backend was refused only when none was
 			// left, right before "No available kernel" (pytorch/pytorch#138864).
 			{lit: "kernel not used because"},
+			// the same debug pass when flash SDP was switched off, and vLLM
+			// finding no attention backend for the GPU
+			{lit: "Flash attention has been runtime disabled"},
+			{lit: "No valid attention backend found for"},
 			{lit: "not compiled with flash attention"},
 			{lit: "not compiled with memory efficient"},
 			{lit: "not supported by Flash-Attention"},
@@ -648,6 +686,11 @@ var rules = withSignals([]Rule{
 			{lit: "LLVM ERROR: Cannot select", re: `LLVM ERROR: Cannot select: .*(amdgcn|AMDGPU|addrspace\([3-7]\)|t\d+: \S+ = )`},
 			{lit: "unsupported target: 'gfx"},
 			{lit: "PassManager::run failed"},
+			// GlobalISel's lower-case wording, vector legalisation of fp8/WMMA
+			// types, and an LLVM that predates the target (llvm-project)
+			{lit: "LLVM ERROR: cannot select:", re: `amdgcn`},
+			{lit: "Do not know how to split this operator's operand"},
+			{lit: "is not a recognized processor for this target", re: `'gfx\w+' is not a recognized processor`},
 			// Triton's own lowering giving up on the kernel for this target
 			// (pytorch/pytorch#101137)
 			{lit: "Failed to translate TritonGPU to LLVM IR"},
@@ -710,6 +753,12 @@ var rules = withSignals([]Rule{
 			// ROCm/TheRock#2345: KeyError: 'hipsparselt'); the traceback
 			// runs through the SDK's library finder whatever the exception.
 			{lit: "in find_libraries", re: `rocm_sdk[/\\]__init__\.py", line \d+, in find_libraries`},
+			// rocm_sdk's own messages for a library the installed wheels lack
+			// (TheRock rocm_sdk/__init__.py find_libraries, initialize_process)
+			{lit: "Could not find rocm library '"},
+			{lit: "Missing required rocm libraries"},
+			{lit: "Unknown rocm library '"},
+			{lit: "Could not preload libraries from environment variable ROCM_SDK_PRELOAD_LIBRARIES"},
 			// A system library TheRock's SDK bundles as rocm_sysdeps (xz,
 			// zlib, zstd, bzip2, elfutils, numactl, libdrm, sqlite), missing
 			// when torch's extension loads: the bundle ships it renamed, so a
@@ -743,6 +792,8 @@ var rules = withSignals([]Rule{
 			// HIP than the one loaded; versioned names such as
 			// hipGetDevicePropertiesR0600 say which (ROCm/flash-attention#31).
 			{lit: "undefined symbol: hip", re: `undefined symbol: hip[A-Za-z]\w*`},
+			// rocm_sdk's own check: torch built for one ROCm, another installed
+			{lit: "The program was compiled against a ROCm version matching"},
 			// A ROCm component library that cannot resolve a symbol of another
 			// was built against a different release or build of it: a
 			// self-built libMIOpen missing a composable_kernel symbol
@@ -837,6 +888,8 @@ var rules = withSignals([]Rule{
 			{lit: "Failed to fetch: `http", re: "Failed to fetch: `https?://[^`]*(amd\\.com|pytorch\\.org)"},
 			// uv: the index has the package, not for this platform or Python
 			{lit: "has no wheels with a matching"},
+			{lit: "was not found in the package registry"},
+			{lit: "error sending request for url", re: `error sending request for url \(https?://[^)]*(amd\.com|pytorch\.org)`},
 			{lit: "No solution found when resolving dependencies"},
 			{lit: "your requirements are unsatisfiable"},
 		},
