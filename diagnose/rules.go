@@ -792,6 +792,9 @@ var rules = withSignals([]Rule{
 			// HIP than the one loaded; versioned names such as
 			// hipGetDevicePropertiesR0600 say which (ROCm/flash-attention#31).
 			{lit: "undefined symbol: hip", re: `undefined symbol: hip[A-Za-z]\w*`},
+			// torch's HIP library missing a symbol of a ROCm library it links
+			// (RCCL's ncclCommInitRankScalable, ROCm/TheRock#723): another release
+			{lit: "undefined symbol: ", re: `libtorch_hip\.so: undefined symbol: \w+`},
 			// rocm_sdk's own check: torch built for one ROCm, another installed
 			{lit: "The program was compiled against a ROCm version matching"},
 			// A ROCm component library that cannot resolve a symbol of another

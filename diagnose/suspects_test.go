@@ -105,7 +105,7 @@ func TestSuspectsLineNumbersInALargeLog(t *testing.T) {
 func TestSuspectsOnUnrecognisedRealLogs(t *testing.T) {
 	var missed, errorLike, pointed int
 	for _, path := range []string{"testdata/holdout.jsonl", "testdata/blind4.jsonl", blind5Path, blind6Path, blind7Path,
-		blind8Path, blind9Path, blind10Path} {
+		blind8Path, blind9Path, blind10Path, blind11Path} {
 		for _, row := range loadSamples(t, path) {
 			if row.Family == "none" || row.Trigger == "" {
 				continue
