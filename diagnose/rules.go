@@ -818,7 +818,7 @@ var rules = withSignals([]Rule{
 		Links: issues("leejet/stable-diffusion.cpp#464"),
 		pats: []pat{
 			{lit: "unsupported CUDA gpu architecture: gfx"},
-			{lit: "unsupported HIP gpu architecture: gfx"}, // newer clang's wording
+			{lit: "unsupported HIP gpu architecture: gfx"},  // newer clang's wording
 			{lit: "Unsupported CUDA gpu architecture: gfx"}, // clang ≤ 11 spelling
 			// an LLVM older than the arch: the target CPU is unknown to it
 			{lit: "unknown target CPU 'gfx"},
