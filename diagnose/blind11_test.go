@@ -1,15 +1,11 @@
 package diagnose
 
-import (
-	"slices"
-	"strings"
-	"testing"
-)
+import "testing"
 
 // blind11 is an eleventh held-out set, collected while signatures were
 // being mined from the tools' source code (TestCatalogWordings) and read
 // only after they had landed: 24 failure excerpts and 10 healthy ones, none
-// from a thread in any earlier set (TestBlind11Fresh).
+// from a thread in any earlier set (TestBlindSetsFresh).
 //
 // First run (rules.go as of commit 9933601): 23/24 recognised (95.8 %),
 // 10/10 healthy quiet. The rules before any tool-wording layer (commit
@@ -29,45 +25,14 @@ const blind11FirstRun = "23/24 recognised (95.8 %), 10/10 healthy quiet, 2 co-oc
 
 const blind11Path = "testdata/blind11.jsonl"
 
-// blind11MinRecognised is the recall reached after generalising.
-const blind11MinRecognised = 24
-
-// TestBlind11 runs the matcher over blind11.
-func TestBlind11(t *testing.T) {
-	failing, hit := checkHeldOut(t, blind11Path, nil)
-	t.Logf("first blind run: %s", blind11FirstRun)
-	if hit < blind11MinRecognised {
-		t.Errorf("blind11 recall %d/%d fell below the %d reached after generalising", hit, failing, blind11MinRecognised)
-	}
-}
-
-// TestBlind11Fresh keeps blind11 blind to every set before it.
-func TestBlind11Fresh(t *testing.T) {
-	checkFresh(t, blind11Path, []string{"testdata/corpus.jsonl", "testdata/holdout.jsonl", "testdata/blind.jsonl",
-		"testdata/blind3.jsonl", "testdata/blind4.jsonl", blind5Path, blind6Path, blind7Path, blind8Path, blind9Path,
-		blind10Path}, 20, 10)
-}
-
 // TestBlind11Generalised checks the signature learnt from blind11's miss.
 func TestBlind11Generalised(t *testing.T) {
-	tests := []struct {
-		name string
-		log  []string
-		want []string
-	}{
+	checkWordings(t, []wordingCase{
 		{"torch's HIP library misses a MIOpen symbol", []string{
 			"ImportError: /venv/lib/python3.12/site-packages/torch/lib/libtorch_hip.so: undefined symbol: miopenSetTensorDescriptorV2",
 		}, []string{"rocm-version-mix-undefined-symbol"}},
 		{"torch's CUDA library misses an NCCL symbol", []string{
 			"ImportError: /venv/lib/python3.12/site-packages/torch/lib/libtorch_cuda.so: undefined symbol: ncclCommRegister",
 		}, nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := familiesOf(t, strings.Join(tt.log, "\n"))
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("families %v, want %v", got, tt.want)
-			}
-		})
-	}
+	})
 }

@@ -1,17 +1,13 @@
 package diagnose
 
-import (
-	"slices"
-	"strings"
-	"testing"
-)
+import "testing"
 
 // blind5 is a fifth held-out set, collected from public issues after the
 // rules were generalised, to measure the rules as they are on logs nobody
 // has tuned against: 37 failure excerpts over 28 of the 37 FAILURES.md
 // families and 12 healthy or noisy excerpts, none from a thread (counting
 // ROCm/ROCm and ROCm/legacy-rocm-build numbers as one) or with a log already
-// in corpus, holdout, blind, blind3 or blind4 (TestBlind5Fresh checks the
+// in corpus, holdout, blind, blind3 or blind4 (TestBlindSetsFresh checks the
 // threads). Labels come from reading each thread, not from what the rules
 // report; a thread whose failure fits no family exactly carries the closest
 // family whose fix would help, with a note. No rule was changed for it.
@@ -69,93 +65,13 @@ const blind5FirstRun = "26/37 recognised (70.3 %), 12/12 healthy quiet, 1 extra 
 
 const blind5Path = "testdata/blind5.jsonl"
 
-// blind5MinRecognised is the number of failing rows recognised after the
-// rules were generalised from the first run's misses (26 on the blind run):
-// recall may rise, it must not silently fall.
-const blind5MinRecognised = 32
-
-// blind5KnownFalseAlarms are healthy rows the current rules flag, with why;
-// their sub-tests skip so the lead sees them without a failing build. Empty:
-// the first run flagged none.
-var blind5KnownFalseAlarms = map[string]string{}
-
-// blind5KnownExtras are failing rows that also gain an unrelated family,
-// with why. Empty: the first run's one (b13, AITER's own arch assertion
-// taken for vLLM's AITER switch) went when vllm-aiter-arch-invalid began to
-// require vLLM context.
-var blind5KnownExtras = map[string]string{}
-
-// TestBlind5Recall measures the rules on blind5's failing rows.
-func TestBlind5Recall(t *testing.T) {
-	var failing, exact, close int
-	for _, row := range loadSamples(t, blind5Path) {
-		if row.Family == "none" {
-			continue
-		}
-		failing++
-		got := familiesOf(t, row.Log)
-		e, c := recognised(row.Family, got)
-		switch {
-		case e:
-			exact++
-		case c:
-			close++
-		default:
-			t.Logf("missed: %s %s (%s) got %v", row.ID, row.Family, row.Source, got)
-		}
-		if x := extras(row.Family, row.Also, got); len(x) > 0 {
-			if why, ok := blind5KnownExtras[row.ID]; ok {
-				t.Logf("known extra on %s: %v (%s)", row.ID, x, why)
-				continue
-			}
-			t.Errorf("%s (%s): unrelated families %v besides %s", row.ID, row.Source, x, row.Family)
-		}
-	}
-	hit := exact + close
-	t.Logf("first blind run: %s", blind5FirstRun)
-	t.Logf("blind5 recall now: %d/%d (%.1f%%: %d exact, %d sibling)", hit, failing, 100*float64(hit)/float64(failing), exact, close)
-	if hit < blind5MinRecognised {
-		t.Errorf("blind5 recall %d/%d fell below the %d reached after generalising", hit, failing, blind5MinRecognised)
-	}
-}
-
-// TestBlind5Healthy checks that every healthy or noisy row stays quiet.
-func TestBlind5Healthy(t *testing.T) {
-	for _, row := range loadSamples(t, blind5Path) {
-		if row.Family != "none" {
-			continue
-		}
-		t.Run(row.ID, func(t *testing.T) {
-			got := familiesOf(t, row.Log)
-			if why, ok := blind5KnownFalseAlarms[row.ID]; ok {
-				t.Skipf("known false alarm %v, left for the lead: %s", got, why)
-			}
-			if len(got) > 0 {
-				t.Errorf("healthy excerpt from %s yields %v", row.Source, got)
-			}
-		})
-	}
-}
-
-// TestBlind5Fresh keeps blind5 blind: every row names a thread, no thread
-// appears twice, none is already in the corpus or an earlier held-out set,
-// and the set stays at the size the measurement was made on.
-func TestBlind5Fresh(t *testing.T) {
-	checkFresh(t, blind5Path, []string{"testdata/corpus.jsonl", "testdata/holdout.jsonl", "testdata/blind.jsonl",
-		"testdata/blind3.jsonl", "testdata/blind4.jsonl"}, 30, 10)
-}
-
 // TestBlind5Generalised feeds the signatures learnt from blind5's misses
 // other wordings of the same failures (so they are not fitted to one log)
 // and near misses that must stay quiet: generic segfaults, out-of-memory
 // outside ROCm, other CMake packages, libraries that are not ROCm's, and
 // AITER's arch assertion without vLLM.
 func TestBlind5Generalised(t *testing.T) {
-	tests := []struct {
-		name string
-		log  []string
-		want []string
-	}{
+	checkWordings(t, []wordingCase{
 		{"AITER build-target table, other arch", []string{
 			"RuntimeError: Unknown gfx 'gfx1151' in GPU_ARCHS — add it to GFX_CU_NUM_MAP in build_targets.py. Known targets: ['gfx942', 'gfx950']",
 		}, []string{"gfx-arch-not-in-allowlist"}},
@@ -223,13 +139,5 @@ func TestBlind5Generalised(t *testing.T) {
 		{"undefined symbol in a library that is not ROCm's", []string{
 			"ImportError: /usr/lib/x86_64-linux-gnu/librocksdb.so.8: undefined symbol: _ZN7rocksdb2DB4OpenEv",
 		}, nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := familiesOf(t, strings.Join(tt.log, "\n"))
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("families %v, want %v", got, tt.want)
-			}
-		})
-	}
+	})
 }

@@ -1,17 +1,13 @@
 package diagnose
 
-import (
-	"slices"
-	"strings"
-	"testing"
-)
+import "testing"
 
 // blind6 is a sixth held-out set, collected from public issues after the
 // blind5 generalisation, by two collectors who did not see the rules:
 // 35 failure excerpts over 26 of the 37 FAILURES.md families and 13
 // healthy or noisy excerpts, verbatim log text only (no paraphrase), none
 // from a thread already in corpus, holdout, blind, blind3, blind4 or blind5
-// (TestBlind6Fresh). Labels come from reading each thread; where a thread
+// (TestBlindSetsFresh). Labels come from reading each thread; where a thread
 // confirms no fix, the row's fix field says the label is inferred.
 //
 // First run (rules.go as of commit 75b1a13): 29/35 recognised (82.9 %),
@@ -40,36 +36,12 @@ const blind6FirstRun = "29/35 recognised (82.9 %), 13/13 healthy quiet, no extra
 
 const blind6Path = "testdata/blind6.jsonl"
 
-// blind6MinRecognised is the recall reached after generalising: it may
-// rise, it must not silently fall.
-const blind6MinRecognised = 35
-
-// TestBlind6 runs the matcher over blind6: healthy rows quiet, no failing
-// row with an unrelated family, recall at least what it was.
-func TestBlind6(t *testing.T) {
-	failing, hit := checkHeldOut(t, blind6Path, nil)
-	t.Logf("first blind run: %s", blind6FirstRun)
-	if hit < blind6MinRecognised {
-		t.Errorf("blind6 recall %d/%d fell below the %d reached after generalising", hit, failing, blind6MinRecognised)
-	}
-}
-
-// TestBlind6Fresh keeps blind6 blind to every set before it.
-func TestBlind6Fresh(t *testing.T) {
-	checkFresh(t, blind6Path, []string{"testdata/corpus.jsonl", "testdata/holdout.jsonl", "testdata/blind.jsonl",
-		"testdata/blind3.jsonl", "testdata/blind4.jsonl", blind5Path}, 30, 10)
-}
-
 // TestBlind6Generalised feeds the signatures learnt from blind6's misses
 // other wordings of the same failures, and near misses that must stay
 // quiet: AITER without vLLM, other HTTP failures, other FAILED targets,
 // link-time undefined references, and segfaults outside the runtime.
 func TestBlind6Generalised(t *testing.T) {
-	tests := []struct {
-		name string
-		log  []string
-		want []string
-	}{
+	checkWordings(t, []wordingCase{
 		{"AITER arch assertion in vLLM's engine core", []string{
 			"(EngineCore_DP0 pid=4242) INFO 11-20 10:01:02 [core.py:93] Initializing a V1 LLM engine",
 			"(EngineCore_DP0 pid=4242) ERROR 11-20 10:01:09 [core.py:700] AssertionError: One of GPU archs of ['gfx1151'] is invalid or not supported",
@@ -124,13 +96,5 @@ func TestBlind6Generalised(t *testing.T) {
 			"Thread 1 \"python3\" received signal SIGINT, Interrupt.",
 			"#3  0x00007ffff7ab0123 in rocr::core::InterruptSignal::WaitRelaxed(hsa_signal_condition_t, long, unsigned long, hsa_wait_state_t) () from /opt/rocm/lib/libhsa-runtime64.so.1",
 		}, nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := familiesOf(t, strings.Join(tt.log, "\n"))
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("families %v, want %v", got, tt.want)
-			}
-		})
-	}
+	})
 }

@@ -1,17 +1,13 @@
 package diagnose
 
-import (
-	"slices"
-	"strings"
-	"testing"
-)
+import "testing"
 
 // blind8 is an eighth held-out set, collected after blind7's rule changes
 // by three collectors who did not see the rules, under the same brief (the
 // third on the families earlier rounds covered least, and on traps: real
 // failures of other causes that print a family's exact message): 32
 // failure excerpts over 21 families and 15 healthy, noisy or trap
-// excerpts, none from a thread in any earlier set (TestBlind8Fresh).
+// excerpts, none from a thread in any earlier set (TestBlindSetsFresh).
 //
 // First run (rules.go as of commit 135dcc6): 23/32 recognised (71.9 %),
 // 12/15 quiet. Misses:
@@ -46,9 +42,6 @@ const blind8FirstRun = "23/32 recognised (71.9 %), 12/15 quiet (the three traps)
 
 const blind8Path = "testdata/blind8.jsonl"
 
-// blind8MinRecognised is the recall reached after generalising.
-const blind8MinRecognised = 29
-
 // blind8KnownFalseAlarms are trap rows the rules flag, with why: the
 // message is the family's own, and nothing in the excerpt tells the causes
 // apart. A hint on them points at the wrong fix, which the user sees
@@ -60,29 +53,10 @@ var blind8KnownFalseAlarms = map[string]string{
 	"e46": "a CUDA flashinfer install replaces torch with pip's exact \"Attempting uninstall: torch\"",
 }
 
-// TestBlind8 runs the matcher over blind8.
-func TestBlind8(t *testing.T) {
-	failing, hit := checkHeldOut(t, blind8Path, blind8KnownFalseAlarms)
-	t.Logf("first blind run: %s", blind8FirstRun)
-	if hit < blind8MinRecognised {
-		t.Errorf("blind8 recall %d/%d fell below the %d reached after generalising", hit, failing, blind8MinRecognised)
-	}
-}
-
-// TestBlind8Fresh keeps blind8 blind to every set before it.
-func TestBlind8Fresh(t *testing.T) {
-	checkFresh(t, blind8Path, []string{"testdata/corpus.jsonl", "testdata/holdout.jsonl", "testdata/blind.jsonl",
-		"testdata/blind3.jsonl", "testdata/blind4.jsonl", blind5Path, blind6Path, blind7Path}, 30, 10)
-}
-
 // TestBlind8Generalised feeds the signatures learnt from blind8's misses
 // other wordings of the same failures, and near misses that must stay quiet.
 func TestBlind8Generalised(t *testing.T) {
-	tests := []struct {
-		name string
-		log  []string
-		want []string
-	}{
+	checkWordings(t, []wordingCase{
 		{"g++ killed by the OOM killer", []string{
 			"g++: internal compiler error: Killed (program cc1plus)",
 		}, []string{"build-oom-killed"}},
@@ -116,13 +90,5 @@ func TestBlind8Generalised(t *testing.T) {
 		{"a MoE kernel choice", []string{
 			"INFO 11-20 fused_moe.py:412] fused MoE kernel not selected for batch size 1, using the default",
 		}, nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := familiesOf(t, strings.Join(tt.log, "\n"))
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("families %v, want %v", got, tt.want)
-			}
-		})
-	}
+	})
 }

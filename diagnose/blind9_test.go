@@ -1,16 +1,12 @@
 package diagnose
 
-import (
-	"slices"
-	"strings"
-	"testing"
-)
+import "testing"
 
 // blind9 is a ninth held-out set, collected after the signatures written
 // from the tools' own wordings (TestOtherWordings) had landed, to see
 // whether that broader layer lifts recall on first sight: 21 failure
 // excerpts and 10 healthy ones, none from a thread in any earlier set
-// (TestBlind9Fresh). Smaller than the others: the collectors found most
+// (TestBlindSetsFresh). Smaller than the others: the collectors found most
 // obvious threads already used.
 //
 // First run (rules.go as of commit 6b532f3): 15/21 recognised (71.4 %),
@@ -41,32 +37,10 @@ const blind9FirstRun = "15/21 recognised (71.4 %), 10/10 healthy quiet; missed: 
 
 const blind9Path = "testdata/blind9.jsonl"
 
-// blind9MinRecognised is the recall reached after generalising.
-const blind9MinRecognised = 18
-
-// TestBlind9 runs the matcher over blind9.
-func TestBlind9(t *testing.T) {
-	failing, hit := checkHeldOut(t, blind9Path, nil)
-	t.Logf("first blind run: %s", blind9FirstRun)
-	if hit < blind9MinRecognised {
-		t.Errorf("blind9 recall %d/%d fell below the %d reached after generalising", hit, failing, blind9MinRecognised)
-	}
-}
-
-// TestBlind9Fresh keeps blind9 blind to every set before it.
-func TestBlind9Fresh(t *testing.T) {
-	checkFresh(t, blind9Path, []string{"testdata/corpus.jsonl", "testdata/holdout.jsonl", "testdata/blind.jsonl",
-		"testdata/blind3.jsonl", "testdata/blind4.jsonl", blind5Path, blind6Path, blind7Path, blind8Path}, 20, 10)
-}
-
 // TestBlind9Generalised feeds the signatures learnt from blind9's misses
 // other wordings of the same failures, and near misses that must stay quiet.
 func TestBlind9Generalised(t *testing.T) {
-	tests := []struct {
-		name string
-		log  []string
-		want []string
-	}{
+	checkWordings(t, []wordingCase{
 		{"rocBLAS cannot find the arch's Tensile file", []string{
 			"rocBLAS error: Unable to find /opt/rocm/lib/rocblas/library/TensileLibrary_lazy_gfx1151.dat",
 		}, []string{"rocblas-tensile-missing-arch"}},
@@ -89,13 +63,5 @@ func TestBlind9Generalised(t *testing.T) {
 			"1", "2", "3", "4", "5", "6", "7", "8", "9",
 			"OSError: libfoo.so.1: cannot open shared object file: No such file or directory",
 		}, nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := familiesOf(t, strings.Join(tt.log, "\n"))
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("families %v, want %v", got, tt.want)
-			}
-		})
-	}
+	})
 }

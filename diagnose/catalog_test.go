@@ -1,10 +1,6 @@
 package diagnose
 
-import (
-	"slices"
-	"strings"
-	"testing"
-)
+import "testing"
 
 // TestCatalogWordings covers signatures taken from the tools' source code
 // (ROCm/clr, rocBLAS, rocminfo, the amdgpu driver, ggml, ollama, Mesa, clang,
@@ -12,11 +8,7 @@ import (
 // prints it, with the harmless look-alikes the same sources print next to
 // them. Written before blind11 was read, so its first run measures them.
 func TestCatalogWordings(t *testing.T) {
-	tests := []struct {
-		name string
-		log  []string
-		want []string
-	}{
+	checkWordings(t, []wordingCase{
 		{"old HIP loader without a code object", []string{
 			`"hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"`,
 		}, []string{"hip-no-binary-for-gpu"}},
@@ -161,13 +153,5 @@ func TestCatalogWordings(t *testing.T) {
 		{"gcc cannot find the CK headers for FBGEMM GenAI", []string{
 			"fbgemm_gpu/experimental/gen_ai/src/quantize/ck_extensions/fp8_rowwise_gemm.hip:9:10: fatal error: ck/config.h: No such file or directory",
 		}, []string{"fbgemm-genai-rocm-build"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := familiesOf(t, strings.Join(tt.log, "\n"))
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("families %v, want %v", got, tt.want)
-			}
-		})
-	}
+	})
 }
