@@ -17,8 +17,9 @@ type Suspect struct {
 	Text string `json:"text"`
 }
 
-// suspectTail is how much of a log's end Suspects reads: a failure's error
-// is near the end, and a 200 MB log must not be read twice.
+// suspectTail is how much of a log's end Suspects looks at line by line: a
+// failure's error is near the end, and the rest of a 200 MB log only has
+// its newlines counted.
 const suspectTail = 4 << 20
 
 // suspectCluster is how far back from the last error-looking line the
@@ -46,7 +47,8 @@ var (
 // message comes before the build tool's report of it. Lines that only look
 // weakly like an error count when there is no strong one. It reads the
 // last suspectTail bytes and counts lines over the whole file, so the line
-// numbers are the log's own.
+// numbers are the log's own. A directory or a bundle archive is not one
+// log, so it has no suspects.
 func Suspects(path string, limit int) ([]Suspect, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -56,6 +58,9 @@ func Suspects(path string, limit int) ([]Suspect, error) {
 	info, err := f.Stat()
 	if err != nil {
 		return nil, err
+	}
+	if !info.Mode().IsRegular() || isTarGz(path) {
+		return nil, nil
 	}
 	start := max(0, info.Size()-suspectTail)
 	before, err := countLines(io.NewSectionReader(f, 0, start))

@@ -143,3 +143,19 @@ func TestSuspectsOnUnrecognisedRealLogs(t *testing.T) {
 	t.Logf("of %d unrecognised failure logs, %d have an error-looking line of their own; the suspects hold it on %d",
 		missed, errorLike, pointed)
 }
+
+// TestSuspectsOnlyInOneLog checks that a directory or a bundle archive,
+// which diagnose reads as many logs, gets no suspects from its raw bytes.
+func TestSuspectsOnlyInOneLog(t *testing.T) {
+	dir := t.TempDir()
+	bundle := filepath.Join(dir, "bundle.tgz")
+	if err := os.WriteFile(bundle, []byte("error: looks like one\nFAILED: x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{dir, bundle} {
+		got, err := Suspects(path, 3)
+		if err != nil || got != nil {
+			t.Errorf("%s: %+v, %v; want none", path, got, err)
+		}
+	}
+}

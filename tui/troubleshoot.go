@@ -96,8 +96,7 @@ func (s *troubleshootScreen) editKey(k tea.KeyPressMsg) tea.Cmd {
 			f, err := b.Diagnose(path)
 			msg := diagnosedMsg{path: path, findings: f, err: err}
 			if err == nil && len(f) == 0 {
-				// a directory or bundle has no one place to point at
-				msg.suspects, _ = diagnose.Suspects(path, 3)
+				msg.suspects, _ = diagnose.Suspects(path, 3) // none for a directory or bundle
 			}
 			return msg
 		}

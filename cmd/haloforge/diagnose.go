@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -80,8 +79,8 @@ func runDiagnose(cmd *cobra.Command, args []string, asJSON bool) error {
 // look like an error no rule knows: where to start reading.
 func writeSuspects(w io.Writer, args []string) {
 	for _, a := range args {
-		if info, err := os.Stat(a); a == "-" || err != nil || !info.Mode().IsRegular() || strings.HasSuffix(a, ".tar.gz") {
-			continue
+		if a == "-" {
+			continue // standard input is read already
 		}
 		ss, err := diagnose.Suspects(a, 3)
 		if err != nil || len(ss) == 0 {
