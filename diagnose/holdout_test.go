@@ -205,8 +205,11 @@ type blindSet struct {
 	minFailing, minHealthy int
 }
 
-// blindSets are the rounds from blind5 on, in the order they were collected.
+// blindSets are the rounds from blind4 on, in the order they were
+// collected. blind4 was once held to the 90 %; the recall it
+// reached since is the stricter bound.
 var blindSets = []blindSet{
+	{blind4Path, blind4FirstRun, 36, nil, 25, 8},
 	{blind5Path, blind5FirstRun, 32, nil, 30, 10},
 	{blind6Path, blind6FirstRun, 35, nil, 30, 10},
 	{blind7Path, blind7FirstRun, 32, nil, 30, 10},
@@ -216,9 +219,9 @@ var blindSets = []blindSet{
 	{blind11Path, blind11FirstRun, 24, nil, 20, 10},
 }
 
-// earlierThanBlind5 are the sets collected before blind5.
-var earlierThanBlind5 = []string{"testdata/corpus.jsonl", "testdata/holdout.jsonl", "testdata/blind.jsonl",
-	"testdata/blind3.jsonl", "testdata/blind4.jsonl"}
+// earlierThanBlind4 are the sets collected before blind4.
+var earlierThanBlind4 = []string{"testdata/corpus.jsonl", "testdata/holdout.jsonl", "testdata/blind.jsonl",
+	"testdata/blind3.jsonl"}
 
 func setName(path string) string {
 	return strings.TrimSuffix(strings.TrimPrefix(path, "testdata/"), ".jsonl")
@@ -240,7 +243,7 @@ func TestBlindSets(t *testing.T) {
 
 // TestBlindSetsFresh keeps each round blind to every set before it.
 func TestBlindSetsFresh(t *testing.T) {
-	earlier := slices.Clone(earlierThanBlind5)
+	earlier := slices.Clone(earlierThanBlind4)
 	for _, set := range blindSets {
 		t.Run(setName(set.path), func(t *testing.T) {
 			checkFresh(t, set.path, earlier, set.minFailing, set.minHealthy)

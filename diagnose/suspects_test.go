@@ -104,8 +104,11 @@ func TestSuspectsLineNumbersInALargeLog(t *testing.T) {
 // points at (the row's trigger).
 func TestSuspectsOnUnrecognisedRealLogs(t *testing.T) {
 	var missed, errorLike, pointed int
-	for _, path := range []string{"testdata/holdout.jsonl", "testdata/blind4.jsonl", blind5Path, blind6Path, blind7Path,
-		blind8Path, blind9Path, blind10Path, blind11Path} {
+	paths := []string{"testdata/holdout.jsonl"}
+	for _, set := range blindSets {
+		paths = append(paths, set.path)
+	}
+	for _, path := range paths {
 		for _, row := range loadSamples(t, path) {
 			if row.Family == "none" || row.Trigger == "" {
 				continue
