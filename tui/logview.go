@@ -2,6 +2,7 @@ package tui
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/x/ansi"
 )
@@ -20,11 +21,15 @@ func newLogBuffer(capacity int) *logBuffer {
 	return &logBuffer{lines: make([]string, capacity)}
 }
 
-// Append adds a line, evicting the oldest when full. Tabs are expanded so
-// that cell widths are right when the line is cut to the pane.
+// Append adds a line, evicting the oldest when full. Tabs are expanded and
+// invalid UTF-8 replaced so that cell widths are right when the line is
+// cut to the pane: the cutter and the width count disagree on stray bytes.
 func (b *logBuffer) Append(line string) {
 	if strings.IndexByte(line, '\t') >= 0 {
 		line = strings.ReplaceAll(line, "\t", "    ")
+	}
+	if !utf8.ValidString(line) {
+		line = strings.ToValidUTF8(line, "\uFFFD")
 	}
 	if b.n < len(b.lines) {
 		b.lines[(b.start+b.n)%len(b.lines)] = line
