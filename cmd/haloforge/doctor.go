@@ -20,6 +20,7 @@ type doctorOpts struct {
 	verbose bool
 	bundle  string
 	collect string
+	host    hostfixOpts // --plan, --apply, --verify, --rollback (doctor_plan.go)
 }
 
 func newDoctorCmd() *cobra.Command {
@@ -32,8 +33,13 @@ func newDoctorCmd() *cobra.Command {
 			"what to change. It changes nothing itself. Exit 1 when a check fails.",
 		Example: "  haloforge doctor\n  haloforge doctor -v\n  haloforge doctor --collect haloforge-bundle.tar.gz\n" +
 			"  haloforge doctor --bundle ./someone-elses-bundle --json",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runDoctor(cmd, o) },
+		Args: hostfixArgs(&o.host),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.host.active() {
+				return runHostfix(cmd, o, args)
+			}
+			return runDoctor(cmd, o)
+		},
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.json, "json", false, "print the report as JSON")
@@ -41,6 +47,7 @@ func newDoctorCmd() *cobra.Command {
 	f.StringVar(&o.bundle, "bundle", "", "analyse a diagnostics bundle (directory or .tar.gz) instead of this machine")
 	f.StringVar(&o.collect, "collect", "", "write this machine's bundle to DIR or FILE.tar.gz (to attach to a bug report)")
 	cmd.MarkFlagsMutuallyExclusive("bundle", "collect")
+	addHostfixFlags(cmd, &o.host)
 	return cmd
 }
 
@@ -88,6 +95,7 @@ func doctorBundle(ctx context.Context, o doctorOpts) (*detect.Bundle, error) {
 	if err != nil {
 		return nil, failedErr(err)
 	}
+	addBootEvidence(b)
 	return b, nil
 }
 

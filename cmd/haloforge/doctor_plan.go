@@ -1,0 +1,344 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/detect/hostfix"
+)
+
+// hostfixOpts are doctor's host-fix modes: --plan, --apply, --verify and
+// --rollback, and what they share.
+type hostfixOpts struct {
+	plan     bool
+	apply    string
+	verify   bool
+	rollback bool
+	gttGiB   int64
+	user     string
+	root     string
+	confirm  string
+	stateDir string
+	dmesg    string
+}
+
+func (h *hostfixOpts) active() bool { return h.plan || h.apply != "" || h.verify || h.rollback }
+
+func addHostfixFlags(cmd *cobra.Command, h *hostfixOpts) {
+	f := cmd.Flags()
+	f.BoolVar(&h.plan, "plan", false, "print the host changes that fix the warnings (kernel arguments, modprobe.d, groups, advice) for this machine's bootloader")
+	f.StringVar(&h.apply, "apply", "", "apply a plan written by --plan --json: shows every change, asks you to type APPLY, backs up each file, never reboots")
+	f.BoolVar(&h.verify, "verify", false, "after the reboot: do the live values match the plan (PLAN.json, default the last applied), and is the boot's dmesg clean?")
+	f.BoolVar(&h.rollback, "rollback", false, "restore a backup made by --apply (BACKUP_DIR, default the latest) and regenerate the boot entries")
+	f.Int64Var(&h.gttGiB, "gtt-gib", 0, "with --plan: the GTT to give the GPU in GiB (default: RAM minus 4-8 GiB for the OS)")
+	f.StringVar(&h.user, "user", "", "with --plan: the user to add to render and video (default: you)")
+	f.StringVar(&h.root, "root", "", "act on the system installed under DIR (an image or chroot; its tools run with chroot)")
+	f.StringVar(&h.confirm, "confirm", "", "non-interactive confirmation for automation and tests: APPLY for --apply, ROLLBACK for --rollback")
+	f.StringVar(&h.stateDir, "state-dir", "", "where backups go (default $XDG_STATE_HOME/haloforge)")
+	f.StringVar(&h.dmesg, "dmesg", "", "with --verify: read the kernel log from FILE (sudo dmesg > FILE) when dmesg needs root here")
+	cmd.MarkFlagsMutuallyExclusive("plan", "apply", "verify", "rollback", "collect")
+}
+
+// hostfixArgs accepts one argument only after --verify (PLAN.json) or
+// --rollback (BACKUP_DIR); plain doctor takes none.
+func hostfixArgs(h *hostfixOpts) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch {
+		case len(args) == 0:
+			return nil
+		case len(args) == 1 && (h.verify || h.rollback):
+			return nil
+		case len(args) == 1:
+			return usageErr(fmt.Errorf("unexpected argument %q (only --verify PLAN.json and --rollback BACKUP_DIR take one)", args[0]))
+		}
+		return usageErr(fmt.Errorf("too many arguments"))
+	}
+}
+
+func runHostfix(cmd *cobra.Command, o doctorOpts, args []string) error {
+	h := o.host
+	if h.stateDir == "" {
+		h.stateDir = defaultStateDir()
+	}
+	if h.bundleless() && o.bundle != "" {
+		return usageErr(errors.New("--bundle goes with --plan and --verify: --apply and --rollback change this machine (or --root DIR)"))
+	}
+	if h.root != "" {
+		abs, err := filepath.Abs(h.root)
+		if err != nil {
+			return usageErr(err)
+		}
+		h.root = abs
+	}
+	o.host = h
+	switch {
+	case h.plan:
+		return runPlan(cmd, o)
+	case h.apply != "":
+		return runApply(cmd, o)
+	case h.verify:
+		return runVerify(cmd, o, args)
+	}
+	return runRollback(cmd, o, args)
+}
+
+func (h *hostfixOpts) bundleless() bool { return h.apply != "" || h.rollback }
+
+// hostFacts analyses this machine (or the bundle) and reads how it boots:
+// from --root when given, else from the bundle, else from /.
+func hostFacts(cmd *cobra.Command, o doctorOpts) (*detect.Report, *hostfix.Evidence, string, error) {
+	b, err := doctorBundle(cmd.Context(), o)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	r := detect.Analyse(b)
+	var ev *hostfix.Evidence
+	source := "this machine"
+	switch {
+	case o.host.root != "":
+		ev, err = hostfix.FromRoot(o.host.root)
+		if err != nil {
+			return nil, nil, "", usageErr(err)
+		}
+		source = "the system under " + o.host.root
+		if o.bundle != "" {
+			source = o.bundle + " (booting like the system under " + o.host.root + ")"
+		}
+	case o.bundle != "":
+		ev, _ = hostfix.FromBundle(b)
+		source = o.bundle
+	default:
+		ev, err = hostfix.FromRoot("/")
+		if err != nil {
+			return nil, nil, "", failedErr(err)
+		}
+	}
+	return r, ev, source, nil
+}
+
+func runPlan(cmd *cobra.Command, o doctorOpts) error {
+	r, ev, source, err := hostFacts(cmd, o)
+	if err != nil {
+		return err
+	}
+	p, err := hostfix.Build(r, ev, hostfix.Options{GTTGiB: o.host.gttGiB, User: o.host.user, Source: source, Version: version})
+	if err != nil {
+		return usageErr(err)
+	}
+	out := cmd.OutOrStdout()
+	if o.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(p); err != nil {
+			return failedErr(err)
+		}
+		return nil
+	}
+	if err := p.WriteText(out); err != nil {
+		return failedErr(err)
+	}
+	return nil
+}
+
+// isTerminal is true when stdin is a terminal someone can type into.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// hostOf is the system to change: --root DIR, else this machine.
+func hostOf(cmd *cobra.Command, h hostfixOpts) *hostfix.Host {
+	root := h.root
+	if root == "" {
+		root = "/"
+	}
+	return &hostfix.Host{Root: root, Out: cmd.OutOrStdout(), Runner: hostfix.NewExecRunner()}
+}
+
+// confirmer asks for the typed word on the terminal, or takes --confirm.
+func confirmer(cmd *cobra.Command, h hostfixOpts) func(word string) error {
+	return func(word string) error {
+		out := cmd.OutOrStdout()
+		if h.confirm != "" {
+			if h.confirm != word {
+				return usageErr(fmt.Errorf("--confirm must be %s here", word))
+			}
+			fmt.Fprintf(out, "Confirmed with --confirm %s.\n", word)
+			return nil
+		}
+		if !isTerminal(cmd.InOrStdin()) {
+			return fmt.Errorf("%w: type %s in a terminal, or pass --confirm %s (for automation)", hostfix.ErrNoTerminal, word, word)
+		}
+		fmt.Fprintf(out, "Type %s to go ahead (anything else cancels): ", word)
+		line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		if strings.TrimSpace(line) != word {
+			return hostfix.ErrDeclined
+		}
+		return nil
+	}
+}
+
+// hostfixErr maps host-fix errors to DESIGN.md's exit codes.
+func hostfixErr(err error) error {
+	var ee *exitError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ee):
+		return err
+	case hostfix.IsUsage(err):
+		return usageErr(err)
+	}
+	return failedErr(err)
+}
+
+func runApply(cmd *cobra.Command, o doctorOpts) error {
+	f, err := os.Open(o.host.apply)
+	if err != nil {
+		return usageErr(err)
+	}
+	p, err := hostfix.ParsePlan(f)
+	f.Close()
+	if err != nil {
+		return usageErr(fmt.Errorf("%s: %w", o.host.apply, err))
+	}
+	_, err = hostfix.Apply(cmd.Context(), p, hostOf(cmd, o.host), hostfix.ApplyOptions{
+		StateDir: o.host.stateDir, Version: version, Confirm: confirmer(cmd, o.host)})
+	return hostfixErr(err)
+}
+
+func runRollback(cmd *cobra.Command, o doctorOpts, args []string) error {
+	dir := ""
+	if len(args) == 1 {
+		dir = args[0]
+	} else {
+		var err error
+		if dir, err = hostfix.LastApplied(o.host.stateDir); err != nil {
+			return usageErr(err)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "Rolling back %s\n", dir)
+	}
+	_, err := hostfix.Rollback(cmd.Context(), dir, hostOf(cmd, o.host), hostfix.ApplyOptions{
+		StateDir: o.host.stateDir, Version: version, Confirm: confirmer(cmd, o.host)})
+	return hostfixErr(err)
+}
+
+func runVerify(cmd *cobra.Command, o doctorOpts, args []string) error {
+	var p *hostfix.Plan
+	var err error
+	if len(args) == 1 {
+		f, ferr := os.Open(args[0])
+		if ferr != nil {
+			return usageErr(ferr)
+		}
+		p, err = hostfix.ParsePlan(f)
+		f.Close()
+	} else {
+		dir, derr := hostfix.LastApplied(o.host.stateDir)
+		if derr != nil {
+			return usageErr(fmt.Errorf("%v: name the plan (haloforge doctor --verify PLAN.json)", derr))
+		}
+		p, err = hostfix.LoadAppliedPlan(dir)
+	}
+	if err != nil {
+		return usageErr(err)
+	}
+	b, err := doctorBundle(cmd.Context(), o)
+	if err != nil {
+		return err
+	}
+	if o.host.dmesg != "" {
+		data, err := readLimitedFile(o.host.dmesg)
+		if err != nil {
+			return usageErr(err)
+		}
+		_ = b.Set("dmesg.txt", data)
+	} else if o.bundle == "" {
+		kernelLog(cmd.Context(), b)
+	}
+	in := hostfix.VerifyInput{Report: detect.Analyse(b), Bundle: b}
+	switch {
+	case o.host.root != "":
+		if ev, err := hostfix.FromRoot(o.host.root); err == nil {
+			in.Groups = ev.Groups
+		}
+	case o.bundle != "":
+		if ev, ok := hostfix.FromBundle(b); ok && len(ev.Groups) > 0 {
+			in.Groups = ev.Groups
+		}
+	default:
+		if ev, err := hostfix.FromRoot("/"); err == nil {
+			in.Groups = ev.Groups
+		}
+	}
+	v := hostfix.Verify(p, in)
+	out := cmd.OutOrStdout()
+	if o.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(v); err != nil {
+			return failedErr(err)
+		}
+	} else if err := v.WriteText(out); err != nil {
+		return failedErr(err)
+	}
+	if !v.OK {
+		return silentExit(exitFailed)
+	}
+	return nil
+}
+
+// kernelLog reads this boot's kernel log from the journal when dmesg was
+// not readable (kernel.dmesg_restrict); members of adm or systemd-journal
+// may read it without root.
+func kernelLog(ctx context.Context, b *detect.Bundle) {
+	if s, ok := b.Get("dmesg.txt"); ok && !detect.ParseDmesg(s).Restricted {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(cctx, "journalctl", "-k", "-b", "0", "--no-pager", "-q").Output()
+	if err == nil && len(out) > 0 && len(out) < 32<<20 {
+		_ = b.Set("dmesg.txt", out)
+	}
+}
+
+func readLimitedFile(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, 32<<20+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > 32<<20 {
+		return nil, fmt.Errorf("%s: larger than 32 MiB", p)
+	}
+	return data, nil
+}
+
+// addBootEvidence puts how this machine boots into its bundle, so that a
+// shared bundle plans for the right bootloader.
+func addBootEvidence(b *detect.Bundle) {
+	if ev, err := hostfix.FromRoot("/"); err == nil {
+		_ = ev.AddToBundle(b)
+	}
+}

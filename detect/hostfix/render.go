@@ -1,0 +1,96 @@
+package hostfix
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// safeText makes text from files and bundles safe for a terminal: control
+// bytes other than newline and tab, and invalid UTF-8, become visible
+// escapes instead of reaching the terminal.
+func safeText(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// WriteText prints the plan for a person: the actions, the file diffs, the
+// commands in order and what comes after.
+func (p *Plan) WriteText(w io.Writer) error {
+	var b strings.Builder
+	src := p.Source
+	if src == "" {
+		src = "this machine"
+	}
+	fmt.Fprintf(&b, "Host fix plan for %s\nBootloader: %s: %s\n", src, p.Bootloader, p.Boot.Reason)
+	if p.Boot.Problem != "" {
+		fmt.Fprintf(&b, "  haloforge will not change the kernel command line here: %s\n", p.Boot.Problem)
+	}
+	if len(p.Actions) == 0 {
+		b.WriteString("\nNothing to change: no warning or failing check has a host fix.\n")
+	} else {
+		b.WriteString("\nActions:\n")
+	}
+	for i, a := range p.Actions {
+		tag := a.Kind
+		if a.Advice {
+			tag += ", you do it"
+		}
+		fmt.Fprintf(&b, "%2d. [%s] %s  (check %s)\n", i+1, tag, a.Change, a.Check)
+		if a.Command != "" {
+			for _, l := range strings.Split(a.Command, "\n") {
+				fmt.Fprintf(&b, "      %s\n", l)
+			}
+		}
+	}
+	if len(p.Files) > 0 {
+		b.WriteString("\nFile changes:\n")
+		for _, f := range p.Files {
+			for _, l := range strings.SplitAfter(strings.TrimRight(f.Diff, "\n"), "\n") {
+				b.WriteString("  " + l)
+			}
+			b.WriteString("\n")
+		}
+	}
+	if len(p.Script) > 0 {
+		b.WriteString("\nCommands, in order (doctor --apply runs the ones it can for you; to do it by hand, copy them):\n")
+		for _, l := range p.Script {
+			b.WriteString("  " + l + "\n")
+		}
+	}
+	if len(p.Skipped) > 0 {
+		b.WriteString("\nNot a host change (see haloforge doctor -v):\n")
+		for _, s := range p.Skipped {
+			fmt.Fprintf(&b, "  %s (%s): %s\n", s.Check, s.Status, s.Reason)
+		}
+	}
+	for _, n := range p.Notes {
+		b.WriteString("Note: " + n + "\n")
+	}
+	switch {
+	case p.Reboot:
+		b.WriteString("\nA reboot is needed for the kernel changes. Apply, reboot, then check:\n")
+	case len(p.Actions) > 0:
+		b.WriteString("\nApply, then check:\n")
+	}
+	if len(p.Actions) > 0 {
+		b.WriteString("  haloforge doctor --plan --json > plan.json\n  haloforge doctor --apply plan.json\n  haloforge doctor --verify\n")
+	}
+	_, err := io.WriteString(w, safeText(b.String()))
+	return err
+}
