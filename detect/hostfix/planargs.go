@@ -149,7 +149,11 @@ func (kb *kernelArgBuilder) add(w want) {
 	runningOK := satisfied(kb.running, w.arg)
 	if lines, ok := kb.configParams(); ok && allSatisfied(lines, w.arg) {
 		if !runningOK && len(kb.running) > 0 {
-			p.Notes = append(p.Notes, fmt.Sprintf("%s is already in the boot configuration: it takes effect at the next boot", w.arg))
+			note := fmt.Sprintf("%s is in the boot configuration but not on the running kernel: it takes effect at the next boot", w.arg)
+			if w.arg.Op == OpRemove {
+				note = fmt.Sprintf("%s is on the running kernel but no longer in the boot configuration: it goes at the next boot", w.arg)
+			}
+			p.Notes = append(p.Notes, note)
 			p.Reboot = true
 		}
 		return
