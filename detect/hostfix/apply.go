@@ -216,6 +216,9 @@ func (w *work) kernelArgs(ctx context.Context, h *Host, args []KernelArg) error 
 			return fmt.Errorf("%s does not exist and the running command line is unknown: %w", kernelCmdlinePath, ErrMismatch)
 		}
 		k := newKernelCmdline(e.before.data, e.before.exists, w.ev.ProcCmdline)
+		if err := k.check(); err != nil {
+			return fmt.Errorf("%v: %w", err, ErrMismatch)
+		}
 		w.bootCmdline = strings.TrimSpace(k.text)
 		changed := false
 		for _, a := range args {

@@ -91,6 +91,9 @@ func parseGrubFile(path string, data []byte) (*grubFile, error) {
 		if !a.doubleQuot && a.valEnd > a.valStart && strings.ContainsAny(body[a.valStart:a.valEnd], " \t") && body[a.valStart-1] != '\'' {
 			return nil, fmt.Errorf("%s:%d: %s: %w", path, i+1, a.name, errGrubTooComplex)
 		}
+		if strings.Count(body[a.valStart:a.valEnd], `"`)%2 == 1 {
+			return nil, fmt.Errorf("%s:%d: %s: %w (an unbalanced quote)", path, i+1, a.name, errGrubTooComplex)
+		}
 		g.assigns = append(g.assigns, a)
 	}
 	return g, nil

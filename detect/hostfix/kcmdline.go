@@ -1,6 +1,21 @@
 package hostfix
 
-import "strings"
+import (
+	"errors"
+	"strings"
+)
+
+// errUnbalancedQuote: a command line whose quotes do not pair up cannot be
+// edited safely (an appended parameter would land inside the quotes).
+var errUnbalancedQuote = errors.New(kernelCmdlinePath + " has an unbalanced quote: edit it by hand")
+
+// check refuses a command line haloforge cannot edit safely.
+func (k *kernelCmdline) check() error {
+	if strings.Count(k.text, `"`)%2 == 1 {
+		return errUnbalancedQuote
+	}
+	return nil
+}
 
 // kernelCmdlinePath is where kernel-install (systemd-boot and other BLS
 // setups) reads the command line for new boot entries.

@@ -64,6 +64,10 @@ func newKernelArgBuilder(p *Plan, e *Evidence, r *detect.Report) *kernelArgBuild
 				break
 			}
 			kb.kcl = newKernelCmdline(data, ok, e.ProcCmdline)
+			if err := kb.kcl.check(); err != nil {
+				p.Boot.Problem, kb.kcl = err.Error(), nil
+				break
+			}
 			kb.kclOrig = kb.kcl.text
 		}
 	case BootGrubby:
