@@ -10,7 +10,7 @@ import (
 func validPlan() *Plan {
 	a := set("ttm.pages_limit", "30670848")
 	return &Plan{Version: PlanVersion, CreatedBy: "haloforge test", Bootloader: BootGRUB,
-		Boot: Boot{Name: BootGRUB, Tool: "update-grub", Config: []string{"/etc/default/grub"}, Update: [][]string{{"update-grub"}}, Reason: "GRUB"},
+		Boot:   Boot{Name: BootGRUB, Tool: "update-grub", Config: []string{"/etc/default/grub"}, Update: [][]string{{"update-grub"}}, Reason: "GRUB"},
 		Reboot: true,
 		Actions: []Action{
 			{ID: "set:ttm.pages_limit", Kind: KindKernelArg, Check: "gtt-size", Change: "set it", Command: "sudo sed …", Arg: &a},
@@ -50,7 +50,10 @@ func TestParsePlanRefuses(t *testing.T) {
 		{name: "command substitution in a value", mutate: func(p *Plan) { p.Actions[0].Arg.Value = "$(id)" }, want: "not allowed"},
 		{name: "unknown kernel argument", mutate: func(p *Plan) { p.Actions[0].Arg.Key = "init"; p.Actions[0].Arg.Value = "/bin/sh" }, want: "not one haloforge manages"},
 		{name: "page count out of range", mutate: func(p *Plan) { p.Actions[0].Arg.Value = "9999999999" }, want: "page count"},
-		{name: "remove-only key set", mutate: func(p *Plan) { p.Actions[0].Arg = &KernelArg{Op: OpSet, Key: "nomodeset"}; p.Actions[0].ID = "set:nomodeset" }, want: "only be removed"},
+		{name: "remove-only key set", mutate: func(p *Plan) {
+			p.Actions[0].Arg = &KernelArg{Op: OpSet, Key: "nomodeset"}
+			p.Actions[0].ID = "set:nomodeset"
+		}, want: "only be removed"},
 		{name: "unknown op", mutate: func(p *Plan) { p.Actions[0].Arg.Op = "append" }, want: "unknown operation"},
 		{name: "id not matching the argument", mutate: func(p *Plan) { p.Actions[0].ID = "set:amdgpu.cwsr_enable" }, want: "does not match"},
 		{name: "modprobe file outside modprobe.d", mutate: func(p *Plan) {
