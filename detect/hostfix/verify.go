@@ -49,7 +49,10 @@ var dmesgFamilies = map[string]string{
 // amdgpu_job.c) and the firmware loader's (drivers/base/firmware_loader).
 var (
 	resetRe    = regexp.MustCompile(`GPU reset begin!|GPU reset\(\d+\) (succeeded|failed)|GPU reset succeeded|[Rr]ing \S+ reset failed|Starting \S+ ring reset|device wedged|GPU recovery`)
-	firmwareRe = regexp.MustCompile(`Direct firmware load for amdgpu/\S+ failed|amdgpu.*[Ff]ailed to load firmware|Fatal error during GPU init`)
+	firmwareRe = regexp.MustCompile(`Direct firmware load for amdgpu/\S+ failed|amdgpu.*[Ff]ailed to load firmware|amdgpu.*failed to load ucode|Fatal error during GPU init`)
+	// optionalFirmwareRe: the PSP's trusted-application blobs are optional
+	// ("not a requirement for basic ROCm functionality", ROCm/ROCm#912).
+	optionalFirmwareRe = regexp.MustCompile(`amdgpu/\S+_ta\.bin`)
 	bootRe     = regexp.MustCompile(`Linux version \S+`)
 )
 
@@ -105,8 +108,10 @@ func Verify(p *Plan, in VerifyInput) *VerifyReport {
 			v.add("GTT size", VerifyUnknown, "neither sysfs mem_info_gtt_total nor dmesg says")
 		case *g.GTTBytes == t.GTTBytes:
 			v.add("GTT size", VerifyOK, gibText(t.GTTBytes))
-		default:
+		case *g.GTTBytes > t.GTTBytes:
 			v.add("GTT size", VerifyFail, fmt.Sprintf("%s, the plan set %s (is amdgpu.gttsize still set somewhere?)", gibText(*g.GTTBytes), gibText(t.GTTBytes)))
+		default:
+			v.add("GTT size", VerifyFail, fmt.Sprintf("%s, the plan set %s (rebooted since --apply?)", gibText(*g.GTTBytes), gibText(t.GTTBytes)))
 		}
 	}
 	if t.User != "" {
@@ -220,7 +225,7 @@ func verifyDmesg(v *VerifyReport, b *detect.Bundle) {
 		case resetRe.MatchString(l) && strings.Contains(l, "amdgpu"):
 			v.add("dmesg: GPU reset", VerifyFail, fmt.Sprintf("line %d: %s", i+1, strings.TrimSpace(l)))
 			found++
-		case firmwareRe.MatchString(l):
+		case firmwareRe.MatchString(l) && !optionalFirmwareRe.MatchString(l):
 			v.add("dmesg: firmware load failure", VerifyFail, fmt.Sprintf("line %d: %s", i+1, strings.TrimSpace(l)))
 			found++
 		}
