@@ -53,7 +53,7 @@ var (
 	// optionalFirmwareRe: the PSP's trusted-application blobs are optional
 	// ("not a requirement for basic ROCm functionality", ROCm/ROCm#912).
 	optionalFirmwareRe = regexp.MustCompile(`amdgpu/\S+_ta\.bin`)
-	bootRe     = regexp.MustCompile(`Linux version \S+`)
+	bootRe             = regexp.MustCompile(`Linux version \S+`)
 )
 
 // currentBoot keeps the lines of the last boot in a log that holds several

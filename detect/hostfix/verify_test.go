@@ -65,7 +65,7 @@ func TestVerifySnapshots(t *testing.T) {
 		{
 			name: "the misspelt gtt_size is still there", plan: &Plan{Target: Target{Args: []KernelArg{del("amdgpu.gtt_size")}}},
 			files: map[string]string{"cmdline.txt": "strix-cmdline-3.txt", "dmesg.txt": "gfx1151-dmesg-gttsize-deprecated-1.txt"},
-			want: map[string]string{"cmdline: no amdgpu.gtt_size": VerifyFail, "dmesg: GTT setting the kernel complains about": VerifyFail},
+			want:  map[string]string{"cmdline: no amdgpu.gtt_size": VerifyFail, "dmesg: GTT setting the kernel complains about": VerifyFail},
 		},
 		{
 			// The apellegr machine: pages_limit 100 GiB, but amdgpu.gttsize=117760
@@ -84,7 +84,7 @@ func TestVerifySnapshots(t *testing.T) {
 		{
 			name: "the untuned default pages_limit", plan: gttPlan(100),
 			files: map[string]string{pagesFile: "ttm-pages-limit-default-1.txt", "dmesg.txt": "gfx1151-dmesg-gtt-auto-1.txt"},
-			want: map[string]string{"/sys/module/ttm/parameters/pages_limit": VerifyFail, "GTT size": VerifyFail},
+			want:  map[string]string{"/sys/module/ttm/parameters/pages_limit": VerifyFail, "GTT size": VerifyFail},
 		},
 		{
 			name: "MES hang, ring timeout and GPU reset in this boot", plan: &Plan{},
