@@ -12,7 +12,18 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
+
+// ownWritable is true when this user may replace the file itself, keeping
+// its owner: a system image in the user's own directory needs no root.
+func ownWritable(full string, uid, gid int) bool {
+	if uid != os.Geteuid() || gid != os.Getegid() {
+		return false
+	}
+	return unix.Access(filepath.Dir(full), unix.W_OK) == nil
+}
 
 // Host is the system --apply and --rollback change: this machine ("/") or a
 // system installed under a directory (an image, a chroot), whose tools then
@@ -141,7 +152,7 @@ func (h *Host) writeFile(ctx context.Context, p string, data []byte, mode fs.Fil
 	full := h.abs(p)
 	_, perr := os.Stat(filepath.Dir(full))
 	parentMissing := errors.Is(perr, fs.ErrNotExist)
-	if os.Geteuid() == 0 {
+	if os.Geteuid() == 0 || ownWritable(full, uid, gid) {
 		if parentMissing {
 			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 				return err
@@ -160,9 +171,11 @@ func (h *Host) writeFile(ctx context.Context, p string, data []byte, mode fs.Fil
 			tmp.Close()
 			return err
 		}
-		if err := tmp.Chown(uid, gid); err != nil {
-			tmp.Close()
-			return err
+		if os.Geteuid() == 0 {
+			if err := tmp.Chown(uid, gid); err != nil {
+				tmp.Close()
+				return err
+			}
 		}
 		if err := tmp.Sync(); err != nil {
 			tmp.Close()
@@ -196,7 +209,7 @@ func (h *Host) writeFile(ctx context.Context, p string, data []byte, mode fs.Fil
 // removeFile deletes a system file haloforge created.
 func (h *Host) removeFile(ctx context.Context, p string) error {
 	full := h.abs(p)
-	if os.Geteuid() == 0 {
+	if os.Geteuid() == 0 || unix.Access(filepath.Dir(full), unix.W_OK) == nil {
 		err := os.Remove(full)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
