@@ -7,17 +7,18 @@ GO ?= go
 
 # Debian packages the suites use: shell linting and bats, tmux for the TUI
 # end-to-end test, util-linux's `script` as the raw-pty baseline, and real
-# podman + distrobox for the integration test (FACTS.md).
-APT_PKGS := git python3 python3-venv shellcheck bats tmux bsdutils podman distrobox runc debootstrap sudo uidmap fuse-overlayfs
+# podman + distrobox for the integration test (FACTS.md); patch for the host fixes' diff test
+# (the chroot test's grub, systemd and systemd-boot go into its own debootstrap root).
+APT_PKGS := git python3 python3-venv shellcheck bats tmux bsdutils podman distrobox runc debootstrap sudo uidmap fuse-overlayfs patch
 # Commands that prove each package is there, so apt-get runs only when needed.
-APT_PROBES := git python3 shellcheck bats tmux script podman distrobox runc debootstrap sudo newuidmap
+APT_PROBES := git python3 shellcheck bats tmux script podman distrobox runc debootstrap sudo newuidmap patch
 
 FUZZTIME ?= 5s
 SHFMT_FLAGS ?= -i 2 -ci -bn
 
-.PHONY: test deps vet unit scripts-lint bats fuzz-short integration bench screenshots build clean
+.PHONY: test deps vet unit scripts-lint bats fuzz-short integration hostfix bench screenshots build clean
 
-test: deps vet unit scripts-lint bats fuzz-short integration
+test: deps vet unit scripts-lint bats fuzz-short integration hostfix
 	@echo "make test: all suites passed"
 
 build:
@@ -57,6 +58,11 @@ fuzz-short:
 # Real podman + distrobox: creates a box and runs the tools step inside it.
 integration: build
 	@if [ -x scripts/tests/integration.sh ]; then scripts/tests/integration.sh; else echo "no integration suite yet"; fi
+
+# Real bootloader tools in debootstrap chroots (GRUB's update-grub and grub-mkconfig,
+# systemd-boot with kernel-install and bootctl): doctor --plan, --apply, --rollback (as root).
+hostfix: build
+	scripts/tests/hostfix-chroot.sh
 
 bench: deps
 	$(GO) test -p 1 -run='^$$' -bench=. -benchtime=1x -timeout 30m ./...

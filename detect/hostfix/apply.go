@@ -451,8 +451,13 @@ func Apply(ctx context.Context, p *Plan, h *Host, o ApplyOptions) (string, error
 }
 
 // watched are the files a backup records: the sources edited, files a tool
-// edits in place, and what the bootloader tool regenerates.
-func (w *work) watched() (sources, generated []string) {
+// edits in place, what the bootloader tool regenerates, and for group
+// changes /etc/group (edited back by gpasswd) with shadow-utils' copies.
+func (w *work) watched() (sources, generated, side []string) {
+	if len(w.groups) > 0 {
+		generated = append(generated, groupFiles...)
+		side = append(side, groupSideEffects...)
+	}
 	for _, e := range w.edits {
 		sources = append(sources, e.path)
 	}
@@ -471,7 +476,7 @@ func (w *work) watched() (sources, generated []string) {
 			generated = append(generated, g)
 		}
 	}
-	return sources, generated
+	return sources, generated, side
 }
 
 // backup copies every watched file into a new backup directory and writes
@@ -484,7 +489,7 @@ func backup(ctx context.Context, h *Host, o ApplyOptions, w *work, kind, of stri
 	m := &Manifest{Format: manifestFormat, Version: ManifestVersion, CreatedBy: "haloforge " + o.Version,
 		Created: o.now().UTC().Format(time.RFC3339), Kind: kind, Of: of, Root: h.root(), State: "started",
 		Bootloader: w.boot.Name, Tool: w.boot.Tool, ProcCmdline: w.ev.ProcCmdline, BootCmdline: w.bootCmdline, Commands: []string{}}
-	sources, generated := w.watched()
+	sources, generated, side := w.watched()
 	n := 0
 	add := func(p, role string) error {
 		st, err := h.readState(ctx, p)
@@ -510,6 +515,11 @@ func backup(ctx context.Context, h *Host, o ApplyOptions, w *work, kind, of stri
 	}
 	for _, p := range generated {
 		if err := add(p, RoleGenerated); err != nil {
+			return "", nil, err
+		}
+	}
+	for _, p := range side {
+		if err := add(p, RoleSideEffect); err != nil {
 			return "", nil, err
 		}
 	}

@@ -240,7 +240,8 @@ func TestApplyRollbackGRUB(t *testing.T) {
 	for _, f := range m.Files {
 		paths = append(paths, f.Role+" "+f.Path)
 	}
-	wantPaths := []string{"source /etc/default/grub", "source /etc/default/grub.d/amdgpu.cfg", "source /etc/modprobe.d/strix.conf", "generated /boot/grub/grub.cfg"}
+	wantPaths := []string{"source /etc/default/grub", "source /etc/default/grub.d/amdgpu.cfg", "source /etc/modprobe.d/strix.conf",
+		"generated /etc/group", "generated /etc/gshadow", "generated /boot/grub/grub.cfg", "side-effect /etc/group-", "side-effect /etc/gshadow-"}
 	if !slices.Equal(paths, wantPaths) || m.State != "done" || m.BootCmdline == "" || len(m.Groups) != 1 {
 		t.Errorf("manifest: %v state %s boot cmdline %q groups %v", paths, m.State, m.BootCmdline, m.Groups)
 	}

@@ -30,7 +30,17 @@ const (
 // File roles in a manifest.
 const (
 	RoleSource    = "source"    // a file haloforge (or grubby) edits: restored byte for byte
-	RoleGenerated = "generated" // a file a bootloader tool writes: regenerated, then compared
+	RoleGenerated = "generated" // a file a tool writes: regenerated (or edited back), then compared
+	// RoleSideEffect is a copy a tool keeps by itself (shadow-utils' /etc/group-
+	// and /etc/gshadow-): restored byte for byte after the tools ran.
+	RoleSideEffect = "side-effect"
+)
+
+// groupFiles are what usermod and gpasswd rewrite; their "-" copies are the
+// side effects.
+var (
+	groupFiles       = []string{"/etc/group", "/etc/gshadow"}
+	groupSideEffects = []string{"/etc/group-", "/etc/gshadow-"}
 )
 
 // Manifest records one --apply (or the state before a --rollback): every
@@ -92,7 +102,7 @@ func allowedBackupPath(p string) bool {
 	if p != path.Clean(p) || !path.IsAbs(p) {
 		return false
 	}
-	for _, g := range append(append([]string{}, configGlobs...), generatedGlobs...) {
+	for _, g := range slices.Concat(configGlobs, generatedGlobs, groupFiles, groupSideEffects) {
 		if ok, _ := path.Match(g, p); ok {
 			return true
 		}
@@ -146,7 +156,7 @@ func (m *Manifest) validate() error {
 			return fmt.Errorf("file %q is not one haloforge touches", printable(f.Path))
 		}
 		seen[f.Path] = true
-		if f.Role != RoleSource && f.Role != RoleGenerated {
+		if f.Role != RoleSource && f.Role != RoleGenerated && f.Role != RoleSideEffect {
 			return fmt.Errorf("%s: unknown role", f.Path)
 		}
 		if f.Existed {

@@ -108,10 +108,20 @@ func Rollback(ctx context.Context, dir string, h *Host, o ApplyOptions) (string,
 	}
 	out := h.out()
 	w := &work{boot: boot, ev: ev}
-	var restores []restore
+	var restores, sideEffects []restore
 	var kept []string
 	bootConfig, modprobe := false, false
 	for _, mf := range m.Files {
+		if mf.Role == RoleSideEffect {
+			rs := restore{mf: mf, remove: !mf.Existed}
+			if mf.Existed {
+				if rs.data, err = os.ReadFile(filepath.Join(dir, filepath.FromSlash(mf.Backup))); err != nil {
+					return "", err
+				}
+			}
+			sideEffects = append(sideEffects, rs)
+			continue
+		}
 		if mf.Role != RoleSource {
 			continue
 		}
@@ -194,21 +204,8 @@ func Rollback(ctx context.Context, dir string, h *Host, o ApplyOptions) (string,
 		return "", err
 	}
 	fmt.Fprintf(out, "The state before this rollback is saved in %s\n", undo)
-	for _, rs := range restores {
-		if rs.remove {
-			fmt.Fprintf(out, "Removing %s (haloforge created it)\n", rs.mf.Path)
-			if err := h.removeFile(ctx, rs.mf.Path); err != nil {
-				return undo, err
-			}
-			um.Commands = append(um.Commands, "remove "+rs.mf.Path)
-			continue
-		}
-		mode, _ := strconv.ParseUint(rs.mf.Mode, 8, 32)
-		fmt.Fprintf(out, "Restoring %s\n", rs.mf.Path)
-		if err := h.writeFile(ctx, rs.mf.Path, rs.data, fs.FileMode(mode), rs.mf.UID, rs.mf.GID, undo); err != nil {
-			return undo, err
-		}
-		um.Commands = append(um.Commands, "restore "+rs.mf.Path)
+	if err := putBack(ctx, h, restores, undo, um); err != nil {
+		return undo, err
 	}
 	for _, s := range w.steps() {
 		fmt.Fprintf(out, "Running %s\n", shellJoin(s.argv))
@@ -217,11 +214,39 @@ func Rollback(ctx context.Context, dir string, h *Host, o ApplyOptions) (string,
 		}
 		um.Commands = append(um.Commands, shellJoin(s.argv))
 	}
+	if len(w.groups) > 0 {
+		// gpasswd rewrote shadow-utils' own copies: put those back too.
+		if err := putBack(ctx, h, sideEffects, undo, um); err != nil {
+			return undo, err
+		}
+	}
 	um.Kargs = w.kargs
 	if err := finishManifest(ctx, h, undo, um, w); err != nil {
 		return undo, err
 	}
 	return undo, verifyRestored(ctx, h, m, dir, out)
+}
+
+// putBack writes back (or removes) files from a backup.
+func putBack(ctx context.Context, h *Host, restores []restore, staging string, um *Manifest) error {
+	out := h.out()
+	for _, rs := range restores {
+		if rs.remove {
+			fmt.Fprintf(out, "Removing %s (haloforge created it)\n", rs.mf.Path)
+			if err := h.removeFile(ctx, rs.mf.Path); err != nil {
+				return err
+			}
+			um.Commands = append(um.Commands, "remove "+rs.mf.Path)
+			continue
+		}
+		mode, _ := strconv.ParseUint(rs.mf.Mode, 8, 32)
+		fmt.Fprintf(out, "Restoring %s\n", rs.mf.Path)
+		if err := h.writeFile(ctx, rs.mf.Path, rs.data, fs.FileMode(mode), rs.mf.UID, rs.mf.GID, staging); err != nil {
+			return err
+		}
+		um.Commands = append(um.Commands, "restore "+rs.mf.Path)
+	}
+	return nil
 }
 
 // verifyRestored checks every file against the manifest: sources must be
@@ -236,10 +261,11 @@ func verifyRestored(ctx context.Context, h *Host, m *Manifest, dir string, out i
 			return err
 		}
 		same := cur.exists == mf.Existed && (!cur.exists || sum(cur.data) == mf.SHA256)
+		restored := mf.Role == RoleSource || mf.Role == RoleSideEffect
 		switch {
-		case mf.Role == RoleSource && same && (!cur.exists || fmt.Sprintf("%04o", cur.mode) == mf.Mode):
+		case restored && same && (!cur.exists || fmt.Sprintf("%04o", cur.mode) == mf.Mode):
 			fmt.Fprintf(out, "  ok  %s: as before (%s)\n", mf.Path, shortSum(mf))
-		case mf.Role == RoleSource:
+		case restored:
 			bad = append(bad, mf.Path)
 			fmt.Fprintf(out, "  !!  %s: differs from the backup\n", mf.Path)
 		case same:
