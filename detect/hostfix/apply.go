@@ -412,6 +412,9 @@ func Apply(ctx context.Context, p *Plan, h *Host, o ApplyOptions) (string, error
 		return "", nil
 	}
 	w.show(out, h)
+	if err := h.canBecomeRoot(w); err != nil {
+		return "", err
+	}
 	if err := o.Confirm("APPLY"); err != nil {
 		return "", err
 	}
@@ -436,7 +439,7 @@ func Apply(ctx context.Context, p *Plan, h *Host, o ApplyOptions) (string, error
 		m.Commands = append(m.Commands, "write "+e.path)
 	}
 	for _, s := range w.steps() {
-		fmt.Fprintf(out, "Running %s\n", shellJoin(s.argv))
+		fmt.Fprintf(out, "Running %s\n", shellJoin(shownArgv(h, s.argv)))
 		if err := h.runTool(ctx, s.argv); err != nil {
 			return fail(err)
 		}

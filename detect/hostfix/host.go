@@ -218,3 +218,22 @@ func (h *Host) removeFile(ctx context.Context, p string) error {
 	}
 	return h.Runner.Run(ctx, []string{"rm", "-f", "--", full}, true, h.out())
 }
+
+// canBecomeRoot checks, before anything changes, that the commands needing
+// root can get it: as root, or through sudo.
+func (h *Host) canBecomeRoot(w *work) error {
+	r, ok := h.Runner.(ExecRunner)
+	if !ok || r.IsRoot {
+		return nil
+	}
+	needs := len(w.steps()) > 0
+	for _, e := range w.edits {
+		if !ownWritable(h.abs(e.path), e.before.uid, e.before.gid) {
+			needs = true
+		}
+	}
+	if _, err := exec.LookPath("sudo"); needs && err != nil {
+		return fmt.Errorf("these changes need root and sudo is not installed: run haloforge as root for them: %w", ErrMismatch)
+	}
+	return nil
+}

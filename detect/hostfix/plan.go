@@ -178,7 +178,7 @@ func wantedArgs(r *detect.Report, o Options, p *Plan) ([]want, error) {
 	if pages == 0 && flagged(r, "gtt-size") && ram > 0 {
 		t := detect.PlanGTT(ram)
 		pages = t.Pages
-		pagesWhy = fmt.Sprintf("GTT %d GiB: RAM %.1f GiB minus %d GiB for the OS (%d GiB x 262144 pages)", t.GiB, float64(ram)/(1<<30), t.ReserveGiB, t.GiB)
+		pagesWhy = fmt.Sprintf("GTT %d GiB = RAM %.1f GiB - %d GiB kept for the OS; %d x 262144 pages of 4 KiB", t.GiB, float64(ram)/(1<<30), t.ReserveGiB, t.GiB)
 	}
 	var removeGTT []want
 	for _, k := range []string{"amdgpu.gttsize", "amdgpu.gtt_size"} {
@@ -197,7 +197,7 @@ func wantedArgs(r *detect.Report, o Options, p *Plan) ([]want, error) {
 		case ram > 0:
 			t := detect.PlanGTT(ram)
 			pages = t.Pages
-			pagesWhy = fmt.Sprintf("replaces amdgpu.gttsize: GTT %d GiB (RAM %.1f GiB minus %d GiB for the OS)", t.GiB, float64(ram)/(1<<30), t.ReserveGiB)
+			pagesWhy = fmt.Sprintf("replaces amdgpu.gttsize: GTT %d GiB = RAM %.1f GiB - %d GiB kept for the OS", t.GiB, float64(ram)/(1<<30), t.ReserveGiB)
 		case !hasTTM:
 			if mib, err := strconv.ParseInt(cmd["amdgpu.gttsize"], 10, 64); err == nil && mib > 0 && mib*256 <= maxPages {
 				pages = mib * 256

@@ -196,6 +196,9 @@ func Rollback(ctx context.Context, dir string, h *Host, o ApplyOptions) (string,
 		return "", verifyRestored(ctx, h, m, dir, out)
 	}
 	w.show(out, h)
+	if err := h.canBecomeRoot(w); err != nil {
+		return "", err
+	}
 	if err := o.Confirm("ROLLBACK"); err != nil {
 		return "", err
 	}
@@ -208,7 +211,7 @@ func Rollback(ctx context.Context, dir string, h *Host, o ApplyOptions) (string,
 		return undo, err
 	}
 	for _, s := range w.steps() {
-		fmt.Fprintf(out, "Running %s\n", shellJoin(s.argv))
+		fmt.Fprintf(out, "Running %s\n", shellJoin(shownArgv(h, s.argv)))
 		if err := h.runTool(ctx, s.argv); err != nil {
 			return undo, err
 		}
