@@ -138,16 +138,20 @@ func runPlan(cmd *cobra.Command, o doctorOpts) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	out := cmd.OutOrStdout()
-	if o.json {
+	return writeJSONOrText(cmd.OutOrStdout(), o.json, p, p.WriteText)
+}
+
+// writeJSONOrText prints v as indented JSON, or as text with its writer.
+func writeJSONOrText(out io.Writer, asJSON bool, v any, text func(io.Writer) error) error {
+	var err error
+	if asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(p); err != nil {
-			return failedErr(err)
-		}
-		return nil
+		err = enc.Encode(v)
+	} else {
+		err = text(out)
 	}
-	if err := p.WriteText(out); err != nil {
+	if err != nil {
 		return failedErr(err)
 	}
 	return nil
@@ -288,15 +292,8 @@ func runVerify(cmd *cobra.Command, o doctorOpts, args []string) error {
 		}
 	}
 	v := hostfix.Verify(p, in)
-	out := cmd.OutOrStdout()
-	if o.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(v); err != nil {
-			return failedErr(err)
-		}
-	} else if err := v.WriteText(out); err != nil {
-		return failedErr(err)
+	if err := writeJSONOrText(cmd.OutOrStdout(), o.json, v, v.WriteText); err != nil {
+		return err
 	}
 	if !v.OK {
 		return silentExit(exitFailed)

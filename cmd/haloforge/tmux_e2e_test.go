@@ -371,6 +371,9 @@ func TestTutorialCommandsAreReal(t *testing.T) {
 		if before, _, found := strings.Cut(rest, " |"); found {
 			rest = before
 		}
+		if before, _, found := strings.Cut(rest, " >"); found {
+			rest = before // a shell redirection, not an argument
+		}
 		args := strings.Fields(rest)
 		cmd, flags, err := newRoot().Find(args)
 		if err != nil {

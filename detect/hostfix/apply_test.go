@@ -411,8 +411,9 @@ func TestRollbackRefusals(t *testing.T) {
 	}
 }
 
-func TestApplyKernelInstallCreatesCmdline(t *testing.T) {
-	ctx := context.Background()
+// sdbootRoot is a systemd-boot machine with kernel-install, one kernel and
+// its entry, and no /etc/kernel/cmdline.
+func sdbootRoot(t *testing.T) string {
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{
 		"efi/loader/loader.conf":             "timeout 3\n",
@@ -422,6 +423,12 @@ func TestApplyKernelInstallCreatesCmdline(t *testing.T) {
 		"proc/cmdline":                       "BOOT_IMAGE=/vmlinuz root=UUID=1 ro quiet\n",
 		"etc/os-release":                     "ID=fedora\n",
 	})
+	return root
+}
+
+func TestApplyKernelInstallCreatesCmdline(t *testing.T) {
+	ctx := context.Background()
+	root := sdbootRoot(t)
 	before := treeSums(t, root)
 	_, r := readBundle(t, "../../tui/demo/bundle")
 	ev, _ := FromRoot(root)
@@ -462,14 +469,7 @@ func TestApplyKernelInstallCreatesCmdline(t *testing.T) {
 
 func TestRollbackKeepsAFileChangedSince(t *testing.T) {
 	ctx := context.Background()
-	root := t.TempDir()
-	writeTree(t, root, map[string]string{
-		"efi/loader/loader.conf":         "",
-		"usr/lib/modules/6.18.9/vmlinuz": "kernel",
-		"usr/bin/kernel-install":         "#!/bin/sh\n",
-		"proc/cmdline":                   "root=UUID=1 ro\n",
-	})
-	os.MkdirAll(filepath.Join(root, "efi/loader/entries"), 0o755)
+	root := sdbootRoot(t)
 	_, r := readBundle(t, "../../tui/demo/bundle")
 	ev, _ := FromRoot(root)
 	p, _ := Build(r, ev, Options{})

@@ -271,25 +271,6 @@ func LoadBackup(dir string) (*Manifest, error) {
 	return m, nil
 }
 
-// LatestBackup is the newest backup directory under the state dir.
-func LatestBackup(stateDir string) (string, error) {
-	entries, err := os.ReadDir(backupsDir(stateDir))
-	if err != nil {
-		return "", fmt.Errorf("no backups in %s: nothing was applied yet", backupsDir(stateDir))
-	}
-	var names []string
-	for _, e := range entries {
-		if e.IsDir() && backupDirRe.MatchString(e.Name()) {
-			names = append(names, e.Name())
-		}
-	}
-	if len(names) == 0 {
-		return "", fmt.Errorf("no backups in %s: nothing was applied yet", backupsDir(stateDir))
-	}
-	slices.SortFunc(names, compareBackupNames)
-	return filepath.Join(backupsDir(stateDir), names[len(names)-1]), nil
-}
-
 // compareBackupNames orders by time, then by the -N suffix numerically.
 func compareBackupNames(a, b string) int {
 	ta, na := splitBackupName(a)
