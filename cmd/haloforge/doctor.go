@@ -61,7 +61,8 @@ func runDoctor(cmd *cobra.Command, o doctorOpts) error {
 			return usageErr(err) // an unwritable --collect path is bad input
 		}
 		fmt.Fprintf(cmd.ErrOrStderr(), "Wrote %d files to %s. Attach it to your bug report; it holds command outputs,\n"+
-			"sysfs values and GPU-related environment variables only (no other environment, no home files).\n", len(b.Names()), o.collect)
+			"sysfs values, how it boots (bootloader.txt, /etc/default/grub, /etc/kernel/cmdline, /etc/modprobe.d, boot entries)\n"+
+			"and GPU-related environment variables only (no other environment, no home files).\n", len(b.Names()), o.collect)
 	}
 	r := detect.Analyse(b)
 	out := cmd.OutOrStdout()

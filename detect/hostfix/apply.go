@@ -408,7 +408,11 @@ func Apply(ctx context.Context, p *Plan, h *Host, o ApplyOptions) (string, error
 	out := h.out()
 	if w.empty() {
 		w.show(out, h)
-		fmt.Fprintln(out, "Nothing to change: the system already matches the plan.")
+		if len(w.manual) > 0 {
+			fmt.Fprintln(out, "Nothing for haloforge to change here: the steps above are yours to do.")
+		} else {
+			fmt.Fprintln(out, "Nothing to change: the system already matches the plan.")
+		}
 		return "", nil
 	}
 	w.show(out, h)

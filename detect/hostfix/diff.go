@@ -5,9 +5,9 @@ import (
 	"strings"
 )
 
-// maxDiffLines bounds the LCS table: configuration files are a few hundred
-// lines; beyond this the diff lists the changed file whole.
-const maxDiffLines = 4000
+// maxDiffLines bounds the LCS table (at most 16 MB): configuration files are
+// a few hundred lines; beyond this the diff lists the changed file whole.
+const maxDiffLines = 2000
 
 // unifiedDiff is a unified diff (3 lines of context) between two versions
 // of a file, "" when they are equal. An absent file is "" with exists false.
