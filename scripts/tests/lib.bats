@@ -2,7 +2,7 @@
 # Tests of scripts/lib (common.sh, box.sh, patch.sh). The helpers run in a child bash
 # (hf), because common.sh defines its own `run` that would shadow bats' run here.
 # Single-quoted $ below is shell code for the child on purpose.
-# shellcheck disable=SC2016
+# shellcheck disable=SC2016,SC2030,SC2031
 
 setup() {
   LIB=$(cd "$BATS_TEST_DIRNAME/../lib" && pwd)
@@ -329,5 +329,6 @@ requires = ["setuptools>=83.0.0", "scikit-build-core"]'
   run hf 'python_pin setuptools_scm; python_pin Jinja2; python_pin nosuch'
   [ "$status" -ne 0 ]
   [[ "$output" == *"setuptools-scm==8.3.1"*"jinja2==3.1.6"*"nosuch has no pin"* ]]
-  ! grep -vE '^(#.*|[a-z0-9-]+==[0-9][0-9A-Za-z.+]*|)$' "$LIB/python-pins.txt"
+  run grep -vE '^(#.*|[a-z0-9-]+==[0-9][0-9A-Za-z.+]*|)$' "$LIB/python-pins.txt"
+  [ "$status" -eq 1 ]
 }
