@@ -8,7 +8,7 @@ GO ?= go
 # Debian packages the suites use: shell linting and bats, tmux for the TUI
 # end-to-end test, util-linux's `script` as the raw-pty baseline, and real
 # podman + distrobox for the integration test (FACTS.md).
-APT_PKGS := git python3 python3-venv shellcheck bats tmux bsdutils podman distrobox runc debootstrap sudo uidmap fuse-overlayfs
+APT_PKGS := git python3 python3-venv python3-wheel-whl python3-packaging shellcheck bats tmux bsdutils podman distrobox runc debootstrap sudo uidmap fuse-overlayfs
 # Commands that prove each package is there, so apt-get runs only when needed.
 APT_PROBES := git python3 shellcheck bats tmux script podman distrobox runc debootstrap sudo newuidmap
 
