@@ -65,7 +65,7 @@ install_build_requires() {
     args+=(--allow-unpinned)
   fi
   if is_dry_run && [[ ! -d "$src" || ! -x "$py" ]]; then
-    log_info "[dry-run] build requirements: [build-system] requires of $src/pyproject.toml, read after the checkout (setuptools and wheel when it has none), without ${*:-nothing}, each held to $HF_PYTHON_PINS"
+    log_info "[dry-run] build requirements: [build-system] requires of $src/pyproject.toml, read after the checkout (setuptools and wheel when it has none)${*:+, leaving out $*}, each held to $HF_PYTHON_PINS"
     run "$py" -m pip install --constraint "$HF_PYTHON_PINS" "<[build-system] requires of $src>"
     return 0
   fi
