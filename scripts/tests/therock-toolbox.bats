@@ -52,7 +52,7 @@ vllm_tree() {
   cp "$T/v/CMakeLists.txt" "$T/before"
   run "$TRACK/patch-vllm.sh" "$T/v" gfx1151
   [ "$status" -eq 0 ]
-  [[ "$output" == *"patch vllm-hip-arch: already present upstream ($T/v/CMakeLists.txt: gfx1151 is in HIP_SUPPORTED_ARCHS)"* ]]
+  [[ "$output" == *"patch vllm-hip-arch: already present upstream or from an earlier run ($T/v/CMakeLists.txt: gfx1151 is in HIP_SUPPORTED_ARCHS)"* ]]
   cmp "$T/before" "$T/v/CMakeLists.txt"
 }
 
@@ -135,7 +135,7 @@ rocm_sdk_init() {
   [ "$(grep -c 'bool = True' "$T/init.py")" -eq 0 ]
   run bash -c '. "$LIB/common.sh"; patch_replace_once rocm-sdk-preload-rtld-local "$1" "rtld_global: bool = True" "rtld_global: bool = False"' _ "$T/init.py"
   [ "$status" -eq 0 ]
-  [ "$output" = "patch rocm-sdk-preload-rtld-local: already present upstream ($T/init.py)" ]
+  [ "$output" = "patch rocm-sdk-preload-rtld-local: already present upstream or from an earlier run ($T/init.py)" ]
 }
 
 @test "rocm_sdk preload patch: anchor not found fails closed" {
