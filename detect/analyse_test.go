@@ -30,7 +30,7 @@ func bundleOf(t testing.TB, files map[string]string) *Bundle {
 	return b
 }
 
-func mustCheck(t *testing.T, r *Report, id, status string) Check {
+func mustCheck(t *testing.T, r *Report, id string, status Status) Check {
 	t.Helper()
 	c, ok := r.Check(id)
 	if !ok {
@@ -49,7 +49,7 @@ func TestChecksCoverContract(t *testing.T) {
 		var ids []string
 		for _, c := range r.Checks {
 			ids = append(ids, c.ID)
-			if !slices.Contains([]string{StatusOK, StatusWarn, StatusFail, StatusSkip}, c.Status) || c.Summary == "" || strings.Contains(c.Summary, "\n") {
+			if !slices.Contains([]Status{StatusOK, StatusWarn, StatusFail, StatusSkip}, c.Status) || c.Summary == "" || strings.Contains(c.Summary, "\n") {
 				t.Errorf("check %+v: status must be ok/warn/fail/skip with a one-line summary", c)
 			}
 			if (c.Status == StatusFail || c.Status == StatusWarn) && c.Fix == "" {
@@ -143,7 +143,7 @@ func TestHostChecks(t *testing.T) {
 		name   string
 		files  map[string]string
 		id     string
-		status string
+		status Status
 		fix    string // must appear in the fix (or detail)
 	}{
 		{"groups missing", map[string]string{"groups.txt": "alice : alice wheel\n"}, "render-groups", StatusWarn, "sudo usermod -aG render,video $USER"},

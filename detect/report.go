@@ -9,20 +9,16 @@ import (
 	"slices"
 )
 
+// Status is a check's verdict, as doctor --json prints it.
+type Status string
+
 // Check statuses.
 const (
-	StatusOK   = "ok"
-	StatusWarn = "warn"
-	StatusFail = "fail"
-	StatusSkip = "skip" // not applicable, or not knowable from what was collected
+	StatusOK   Status = "ok"
+	StatusWarn Status = "warn"
+	StatusFail Status = "fail"
+	StatusSkip Status = "skip" // not applicable, or not knowable from what was collected
 )
-
-// CheckIDs are DESIGN.md's check IDs, in the order doctor prints them.
-var CheckIDs = []string{
-	"gpu", "gfx-support", "kernel-version", "mes-firmware", "cwsr", "gtt-size",
-	"gttsize-deprecated", "ttm-module", "carveout", "kfd-access", "render-groups",
-	"hsa-override", "iommu", "container-engine", "distrobox", "disk-space", "build-memory",
-}
 
 // Report is what doctor prints with --json: facts first, then checks.
 type Report struct {
@@ -102,7 +98,7 @@ type Driver struct {
 // Check is one doctor verdict with a ready-to-paste fix.
 type Check struct {
 	ID      string `json:"id"`
-	Status  string `json:"status"`
+	Status  Status `json:"status"`
 	Summary string `json:"summary"`
 	Fix     string `json:"fix"`
 	Detail  string `json:"detail,omitempty"`

@@ -7,6 +7,8 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/spinner"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/haloforge/haloforge/detect"
 )
 
 // detectScreen shows the GPU card and the doctor checks with their fixes.
@@ -154,7 +156,7 @@ func (s *detectScreen) checksView(width int) string {
 	b.WriteString(s.Styles.Bold.Render("Checks") + s.Styles.Subtle.Render(fmt.Sprintf("  %d ok · %d warn · %d fail", ok, warn, fail)) + "\n")
 	for _, c := range s.det.Checks {
 		b.WriteString(" " + checkMark(c.Status, s.Styles) + " " + padRight(c.ID, 20) + c.Summary + "\n")
-		if c.Fix != "" && (c.Status == CheckWarn || c.Status == CheckFail) {
+		if c.Fix != "" && (c.Status == detect.StatusWarn || c.Status == detect.StatusFail) {
 			fix := wrap("fix: "+c.Fix, width-6)
 			for _, l := range strings.Split(fix, "\n") {
 				b.WriteString("     " + s.Styles.Subtle.Render(l) + "\n")
@@ -175,24 +177,24 @@ func (s *detectScreen) footerLine() string {
 func countChecks(cs []Check) (ok, warn, fail int) {
 	for _, c := range cs {
 		switch c.Status {
-		case CheckOK:
+		case detect.StatusOK:
 			ok++
-		case CheckWarn:
+		case detect.StatusWarn:
 			warn++
-		case CheckFail:
+		case detect.StatusFail:
 			fail++
 		}
 	}
 	return ok, warn, fail
 }
 
-func checkMark(status string, st Styles) string {
+func checkMark(status detect.Status, st Styles) string {
 	switch status {
-	case CheckOK:
+	case detect.StatusOK:
 		return st.OK.Render("✓")
-	case CheckWarn:
+	case detect.StatusWarn:
 		return st.Warn.Render("!")
-	case CheckFail:
+	case detect.StatusFail:
 		return st.Fail.Render("✗")
 	default:
 		return st.Skip.Render("–")

@@ -15,6 +15,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
+	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/steps"
 )
 
@@ -474,7 +475,7 @@ func TestBlockingCheckNeedsASecondEnter(t *testing.T) {
 	m := New(context.Background(), newFakeBackend(t), Options{})
 	drive(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
 	det := strixHalo()
-	det.Checks = append(det.Checks, Check{ID: "kfd-access", Status: CheckFail, Summary: "/dev/kfd is missing", Fix: "sudo modprobe amdgpu"})
+	det.Checks = append(det.Checks, Check{ID: "kfd-access", Status: detect.StatusFail, Summary: "/dev/kfd is missing", Fix: "sudo modprobe amdgpu"})
 	drive(t, m, detectedMsg{det: det}, press("enter"), press("enter"))
 	v := plain(m)
 	if !strings.Contains(v, "✗ Blocking checks fail: kfd-access (build stops at them)") || !strings.Contains(v, "kfd-access: sudo modprobe amdgpu") {

@@ -8,6 +8,8 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/haloforge/haloforge/detect"
 )
 
 // planScreen shows what a run will do: each step with whether it runs and
@@ -33,7 +35,7 @@ func failingBlocking(ids []string, det *Detection) []Check {
 	}
 	var out []Check
 	for _, c := range det.Checks {
-		if c.Status == CheckFail && slices.Contains(ids, c.ID) {
+		if c.Status == detect.StatusFail && slices.Contains(ids, c.ID) {
 			out = append(out, c)
 		}
 	}
