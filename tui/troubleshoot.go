@@ -136,11 +136,11 @@ func (s *troubleshootScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
 }
 
 // ladder is the walkthrough for the selected finding, nil when it has none.
-func (s *troubleshootScreen) ladder() []rung {
+func (s *troubleshootScreen) ladder() []diagnose.Rung {
 	if s.selected >= len(s.findings) {
 		return nil
 	}
-	return ladders[s.findings[s.selected].Family]
+	return diagnose.Ladder(s.findings[s.selected].Family)
 }
 
 func (s *troubleshootScreen) View() string {
@@ -209,16 +209,16 @@ func (s *troubleshootScreen) detail(f diagnose.Finding) string {
 	for _, l := range f.Links {
 		b.WriteString(st.Subtle.Render("  "+l) + "\n")
 	}
-	if l := ladders[f.Family]; l != nil {
+	if l := diagnose.Ladder(f.Family); l != nil {
 		b.WriteString("\n" + s.ladderView(f.Family, l, width))
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
 
-func (s *troubleshootScreen) ladderView(family string, l []rung, width int) string {
+func (s *troubleshootScreen) ladderView(family string, l []diagnose.Rung, width int) string {
 	st := s.Styles
 	var b strings.Builder
-	b.WriteString(st.Bold.Render("A hang has no error line: climb the ladder, stop at the first rung that works") + "\n")
+	b.WriteString(st.Bold.Render(diagnose.LadderTitle) + "\n")
 	tried := s.climbed[family]
 	for i, r := range l {
 		mark := st.Skip.Render("○")
