@@ -52,8 +52,8 @@ func TestDetectScreenLoadsScrollsAndChooses(t *testing.T) {
 	if v := ansi.Strip(s.View()); !strings.Contains(v, "↑/↓ 2–") {
 		t.Errorf("down did not scroll:\n%s", v)
 	}
-	if got, ok := msgOf(s.Update(press("enter"))).(trackChosenMsg); !ok || got.track != "therock-toolbox" {
-		t.Errorf("enter sent %#v, want the recommended track", got)
+	if got, ok := msgOf(s.Update(press("enter"))).(openPickerMsg); !ok || got.preselect != "therock-toolbox" {
+		t.Errorf("enter sent %#v, want the picker on the recommended track", got)
 	}
 	if _, ok := msgOf(s.Update(press("t"))).(openTroubleshootMsg); !ok {
 		t.Error("t did not open troubleshooting")

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -17,7 +18,10 @@ type detectScreen struct {
 	det     *Detection
 	err     error
 	spinner spinner.Model
-	offset  int // scroll of the checks list
+	card    string   // the GPU card, rendered at the current width
+	checks  []string // the checks list, one entry per line
+	room    int      // lines of the checks list that fit under the card
+	offset  int      // scroll of the checks list
 	w, h    int
 }
 
@@ -25,7 +29,25 @@ func newDetectScreen(c *common) *detectScreen {
 	return &detectScreen{common: c, spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot))}
 }
 
-func (s *detectScreen) SetSize(w, h int) { s.w, s.h = w, h }
+func (s *detectScreen) SetSize(w, h int) {
+	s.w, s.h = w, h
+	s.layout()
+}
+
+// layout renders the card and the checks for the size and clamps the scroll.
+func (s *detectScreen) layout() {
+	if s.det == nil {
+		return
+	}
+	s.card = s.cardView()
+	s.checks = strings.Split(s.checksView(s.w), "\n")
+	s.room = max(s.h-lineCount(s.card)-2, 3)
+	s.offset = clampOffset(s.offset, len(s.checks), s.room)
+}
+
+func (s *detectScreen) Crumb() string { return "detect" }
+
+func (s *detectScreen) TakesText() bool { return false }
 
 func (s *detectScreen) ShortHelp() []key.Binding {
 	if s.det == nil {
@@ -42,6 +64,7 @@ func (s *detectScreen) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case detectedMsg:
 		s.det, s.err = msg.det, msg.err
+		s.layout()
 		return nil
 	case spinner.TickMsg:
 		if s.det != nil || s.err != nil {
@@ -58,18 +81,19 @@ func (s *detectScreen) Update(msg tea.Msg) tea.Cmd {
 
 func (s *detectScreen) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	if scrollBy(s.Keys, msg, &s.offset, s.h) {
+		s.offset = clampOffset(s.offset, len(s.checks), s.room)
 		return nil
 	}
 	switch {
 	case key.Matches(msg, s.Keys.Troubleshoot):
-		return func() tea.Msg { return openTroubleshootMsg{} }
+		return openTroubleshoot
 	case key.Matches(msg, s.Keys.Enter):
 		if s.det != nil || s.err != nil {
 			rec := ""
 			if s.det != nil {
 				rec = s.det.Recommended
 			}
-			return func() tea.Msg { return trackChosenMsg{track: rec} }
+			return send(openPickerMsg{preselect: rec})
 		}
 	}
 	return nil
@@ -85,22 +109,18 @@ func (s *detectScreen) View() string {
 		b.WriteString(s.Styles.Subtle.Render("You can still pick a track; the build runs the doctor checks again.") + "\n")
 		return b.String()
 	}
-	card := s.card()
-	body := strings.Split(s.checksView(s.w), "\n")
-	room := max(s.h-lineCount(card)-2, 3)
-	visible, off := window(body, s.offset, room)
-	s.offset = off
-	b.WriteString(card + "\n")
+	visible, off := window(s.checks, s.offset, s.room)
+	b.WriteString(s.card + "\n")
 	b.WriteString(strings.Join(visible, "\n"))
-	if len(body) > room {
-		b.WriteString("\n" + s.Styles.Subtle.Render(fmt.Sprintf("  ↑/↓ %d–%d of %d lines", off+1, off+len(visible), len(body))))
+	if len(s.checks) > s.room {
+		b.WriteString("\n" + s.Styles.Subtle.Render(fmt.Sprintf("  ↑/↓ %d–%d of %d lines", off+1, off+len(visible), len(s.checks))))
 	}
 	b.WriteString("\n" + s.footerLine())
 	return b.String()
 }
 
-// card renders the GPU card (or the lack of one).
-func (s *detectScreen) card() string {
+// cardView renders the GPU card (or the lack of one).
+func (s *detectScreen) cardView() string {
 	d := s.det
 	width := min(s.w-2, 72)
 	if d.GPU == nil {
@@ -116,7 +136,7 @@ func (s *detectScreen) card() string {
 
 func gpuCard(d *Detection, st Styles) string {
 	g := d.GPU
-	head := st.Bold.Render(nonEmpty(g.Name, "AMD GPU")) + "  " + st.Title.Render(nonEmpty(g.Gfx, "gfx unknown"))
+	head := st.Bold.Render(cmp.Or(g.Name, "AMD GPU")) + "  " + st.Title.Render(cmp.Or(g.Gfx, "gfx unknown"))
 	var facts []string
 	if g.PCIID != "" {
 		facts = append(facts, "PCI "+g.PCIID)
@@ -199,13 +219,6 @@ func checkMark(status detect.Status, st Styles) string {
 	default:
 		return st.Skip.Render("–")
 	}
-}
-
-func nonEmpty(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 func lineCount(s string) int { return strings.Count(s, "\n") + 1 }
