@@ -1,11 +1,14 @@
 package steps
 
 import (
+	"bytes"
+	"io/fs"
 	"slices"
 	"testing"
 	"testing/fstest"
 	"time"
 
+	haloforge "github.com/haloforge/haloforge"
 	"github.com/haloforge/haloforge/pins"
 )
 
@@ -242,5 +245,22 @@ func TestStateSaveLoadAtomic(t *testing.T) {
 	}
 	if empty, err := LoadState(t.TempDir()); err != nil || len(empty.Tracks) != 0 {
 		t.Fatalf("missing state must load empty: %v", err)
+	}
+}
+
+// TestEveryStepHasItsScript: each step's script is in the scripts tree the
+// binary embeds, so a new track fails here rather than at `build`.
+func TestEveryStepHasItsScript(t *testing.T) {
+	for _, tr := range Catalogue() {
+		for _, s := range tr.Steps {
+			data, err := fs.ReadFile(haloforge.Scripts, "scripts/"+tr.ScriptPath(s))
+			if err != nil {
+				t.Errorf("%s/%s: %v", tr.ID, s.ID, err)
+				continue
+			}
+			if !bytes.HasPrefix(data, []byte("#!/usr/bin/env bash\n")) {
+				t.Errorf("%s/%s: %s is not a bash script", tr.ID, s.ID, s.Script)
+			}
+		}
 	}
 }

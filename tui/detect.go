@@ -29,6 +29,9 @@ func newDetectScreen(c *common) *detectScreen {
 	return &detectScreen{common: c, spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot))}
 }
 
+// Init starts the spinner that turns while detection runs.
+func (s *detectScreen) Init() tea.Cmd { return s.spinner.Tick }
+
 func (s *detectScreen) SetSize(w, h int) {
 	s.w, s.h = w, h
 	s.layout()

@@ -72,7 +72,7 @@ func (m *Model) Init() tea.Cmd {
 		det, err := b.Detect(ctx)
 		return detectedMsg{det: det, err: err}
 	}
-	return tea.Batch(detect, m.detect.spinner.Tick)
+	return tea.Batch(detect, m.detect.Init())
 }
 
 func (m *Model) top() screen { return m.stack[len(m.stack)-1] }
@@ -127,7 +127,7 @@ func (m *Model) route(msg tea.Msg) tea.Cmd {
 	case runEndedMsg:
 		return m.runEnded(msg)
 	case openSummaryMsg:
-		return m.open(m.run.summary())
+		return m.open(m.run.Summary())
 	case openTroubleshootMsg:
 		return m.open(newTroubleshootScreen(m.common, m.backend, msg.path, msg.findings))
 	case closeScreenMsg:
@@ -159,7 +159,7 @@ func (m *Model) runEnded(msg runEndedMsg) tea.Cmd {
 	case m.opts.Plan != nil:
 		return tea.Quit
 	case m.top() == m.run:
-		return m.open(m.run.summary())
+		return m.open(m.run.Summary())
 	}
 	return nil
 }

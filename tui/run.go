@@ -426,7 +426,7 @@ func (s *runScreen) shell() tea.Cmd {
 	return tea.ExecProcess(c, func(err error) tea.Msg { return shellDoneMsg{err: err} })
 }
 
-// summary is the summary screen of this run.
-func (s *runScreen) summary() *summaryScreen {
+// Summary is the summary screen of this run.
+func (s *runScreen) Summary() *summaryScreen {
 	return newSummaryScreen(s.common, s.rs, s.plan.Track)
 }
