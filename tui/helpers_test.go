@@ -123,37 +123,34 @@ func expand(msg tea.Msg) ([]tea.Cmd, bool) {
 // it does not answer within runTimeout.
 func runWait(t testing.TB, cmd tea.Cmd) []tea.Msg {
 	t.Helper()
-	if cmd == nil {
-		return nil
-	}
-	done := make(chan tea.Msg, 1)
-	go func() { done <- cmd() }()
-	select {
-	case msg := <-done:
-		if msg == nil {
-			return nil
-		}
-		return []tea.Msg{msg}
-	case <-time.After(runTimeout):
+	msgs, ok := runWithin(cmd, runTimeout)
+	if !ok {
 		t.Fatalf("the run's next message did not come within %v", runTimeout)
-		return nil
 	}
+	return msgs
 }
 
+// run runs a command and drops it when it waits longer than cmdTimeout.
 func run(cmd tea.Cmd) []tea.Msg {
+	msgs, _ := runWithin(cmd, cmdTimeout)
+	return msgs
+}
+
+// runWithin runs a command; ok is false when it did not answer in time.
+func runWithin(cmd tea.Cmd, d time.Duration) (msgs []tea.Msg, ok bool) {
 	if cmd == nil {
-		return nil
+		return nil, true
 	}
 	done := make(chan tea.Msg, 1)
 	go func() { done <- cmd() }()
 	select {
 	case msg := <-done:
 		if msg == nil {
-			return nil
+			return nil, true
 		}
-		return []tea.Msg{msg}
-	case <-time.After(cmdTimeout):
-		return nil
+		return []tea.Msg{msg}, true
+	case <-time.After(d):
+		return nil, false
 	}
 }
 
