@@ -32,6 +32,9 @@ var catalogue = []Track{
 			{ID: "vllm", Title: "Build vLLM", Script: "05-build-vllm.sh", Pins: []string{"VLLM_REPO", "VLLM_REF", "PYTORCH_ROCM_ARCH", "GPU_TARGET"}, DependsOn: []string{"rocm"}},
 			{ID: "verify", Title: "Verify torch, attention and vLLM", Script: "06-verify.sh", Pins: []string{"GPU_TARGET", "VERIFY_MODEL"}, DependsOn: []string{"aiter", "flash-attention", "vllm"}},
 		},
+		// The native build first; a host that cannot compile for hours gets
+		// AMD's prebuilt image, one without a working ROCm gets Vulkan.
+		RecommendWhen: &Recommendation{For: gfxStrixHalo, Rank: 1, Unless: []Obstacle{ROCmBroken, CannotBuild}},
 		Next: []string{
 			"distrobox enter $TOOLBOX_NAME",
 			"source /opt/venv/bin/activate",
@@ -57,7 +60,8 @@ var catalogue = []Track{
 			{ID: "launcher", Title: "Write the launcher script", Script: "01-write-launcher.sh", Pins: []string{"VLLM_IMAGE", "VLLM_PORT"}, DependsOn: []string{"pull"}},
 			{ID: "verify", Title: "Verify torch and vLLM in the image", Script: "02-verify.sh", Pins: []string{"VLLM_IMAGE", "GPU_TARGET", "VERIFY_MODEL"}, DependsOn: []string{"launcher"}},
 		},
-		Next: []string{"$HALOFORGE_STATE_DIR/vllm-image/start-vllm.sh <model>"},
+		RecommendWhen: &Recommendation{For: []string{"gfx1151", "gfx1100", "gfx1101", "gfx90a", "gfx942"}, Rank: 2, Unless: []Obstacle{ROCmBroken}},
+		Next:          []string{"$HALOFORGE_STATE_DIR/vllm-image/start-vllm.sh <model>"},
 	},
 	{
 		ID:     "source-stable",
@@ -140,7 +144,9 @@ var catalogue = []Track{
 			{ID: "image", Title: "Build llama.cpp with Vulkan", Script: "build_vulkan.sh", Pins: []string{"VULKAN_BASE_IMAGE", "LLAMACPP_REPO", "LLAMACPP_REF", "VULKAN_IMAGE"}},
 			{ID: "verify", Title: "Verify, and llama-bench when a model is given", Script: "01-verify.sh", Pins: []string{"VULKAN_IMAGE", "LLAMA_MODEL"}, DependsOn: []string{"image"}},
 		},
-		Next: []string{"podman run --rm -it --device /dev/dri -v ~/models:/models $VULKAN_IMAGE llama-server -m /models/<model>.gguf -ngl 999"},
+		// The fallback for any GPU: Vulkan needs no ROCm and no compiling on the host.
+		RecommendWhen: &Recommendation{Rank: 9},
+		Next:          []string{"podman run --rm -it --device /dev/dri -v ~/models:/models $VULKAN_IMAGE llama-server -m /models/<model>.gguf -ngl 999"},
 	},
 	{
 		ID:     "ollama",
@@ -161,7 +167,8 @@ var catalogue = []Track{
 			{ID: "serve", Title: "Start Ollama", Script: "run_ollama.sh", Pins: []string{"OLLAMA_IMAGE", "OLLAMA_PORT", "OLLAMA_GPU_OVERHEAD"}, DependsOn: []string{"pull"}},
 			{ID: "verify", Title: "Verify Ollama sees the GPU", Script: "02-verify.sh", Pins: []string{"OLLAMA_PORT"}, DependsOn: []string{"serve"}},
 		},
-		Next: []string{"podman exec -it haloforge-ollama ollama run <model>"},
+		RecommendWhen: &Recommendation{For: []string{"gfx1150", "gfx1102", "gfx1030"}, Rank: 2, Unless: []Obstacle{ROCmBroken}},
+		Next:          []string{"podman exec -it haloforge-ollama ollama run <model>"},
 	},
 	{
 		ID:     "therock-aotriton",
@@ -215,7 +222,9 @@ var catalogue = []Track{
 			{ID: "audio", Title: "Build torchaudio", Script: "03-build-torchaudio.sh", Pins: []string{"GFX803_AUDIO_REF"}, DependsOn: []string{"pytorch"}},
 			{ID: "verify", Title: "Verify torch on gfx803", Script: "04-verify.sh", Pins: []string{"GFX803_IMAGE"}, DependsOn: []string{"vision", "audio"}},
 		},
-		Next: []string{"podman run --rm -it --device /dev/kfd --device /dev/dri --group-add keep-groups $GFX803_IMAGE"},
+		// The only stack that still builds for Polaris.
+		RecommendWhen: &Recommendation{For: []string{"gfx803"}, Rank: 1},
+		Next:          []string{"podman run --rm -it --device /dev/kfd --device /dev/dri --group-add keep-groups $GFX803_IMAGE"},
 	},
 	{
 		ID:     "llamacpp-rocm",

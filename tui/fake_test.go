@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/runner"
@@ -56,10 +57,10 @@ func strixHalo() *Detection {
 			VRAMBytes: 512 << 20, GTTBytes: 124 << 30, ComputeUnits: 40},
 		Kernel: "6.18.9-200.fc43.x86_64",
 		Checks: []Check{
-			{ID: "gpu", Status: CheckOK, Summary: "Radeon 8060S Graphics (gfx1151)"},
-			{ID: "kernel-version", Status: CheckOK, Summary: "6.18.9 has the gfx1151 KFD/CWSR fixes"},
-			{ID: "gtt-size", Status: CheckWarn, Summary: "GTT is 62 GiB, half of RAM", Fix: "add ttm.pages_limit=32505856 to the kernel command line"},
-			{ID: "render-groups", Status: CheckFail, Summary: "user not in groups render and video", Fix: "sudo usermod -aG render,video $USER, then log in again"},
+			{ID: "gpu", Status: detect.StatusOK, Summary: "Radeon 8060S Graphics (gfx1151)"},
+			{ID: "kernel-version", Status: detect.StatusOK, Summary: "6.18.9 has the gfx1151 KFD/CWSR fixes"},
+			{ID: "gtt-size", Status: detect.StatusWarn, Summary: "GTT is 62 GiB, half of RAM", Fix: "add ttm.pages_limit=32505856 to the kernel command line"},
+			{ID: "render-groups", Status: detect.StatusFail, Summary: "user not in groups render and video", Fix: "sudo usermod -aG render,video $USER, then log in again"},
 		},
 		Recommended: "therock-toolbox",
 	}

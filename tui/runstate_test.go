@@ -137,14 +137,4 @@ func TestFormatting(t *testing.T) {
 			t.Errorf("humanBytes(%d) = %q, want %q", in, got, want)
 		}
 	}
-	for in, want := range map[string]string{
-		"6e448d0ea9bf3d88d898b65449ca6dc2aec170ac":                                          "6e448d0ea9bf",
-		"sha256:a92fa9cb0000000000000000000000000000000000000000000000000000abcd":           "sha256:a92fa9cb0000",
-		"rocm/vllm@sha256:a92fa9cb0000000000000000000000000000000000000000000000000000abcd": "rocm/vllm@sha256:a92fa9cb0000",
-		"v0.27.1": "v0.27.1", "main": "main",
-	} {
-		if got := shortValue(in); got != want {
-			t.Errorf("shortValue(%q) = %q, want %q", in, got, want)
-		}
-	}
 }

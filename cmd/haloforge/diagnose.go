@@ -129,6 +129,12 @@ func writeFindings(w io.Writer, fs []diagnose.Finding, args []string) {
 		for _, l := range strings.Split(f.Fix, "\n") {
 			fmt.Fprintf(w, "    %s\n", l)
 		}
+		if ladder := diagnose.LadderLines(f.Family); len(ladder) > 0 {
+			fmt.Fprintf(w, "  %s:\n", diagnose.LadderTitle)
+			for _, l := range ladder {
+				fmt.Fprintf(w, "    %s\n", l)
+			}
+		}
 		for _, l := range f.Links {
 			fmt.Fprintf(w, "  See %s\n", l)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/steps"
 )
 
 func init() { register(newDoctorCmd) }
@@ -57,6 +58,7 @@ func runDoctor(cmd *cobra.Command, o doctorOpts) error {
 			"sysfs values and GPU-related environment variables only (no other environment, no home files).\n", len(b.Names()), o.collect)
 	}
 	r := detect.Analyse(b)
+	r.RecommendedTrack = steps.RecommendFor(r)
 	out := cmd.OutOrStdout()
 	if o.json {
 		enc := json.NewEncoder(out)

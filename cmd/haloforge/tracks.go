@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/spf13/cobra"
 )
@@ -103,7 +104,7 @@ func printTracks(w io.Writer, ts []steps.Track, values map[string]string) {
 		}
 		var pv []string
 		for _, name := range t.PinNames() {
-			pv = append(pv, name+"="+short(values[name]))
+			pv = append(pv, name+"="+pins.Short(values[name]))
 		}
 		for i, l := range wrap(strings.Join(pv, " "), 72) {
 			label := "pins: "
@@ -151,12 +152,4 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// short abbreviates a full git SHA the way git does, for reading at a glance.
-func short(v string) string {
-	if len(v) == 40 && strings.Trim(v, "0123456789abcdef") == "" {
-		return v[:12]
-	}
-	return v
 }

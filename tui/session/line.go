@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/runner"
@@ -113,7 +114,7 @@ func (p *printer) detection(d *tui.Detection) {
 	}
 	for _, c := range d.Checks {
 		p.f("check   %-4s %-19s %s\n", c.Status, c.ID, c.Summary)
-		if c.Fix != "" && (c.Status == tui.CheckWarn || c.Status == tui.CheckFail) {
+		if c.Fix != "" && (c.Status == detect.StatusWarn || c.Status == detect.StatusFail) {
 			for _, l := range strings.Split(c.Fix, "\n") {
 				p.f("             fix: %s\n", l)
 			}

@@ -67,7 +67,7 @@ func (e *Engine) Detect(ctx context.Context) (*tui.Detection, error) {
 
 // Detection converts a doctor report into what the detection screen shows.
 func Detection(r *detect.Report, source string) *tui.Detection {
-	d := &tui.Detection{Source: source, Recommended: r.RecommendedTrack, Kernel: deref(r.Kernel.Release)}
+	d := &tui.Detection{Source: source, Recommended: steps.RecommendFor(r), Kernel: deref(r.Kernel.Release)}
 	if g := r.Primary(); g != nil {
 		d.GPU = &tui.GPU{
 			Name: deref(g.Name), Gfx: deref(g.GFX), PCIID: deref(g.PCIID),
