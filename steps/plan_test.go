@@ -14,7 +14,7 @@ func TestCatalogueIsConsistent(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"therock-toolbox", "vllm-image", "source-stable", "nightly-spoof", "locked-spoof",
-		"llamacpp-vulkan", "ollama", "therock-aotriton", "legacy-gfx803", "llamacpp-rocm"}
+		"llamacpp-vulkan", "ollama", "therock-aotriton", "legacy-gfx803", "llamacpp-rocm", "llamacpp-distro"}
 	if got := TrackIDs(); !slices.Equal(got, want) {
 		t.Fatalf("track IDs = %v, want %v", got, want)
 	}
