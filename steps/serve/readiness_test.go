@@ -307,7 +307,7 @@ func TestNewReadinessUnknownEngine(t *testing.T) {
 func TestCleanLogLine(t *testing.T) {
 	for in, want := range map[string]string{
 		"\x1b[1;36m(EngineCore_DP0 pid=123)\x1b[0;0m INFO GPU KV cache size: 1 tokens": "(EngineCore_DP0 pid=123) INFO GPU KV cache size: 1 tokens",
-		"Capturing:  10%\rCapturing:  90%\rCapturing: 100%\r\n":                          "Capturing: 100%",
+		"Capturing:  10%\rCapturing:  90%\rCapturing: 100%\r\n":                        "Capturing: 100%",
 		"plain": "plain",
 	} {
 		if got := cleanLogLine(in); got != want {
