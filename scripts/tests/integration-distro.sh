@@ -9,6 +9,7 @@
 #   - the verify step writes a tiny random-weight model with python3-gguf and llama-bench runs
 #     it on Vulkan, on Mesa's lavapipe (llvmpipe: a real Vulkan device on the CPU);
 #     HALOFORGE_ALLOW_NO_GPU=1 lets the step accept llvmpipe and say so;
+#   - the Go GGUF reader of steps/serve agrees with the file python3-gguf wrote;
 #   - `haloforge bench --from` reads the real llama-bench JSON and finds no reference for
 #     this device;
 #   - the box is removed, no process of the test user is left.
@@ -118,6 +119,12 @@ phase_build() {
   check "the packages step chose Vulkan because there is no /dev/kfd" contains "$out" "backend: vulkan (no /dev/kfd in the box"
   check "the distribution's llama-server is on PATH in the box" contains "$out" "llama.cpp: version:"
   check "the verify step wrote the tiny model with python3-gguf" test -s "$STATE/llamacpp-distro/tiny-random.gguf"
+  # The Go GGUF reader (steps/serve) against the file python3-gguf's own writer made in the box.
+  if command -v go >/dev/null 2>&1; then
+    check "steps/serve reads python3-gguf's file: 730624 bytes of weights, 2 layers, 2 KV heads" \
+      env -C "$REPO" HALOFORGE_TINY_GGUF="$STATE/llamacpp-distro/tiny-random.gguf" \
+      go test -count=1 -run '^TestReadGGUFFromPythonGGUF$' ./steps/serve
+  fi
   check "llama-bench ran on the Vulkan device llvmpipe" contains "$out" "on Vulkan (llvmpipe"
   check "the step says llvmpipe is a CPU device (test mode)" contains "$out" "llvmpipe is a CPU Vulkan device"
   local results
