@@ -19,6 +19,10 @@
 
 # shellcheck source=../lib/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+# check, contains, need_root, install_packages and configure_podman are the therock
+# integration test's (sourcing it defines its functions and runs nothing).
+# shellcheck source=./integration.sh
+. "$(dirname "${BASH_SOURCE[0]}")/integration.sh"
 # shellcheck source=./sid-image.sh
 . "$(dirname "${BASH_SOURCE[0]}")/sid-image.sh"
 
@@ -29,48 +33,6 @@ IT_DIR=/var/tmp/haloforge-distro-it
 STATE=/home/$IT_USER/.local/state/haloforge
 START=$SECONDS
 FAILS=0
-
-# check NAME CONDITION...: one line per assertion; failures are counted, the run goes on.
-check() {
-  local name=$1
-  shift
-  if "$@"; then
-    log_ok "$name"
-  else
-    log_error "FAILED: $name"
-    FAILS=$((FAILS + 1))
-  fi
-}
-
-contains() { grep -qF -- "$2" <<<"$1"; }
-
-need_root() {
-  [[ $(id -u) -eq 0 ]] || die "the distro proof installs packages and creates a test user: run it as root (sudo make integration-distro)"
-}
-
-install_packages() {
-  local p missing=()
-  for p in podman distrobox runc debootstrap sudo uidmap; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-  done
-  ((${#missing[@]})) || return 0
-  run env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  run env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-}
-
-# configure_podman: the ulimits and runc podman needs in this VM (FACTS.md); a file that
-# already has both is kept, another one is saved as .haloforge-bak first.
-configure_podman() {
-  local conf=/etc/containers/containers.conf hard
-  if [[ -f $conf ]] && grep -q '^default_ulimits' "$conf" && grep -q '^runtime *= *"runc"' "$conf"; then
-    return 0
-  fi
-  [[ -f $conf ]] && cp "$conf" "$conf.haloforge-bak"
-  hard=$(ulimit -Hn)
-  mkdir -p /etc/containers
-  printf '[containers]\ndefault_ulimits = ["nofile=%s:%s", "nproc=32768:32768"]\n\n[engine]\nruntime = "runc"\n' \
-    "$hard" "$hard" | write_file "$conf"
-}
 
 make_user() {
   id "$IT_USER" >/dev/null 2>&1 || run useradd --create-home --shell /bin/bash "$IT_USER"
