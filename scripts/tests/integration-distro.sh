@@ -141,6 +141,7 @@ main() {
   if [[ ${HF_IT_KEEP:-0} != 1 ]]; then
     remove_box
     check "the box is removed" bash -c "! podman container exists $IT_BOX"
+    rm -rf "$IT_DIR"
   fi
   check "no process of $IT_USER is left" bash -c "! pgrep -u $IT_USER >/dev/null"
   log_info "timings: setup ${SETUP_SECS}s, build ${BUILD_SECS:-?}s, total $((SECONDS - START))s"
