@@ -15,9 +15,9 @@ APT_PROBES := git python3 shellcheck bats tmux script podman distrobox runc debo
 FUZZTIME ?= 5s
 SHFMT_FLAGS ?= -i 2 -ci -bn
 
-.PHONY: test deps vet unit scripts-lint bats fuzz-short integration bench screenshots build clean
+.PHONY: test deps vet unit scripts-lint bats fuzz-short integration integration-distro bench screenshots build clean
 
-test: deps vet unit scripts-lint bats fuzz-short integration
+test: deps vet unit scripts-lint bats fuzz-short integration integration-distro
 	@echo "make test: all suites passed"
 
 build:
@@ -57,6 +57,11 @@ fuzz-short:
 # Real podman + distrobox: creates a box and runs the tools step inside it.
 integration: build
 	@if [ -x scripts/tests/integration.sh ]; then scripts/tests/integration.sh; else echo "no integration suite yet"; fi
+
+# Real Debian sid llama.cpp in a real distrobox: the llamacpp-distro track end to end on
+# lavapipe (debootstrapped sid image cached as localhost/haloforge-sid:<recipe hash>).
+integration-distro: build
+	HALOFORGE_BIN=$(CURDIR)/bin/haloforge scripts/tests/integration-distro.sh
 
 bench: deps
 	$(GO) test -p 1 -run='^$$' -bench=. -benchtime=1x -timeout 30m ./...

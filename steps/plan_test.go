@@ -15,7 +15,7 @@ import (
 // designTrackIDs are DESIGN.md's track IDs: a contract, so each must stay.
 // A new track needs no edit here.
 var designTrackIDs = []string{"therock-toolbox", "vllm-image", "source-stable", "nightly-spoof", "locked-spoof",
-	"llamacpp-vulkan", "ollama", "therock-aotriton", "legacy-gfx803", "llamacpp-rocm"}
+	"llamacpp-vulkan", "ollama", "therock-aotriton", "legacy-gfx803", "llamacpp-rocm", "llamacpp-distro"}
 
 func TestCatalogueIsConsistent(t *testing.T) {
 	if err := Validate(Catalogue()); err != nil {

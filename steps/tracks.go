@@ -248,4 +248,34 @@ var catalogue = []Track{
 		},
 		Next: []string{"cat $HALOFORGE_STATE_DIR/llamacpp-rocm/ladder.json"},
 	},
+	// llamacpp-distro (issue 17): appended; the distribution's own llama.cpp packages.
+	{
+		ID:     "llamacpp-distro",
+		Title:  "llama.cpp from your distribution's packages (Vulkan or HIP)",
+		Status: StatusStable,
+		Source: "2026: Debian sid / Ubuntu 26.04 / Fedora package ROCm and llama.cpp",
+		Description: "No build at all: a distrobox from Debian sid (or Ubuntu 26.04, or Fedora) with the " +
+			"distribution's llama.cpp (llama-server, llama-bench, llama-cli, ggml-rpc-server) and its ggml " +
+			"GPU backend. The backend is chosen from your machine: HIP when /dev/kfd works and the " +
+			"distribution's HIP build has code for your GPU, else Vulkan (Debian sid's ROCm 6.4 build has " +
+			"no gfx1151 code in November 2026, so a Strix Halo gets Vulkan/RADV). The verify step runs " +
+			"llama-bench on that backend and passes only when it reports it (not CPU): with LLAMA_MODEL, on " +
+			"your model with its speeds; without one, on a tiny random-weight model written on the spot with " +
+			"python3-gguf (proof that kernels run, no speed claim). Pick it for GGUF models in minutes, to " +
+			"check a box before a long build, or as the base of haloforge serve and bench.",
+		Pros:           []string{"minutes, not hours: nothing is compiled", "the distribution keeps it updated", "proves the GPU backend runs, even without a model"},
+		Cons:           []string{"the distribution's llama.cpp build, not the newest tag", "HIP only where the distribution built it for your GPU"},
+		GFX:            []string{"gfx1151", "gfx1150", "gfx1100", "gfx1101", "gfx1102", "gfx1030", "gfx90a"},
+		Requires:       []string{"podman and distrobox", "/dev/dri (Vulkan) or /dev/kfd (HIP) reachable (groups render, video)", "about 2 GB free disk (Vulkan), 3 GB more for HIP"},
+		BlockingChecks: []string{"container-engine", "distrobox"},
+		Steps: []Step{
+			{ID: "toolbox", Title: "Create the distrobox box", Script: "00-setup-box.sh", Pins: []string{"LLAMACPP_DISTRO_BOX", "LLAMACPP_DISTRO_IMAGE"}},
+			{ID: "packages", Title: "Install llama.cpp and the GPU backend from the distribution", Script: "01-install-packages.sh", Pins: []string{"LLAMACPP_DISTRO_BACKEND"}, DependsOn: []string{"toolbox"}},
+			{ID: "verify", Title: "llama-bench on the GPU backend", Script: "02-verify.sh", Pins: []string{"LLAMA_MODEL"}, DependsOn: []string{"packages"}},
+		},
+		Next: []string{
+			"distrobox enter $LLAMACPP_DISTRO_BOX -- llama-server -m <model>.gguf -ngl 999 --host 127.0.0.1",
+			"distrobox enter $LLAMACPP_DISTRO_BOX -- llama-bench -m <model>.gguf -o jsonl -r 3 -fa 1 -ngl 999",
+		},
+	},
 }
