@@ -17,9 +17,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/haloforge/haloforge/detect"
-	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/runner"
+	"github.com/haloforge/haloforge/tui/linemode"
 )
 
 func init() {
@@ -156,10 +156,7 @@ func newBuildRunner(plan *steps.Plan, pinsFile string, o buildOpts, color bool) 
 	}
 	return runner.New(runner.Options{
 		Plan: plan, StateDir: o.stateDir, ScriptsDir: scripts, ToolboxDir: toolbox, PinsFile: pinsFile,
-		DryRun: o.dryRun, From: o.from, Only: o.only, Resume: o.resume, KeepColor: color, BatchLines: true,
-		Analyzer: func(track, step string) runner.Analyzer {
-			return diagnose.NewMatcher(diagnose.MatcherOptions{Track: track, Step: step})
-		},
+		DryRun: o.dryRun, From: o.from, Only: o.only, Resume: o.resume, KeepColor: color, Analyzer: runner.Diagnosis,
 	})
 }
 
@@ -174,9 +171,9 @@ func runAndPrint(parent context.Context, out io.Writer, r *runner.Runner, o buil
 	stopSignals := onInterrupt(out, cancel, r.Kill)
 	defer stopSignals()
 
-	printed := make(chan runner.Event, 1)
+	printed := make(chan linemode.Result, 1)
 	go func() {
-		printed <- runner.PrintLines(out, r.Events(), runner.PrintOptions{Color: color, Resume: resumeCommand(o)})
+		printed <- linemode.Print(out, r.Events(), linemode.Options{Color: color, Resume: resumeCommand(o)})
 	}()
 	rep, runErr := r.Run(ctx)
 	<-printed
@@ -215,7 +212,7 @@ func onInterrupt(out io.Writer, stop func(), kill func()) func() {
 			case <-sigs:
 				n++
 				if n == 1 {
-					fmt.Fprintf(out, "\nstopping the step (SIGTERM, then SIGKILL after %s); press Ctrl-C again to kill it now\n", runner.FormatDuration(runner.DefaultGrace))
+					fmt.Fprintf(out, "\nstopping the step (SIGTERM, then SIGKILL after %s); press Ctrl-C again to kill it now\n", linemode.FormatDuration(runner.DefaultGrace))
 					stop()
 				} else {
 					kill()

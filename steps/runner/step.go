@@ -37,8 +37,8 @@ func (r *Runner) runOne(ctx context.Context, i, idx, total int) error {
 	sr.Status, sr.Started, sr.Log = steps.OutcomeRunning, started, logPath
 	stateErr := r.recordStart(s, logPath, started)
 	repErr := r.writeReport()
-	r.send(Event{Kind: EventStepStarted, Step: s.ID, Title: s.Title, Index: idx, Total: total, Log: logPath,
-		ETA: r.eta(i), Optional: s.Optional, Elapsed: time.Since(r.started)})
+	r.send(StepStarted{Step: s.ID, Title: s.Title, Index: idx, Total: total, Optional: s.Optional, Log: logPath,
+		ETA: r.eta(i), Elapsed: time.Since(r.started), At: started})
 
 	res, out := r.execute(ctx, s, logPath)
 	d := time.Since(started)
@@ -52,9 +52,13 @@ func (r *Runner) runOne(ctx context.Context, i, idx, total int) error {
 	}
 	stateErr = errors.Join(stateErr, r.recordEnd(s, out, started, d))
 	repErr = errors.Join(repErr, r.writeReport())
-	r.send(Event{Kind: EventStepFinished, Step: s.ID, Title: s.Title, Index: idx, Total: total, Status: out.status,
-		ExitCode: out.exitCode, Duration: d, Log: logPath, Err: out.err, Tail: res.tail, Findings: res.findings,
-		Optional: s.Optional, Reason: s.Why, Dropped: r.takeDropped(), Elapsed: time.Since(r.started)})
+	whyOptional := ""
+	if s.Optional {
+		whyOptional = s.Why
+	}
+	r.send(StepFinished{Step: s.ID, Title: s.Title, Index: idx, Total: total, Optional: s.Optional, WhyOptional: whyOptional,
+		Status: out.status, ExitCode: out.exitCode, Duration: d, Elapsed: time.Since(r.started), Log: logPath,
+		Err: out.err, Tail: res.tail, Findings: res.findings, Dropped: res.dropped, At: time.Now()})
 	return errors.Join(stateErr, repErr)
 }
 

@@ -171,27 +171,25 @@ func (p *printer) events(ch <-chan runner.Event) runResult {
 	var res runResult
 	findings := map[string][]diagnose.Finding{}
 	for e := range ch {
-		switch e.Kind {
-		case runner.EventRunStarted:
+		switch e := e.(type) {
+		case runner.RunStarted:
 			p.f("\n== Run %s (%d steps)\n", e.RunID, e.Total)
-		case runner.EventNotice:
-			p.f("note: %s\n", e.Reason)
-		case runner.EventStepStarted:
+		case runner.Notice:
+			p.f("note: %s\n", e.Text)
+		case runner.StepStarted:
 			p.f("[%s] ── step %d/%d: %s\n", e.Step, e.Index, e.Total, nonEmpty(e.Title, e.Step))
-		case runner.EventStepSkipped:
-			p.f("[%s] skipped: %s\n", e.Step, e.Reason)
-		case runner.EventLine:
-			for _, l := range eventLines(e) {
+		case runner.StepSkipped:
+			p.f("[%s] skipped: %s\n", e.Step, e.WhySkipped)
+		case runner.Lines:
+			for _, l := range e.Text {
 				p.f("[%s] %s\n", e.Step, l)
 			}
-		case runner.EventFinding:
-			if e.Finding != nil {
-				findings[e.Step] = append(findings[e.Step], *e.Finding)
-				p.f("[%s] !! %s (line %d): %s\n", e.Step, e.Finding.Family, e.Finding.Line, e.Finding.Summary)
-			}
-		case runner.EventStepFinished:
+		case runner.Found:
+			findings[e.Step] = append(findings[e.Step], e.Finding)
+			p.f("[%s] !! %s (line %d): %s\n", e.Step, e.Finding.Family, e.Finding.Line, e.Finding.Summary)
+		case runner.StepFinished:
 			p.stepFinished(e, findings[e.Step], &res)
-		case runner.EventRunFinished:
+		case runner.RunFinished:
 			res.status = e.Status
 			if e.Err != nil {
 				p.f("run error: %v\n", e.Err)
@@ -201,7 +199,7 @@ func (p *printer) events(ch <-chan runner.Event) runResult {
 	return res
 }
 
-func (p *printer) stepFinished(e runner.Event, fs []diagnose.Finding, res *runResult) {
+func (p *printer) stepFinished(e runner.StepFinished, fs []diagnose.Finding, res *runResult) {
 	if e.Status == steps.OutcomeSucceeded {
 		p.f("[%s] ✓ done in %s\n", e.Step, e.Duration.Round(time.Second))
 		return
@@ -245,12 +243,4 @@ func nonEmpty(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// eventLines returns a line event's screen lines, batched or single.
-func eventLines(e runner.Event) []string {
-	if len(e.Lines) > 0 {
-		return e.Lines
-	}
-	return []string{e.Line}
 }

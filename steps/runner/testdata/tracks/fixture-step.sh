@@ -26,8 +26,8 @@ if [[ "${FX_WAIT:-}" == "${step}" && ! -e "${HALOFORGE_CACHE_DIR}/open" ]]; then
   setsid bash -c 'trap "" TERM HUP; exec sleep 600' </dev/null >/dev/null 2>&1 &
   echo "$!" >>"${pids}"
   trap '' TERM
+  echo "waiting" # before ready: the test reads it from the log right after
   touch "${HALOFORGE_RUN_DIR}/ready"
-  echo "waiting"
   wait
 fi
 echo "${step} done"

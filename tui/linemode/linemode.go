@@ -1,4 +1,10 @@
-package runner
+// Package linemode prints a run as line mode shows it: `haloforge build
+// --plain` (and any build without a terminal, such as CI), the wizard's and
+// the demo's line mode. It is the one place outside the TUI where runner
+// events become text, so every line mode speaks one format, the one
+// README.md documents under "Line mode output" for those who parse it.
+// It imports no Bubble Tea package.
+package linemode
 
 import (
 	"bufio"
@@ -9,14 +15,26 @@ import (
 
 	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/runner"
 )
 
-// PrintOptions shape line mode.
-type PrintOptions struct {
+// Options shape line mode.
+type Options struct {
 	Color bool // colour the status marks (a terminal without NO_COLOR)
 	// Resume is the command that resumes the run, suggested after a
 	// failure or a stop; "" suggests nothing.
 	Resume string
+}
+
+// Result is what a run's events said, for the caller's next move.
+type Result struct {
+	Status string // the run's steps.Outcome*; "" when the events ended without RunFinished
+	RunDir string
+	Err    error // RunFinished's: the run's own machinery
+	// Failed is the first failed step that is not optional ("" for none),
+	// and Finding its first finding (nil when no rule knew the failure).
+	Failed  string
+	Finding *diagnose.Finding
 }
 
 // SGR colours of the status marks.
@@ -32,17 +50,18 @@ const (
 // printer is line mode's state between events.
 type printer struct {
 	w     *bufio.Writer
-	o     PrintOptions
+	o     Options
 	track string
-	last  Event
+	found map[string][]diagnose.Finding // live findings by step, for Result
+	res   Result
 }
 
-// PrintLines writes a run's events as line mode until the channel closes:
-// each output line prefixed with its step, a status line per step, the
-// last lines, the diagnosis and the log path of a failure. It returns the
-// run's EventRunFinished (zero if the run ended without one).
-func PrintLines(w io.Writer, events <-chan Event, o PrintOptions) Event {
-	p := &printer{w: bufio.NewWriterSize(w, 64<<10), o: o}
+// Print writes a run's events until the channel closes: a line when the
+// run starts, a status line per step, each output line prefixed with its
+// step, findings as they come, the last lines, the diagnosis and the log of
+// a failure, and the run's outcome.
+func Print(w io.Writer, events <-chan runner.Event, o Options) Result {
+	p := &printer{w: bufio.NewWriterSize(w, 64<<10), o: o, found: map[string][]diagnose.Finding{}}
 	// Step lines are flushed at most every flushEvery: a write per line
 	// would cost a fast step more than the step itself. Status lines and
 	// findings are flushed at once.
@@ -53,20 +72,18 @@ func PrintLines(w io.Writer, events <-chan Event, o PrintOptions) Event {
 		case e, ok := <-events:
 			if !ok {
 				p.w.Flush()
-				return p.last
+				return p.res
 			}
-			p.event(e)
-			if e.Kind != EventLine {
-				p.w.Flush()
+			if !p.event(e) {
 				continue
 			}
 			// While a step pours out lines, take them in bursts: a reader
-			// that waits on the channel for every line makes the runner
-			// wake it for every line, and those wake-ups cost more than
+			// that waits on the channel for every chunk makes the runner
+			// wake it for every chunk, and those wake-ups cost more than
 			// the lines.
 			if !p.drain(events) {
 				p.w.Flush()
-				return p.last
+				return p.res
 			}
 			time.Sleep(burstPause)
 		case <-tick.C:
@@ -83,45 +100,47 @@ const burstPause = time.Millisecond
 const flushEvery = 50 * time.Millisecond
 
 // drain handles the events already waiting; false when the channel closed.
-func (p *printer) drain(events <-chan Event) bool {
+func (p *printer) drain(events <-chan runner.Event) bool {
 	for range len(events) {
 		e, ok := <-events
 		if !ok {
 			return false
 		}
 		p.event(e)
-		if e.Kind != EventLine {
-			p.w.Flush()
-		}
 	}
 	return true
 }
 
-func (p *printer) event(e Event) {
-	switch e.Kind {
-	case EventRunStarted:
-		p.track = e.Step
-		fmt.Fprintf(p.w, "%s: %s to run · run %s\n", e.Step, plural(e.Total, "step"), e.RunID)
-	case EventNotice:
-		fmt.Fprintf(p.w, "%s %s\n", p.paint(sgrYellow, "note:"), e.Reason)
-	case EventStepSkipped:
-		fmt.Fprintf(p.w, "%s %s skipped: %s\n", p.paint(sgrDim, "-"), e.Step, e.Reason)
-	case EventStepStarted:
+// event prints one event and reports whether it was step output; anything
+// else is flushed at once.
+func (p *printer) event(e runner.Event) (output bool) {
+	switch e := e.(type) {
+	case runner.Lines:
+		p.lines(e)
+		return true
+	case runner.RunStarted:
+		p.track = e.Track
+		fmt.Fprintf(p.w, "%s: %s to run · run %s\n", e.Track, plural(e.Total, "step"), e.RunID)
+	case runner.Notice:
+		fmt.Fprintf(p.w, "%s %s\n", p.paint(sgrYellow, "note:"), e.Text)
+	case runner.StepSkipped:
+		fmt.Fprintf(p.w, "%s %s skipped: %s\n", p.paint(sgrDim, "-"), e.Step, e.WhySkipped)
+	case runner.StepStarted:
 		p.started(e)
-	case EventLine:
-		p.line(e)
-	case EventFinding:
+	case runner.Found:
 		f := e.Finding
+		p.found[e.Step] = append(p.found[e.Step], f)
 		fmt.Fprintf(p.w, "%s [%s] %s: %s (line %d)\n", p.paint(sgrYellow, "!"), e.Step, f.Family, f.Summary, f.Line)
-	case EventStepFinished:
+	case runner.StepFinished:
 		p.finished(e)
-	case EventRunFinished:
-		p.last = e
+	case runner.RunFinished:
 		p.runFinished(e)
 	}
+	p.w.Flush()
+	return false
 }
 
-func (p *printer) started(e Event) {
+func (p *printer) started(e runner.StepStarted) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s [%d/%d] %s: %s", p.paint(sgrBold, "▶"), e.Index, e.Total, e.Step, e.Title)
 	if e.Optional && !strings.Contains(e.Title, "optional") {
@@ -134,36 +153,26 @@ func (p *printer) started(e Event) {
 	fmt.Fprintln(p.w, b.String())
 }
 
-func (p *printer) line(e Event) {
-	if e.Dropped > 0 {
-		fmt.Fprintf(p.w, "[%s] %s\n", e.Step, p.paint(sgrDim, fmt.Sprintf("… %s not shown here (all in the log)", plural(e.Dropped, "line"))))
+func (p *printer) lines(e runner.Lines) {
+	p.dropped(e.Step, e.Dropped)
+	for _, l := range e.Text {
+		p.w.WriteString("[")
+		p.w.WriteString(e.Step)
+		p.w.WriteString("] ")
+		p.w.WriteString(l)
+		p.w.WriteByte('\n')
 	}
-	if e.Lines != nil {
-		for _, l := range e.Lines {
-			p.stepLine(e.Step, l)
-			p.w.WriteByte('\n')
-		}
-		return
-	}
-	p.stepLine(e.Step, e.Line)
-	if e.Cut > 0 {
-		p.w.WriteString(p.paint(sgrDim, fmt.Sprintf(" … (%d more bytes in the log)", e.Cut)))
-	}
-	p.w.WriteByte('\n')
 }
 
-// stepLine writes "[step] text", the newline left to the caller.
-func (p *printer) stepLine(step, text string) {
-	p.w.WriteString("[")
-	p.w.WriteString(step)
-	p.w.WriteString("] ")
-	p.w.WriteString(text)
+// dropped says how many lines the screen did not get.
+func (p *printer) dropped(step string, n int) {
+	if n > 0 {
+		fmt.Fprintf(p.w, "[%s] %s\n", step, p.paint(sgrDim, fmt.Sprintf("… %s not shown here (all in the log)", plural(n, "line"))))
+	}
 }
 
-func (p *printer) finished(e Event) {
-	if e.Dropped > 0 {
-		fmt.Fprintf(p.w, "[%s] %s\n", e.Step, p.paint(sgrDim, fmt.Sprintf("… %s not shown here (all in the log)", plural(e.Dropped, "line"))))
-	}
+func (p *printer) finished(e runner.StepFinished) {
+	p.dropped(e.Step, e.Dropped)
 	switch e.Status {
 	case steps.OutcomeSucceeded:
 		fmt.Fprintf(p.w, "%s %s %s\n", p.paint(sgrGreen, "✓"), e.Step, FormatDuration(e.Duration))
@@ -176,8 +185,8 @@ func (p *printer) finished(e Event) {
 			opt = " (optional: the build goes on)"
 		}
 		fmt.Fprintf(p.w, "%s %s failed (exit %d) after %s%s\n", p.paint(sgrRed, "✗"), e.Step, e.ExitCode, FormatDuration(e.Duration), opt)
-		if e.Optional && e.Reason != "" {
-			fmt.Fprintf(p.w, "  why it is optional: %s\n", e.Reason)
+		if e.Optional && e.WhyOptional != "" {
+			fmt.Fprintf(p.w, "  why it is optional: %s\n", e.WhyOptional)
 		}
 		p.failure(e)
 	}
@@ -187,20 +196,31 @@ func (p *printer) finished(e Event) {
 	fmt.Fprintf(p.w, "  log: %s\n", e.Log)
 }
 
-// failure prints the last lines and the diagnosis of a failed step.
-func (p *printer) failure(e Event) {
+// failure prints the last lines and the diagnosis of a failed step, and
+// remembers the first failure that fails the run.
+func (p *printer) failure(e runner.StepFinished) {
 	if len(e.Tail) > 0 {
 		fmt.Fprintf(p.w, "  last lines of %s:\n", e.Step)
 		for _, l := range e.Tail {
 			fmt.Fprintf(p.w, "  │ %s\n", l)
 		}
 	}
-	if len(e.Findings) == 0 {
+	fs := e.Findings
+	if len(fs) == 0 {
+		fs = p.found[e.Step]
+	}
+	if len(fs) == 0 {
 		fmt.Fprintf(p.w, "  diagnosis: no known failure recognised in the log\n")
 		p.suspects(e.Log)
 	}
-	for _, f := range e.Findings {
+	for _, f := range fs {
 		p.diagnosis(f)
+	}
+	if p.res.Failed == "" && !e.Optional && e.Status == steps.OutcomeFailed {
+		p.res.Failed = e.Step
+		if len(fs) > 0 {
+			p.res.Finding = &fs[0]
+		}
 	}
 }
 
@@ -237,10 +257,8 @@ func (p *printer) diagnosis(f diagnose.Finding) {
 	}
 }
 
-func (p *printer) runFinished(e Event) {
-	if e.Dropped > 0 {
-		fmt.Fprintf(p.w, "%s\n", p.paint(sgrDim, fmt.Sprintf("… %s not shown here (all in the logs)", plural(e.Dropped, "line"))))
-	}
+func (p *printer) runFinished(e runner.RunFinished) {
+	p.res.Status, p.res.RunDir, p.res.Err = e.Status, e.RunDir, e.Err
 	switch e.Status {
 	case steps.OutcomeSucceeded:
 		fmt.Fprintf(p.w, "%s %s done in %s\n", p.paint(sgrGreen, "✓"), p.track, FormatDuration(e.Duration))
@@ -255,7 +273,7 @@ func (p *printer) runFinished(e Event) {
 		fmt.Fprintf(p.w, "error: %v\n", e.Err)
 	}
 	if e.RunDir != "" {
-		fmt.Fprintf(p.w, "report: %s/%s\n", e.RunDir, ReportFile)
+		fmt.Fprintf(p.w, "report: %s/%s\n", e.RunDir, runner.ReportFile)
 	}
 }
 
@@ -277,18 +295,4 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
-}
-
-// FormatDuration prints a duration the way a person reads a build time:
-// 0.4s, 12s, 3m12s, 1h02m.
-func FormatDuration(d time.Duration) string {
-	switch {
-	case d < time.Second:
-		return fmt.Sprintf("%.1fs", d.Seconds())
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	}
-	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
