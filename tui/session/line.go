@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
-	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/steps"
-	"github.com/haloforge/haloforge/steps/runner"
 	"github.com/haloforge/haloforge/tui"
+	"github.com/haloforge/haloforge/tui/linemode"
 )
 
 // Outcome is how a line-mode story ended.
@@ -40,10 +38,11 @@ func (o StoryOptions) resumeHint(track string) string {
 	return "`haloforge build --track " + track + " --resume` continues."
 }
 
-// Story tells the wizard's story without a terminal: detection, the track,
-// its plan and, when asked, the run with every line prefixed by its step;
-// on a failure the diagnosis, the fix the engine knows (the demo's) and a
-// retry. It is what the TUI shows, one line at a time.
+// Story is the wizard's and the demo's line mode: without a terminal it
+// tells what the TUI shows, one line at a time. Detection, the track and
+// its plan, then, when asked, the run as every line mode prints one
+// (tui/linemode, the format `build --plain` has too); on a failure the fix
+// the engine knows (the demo's) and a retry.
 func (e *Engine) Story(ctx context.Context, w io.Writer, o StoryOptions) (Outcome, error) {
 	p := &printer{w: w}
 	det, err := e.Detect(ctx)
@@ -73,23 +72,28 @@ func (e *Engine) Story(ctx context.Context, w io.Writer, o StoryOptions) (Outcom
 
 func (e *Engine) runStory(ctx context.Context, p *printer, out Outcome, o StoryOptions, next []string) (Outcome, error) {
 	req := tui.RunRequest{Track: out.Track}
+	lo := linemode.Options{}
+	if !o.Demo {
+		lo.Resume = "haloforge build --track " + out.Track + " --resume"
+	}
 	for attempt := 0; ; attempt++ {
 		ch, err := e.Start(ctx, req)
 		if err != nil {
 			return out, err
 		}
-		res := p.events(ch)
-		out.Status, out.Interrupted = res.status, res.status == steps.OutcomeInterrupted
+		p.f("\n")
+		res := linemode.Print(p.w, ch, lo)
+		out.Status, out.Interrupted = res.Status, res.Status == steps.OutcomeInterrupted
 		// Only a failure the engine knows a fix for is worth retrying unattended.
-		if res.failed == "" || res.finding == nil || e.Fix == nil || attempt >= o.Retries || ctx.Err() != nil {
+		if res.Failed == "" || res.Finding == nil || e.Fix == nil || attempt >= o.Retries || ctx.Err() != nil {
 			p.end(out, next, o.resumeHint(out.Track))
 			return out, nil
 		}
-		note, err := e.PrepareRetry(ctx, res.failed, res.finding)
+		note, err := e.PrepareRetry(ctx, res.Failed, res.Finding)
 		if err != nil {
 			return out, err
 		}
-		p.f("\n== %s\n\n", note)
+		p.f("\n== %s\n", note)
 		req.Resume = true
 	}
 }
@@ -155,71 +159,6 @@ func (p *printer) plan(pl *tui.Plan) {
 	}
 	if len(pl.Floating) > 0 {
 		p.f("floating pins (not reproducible): %s\n", strings.Join(pl.Floating, ", "))
-	}
-}
-
-// runResult is what one run's events said.
-type runResult struct {
-	status  string
-	failed  string // first failed step that is not optional
-	finding *diagnose.Finding
-}
-
-// events prints a run: each line prefixed with its step, and on a failure
-// the diagnosis and the log path (DESIGN.md, line mode).
-func (p *printer) events(ch <-chan runner.Event) runResult {
-	var res runResult
-	findings := map[string][]diagnose.Finding{}
-	for e := range ch {
-		switch e := e.(type) {
-		case runner.RunStarted:
-			p.f("\n== Run %s (%d steps)\n", e.RunID, e.Total)
-		case runner.Notice:
-			p.f("note: %s\n", e.Text)
-		case runner.StepStarted:
-			p.f("[%s] ── step %d/%d: %s\n", e.Step, e.Index, e.Total, nonEmpty(e.Title, e.Step))
-		case runner.StepSkipped:
-			p.f("[%s] skipped: %s\n", e.Step, e.WhySkipped)
-		case runner.Lines:
-			for _, l := range e.Text {
-				p.f("[%s] %s\n", e.Step, l)
-			}
-		case runner.Found:
-			findings[e.Step] = append(findings[e.Step], e.Finding)
-			p.f("[%s] !! %s (line %d): %s\n", e.Step, e.Finding.Family, e.Finding.Line, e.Finding.Summary)
-		case runner.StepFinished:
-			p.stepFinished(e, findings[e.Step], &res)
-		case runner.RunFinished:
-			res.status = e.Status
-			if e.Err != nil {
-				p.f("run error: %v\n", e.Err)
-			}
-		}
-	}
-	return res
-}
-
-func (p *printer) stepFinished(e runner.StepFinished, fs []diagnose.Finding, res *runResult) {
-	if e.Status == steps.OutcomeSucceeded {
-		p.f("[%s] ✓ done in %s\n", e.Step, e.Duration.Round(time.Second))
-		return
-	}
-	p.f("[%s] ✗ %s (exit %d) after %s\n", e.Step, e.Status, e.ExitCode, e.Duration.Round(time.Second))
-	if len(fs) == 0 {
-		fs = e.Findings
-	}
-	for _, f := range fs {
-		p.f("[%s]   diagnosis: %s: %s\n", e.Step, f.Family, f.Summary)
-		for _, l := range strings.Split(f.Fix, "\n") {
-			p.f("[%s]   fix: %s\n", e.Step, l)
-		}
-	}
-	p.f("[%s]   log: %s\n", e.Step, e.Log)
-	if res.failed == "" && !e.Optional && e.Status == steps.OutcomeFailed {
-		res.failed = e.Step
-		if len(fs) > 0 {
-			res.finding = &fs[0]
-		}
 	}
 }
 

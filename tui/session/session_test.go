@@ -88,8 +88,8 @@ func TestDemoStoryLineMode(t *testing.T) {
 		t.Fatalf("status = %q, want succeeded:\n%s", res.Status, text)
 	}
 	for _, want := range []string{
-		"gfx1151", "[rocm] double free or corruption (!prev)", "[rocm]   diagnosis: " + demo.FailureFamily,
-		"Applied the fix for " + demo.FailureFamily, "[verify] ✓ done", "== therock-toolbox is built",
+		"gfx1151", "[rocm] double free or corruption (!prev)", "\n✗ rocm failed (exit 134) after ", "\n  diagnosis " + demo.FailureFamily,
+		"Applied the fix for " + demo.FailureFamily, "\n✓ verify ", "== therock-toolbox is built",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("story lacks %q:\n%s", want, text)
@@ -98,8 +98,8 @@ func TestDemoStoryLineMode(t *testing.T) {
 	if !demo.FixApplied(e.StateDir) {
 		t.Error("the demo's fix marker is missing after the story")
 	}
-	fail := strings.Index(text, "diagnosis: "+demo.FailureFamily)
-	if done := strings.Index(text, "[verify] ✓ done"); fail < 0 || done < fail {
+	fail := strings.Index(text, "diagnosis "+demo.FailureFamily)
+	if done := strings.Index(text, "\n✓ verify "); fail < 0 || done < fail {
 		t.Error("the story does not fail first and finish after the fix")
 	}
 }
