@@ -23,6 +23,7 @@ const (
 	stateFailed
 	stateSkipped // up to date or skipped by the user
 	stateInterrupted
+	stateNotVerified // ran to its end without proving its outcome
 )
 
 // stepRun is one step of the run as the screen tracks it.
@@ -37,8 +38,10 @@ type stepRun struct {
 	Log       string
 	ExitCode  int
 	Findings  []diagnose.Finding
-	Dropped   int // screen lines the runner dropped under load
-	buf       *logBuffer
+	// Verified and NotVerified are what the step proved and could not check.
+	Verified, NotVerified []string
+	Dropped               int // screen lines the runner dropped under load
+	buf                   *logBuffer
 }
 
 // runState folds runner events into what the run and summary screens show.
@@ -140,6 +143,7 @@ func (rs *runState) stepFinished(e runner.StepFinished) {
 		return
 	}
 	s.Duration, s.ExitCode = e.Duration, e.ExitCode
+	s.Verified, s.NotVerified = e.Verified, e.NotVerified
 	s.Dropped += e.Dropped
 	if e.Log != "" {
 		s.Log = e.Log
@@ -147,6 +151,8 @@ func (rs *runState) stepFinished(e runner.StepFinished) {
 	switch e.Status {
 	case steps.OutcomeSucceeded:
 		s.State = stateOK
+	case steps.OutcomeNotVerified:
+		s.State = stateNotVerified
 	case steps.OutcomeSkipped:
 		s.State = stateSkipped
 	case steps.OutcomeInterrupted:
@@ -178,6 +184,18 @@ func (rs *runState) Failed() *stepRun {
 		}
 	}
 	return nil
+}
+
+// NotVerified lists the steps that ran to their end without proving their
+// outcome, in plan order.
+func (rs *runState) NotVerified() []string {
+	var ids []string
+	for _, s := range rs.Steps {
+		if s.State == stateNotVerified {
+			ids = append(ids, s.ID)
+		}
+	}
+	return ids
 }
 
 // Hint returns the finding the hint panel pins: the first finding of the
@@ -225,7 +243,7 @@ func (rs *runState) ResetForRetry() {
 			if s.buf.Len() > 0 {
 				s.buf.Append(fmt.Sprintf("──── retry (attempt %d) ────", rs.Attempts+1))
 			}
-			s.State, s.Findings, s.Duration = statePending, nil, 0
+			s.State, s.Findings, s.Duration, s.Verified, s.NotVerified = statePending, nil, 0, nil, nil
 		}
 	}
 	rs.Finished = false

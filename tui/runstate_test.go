@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/haloforge/haloforge/diagnose"
@@ -81,6 +82,15 @@ func TestRunStateApply(t *testing.T) {
 		{"unknown step is ignored", []runner.Event{runner.Lines{Step: "nope", Text: []string{"x"}}, runner.StepFinished{Step: "nope", Status: steps.OutcomeSucceeded}},
 			func(rs *runState) []any { return []any{rs.Done, rs.Step("nope") == nil} },
 			[]any{1, true}},
+		{"not verified", []runner.Event{
+			runner.StepFinished{Step: "rocm", Status: steps.OutcomeSucceeded, Verified: []string{"torch imports"}},
+			runner.StepFinished{Step: "vllm", Status: steps.OutcomeNotVerified, Verified: []string{"a kernel ran"}, NotVerified: []string{"no model"}},
+			runner.RunFinished{Status: steps.OutcomeNotVerified}},
+			func(rs *runState) []any {
+				v := rs.Step("vllm")
+				return []any{v.State == stateNotVerified, v.Verified, v.NotVerified, rs.NotVerified(), rs.Failed() == nil, rs.Status}
+			},
+			[]any{true, []string{"a kernel ran"}, []string{"no model"}, []string{"vllm"}, true, "not-verified"}},
 		{"notice", []runner.Event{runner.Notice{Text: "resuming run r0"}},
 			func(rs *runState) []any { return []any{strings.Join(rs.Notices, ";")} },
 			[]any{"resuming run r0"}},
@@ -95,6 +105,24 @@ func TestRunStateApply(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestSummaryTellsNotVerified: the summary never calls a step that could
+// not prove its outcome built and fine.
+func TestSummaryTellsNotVerified(t *testing.T) {
+	rs := newRunState(testPlan())
+	rs.Apply(runner.StepFinished{Step: "rocm", Status: steps.OutcomeSucceeded})
+	rs.Apply(runner.StepFinished{Step: "vllm", Status: steps.OutcomeNotVerified, NotVerified: []string{"offline: no model", "no GPU"}})
+	rs.Apply(runner.RunFinished{Status: steps.OutcomeNotVerified})
+	got := ansi.Strip(summaryText(rs, steps.Track{ID: "therock-toolbox"}, DefaultStyles(), 120))
+	for _, want := range []string{"⚠ therock-toolbox is built, not verified: vllm", "⚠ vllm             not verified: offline: no model; no GPU"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "✓ therock-toolbox is built") {
+		t.Errorf("summary calls a not verified run built:\n%s", got)
 	}
 }
 

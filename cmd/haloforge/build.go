@@ -138,7 +138,7 @@ func printBuildEnd(w io.Writer, o buildOpts, res tui.Result) {
 	}
 	run := filepath.Join(o.stateDir, "runs", st.Tracks[o.track].LastRun)
 	fmt.Fprintf(w, "%s: %s · logs and report.json in %s\n", o.track, res.Status, run)
-	if res.Status != steps.OutcomeSucceeded {
+	if res.Status == steps.OutcomeFailed || res.Status == steps.OutcomeInterrupted {
 		fmt.Fprintf(w, "diagnose: haloforge diagnose %s · resume: %s\n", run, resumeCommand(o))
 	}
 }

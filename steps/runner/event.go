@@ -95,7 +95,7 @@ type StepFinished struct {
 	// WhyOptional says why the step's failure does not fail the run ("" for
 	// a step that is not optional).
 	WhyOptional string
-	Status      string // steps.Outcome*: succeeded, failed, interrupted
+	Status      string // steps.Outcome*: succeeded, not-verified, failed, interrupted
 	ExitCode    int
 	Duration    time.Duration
 	Elapsed     time.Duration // since the run started
@@ -104,6 +104,10 @@ type StepFinished struct {
 	Tail        []string      // the step's last lines, sanitised, for a failure summary
 	Findings    []diagnose.Finding
 	Dropped     int // lines not shown since the last Lines event
+	// Verified and NotVerified are what the step proved and what it could
+	// not check (ResultEnv); a NotVerified entry makes Status not-verified.
+	Verified    []string
+	NotVerified []string
 	At          time.Time
 }
 
@@ -111,7 +115,7 @@ type StepFinished struct {
 type RunFinished struct {
 	RunID    string
 	RunDir   string // "" when the run could not start (lock, run dir)
-	Status   string // steps.Outcome*: succeeded, failed, interrupted
+	Status   string // steps.Outcome*: succeeded, not-verified, failed, interrupted
 	Duration time.Duration
 	Err      error // the run's own machinery (state, lock, report), not the steps
 	At       time.Time

@@ -73,7 +73,7 @@ func (r *Runner) changesSince(id string) []string {
 				changed = append(changed, fmt.Sprintf("%s %s -> %s", name, orNone(o.Pins[name], had), s.PinValues[name]))
 			}
 		}
-		if r.runs[i] && (o.Status == steps.OutcomeSucceeded || o.Status == steps.OutcomeSkipped) {
+		if r.runs[i] && (o.Status == steps.OutcomeSucceeded || o.Status == steps.OutcomeNotVerified || o.Status == steps.OutcomeSkipped) {
 			rerun = append(rerun, s.ID)
 		}
 	}

@@ -393,7 +393,8 @@ func (r *Runner) runSteps(ctx context.Context, total int) error {
 	return errors.Join(errs...)
 }
 
-// runStatus is the run's outcome from its steps.
+// runStatus is the run's outcome from its steps: interrupted, else failed,
+// else not-verified when a step could not prove its outcome, else succeeded.
 func (r *Runner) runStatus() string {
 	status := steps.OutcomeSucceeded
 	for i, s := range r.report.Steps {
@@ -402,6 +403,8 @@ func (r *Runner) runStatus() string {
 			return steps.OutcomeInterrupted
 		case s.Status == steps.OutcomeFailed && !r.plan.Steps[i].Optional:
 			status = steps.OutcomeFailed
+		case s.Status == steps.OutcomeNotVerified && status == steps.OutcomeSucceeded:
+			status = steps.OutcomeNotVerified
 		}
 	}
 	return status

@@ -35,6 +35,9 @@ type Result struct {
 	// and Finding its first finding (nil when no rule knew the failure).
 	Failed  string
 	Finding *diagnose.Finding
+	// NotVerified lists the steps that ran to their end without proving
+	// their outcome (steps.OutcomeNotVerified).
+	NotVerified []string
 }
 
 // SGR colours of the status marks.
@@ -176,7 +179,14 @@ func (p *printer) finished(e runner.StepFinished) {
 	switch e.Status {
 	case steps.OutcomeSucceeded:
 		fmt.Fprintf(p.w, "%s %s %s\n", p.paint(sgrGreen, "✓"), e.Step, FormatDuration(e.Duration))
+		p.verified(e.Verified)
 		return
+	case steps.OutcomeNotVerified:
+		p.res.NotVerified = append(p.res.NotVerified, e.Step)
+		for _, why := range e.NotVerified {
+			fmt.Fprintf(p.w, "%s %s not verified: %s\n", p.paint(sgrYellow, "⚠"), e.Step, why)
+		}
+		p.verified(e.Verified)
 	case steps.OutcomeInterrupted:
 		fmt.Fprintf(p.w, "%s %s interrupted after %s\n", p.paint(sgrYellow, "■"), e.Step, FormatDuration(e.Duration))
 	default:
@@ -194,6 +204,13 @@ func (p *printer) finished(e runner.StepFinished) {
 		fmt.Fprintf(p.w, "  error: %v\n", e.Err)
 	}
 	fmt.Fprintf(p.w, "  log: %s\n", e.Log)
+}
+
+// verified lists what a step proved.
+func (p *printer) verified(what []string) {
+	for _, v := range what {
+		fmt.Fprintf(p.w, "  verified: %s\n", v)
+	}
 }
 
 // failure prints the last lines and the diagnosis of a failed step, and
@@ -262,6 +279,9 @@ func (p *printer) runFinished(e runner.RunFinished) {
 	switch e.Status {
 	case steps.OutcomeSucceeded:
 		fmt.Fprintf(p.w, "%s %s done in %s\n", p.paint(sgrGreen, "✓"), p.track, FormatDuration(e.Duration))
+	case steps.OutcomeNotVerified:
+		fmt.Fprintf(p.w, "%s %s done in %s, not verified: %s\n", p.paint(sgrYellow, "⚠"), p.track, FormatDuration(e.Duration),
+			strings.Join(p.res.NotVerified, ", "))
 	case steps.OutcomeInterrupted:
 		fmt.Fprintf(p.w, "%s %s interrupted after %s\n", p.paint(sgrYellow, "■"), p.track, FormatDuration(e.Duration))
 		p.resumeHint()

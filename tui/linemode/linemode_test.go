@@ -150,3 +150,33 @@ func TestFormatDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintNotVerified: a step that ran to its end without proving its
+// outcome says why, with a ⚠, and so does the run's end; never ✓.
+func TestPrintNotVerified(t *testing.T) {
+	got, res := printAll([]runner.Event{
+		runner.RunStarted{Track: "therock-toolbox", RunID: "r1", RunDir: "/s/runs/r1", Total: 2},
+		runner.StepFinished{Step: "vllm", Status: steps.OutcomeSucceeded, Duration: 3 * time.Second, Verified: []string{"vllm imports"}},
+		runner.StepFinished{Step: "verify", Status: steps.OutcomeNotVerified, Duration: 2 * time.Second, Log: "/s/runs/r1/verify.log",
+			Verified:    []string{"a kernel ran on gfx1151", "the platform is ROCm"},
+			NotVerified: []string{"offline: no model to generate with", "no llama-bench"}},
+		runner.RunFinished{RunID: "r1", RunDir: "/s/runs/r1", Status: steps.OutcomeNotVerified, Duration: 5 * time.Second},
+	}, Options{Resume: "haloforge build --track therock-toolbox --resume"})
+	want := `therock-toolbox: 2 steps to run · run r1
+✓ vllm 3s
+  verified: vllm imports
+⚠ verify not verified: offline: no model to generate with
+⚠ verify not verified: no llama-bench
+  verified: a kernel ran on gfx1151
+  verified: the platform is ROCm
+  log: /s/runs/r1/verify.log
+⚠ therock-toolbox done in 5s, not verified: verify
+report: /s/runs/r1/report.json
+`
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("line mode (-want +got):\n%s", diff)
+	}
+	if res.Status != steps.OutcomeNotVerified || res.Failed != "" || !cmp.Equal(res.NotVerified, []string{"verify"}) {
+		t.Errorf("result %+v", res)
+	}
+}

@@ -17,6 +17,7 @@ type Outcome struct {
 	Status      string // steps.Outcome* of the last run; "" when nothing ran
 	NoGPU       bool   // detection found no AMD GPU
 	Interrupted bool
+	NotVerified []string // steps of the last run that could not prove their outcome
 }
 
 // StoryOptions say how far the line-mode story goes.
@@ -83,7 +84,7 @@ func (e *Engine) runStory(ctx context.Context, p *printer, out Outcome, o StoryO
 		}
 		p.f("\n")
 		res := linemode.Print(p.w, ch, lo)
-		out.Status, out.Interrupted = res.Status, res.Status == steps.OutcomeInterrupted
+		out.Status, out.Interrupted, out.NotVerified = res.Status, res.Status == steps.OutcomeInterrupted, res.NotVerified
 		// Only a failure the engine knows a fix for is worth retrying unattended.
 		if res.Failed == "" || res.Finding == nil || e.Fix == nil || attempt >= o.Retries || ctx.Err() != nil {
 			p.end(out, next, o.resumeHint(out.Track))
@@ -165,8 +166,12 @@ func (p *printer) plan(pl *tui.Plan) {
 // end closes the story; resume says how to go on after an interruption.
 func (p *printer) end(o Outcome, next []string, resume string) {
 	switch o.Status {
-	case steps.OutcomeSucceeded:
-		p.f("\n== %s is built\n", o.Track)
+	case steps.OutcomeSucceeded, steps.OutcomeNotVerified:
+		if len(o.NotVerified) > 0 {
+			p.f("\n== %s is built, not verified: %s\n", o.Track, strings.Join(o.NotVerified, ", "))
+		} else {
+			p.f("\n== %s is built\n", o.Track)
+		}
 		for _, c := range next {
 			p.f("next: %s\n", c)
 		}

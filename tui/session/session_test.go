@@ -238,3 +238,14 @@ func TestStoryInterrupted(t *testing.T) {
 		t.Errorf("state of toolbox: %+v, want interrupted", s)
 	}
 }
+
+// TestStoryEndSaysNotVerified: the story's last word on a run whose outcome
+// could not be proven is "not verified", with the steps, never "built" alone.
+func TestStoryEndSaysNotVerified(t *testing.T) {
+	var out bytes.Buffer
+	p := &printer{w: &out}
+	p.end(Outcome{Track: "therock-toolbox", Status: steps.OutcomeNotVerified, NotVerified: []string{"verify"}}, []string{"distrobox enter x"}, "")
+	if want := "\n== therock-toolbox is built, not verified: verify\nnext: distrobox enter x\n"; out.String() != want {
+		t.Errorf("end = %q, want %q", out.String(), want)
+	}
+}
