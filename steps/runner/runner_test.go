@@ -26,7 +26,7 @@ import (
 func TestMain(m *testing.M) {
 	// The runner starts this test binary as its step supervisor, exactly as
 	// haloforge starts itself.
-	if len(os.Args) > 1 && os.Args[1] == SuperviseArg {
+	if IsSupervise(os.Args) {
 		os.Exit(Supervise(os.Args[2:]))
 	}
 	if os.Getenv(helperEnv) != "" {

@@ -19,7 +19,7 @@ import (
 // TestMain lets this test binary be the runner's step supervisor, as the
 // haloforge binary is (/proc/self/exe __supervise).
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == runner.SuperviseArg {
+	if runner.IsSupervise(os.Args) {
 		os.Exit(runner.Supervise(os.Args[2:]))
 	}
 	os.Exit(m.Run())
