@@ -104,6 +104,9 @@ func (f *fakeBackend) replay(ctx context.Context, ch chan<- runner.Event, req Ru
 	defer close(ch)
 	start := time.Now()
 	ch <- runner.RunStarted{Track: f.track.ID, RunID: "fake-run", RunDir: "/state/runs/fake-run", Total: len(f.track.Steps), At: start}
+	if req.Resume { // as the runner says it when it resumes
+		ch <- runner.Notice{Text: "resuming run fake-run: rocm (failed)"}
+	}
 	status := steps.OutcomeSucceeded
 	for i, s := range f.track.Steps {
 		if req.Resume && (s.ID == "toolbox" || s.ID == "tools") {

@@ -163,6 +163,12 @@ func (e *Engine) newRunner(req tui.RunRequest) (*runner.Runner, error) {
 	if e.Tune != nil {
 		e.Tune(&o)
 	}
+	// A retry continues the run it follows, as build --resume does: the
+	// steps that failed or stopped run again with HALOFORGE_RESUME=1, and
+	// the run says what it resumes. A dry run keeps no state to resume.
+	if req.Resume && !o.DryRun {
+		o.Resume = true
+	}
 	if len(req.Skip) > 0 {
 		// Going on after a skip runs what the plan says is left, minus the
 		// skipped steps: --from and --only were for the first run.

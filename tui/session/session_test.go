@@ -89,7 +89,7 @@ func TestDemoStoryLineMode(t *testing.T) {
 	}
 	for _, want := range []string{
 		"gfx1151", "[rocm] double free or corruption (!prev)", "\n✗ rocm failed (exit 134) after ", "\n  diagnosis " + demo.FailureFamily,
-		"Applied the fix for " + demo.FailureFamily, "\n✓ verify ", "== therock-toolbox is built",
+		"Applied the fix for " + demo.FailureFamily, "\nnote: resuming run ", ": rocm (failed)\n", "\n✓ verify ", "== therock-toolbox is built",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("story lacks %q:\n%s", want, text)
