@@ -101,8 +101,8 @@ func (rs *runState) Apply(e runner.Event) {
 	case runner.Lines:
 		if s := rs.Step(e.Step); s != nil {
 			s.Dropped += e.Dropped
-			for _, l := range e.Text {
-				s.buf.Append(l)
+			for i := range e.Text {
+				s.buf.Append(linemode.CutLine(e, i))
 			}
 		}
 	case runner.Found:

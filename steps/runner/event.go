@@ -66,17 +66,14 @@ type Lines struct {
 	// follow in order; a line that held nothing but terminal controls is not
 	// shown, so their numbers may skip.
 	First int
-	// Text is the lines. A line longer than Options.MaxLine is cut, and ends
-	// in CutMarker's text saying how many bytes only the log has.
-	Text []string
+	Text  []string
+	// Cut is nil unless a line was longer than Options.MaxLine; then Cut[i]
+	// is how many bytes of Text[i] only the log has.
+	Cut []int
 	// Dropped counts this step's lines not shown just before these, because
 	// the consumer was behind (the log has them all).
 	Dropped int
 }
-
-// CutMarker is appended to a screen line cut at Options.MaxLine, with the
-// number of bytes the log keeps beyond it.
-const CutMarker = " … (%d more bytes in the log)"
 
 // Found is a known failure recognised in a step's output, sent right after
 // the Lines holding the line it names.

@@ -77,9 +77,9 @@ type batch struct {
 
 // span locates one line in batch.buf: buf[text0:text1] is what the
 // diagnosis and the tail read, buf[screen0:screen1] what a screen shows
-// (the same text, or its copy with colours, plus a cut marker).
+// (the same text, or its copy with colours); cut is the bytes only the log has.
 type span struct {
-	no                             int
+	no, cut                        int
 	text0, text1, screen0, screen1 int
 }
 
@@ -302,14 +302,13 @@ func (st *stream) add(no int, text, screen []byte, cut int) {
 	b.buf = append(b.buf, text...)
 	t1 := len(b.buf)
 	s0 := t0
+	s1 := t1
 	if screen != nil {
 		s0 = t1
 		b.buf = append(b.buf, screen...)
+		s1 = len(b.buf)
 	}
-	if cut > 0 {
-		b.buf = fmt.Appendf(b.buf, CutMarker, cut)
-	}
-	b.lines = append(b.lines, span{no: no, text0: t0, text1: t1, screen0: s0, screen1: len(b.buf)})
+	b.lines = append(b.lines, span{no: no, cut: cut, text0: t0, text1: t1, screen0: s0, screen1: s1})
 }
 
 // flush is the one way lines leave the stream: it feeds the chunk's lines
@@ -323,11 +322,13 @@ func (st *stream) flush() {
 	}
 	all := string(b.buf)
 	var found []diagnose.Finding
+	cut := false
 	for _, l := range b.lines {
 		text := all[l.text0:l.text1]
 		st.tail[st.tailN%tailLines] = text
 		st.tailN++
 		st.res.lines = l.no
+		cut = cut || l.cut > 0
 		if st.an != nil {
 			found = append(found, st.an.Line(l.no, text)...)
 		}
@@ -335,11 +336,17 @@ func (st *stream) flush() {
 	if st.lagging {
 		st.dropped += len(b.lines)
 	} else {
-		text := make([]string, len(b.lines))
-		for i, l := range b.lines {
-			text[i] = all[l.screen0:l.screen1]
+		e := Lines{Step: st.step.ID, First: b.lines[0].no, Text: make([]string, len(b.lines))}
+		if cut {
+			e.Cut = make([]int, len(b.lines))
 		}
-		st.sendLines(Lines{Step: st.step.ID, First: b.lines[0].no, Text: text})
+		for i, l := range b.lines {
+			e.Text[i] = all[l.screen0:l.screen1]
+			if cut {
+				e.Cut[i] = l.cut
+			}
+		}
+		st.sendLines(e)
 	}
 	b.buf, b.lines = b.buf[:0], b.lines[:0]
 	for _, f := range found {

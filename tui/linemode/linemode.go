@@ -158,14 +158,28 @@ func (p *printer) started(e runner.StepStarted) {
 
 func (p *printer) lines(e runner.Lines) {
 	p.dropped(e.Step, e.Dropped)
-	for _, l := range e.Text {
+	for i, l := range e.Text {
 		p.w.WriteString("[")
 		p.w.WriteString(e.Step)
 		p.w.WriteString("] ")
 		p.w.WriteString(l)
+		if e.Cut != nil && e.Cut[i] > 0 {
+			p.w.WriteString(cutNote(e.Cut[i]))
+		}
 		p.w.WriteByte('\n')
 	}
 }
+
+// CutLine is how every screen shows line i of e: its text, and for a line
+// cut at the runner's MaxLine how many bytes only the log has.
+func CutLine(e runner.Lines, i int) string {
+	if e.Cut == nil || e.Cut[i] <= 0 {
+		return e.Text[i]
+	}
+	return e.Text[i] + cutNote(e.Cut[i])
+}
+
+func cutNote(n int) string { return fmt.Sprintf(" … (%d more bytes in the log)", n) }
 
 // dropped says how many lines the screen did not get.
 func (p *printer) dropped(step string, n int) {

@@ -37,7 +37,7 @@ func TestPrint(t *testing.T) {
 		runner.StepSkipped{Step: "a", WhySkipped: "up to date (succeeded 2026-11-20 10:00)"},
 		runner.StepStarted{Step: "b", Title: "Build B", Index: 1, Total: 3, Optional: true, Elapsed: 2 * time.Second, ETA: 3*time.Minute + 12*time.Second},
 		runner.Lines{Step: "b", First: 1, Text: []string{"one"}},
-		runner.Lines{Step: "b", First: 7, Text: []string{"two … (100 more bytes in the log)", "three"}, Dropped: 5},
+		runner.Lines{Step: "b", First: 7, Text: []string{"two", "three"}, Cut: []int{100, 0}, Dropped: 5},
 		runner.Found{Step: "b", Finding: f},
 		runner.StepFinished{Step: "b", Status: steps.OutcomeFailed, ExitCode: 2, Duration: 75 * time.Second, Optional: true, WhyOptional: "CDNA only",
 			Log: "/s/runs/r1/b.log", Tail: []string{"two", "three"}, Findings: []diagnose.Finding{f}, Dropped: 2},
