@@ -109,7 +109,7 @@ func validImage(v string) (bool, error) {
 func validURL(v string) error {
 	u, err := url.Parse(v)
 	if err != nil {
-		return fmt.Errorf("not a URL: %v", err)
+		return fmt.Errorf("not a URL: %w", err)
 	}
 	if u.Scheme != "https" {
 		return fmt.Errorf("want an https URL (got scheme %q): pins must not be fetched in clear text", u.Scheme)

@@ -73,6 +73,8 @@ func summaryText(rs *runState, t steps.Track, st Styles, width int) string {
 		b.WriteString(st.Fail.Render("✗ "+t.ID+" stopped at "+failed.ID) + "\n")
 	case rs.Err != nil:
 		b.WriteString(st.Fail.Render("✗ "+t.ID+": "+rs.Err.Error()) + "\n")
+	case len(rs.NotVerified()) > 0:
+		b.WriteString(st.Warn.Render("⚠ "+t.ID+" is built, not verified: "+strings.Join(rs.NotVerified(), ", ")) + "\n")
 	default:
 		b.WriteString(st.OK.Render("✓ "+t.ID+" is built") + "\n")
 	}
@@ -117,6 +119,8 @@ func summaryStepLine(s *stepRun, st Styles) string {
 		mark, what = st.Skip.Render("↷"), cmp.Or(s.Reason, "skipped")
 	case stateInterrupted:
 		mark, what = st.Warn.Render("■"), "interrupted"
+	case stateNotVerified:
+		mark, what = st.Warn.Render("⚠"), "not verified: "+strings.Join(s.NotVerified, "; ")
 	default:
 		mark, what = st.Skip.Render("·"), "not run"
 	}

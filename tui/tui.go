@@ -70,7 +70,9 @@ type PlanStep struct {
 // RunRequest asks the backend for a run of the chosen track.
 type RunRequest struct {
 	Track string
-	// Resume continues after the last successful step (a retry).
+	// Resume continues the run it follows, as build --resume does (a retry,
+	// or going on after a skip): what failed or stopped runs again with
+	// HALOFORGE_RESUME=1.
 	Resume bool
 	// Skip lists optional steps the user chose to skip.
 	Skip []string

@@ -17,8 +17,6 @@ import (
 	"github.com/haloforge/haloforge/steps/bench"
 )
 
-func init() { register(newBenchCmd) }
-
 // benchOptions are the flags of `haloforge bench`.
 type benchOptions struct {
 	from    string // a llama-bench JSON/JSONL or vLLM bench JSON file, "-" for stdin

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,13 +13,12 @@ import (
 	"github.com/haloforge/haloforge/steps"
 )
 
-func init() { register(newDoctorCmd) }
-
 type doctorOpts struct {
-	json    bool
-	verbose bool
-	bundle  string
-	collect string
+	json     bool
+	verbose  bool
+	bundle   string
+	collect  string
+	stateDir string // where builds write: disk-space judges its free space
 }
 
 func newDoctorCmd() *cobra.Command {
@@ -37,16 +35,17 @@ func newDoctorCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDoctor(cmd, o) },
 	}
 	f := cmd.Flags()
-	f.BoolVar(&o.json, "json", false, "print the report as JSON")
+	jsonFlag(cmd, &o.json, "print the report as JSON")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "show every check, its details and the facts behind it")
 	f.StringVar(&o.bundle, "bundle", "", "analyse a diagnostics bundle (directory or .tar.gz) instead of this machine")
 	f.StringVar(&o.collect, "collect", "", "write this machine's bundle to DIR or FILE.tar.gz (to attach to a bug report)")
+	stateDirFlag(cmd, &o.stateDir)
 	cmd.MarkFlagsMutuallyExclusive("bundle", "collect")
 	return cmd
 }
 
 func runDoctor(cmd *cobra.Command, o doctorOpts) error {
-	b, err := doctorBundle(cmd.Context(), o)
+	b, err := doctorBundle(cmdContext(cmd), o)
 	if err != nil {
 		return err
 	}
@@ -83,10 +82,7 @@ func doctorBundle(ctx context.Context, o doctorOpts) (*detect.Bundle, error) {
 		}
 		return b, nil
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	b, err := detect.Collect(ctx, detect.CollectOptions{Root: "/", Timeout: 800 * time.Millisecond, Version: version})
+	b, err := detect.Collect(ctx, collectOptions(stateDirOrDefault(o.stateDir)))
 	if err != nil {
 		return nil, failedErr(err)
 	}

@@ -7,11 +7,10 @@ import (
 	"strings"
 
 	"github.com/haloforge/haloforge/pins"
-	"github.com/haloforge/haloforge/steps"
 	"github.com/spf13/cobra"
-)
 
-func init() { register(newTracksCmd) }
+	"github.com/haloforge/haloforge/steps"
+)
 
 // trackJSON is one entry of `tracks --json` (DESIGN.md's fields first).
 type trackJSON struct {
@@ -37,31 +36,35 @@ type stepJSON struct {
 	Optional  bool     `json:"optional"`
 }
 
+type tracksOpts struct {
+	json bool
+	pins pinFlags
+}
+
 func newTracksCmd() *cobra.Command {
-	var (
-		asJSON bool
-		pf     pinFlags
-	)
+	var o tracksOpts
 	cmd := &cobra.Command{
 		Use:   "tracks",
 		Short: "List every track: what it does, its status and its steps",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			pinsFile, err := loadPinsFlags(pf.pins, pf.sets)
-			if err != nil {
-				return err
-			}
-			values := pinsFile.Values()
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"tracks": tracksJSON(steps.Catalogue(), values)})
-			}
-			printTracks(cmd.OutOrStdout(), steps.Catalogue(), values)
-			return nil
-		},
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runTracks(cmd, o) },
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	pf.bind(cmd)
+	jsonFlag(cmd, &o.json, "print JSON")
+	o.pins.bind(cmd)
 	return cmd
+}
+
+func runTracks(cmd *cobra.Command, o tracksOpts) error {
+	pinsFile, err := loadPinsFlags(o.pins.pins, o.pins.sets)
+	if err != nil {
+		return err
+	}
+	values := pinsFile.Values()
+	if o.json {
+		return writeJSON(cmd.OutOrStdout(), map[string]any{"tracks": tracksJSON(steps.Catalogue(), values)})
+	}
+	printTracks(cmd.OutOrStdout(), steps.Catalogue(), values)
+	return nil
 }
 
 func tracksJSON(ts []steps.Track, values map[string]string) []trackJSON {
