@@ -256,7 +256,3 @@ func at(t time.Time) time.Time {
 	}
 	return t
 }
-
-// fmtDuration is linemode.FormatDuration, the one duration style; the
-// screens call it by this name until they call linemode directly.
-func fmtDuration(d time.Duration) string { return linemode.FormatDuration(d) }

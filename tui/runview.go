@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/haloforge/haloforge/tui/linemode"
+
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 )
@@ -54,10 +56,10 @@ func (s *runScreen) header() string {
 		b.WriteString(" · " + s.Styles.Bold.Render(rs.Current))
 	}
 	if !rs.Started.IsZero() {
-		b.WriteString(s.Styles.Subtle.Render(" · " + fmtDuration(rs.Elapsed(s.now())) + " elapsed"))
+		b.WriteString(s.Styles.Subtle.Render(" · " + linemode.FormatDuration(rs.Elapsed(s.now())) + " elapsed"))
 	}
 	if left, ok := rs.Remaining(s.now()); ok {
-		b.WriteString(s.Styles.Subtle.Render(" · ETA ~" + fmtDuration(left)))
+		b.WriteString(s.Styles.Subtle.Render(" · ETA ~" + linemode.FormatDuration(left)))
 	}
 	if rs.Finished {
 		b.WriteString("  " + s.outcome())

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/haloforge/haloforge/tui/linemode"
 )
 
 // stepsPaneWidth is the width of the step list; the log takes the rest.
@@ -62,9 +64,9 @@ func (l *stepList) stepLine(i int, s *stepRun, spin string, now time.Time, st St
 	mark, dur := stepMark(s, spin, st), ""
 	switch s.State {
 	case stateRunning:
-		dur = fmtDuration(now.Sub(s.Started))
-	case stateOK, stateFailed, stateInterrupted:
-		dur = fmtDuration(s.Duration)
+		dur = linemode.FormatDuration(now.Sub(s.Started))
+	case stateOK, stateFailed, stateInterrupted, stateNotVerified:
+		dur = linemode.FormatDuration(s.Duration)
 	case stateSkipped:
 		dur = "skip"
 	}
@@ -82,6 +84,8 @@ func stepMark(s *stepRun, spin string, st Styles) string {
 		return st.Running.Render(spin)
 	case stateOK:
 		return st.OK.Render("✓")
+	case stateNotVerified:
+		return st.Warn.Render("⚠")
 	case stateFailed:
 		if s.Optional {
 			return st.Warn.Render("✗")

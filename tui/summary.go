@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/haloforge/haloforge/tui/linemode"
+
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
@@ -109,9 +111,9 @@ func summaryStepLine(s *stepRun, st Styles) string {
 	var mark, what string
 	switch s.State {
 	case stateOK:
-		mark, what = st.OK.Render("✓"), fmtDuration(s.Duration)
+		mark, what = st.OK.Render("✓"), linemode.FormatDuration(s.Duration)
 	case stateFailed:
-		mark, what = st.Fail.Render("✗"), fmt.Sprintf("exit %d after %s", s.ExitCode, fmtDuration(s.Duration))
+		mark, what = st.Fail.Render("✗"), fmt.Sprintf("exit %d after %s", s.ExitCode, linemode.FormatDuration(s.Duration))
 		if s.Optional {
 			mark, what = st.Warn.Render("✗"), what+" (optional: the build went on)"
 		}

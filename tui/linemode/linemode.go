@@ -283,6 +283,14 @@ func (p *printer) diagnosis(f diagnose.Finding) {
 		}
 		fmt.Fprintf(p.w, "    %s %s\n", label, l)
 	}
+	// A hang has no error line to fix, so line mode shows the same ladder
+	// as diagnose, the wizard and TUTORIAL.md.
+	if rungs := diagnose.LadderLines(f.Family); len(rungs) > 0 {
+		fmt.Fprintf(p.w, "    %s:\n", diagnose.LadderTitle)
+		for _, r := range rungs {
+			fmt.Fprintf(p.w, "      %s\n", r)
+		}
+	}
 	for _, link := range f.Links {
 		fmt.Fprintf(p.w, "    see: %s\n", link)
 	}

@@ -180,3 +180,33 @@ report: /s/runs/r1/report.json
 		t.Errorf("result %+v", res)
 	}
 }
+
+// TestPrintShowsTheHangLadder: a hang family has no error line to fix, so
+// line mode prints the same ladder as diagnose and the wizard, in order.
+func TestPrintShowsTheHangLadder(t *testing.T) {
+	const family = "llamacpp-rocm-load-hang-sdma"
+	rungs := diagnose.LadderLines(family)
+	if len(rungs) < 2 {
+		t.Fatalf("%s has %d rungs, want a ladder", family, len(rungs))
+	}
+	f := diagnose.Finding{Family: family, Line: 9, Summary: "stalled after the async upload", Fix: "HSA_ENABLE_SDMA=0"}
+	out, _ := printAll([]runner.Event{
+		runner.RunStarted{Track: "t", RunID: "r", RunDir: "/r", Total: 1},
+		runner.StepFinished{Step: "bench", Status: steps.OutcomeFailed, ExitCode: 1, Findings: []diagnose.Finding{f}},
+		runner.RunFinished{RunID: "r", RunDir: "/r", Status: steps.OutcomeFailed},
+	}, Options{})
+	want := "    " + diagnose.LadderTitle + ":\n"
+	for _, r := range rungs {
+		want += "      " + r + "\n"
+	}
+	if !strings.Contains(out, want) {
+		t.Errorf("the ladder is missing or out of order; want\n%s\nin\n%s", want, out)
+	}
+	// A family without a ladder prints none.
+	out, _ = printAll([]runner.Event{
+		runner.StepFinished{Step: "rocm", Status: steps.OutcomeFailed, ExitCode: 1, Findings: []diagnose.Finding{{Family: "hip-no-binary-for-gpu", Fix: "x"}}},
+	}, Options{})
+	if strings.Contains(out, diagnose.LadderTitle) {
+		t.Errorf("a ladder for a family without one:\n%s", out)
+	}
+}
