@@ -282,22 +282,26 @@ func Table(f *pins.File) []Row {
 		up := p.upstream
 		if w, ok := wheelRule(p.pin.Name); ok && p.method == methodIndex {
 			_, indexPin := w.index(f.Values())
-			up = fmt.Sprintf("%s on `%s`: %s", strings.Join(quoteAll(expandPackages(w.Packages, "gfx1151")), ", "), indexPin, w.Source)
+			up = fmt.Sprintf("%s on `%s`: %s", strings.Join(quoteAll(expandPackages(w.Packages, "gfx1151")), ", "), indexPin, strings.ReplaceAll(w.Source, "{GPU}", "gfx1151"))
 		} else if p.method == methodNone {
 			up = p.why
 		} else if p.method == methodGit {
 			if src, ok := GitRepos[p.pin.Name]; ok && !strings.Contains(src, "://") {
 				up = "`" + src + "`"
 			} else if p.pin.Kind == pins.KindURL {
-				up = "itself (the repository answers)"
+				up = "itself: the repository answers"
+			} else {
+				up = "`" + up + "` (cloned by URL)"
 			}
 		} else if p.method == methodRegistry {
-			up = "its registry"
+			up = "its registry: tag → digest, or the digest exists"
 			if d, ok := DigestRepos[p.pin.Name]; ok {
-				up = "`" + d + "`'s repository"
+				up = "`" + d + "`'s repository: the digest exists"
+			} else if p.pin.Kind == pins.KindRepo {
+				up = "its registry: the repository exists (`tags/list`)"
 			}
 		} else if p.method == methodIndexRoot {
-			up = "itself (the index answers)"
+			up = "itself: the index answers"
 		}
 		rows = append(rows, Row{Pin: p.pin.Name, Upstream: up, Method: methodText[p.method]})
 	}
@@ -305,10 +309,10 @@ func Table(f *pins.File) []Row {
 }
 
 var methodText = map[string]string{
-	methodIndex:     "PEP 691 JSON (else PEP 503 HTML) project page: a file of the exact `==version` installable on Linux x86_64 with `PYTHON_VERSION`",
-	methodIndexRoot: "GET of the index root",
-	methodRegistry:  "OCI distribution API: manifest HEAD (anonymous bearer token when asked); tag → digest, digest exists",
-	methodGit:       "`git ls-remote --heads --tags`; a SHA that is no tip: one-commit fetch by SHA (protocol v2)",
+	methodIndex:     "simple index: project page (PEP 691, else 503), exact `==version` for `PYTHON_VERSION`",
+	methodIndexRoot: "simple index: GET of the root",
+	methodRegistry:  "OCI registry: manifest HEAD (anonymous bearer token)",
+	methodGit:       "`git ls-remote`; a SHA that is no tip: one-commit fetch by SHA",
 	methodNone:      "unchecked",
 }
 

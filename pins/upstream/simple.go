@@ -261,7 +261,11 @@ func ParseDistFilename(filename, project string) (DistFile, bool) {
 		// the version starts after the last '-' whose prefix names the project
 		for i := strings.LastIndexByte(stem, '-'); i > 0; i = strings.LastIndexByte(stem[:i], '-') {
 			if NormalizeName(stem[:i]) == norm {
-				return DistFile{Project: norm, Version: stem[i+1:]}, stem[i+1:] != ""
+				// "rocm-sdk-core-7.14.0" names project rocm only if "sdk-core-7.14.0" were a version
+				if _, ok := ParseVersion(stem[i+1:]); !ok {
+					return DistFile{}, false
+				}
+				return DistFile{Project: norm, Version: stem[i+1:]}, true
 			}
 		}
 		return DistFile{}, false

@@ -243,7 +243,9 @@ func (c *checker) network(ctx context.Context, host string, fn func(ctx context.
 	err := fn(rctx)
 	var ue *unreachableError
 	if errors.As(err, &ue) && !ue.soft {
-		if ctx.Err() != nil {
+		// the run's deadline, not this host, when it has passed (its timer
+		// and a transport's own timeout can fire in either order)
+		if dl, ok := ctx.Deadline(); ctx.Err() != nil || (ok && !time.Now().Before(dl)) {
 			ue.Reason = fmt.Sprintf("no answer within %s (the run's deadline)", c.opts.Deadline)
 		}
 		c.mu.Lock()
