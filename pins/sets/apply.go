@@ -26,38 +26,39 @@ func Apply(path string, orig []byte, s Set, now time.Time) ([]byte, error) {
 	want := s.Values()
 	data := orig
 	var added []string
-	// Each round rewrites the pins that resolve wrongly; a rewrite can fix
-	// others through their references, so a few rounds settle it.
-	for round := 0; round < 4; round++ {
+	// One rewrite a round, in file order: a rewrite can fix a later pin
+	// through its ${REF}, which then keeps its form.
+	for round := 0; round <= len(s.File.Pins); round++ {
 		f, err := pins.Parse(path, data)
 		if err != nil {
 			return nil, fmt.Errorf("rewriting %s: %w", path, err)
 		}
 		have := f.Values()
-		lines := strings.SplitAfter(string(data), "\n")
-		changed := false
-		for _, p := range s.File.Pins {
-			v, ok := have[p.Name]
-			if ok && v == want[p.Name] {
-				continue
+		next := pins.Pin{}
+		for _, p := range f.Pins {
+			if w, inSet := want[p.Name]; inSet && have[p.Name] != w {
+				next = p
+				break
 			}
-			if !ok {
-				if !contains(added, p.Name) {
-					added = append(added, p.Name)
-				}
-				continue
-			}
-			pin, _ := f.Get(p.Name)
-			line, err := rewriteValue(lines[pin.Line-1], want[p.Name])
-			if err != nil {
-				return nil, &pins.Error{Path: path, Line: pin.Line, Reason: err.Error()}
-			}
-			lines[pin.Line-1] = line
-			changed = true
 		}
-		data = []byte(strings.Join(lines, ""))
-		if !changed {
+		if next.Name == "" {
 			break
+		}
+		lines := strings.SplitAfter(string(data), "\n")
+		line, err := rewriteValue(lines[next.Line-1], want[next.Name])
+		if err != nil {
+			return nil, &pins.Error{Path: path, Line: next.Line, Reason: err.Error()}
+		}
+		lines[next.Line-1] = line
+		data = []byte(strings.Join(lines, ""))
+	}
+	f, err := pins.Parse(path, data)
+	if err != nil {
+		return nil, fmt.Errorf("rewriting %s: %w", path, err)
+	}
+	for _, p := range s.File.Pins {
+		if _, ok := f.Get(p.Name); !ok {
+			added = append(added, p.Name)
 		}
 	}
 	if len(added) > 0 {
@@ -73,7 +74,7 @@ func Apply(path string, orig []byte, s Set, now time.Time) ([]byte, error) {
 		}
 		data = b.Bytes()
 	}
-	f, err := pins.Parse(path, data)
+	f, err = pins.Parse(path, data)
 	if err != nil {
 		return nil, fmt.Errorf("rewriting %s: %w", path, err)
 	}
@@ -120,11 +121,3 @@ func quote(v string) string {
 	return "'" + v + "'"
 }
 
-func contains(s []string, x string) bool {
-	for _, v := range s {
-		if v == x {
-			return true
-		}
-	}
-	return false
-}
