@@ -120,4 +120,3 @@ func quote(v string) string {
 	}
 	return "'" + v + "'"
 }
-
