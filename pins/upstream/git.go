@@ -252,12 +252,14 @@ func noAnswerReason(lower, stderr string) string {
 		return "could not resolve host"
 	case strings.Contains(lower, "connection refused"):
 		return "connection refused"
+	case strings.Contains(lower, "couldn't connect to server"), strings.Contains(lower, "failed to connect"):
+		return "could not connect"
 	case strings.Contains(lower, "timed out"):
 		return "no answer in time"
 	case strings.Contains(lower, "network is unreachable"), strings.Contains(lower, "no route to host"):
 		return "network unreachable"
 	case strings.Contains(lower, "proxy"):
-		return "proxy did not answer"
+		return "proxy from the environment did not answer"
 	}
 	return gitReason(stderr)
 }

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -321,10 +320,17 @@ func httpError(host string, err error) error {
 
 // netReason is a short, human reason for a network error.
 func netReason(err error) string {
+	if strings.Contains(err.Error(), "proxyconnect") {
+		// the user's HTTPS_PROXY did not answer: say so, it is what to fix
+		return "proxy from the environment: " + directReason(err)
+	}
+	return directReason(err)
+}
+
+func directReason(err error) string {
 	var dns *net.DNSError
 	var certErr *x509.UnknownAuthorityError
 	var hostErr x509.HostnameError
-	var uerr *url.Error
 	switch {
 	case errors.As(err, &dns):
 		if dns.IsTimeout {
@@ -343,8 +349,6 @@ func netReason(err error) string {
 		return "TLS certificate from an unknown authority"
 	case errors.As(err, &hostErr):
 		return "TLS certificate for another host"
-	case errors.As(err, &uerr) && strings.Contains(uerr.Err.Error(), "proxyconnect"):
-		return "proxy did not answer"
 	}
 	msg := err.Error()
 	if i := strings.LastIndex(msg, ": "); i >= 0 && i+2 < len(msg) {
