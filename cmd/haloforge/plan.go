@@ -66,6 +66,7 @@ func newPlanCmd() *cobra.Command {
 			if err != nil && !errors.As(err, &missing) {
 				return err
 			}
+			warnStalePins(cmd.ErrOrStderr(), stateDir, pinsFile, p.Track.PinNames())
 			pj := toPlanJSON(p, pinsFile.Path)
 			if missing != nil {
 				pj.Missing = missing.Paths
