@@ -15,6 +15,7 @@ const (
 	methodIndexRoot = "index-root"   // the index answers at all
 	methodRegistry  = "oci-registry" // manifest HEAD on the OCI distribution API
 	methodGit       = "git"          // git ls-remote (and a fetch by SHA when needed)
+	methodHub       = "hf-hub"       // the Hugging Face Hub's model API
 	methodNone      = "none"         // nothing upstream to ask
 )
 
@@ -72,7 +73,15 @@ var GitRepos = map[string]string{
 	// toolbox/Dockerfile_rocm64_pytorch clones these by URL
 	"GFX803_VISION_REF": "https://github.com/pytorch/vision.git",
 	"GFX803_AUDIO_REF":  "https://github.com/pytorch/audio.git",
+	// TheRock's external-builds/pytorch/pytorch_{torch,audio,vision}_repo.py
+	// DEFAULT_ORIGIN (ROCm/TheRock@89553ce3), checked out at --repo-hashtag
+	"PYTORCH_REF":        "https://github.com/pytorch/pytorch.git",
+	"PYTORCH_AUDIO_REF":  "https://github.com/pytorch/audio.git",
+	"PYTORCH_VISION_REF": "https://github.com/pytorch/vision.git",
 }
+
+// ModelPins are Hugging Face model pins (an org/name ID, or a local path).
+var ModelPins = map[string]bool{"VERIFY_MODEL": true}
 
 // DigestRepos maps an image digest pin to the pin holding its repository.
 var DigestRepos = map[string]string{"SPOOF_BASE_DIGEST": "SPOOF_BASE_IMAGE"}
@@ -155,6 +164,14 @@ func planPin(p pins.Pin, values map[string]string, repoOf map[string][]string, d
 	if repo, ok := gitRepo(p.Name, values); ok {
 		pl.method, pl.upstream = methodGit, repo
 		pl.run = func(ctx context.Context, c *checker) Result { return checkGitRef(ctx, c, pl, repo) }
+		return pl
+	}
+	if ModelPins[p.Name] || p.Kind == "model" {
+		if !reModelID.MatchString(p.Value) {
+			return none("a local model file or directory: nothing upstream")
+		}
+		pl.method, pl.upstream = methodHub, hubEndpoint()+"/"+p.Value
+		pl.run = func(ctx context.Context, c *checker) Result { return checkModel(ctx, c, pl) }
 		return pl
 	}
 	if refs, ok := repoOf[p.Name]; ok && p.Kind == pins.KindURL {
@@ -300,6 +317,8 @@ func Table(f *pins.File) []Row {
 			} else if p.pin.Kind == pins.KindRepo {
 				up = "its registry: the repository exists (`tags/list`)"
 			}
+		} else if p.method == methodHub {
+			up = "the Hugging Face Hub (`HF_ENDPOINT`, default https://huggingface.co)"
 		} else if p.method == methodIndexRoot {
 			up = "itself: the index answers"
 		}
@@ -313,6 +332,7 @@ var methodText = map[string]string{
 	methodIndexRoot: "simple index: GET of the root",
 	methodRegistry:  "OCI registry: manifest HEAD (anonymous bearer token)",
 	methodGit:       "`git ls-remote`; a SHA that is no tip: one-commit fetch by SHA",
+	methodHub:       "Hugging Face Hub: GET /api/models/ID/revision/main",
 	methodNone:      "unchecked",
 }
 
