@@ -22,10 +22,9 @@ func repoRoot() string {
 // TestPinsUseAsksOnATerminal: on a real terminal `pins use` asks, and
 // writes only on y/yes.
 func TestPinsUseAsksOnATerminal(t *testing.T) {
-	orig, err := os.ReadFile(filepath.Join(repoRoot(), "versions.env"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	orig := []byte("GPU_TARGET=gfx1151\n# TheRock's index\nTHEROCK_INDEX_URL=https://repo.amd.com/rocm/whl-multi-arch/\nROCM_VERSION=7.14.0\n" +
+		"TORCH_VERSION=2.11.0+rocm${ROCM_VERSION}\nTORCHVISION_VERSION=0.26.0+rocm${ROCM_VERSION}\nTORCHAUDIO_VERSION=2.11.0+rocm${ROCM_VERSION}\n" +
+		"VLLM_IMAGE=docker.io/rocm/vllm-dev:nightly\n")
 	for _, tc := range []struct {
 		answer  string
 		written bool
@@ -49,7 +48,7 @@ func TestPinsUseAsksOnATerminal(t *testing.T) {
 			if err := runPinsUse(pinsUseOptions{set: "rocm-10.0", pins: path}, tty, &out, &errOut); err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(errOut.String(), "write 6 changed pins into "+path+" (the old file is kept as a backup)? [y/N] ") {
+			if !strings.Contains(errOut.String(), "write 7 changed pins into "+path+" (the old file is kept as a backup)? [y/N] ") {
 				t.Errorf("no question on stderr: %q", errOut.String())
 			}
 			now, _ := os.ReadFile(path)
