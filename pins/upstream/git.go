@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -77,10 +78,14 @@ func ParseLsRemote(out []byte) ([]RemoteRef, error) {
 func (c *checker) lsRemote(ctx context.Context, repo string) ([]RemoteRef, error) {
 	v, err := c.once("ls-remote "+repo, func() (any, error) {
 		var refs []RemoteRef
-		err := c.network(ctx, gitHost(repo), func(ctx context.Context) error {
+		host := c.gitHost(ctx, repo)
+		err := c.network(ctx, host, func(ctx context.Context) error {
+			if err := c.resolvable(ctx, host); err != nil {
+				return err
+			}
 			out, err := c.git(ctx, "", "ls-remote", "--heads", "--tags", "--end-of-options", repo)
 			if err != nil {
-				return classifyGit(repo, err)
+				return classifyGit(host, err)
 			}
 			refs, err = ParseLsRemote(out)
 			if err != nil {
@@ -102,7 +107,11 @@ func (c *checker) lsRemote(ctx context.Context, repo string) ([]RemoteRef, error
 // still exists there.
 func (c *checker) fetchBySHA(ctx context.Context, repo, sha string) error {
 	_, err := c.once("fetch "+repo+" "+sha, func() (any, error) {
-		return nil, c.network(ctx, gitHost(repo), func(ctx context.Context) error {
+		host := c.gitHost(ctx, repo)
+		return nil, c.network(ctx, host, func(ctx context.Context) error {
+			if err := c.resolvable(ctx, host); err != nil {
+				return err
+			}
 			dir, err := os.MkdirTemp("", "haloforge-pins-status-*")
 			if err != nil {
 				return &uncheckableError{Reason: err.Error()}
@@ -114,7 +123,7 @@ func (c *checker) fetchBySHA(ctx context.Context, repo, sha string) error {
 			_, err = c.git(ctx, dir, "-c", "protocol.version=2", "fetch", "--quiet", "--no-tags", "--depth=1",
 				"--filter=tree:0", "--end-of-options", repo, sha)
 			if err != nil {
-				return classifyGit(repo, err)
+				return classifyGit(host, err)
 			}
 			return nil
 		})
@@ -188,12 +197,41 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 	return b.Buffer.Write(p)
 }
 
-// gitHost is the host of a repository URL, for the unreachable-host memory.
-func gitHost(repo string) string {
+// gitHost is the host git will really talk to for repo: the user's
+// url.<base>.insteadOf rules apply (`git ls-remote --get-url` expands them
+// without a network), so a mirror is remembered as itself.
+func (c *checker) gitHost(ctx context.Context, repo string) string {
+	if out, err := c.git(ctx, "", "ls-remote", "--get-url", "--end-of-options", repo); err == nil {
+		if h := urlHost(strings.TrimSpace(string(out))); h != "" {
+			return h
+		}
+	}
+	return urlHost(repo)
+}
+
+func urlHost(repo string) string {
 	if u, err := url.Parse(repo); err == nil && u.Host != "" {
 		return u.Host
 	}
 	return repo
+}
+
+// resolvable answers for git's resolver: a host that does not resolve
+// within the run's DNS budget is no answer, before git waits on its own
+// resolver's longer timeouts.
+func (c *checker) resolvable(ctx context.Context, hostport string) error {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if host == "" || net.ParseIP(host) != nil || strings.ContainsAny(host, "/\\") || os.Getenv("HTTPS_PROXY")+os.Getenv("https_proxy")+os.Getenv("ALL_PROXY")+os.Getenv("all_proxy") != "" {
+		return nil // an address, a path, or a proxy that resolves for git
+	}
+	if _, err := c.lookup(ctx, host); err != nil {
+		return &unreachableError{Host: hostport, Reason: netReason(err)}
+	}
+	return nil
 }
 
 // gitGone are git's words for "this repository is not there" (or not public).
@@ -213,16 +251,16 @@ var gitNoAnswer = []string{
 }
 
 // classifyGit turns a failed git run into a typed error.
-func classifyGit(repo string, err error) error {
+func classifyGit(host string, err error) error {
 	var ge *gitError
 	var unc *uncheckableError
 	switch {
 	case errors.As(err, &unc):
 		return err
 	case !errors.As(err, &ge):
-		return &unreachableError{Host: gitHost(repo), Reason: err.Error()}
+		return &unreachableError{Host: host, Reason: err.Error()}
 	case errors.Is(ge.err, context.DeadlineExceeded):
-		return &unreachableError{Host: gitHost(repo), Reason: "no answer in time"}
+		return &unreachableError{Host: host, Reason: "no answer in time"}
 	}
 	msg := strings.ToLower(ge.stderr)
 	switch {
@@ -233,7 +271,7 @@ func classifyGit(repo string, err error) error {
 	}
 	for _, w := range gitNoAnswer {
 		if strings.Contains(msg, w) {
-			return &unreachableError{Host: gitHost(repo), Reason: noAnswerReason(msg, ge.stderr)}
+			return &unreachableError{Host: host, Reason: noAnswerReason(msg, ge.stderr)}
 		}
 	}
 	for _, w := range gitGone {
@@ -241,7 +279,7 @@ func classifyGit(repo string, err error) error {
 			return &goneError{Reason: gitReason(ge.stderr)}
 		}
 	}
-	return &unreachableError{Host: gitHost(repo), Reason: gitReason(ge.stderr), soft: true}
+	return &unreachableError{Host: host, Reason: gitReason(ge.stderr), soft: true}
 }
 
 // noAnswerReason words git's and curl's "no answer" like netReason does,

@@ -37,7 +37,6 @@ func TestParseLsRemote(t *testing.T) {
 }
 
 func TestClassifyGit(t *testing.T) {
-	repo := "https://github.com/ROCm/aiter.git"
 	tests := []struct {
 		stderr string
 		kind   string // gone, unreachable, uncheckable
@@ -55,7 +54,7 @@ func TestClassifyGit(t *testing.T) {
 		{"fatal: something new and strange", "unreachable", "something new and strange"},
 	}
 	for _, tc := range tests {
-		err := classifyGit(repo, &gitError{stderr: tc.stderr, err: errors.New("exit status 128")})
+		err := classifyGit("github.com", &gitError{stderr: tc.stderr, err: errors.New("exit status 128")})
 		var gone *goneError
 		var ue *unreachableError
 		var unc *uncheckableError
@@ -67,7 +66,7 @@ func TestClassifyGit(t *testing.T) {
 			t.Errorf("host %q", ue.Host)
 		}
 	}
-	if err := classifyGit(repo, &gitError{err: context.DeadlineExceeded}); !strings.Contains(err.Error(), "no answer in time") {
+	if err := classifyGit("github.com", &gitError{err: context.DeadlineExceeded}); !strings.Contains(err.Error(), "no answer in time") {
 		t.Errorf("a timeout → %v", err)
 	}
 }

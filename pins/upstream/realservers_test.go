@@ -134,10 +134,11 @@ OLLAMA_PORT=11434
 		"CK_REF":                 {upstream.OK, `tag rocm-7\.1\.1 →`},
 		"AITER_REF":              {upstream.OK, `the commit is the tip of experiment`},
 		"FLASH_ATTENTION_REF":    {upstream.OK, `the commit exists on the server \(fetched by SHA`},
-		"THEROCK_REPO":           {upstream.Unreachable, `dead\.example: connection refused`},
-		"THEROCK_REF":            {upstream.Unreachable, `dead\.example: connection refused`},
-		"GPU_TARGET":             {upstream.Unchecked, `local setting`},
-		"OLLAMA_PORT":            {upstream.Unchecked, `local setting`},
+		// insteadOf sends dead.example to a closed local port: the host named is the one git talks to
+		"THEROCK_REPO": {upstream.Unreachable, `^127\.0\.0\.1:\d+: connection refused$`},
+		"THEROCK_REF":  {upstream.Unreachable, `127\.0\.0\.1:\d+: connection refused`},
+		"GPU_TARGET":   {upstream.Unchecked, `local setting`},
+		"OLLAMA_PORT":  {upstream.Unchecked, `local setting`},
 	})
 	if first.NoNetwork != "" {
 		t.Errorf("NoNetwork = %q, but most upstreams answered", first.NoNetwork)

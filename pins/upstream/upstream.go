@@ -163,6 +163,9 @@ type checker struct {
 	memo   map[string]*memoEntry
 	down   map[string]string // host -> why it did not answer
 	tokens map[string]string // bearer tokens by realm+service+scope
+	flying map[string]map[uint64]context.CancelFunc
+	seq    uint64
+	dns    map[string]dnsAnswer
 }
 
 type memoEntry struct {
@@ -172,14 +175,17 @@ type memoEntry struct {
 }
 
 func newChecker(opts Options) *checker {
-	return &checker{
+	c := &checker{
 		opts:   opts,
-		http:   newHTTPClient(opts),
 		slots:  make(chan struct{}, opts.Parallel),
 		memo:   map[string]*memoEntry{},
 		down:   map[string]string{},
 		tokens: map[string]string{},
+		flying: map[string]map[uint64]context.CancelFunc{},
+		dns:    map[string]dnsAnswer{},
 	}
+	c.http = newHTTPClient(opts, c.dial)
+	return c
 }
 
 // once runs fn a single time per key for the whole run; callers of the
@@ -239,7 +245,23 @@ func (c *checker) network(ctx context.Context, host string, fn func(ctx context.
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
 	defer cancel()
-	err := fn(rctx)
+	hctx, release := c.inFlight(rctx, host)
+	defer release()
+	err := fn(hctx)
+	var gone *goneError
+	var unc *uncheckableError
+	if err != nil && hctx.Err() != nil && !errors.As(err, &gone) && !errors.As(err, &unc) {
+		// stopped: either another request found the host down while this
+		// one waited (a slow resolver, say), and its answer stands for this
+		// one too, or this request's own time ran out
+		c.mu.Lock()
+		why, down := c.down[host]
+		c.mu.Unlock()
+		if down {
+			return &unreachableError{Host: host, Reason: why}
+		}
+		err = &unreachableError{Host: host, Reason: "no answer in time"}
+	}
 	var ue *unreachableError
 	if errors.As(err, &ue) && !ue.soft {
 		// the run's deadline, not this host, when it has passed (its timer
@@ -247,13 +269,42 @@ func (c *checker) network(ctx context.Context, host string, fn func(ctx context.
 		if dl, ok := ctx.Deadline(); ctx.Err() != nil || (ok && !time.Now().Before(dl)) {
 			ue.Reason = fmt.Sprintf("no answer within %s (the run's deadline)", c.opts.Deadline)
 		}
-		c.mu.Lock()
-		if _, seen := c.down[host]; !seen {
-			c.down[host] = ue.Reason
-		}
-		c.mu.Unlock()
+		c.markDown(host, ue.Reason)
 	}
 	return err
+}
+
+// inFlight registers a request to host, cancelled when the host is found
+// down by another request; release unregisters it.
+func (c *checker) inFlight(ctx context.Context, host string) (context.Context, func()) {
+	hctx, cancel := context.WithCancel(ctx)
+	c.mu.Lock()
+	c.seq++
+	id := c.seq
+	if c.flying[host] == nil {
+		c.flying[host] = map[uint64]context.CancelFunc{}
+	}
+	c.flying[host][id] = cancel
+	c.mu.Unlock()
+	return hctx, func() {
+		c.mu.Lock()
+		delete(c.flying[host], id)
+		c.mu.Unlock()
+		cancel()
+	}
+}
+
+// markDown remembers why host did not answer and stops its other requests.
+func (c *checker) markDown(host, why string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, seen := c.down[host]; seen {
+		return
+	}
+	c.down[host] = why
+	for _, cancel := range c.flying[host] {
+		cancel()
+	}
 }
 
 // noNetwork is the one line for a run where every remote pin was
@@ -288,11 +339,10 @@ func (c *checker) noNetwork(rep *Report) string {
 
 // newHTTPClient is a client with bounded connection phases, the user's
 // proxy settings, and no cookies or credentials.
-func newHTTPClient(opts Options) *http.Client {
-	dialer := &net.Dialer{Timeout: opts.RequestTimeout, KeepAlive: 30 * time.Second}
+func newHTTPClient(opts Options, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Client {
 	tr := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
+		DialContext:           dial,
 		TLSHandshakeTimeout:   opts.RequestTimeout,
 		ResponseHeaderTimeout: opts.RequestTimeout,
 		MaxIdleConnsPerHost:   4,
