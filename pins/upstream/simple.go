@@ -90,7 +90,10 @@ func ParseProjectJSON(data []byte) (*ProjectPage, error) {
 	return page, nil
 }
 
-var reAnchorStart = regexp.MustCompile(`(?i)<a\s`)
+var (
+	reAnchorStart = regexp.MustCompile(`(?i)<a\s`)
+	reAnchorEnd   = regexp.MustCompile(`(?i)</a`)
+)
 
 // ParseProjectHTML reads a PEP 503 project page: every <a> is a file, its
 // href the URL (with an optional #sha256= fragment), data-yanked and
@@ -107,8 +110,9 @@ func ParseProjectHTML(data []byte, base *url.URL) (*ProjectPage, error) {
 		}
 		attrs := parseAttrs(rest[:end])
 		text := rest[end+1:]
-		if close := strings.Index(strings.ToLower(text), "</a"); close >= 0 {
-			text = text[:close]
+		// found on the raw bytes: lower-casing invalid UTF-8 changes lengths
+		if close := reAnchorEnd.FindStringIndex(text); close != nil {
+			text = text[:close[0]]
 		} else {
 			text = ""
 		}
