@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -142,6 +143,11 @@ func planPin(p pins.Pin, values map[string]string, repoOf map[string][]string, d
 		return pl
 	}
 	if p.Value == "" {
+		for _, w := range WheelRules {
+			if i := slices.Index(w.Index, p.Name); i >= 0 && i < len(w.Index)-1 {
+				return none("empty: " + w.Pin + " and its kin are looked up on " + w.Index[i+1])
+			}
+		}
 		return none("empty: nothing to check")
 	}
 	if w, ok := wheelRule(p.Name); ok {

@@ -110,3 +110,10 @@ func TestREADMETable(t *testing.T) {
 	}
 	t.Error("README.md's resolution table is stale: go test ./pins/upstream -run TestREADMETable -update")
 }
+
+func TestEmptyTorchIndexSaysWhere(t *testing.T) {
+	f := &pins.File{Pins: []pins.Pin{{Name: "TORCH_INDEX_URL", Kind: pins.KindURL}, {Name: "THEROCK_INDEX_URL", Value: "https://a/", Kind: pins.KindURL}}}
+	if why := planAll(f)[0].why; why != "empty: TORCH_VERSION and its kin are looked up on THEROCK_INDEX_URL" {
+		t.Errorf("why = %q", why)
+	}
+}
