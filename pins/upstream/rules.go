@@ -143,10 +143,15 @@ func planPin(p pins.Pin, values map[string]string, repoOf map[string][]string, d
 		return pl
 	}
 	if p.Value == "" {
+		var readers []string
+		next := ""
 		for _, w := range WheelRules {
 			if i := slices.Index(w.Index, p.Name); i >= 0 && i < len(w.Index)-1 {
-				return none("empty: " + w.Pin + " and its kin are looked up on " + w.Index[i+1])
+				readers, next = append(readers, w.Pin), w.Index[i+1]
 			}
+		}
+		if len(readers) > 0 {
+			return none("empty: " + strings.Join(readers, ", ") + " are looked up on " + next)
 		}
 		return none("empty: nothing to check")
 	}

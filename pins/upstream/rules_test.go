@@ -113,7 +113,7 @@ func TestREADMETable(t *testing.T) {
 
 func TestEmptyTorchIndexSaysWhere(t *testing.T) {
 	f := &pins.File{Pins: []pins.Pin{{Name: "TORCH_INDEX_URL", Kind: pins.KindURL}, {Name: "THEROCK_INDEX_URL", Value: "https://a/", Kind: pins.KindURL}}}
-	if why := planAll(f)[0].why; why != "empty: TORCH_VERSION and its kin are looked up on THEROCK_INDEX_URL" {
+	if why := planAll(f)[0].why; why != "empty: TORCH_VERSION, TORCHVISION_VERSION, TORCHAUDIO_VERSION are looked up on THEROCK_INDEX_URL" {
 		t.Errorf("why = %q", why)
 	}
 }
