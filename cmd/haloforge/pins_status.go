@@ -366,7 +366,7 @@ func runPinsUse(o pinsUseOptions, stdin io.Reader, stdout, stderr io.Writer) err
 		}
 		info = stderr
 	} else {
-		fmt.Fprintf(stdout, "pins use %s  [%s]  %s\n%s → %s\n\n", set.ID, set.Status, set.Title, path, path)
+		fmt.Fprintf(stdout, "pins use %s  [%s]  %s\nin %s:\n\n", set.ID, set.Status, set.Title, path)
 		printDiff(stdout, d, tracks)
 	}
 	if len(changed) == 0 {
