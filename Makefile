@@ -7,10 +7,11 @@ GO ?= go
 
 # Debian packages the suites use: shell linting and bats, tmux for the TUI
 # end-to-end test, util-linux's `script` as the raw-pty baseline, and real
-# podman + distrobox for the integration test (FACTS.md).
-APT_PKGS := git python3 python3-venv python3-wheel-whl python3-packaging shellcheck bats tmux bsdutils podman distrobox runc debootstrap sudo uidmap fuse-overlayfs
+# podman + distrobox for the integration test (FACTS.md); Debian's OCI registry
+# for the real-server tests of `pins status` (pins/upstream/upstreamtest).
+APT_PKGS := git python3 python3-venv python3-wheel-whl python3-packaging shellcheck bats tmux bsdutils podman distrobox runc debootstrap sudo uidmap fuse-overlayfs docker-registry
 # Commands that prove each package is there, so apt-get runs only when needed.
-APT_PROBES := git python3 shellcheck bats tmux script podman distrobox runc debootstrap sudo newuidmap
+APT_PROBES := git python3 shellcheck bats tmux script podman distrobox runc debootstrap sudo newuidmap docker-registry
 
 FUZZTIME ?= 5s
 SHFMT_FLAGS ?= -i 2 -ci -bn

@@ -893,9 +893,10 @@ var rules = withSignals([]Rule{
 		Title:   "pip cannot get the ROCm wheels",
 		Summary: "pip (or uv) found no matching wheel, or could not reach the package index.",
 		Cause:   "A wrong or retired index URL (the per-family gfx1151 indexes were retired), a version the index does not carry, or no network.",
-		Fix: "grep INDEX_URL versions.env   # use the multi-arch index:\n" +
-			"# THEROCK_INDEX_URL=https://rocm.nightlies.amd.com/whl-multi-arch/\n" +
-			"source versions.env; pip download --no-deps -d /tmp/probe --index-url \"$THEROCK_INDEX_URL\" \"torch==$TORCH_VERSION\"   # checks the pin and the network",
+		Fix: "haloforge pins status   # do THEROCK_INDEX_URL, ROCM_VERSION, TORCH_VERSION, TORCHVISION_VERSION and TORCHAUDIO_VERSION\n" +
+			"                        # (source-stable: SOURCE_TORCH_INDEX_URL, SOURCE_TORCH_VERSION) still resolve, with their device-gfx1151 wheels?\n" +
+			"haloforge pins sets     # known-good sets with evidence; then haloforge pins use SET writes one and shows what rebuilds\n" +
+			"source versions.env; pip download --no-deps -d /tmp/probe --index-url \"$THEROCK_INDEX_URL\" \"torch==$TORCH_VERSION\"   # pip's own answer",
 		Seed: true,
 		pats: []pat{
 			{lit: "Could not find a version that satisfies the requirement"},

@@ -59,11 +59,13 @@ func runPlan(cmd *cobra.Command, o planOpts) error {
 	if err := requireTrack(o.track); err != nil {
 		return err
 	}
-	p, pinsFile, err := planFor(o.track, o.pins.pins, o.pins.sets, o.scripts, stateDirOrDefault(o.stateDir))
+	stateDir := stateDirOrDefault(o.stateDir)
+	p, pinsFile, err := planFor(o.track, o.pins.pins, o.pins.sets, o.scripts, stateDir)
 	var missing *steps.MissingScriptError
 	if err != nil && !errors.As(err, &missing) {
 		return err
 	}
+	warnStalePins(cmd.ErrOrStderr(), stateDir, pinsFile, p.Track.PinNames())
 	pj := toPlanJSON(p, pinsFile.Path)
 	if missing != nil {
 		pj.Missing = missing.Paths
