@@ -7,18 +7,20 @@ GO ?= go
 
 # Debian packages the suites use: shell linting and bats, tmux for the TUI
 # end-to-end test, util-linux's `script` as the raw-pty baseline, and real
-# podman + distrobox for the integration test (FACTS.md); patch for the host fixes' diff test
-# (the chroot test's grub, systemd and systemd-boot go into its own debootstrap root).
-APT_PKGS := git python3 python3-venv shellcheck bats tmux bsdutils podman distrobox runc debootstrap sudo uidmap fuse-overlayfs patch
+# podman + distrobox for the integration test (FACTS.md); Debian's OCI registry
+# for the real-server tests of `pins status` (pins/upstream/upstreamtest); patch for the
+# host fixes' diff test (the chroot test's grub, systemd and systemd-boot go into its own
+# debootstrap root).
+APT_PKGS := git python3 python3-venv python3-wheel-whl python3-packaging shellcheck bats tmux bsdutils podman distrobox runc debootstrap sudo uidmap fuse-overlayfs docker-registry patch
 # Commands that prove each package is there, so apt-get runs only when needed.
-APT_PROBES := git python3 shellcheck bats tmux script podman distrobox runc debootstrap sudo newuidmap patch
+APT_PROBES := git python3 shellcheck bats tmux script podman distrobox runc debootstrap sudo newuidmap docker-registry patch
 
 FUZZTIME ?= 5s
 SHFMT_FLAGS ?= -i 2 -ci -bn
 
-.PHONY: test deps vet unit scripts-lint bats fuzz-short integration hostfix bench screenshots build clean
+.PHONY: test deps vet unit scripts-lint bats fuzz-short integration integration-distro hostfix bench screenshots build clean
 
-test: deps vet unit scripts-lint bats fuzz-short integration hostfix
+test: deps vet unit scripts-lint bats fuzz-short integration integration-distro hostfix
 	@echo "make test: all suites passed"
 
 build:
@@ -59,10 +61,15 @@ fuzz-short:
 integration: build
 	@if [ -x scripts/tests/integration.sh ]; then scripts/tests/integration.sh; else echo "no integration suite yet"; fi
 
+# Real Debian sid llama.cpp in a real distrobox: the llamacpp-distro track end to end on
+# lavapipe (debootstrapped sid image cached as localhost/haloforge-sid:<recipe hash>).
+integration-distro: build
+	HALOFORGE_BIN=$(CURDIR)/bin/haloforge scripts/tests/integration-distro.sh
+
 # Real bootloader tools in debootstrap chroots (GRUB's update-grub and grub-mkconfig,
 # systemd-boot with kernel-install and bootctl): doctor --plan, --apply, --rollback (as root).
 hostfix: build
-	scripts/tests/hostfix-chroot.sh
+	HALOFORGE_BIN=$(CURDIR)/bin/haloforge scripts/tests/hostfix-chroot.sh
 
 bench: deps
 	$(GO) test -p 1 -run='^$$' -bench=. -benchtime=1x -timeout 30m ./...

@@ -56,7 +56,6 @@ func Analyse(b *Bundle) *Report {
 	kernelFacts(f, r)
 	hostFacts(f, r)
 	r.Checks = runChecks(f, r)
-	r.RecommendedTrack = recommend(r)
 	r.Sources = make([]string, 0, len(f.used))
 	for k := range f.used {
 		r.Sources = append(r.Sources, k)

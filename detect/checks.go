@@ -8,25 +8,74 @@ import (
 	"strings"
 )
 
-// checkFunc computes one check from the facts and the merged report.
+// checkFunc computes one check's verdict from the facts and the merged
+// report; runChecks stamps the check's ID on it.
 type checkFunc func(f *facts, r *Report) Check
 
-// checkers are in CheckIDs order; each returns its own ID.
-var checkers = []checkFunc{
-	checkGPU, checkGFXSupport, checkKernel, checkMES, checkCWSR, checkGTT,
-	checkGTTSizeDeprecated, checkTTMModule, checkCarveout, checkKFDAccess, checkGroups,
-	checkHSAOverride, checkIOMMU, checkContainerEngine, checkDistrobox, checkDisk, checkBuildMemory,
+// checkDef is one host check: its identity, its name for people and the
+// function that judges it.
+type checkDef struct {
+	ID    string    // DESIGN.md's check ID, as doctor --json prints it
+	Title string    // the check's name in doctor's text output
+	Run   checkFunc // the verdict
+	Doc   string    // one line: what the check looks at
+}
+
+// checks are every host check, in the order doctor prints them (goreleaser's
+// pipeline as a slice). To add a check: add a row here and write its
+// function; CheckIDs, the order and the titles follow from this table.
+var checks = []checkDef{
+	{"gpu", "GPU", checkGPU, "an AMD GPU is there and listed by what was collected"},
+	{"gfx-support", "GPU target", checkGFXSupport, "the GPU's LLVM target is one current ROCm builds for"},
+	{"kernel-version", "Kernel", checkKernel, "the kernel is new enough for gfx1151's KFD/CWSR fixes (6.18.4)"},
+	{"mes-firmware", "MES firmware", checkMES, "the MES firmware is not the one that hangs gfx1151 (0x83)"},
+	{"cwsr", "CWSR", checkCWSR, "the kernel has the gfx1151 CWSR fix, or CWSR is off as a stop-gap"},
+	{"gtt-size", "GTT size", checkGTT, "an integrated GPU may use most of RAM as GTT (ttm.pages_limit)"},
+	{"gttsize-deprecated", "amdgpu.gttsize", checkGTTSizeDeprecated, "no deprecated or misspelt amdgpu.gttsize fights the TTM limit"},
+	{"ttm-module", "TTM module", checkTTMModule, "GTT settings go on the TTM module in use (ttm or amdgpu-dkms's amdttm)"},
+	{"carveout", "BIOS carve-out", checkCarveout, "the BIOS carve-out is small, so memory stays with the OS and GTT"},
+	{"kfd-access", "/dev/kfd", checkKFDAccess, "this user can open /dev/kfd"},
+	{"render-groups", "Groups", checkGroups, "the user is in the render and video groups"},
+	{"hsa-override", "HSA override", checkHSAOverride, "no HSA_OVERRIDE_GFX_VERSION spoofs a native GPU"},
+	{"iommu", "IOMMU", checkIOMMU, "the IOMMU setting and its NPU/VFIO trade-off on Strix Halo"},
+	{"container-engine", "Container engine", checkContainerEngine, "podman or docker is installed"},
+	{"distrobox", "distrobox", checkDistrobox, "distrobox is installed (therock-toolbox needs it)"},
+	{"disk-space", "Disk space", checkDisk, "the state dir's disk has room for a build (60 GB)"},
+	{"build-memory", "Build memory", checkBuildMemory, "RAM is enough to compile vLLM and flash-attention"},
+}
+
+// CheckIDs are DESIGN.md's check IDs, in the order doctor prints them.
+var CheckIDs = checkIDs()
+
+func checkIDs() []string {
+	ids := make([]string, len(checks))
+	for i, c := range checks {
+		ids[i] = c.ID
+	}
+	return ids
+}
+
+// checkTitle is the check's name for people; the ID when it has none.
+func checkTitle(id string) string {
+	for _, c := range checks {
+		if c.ID == id {
+			return c.Title
+		}
+	}
+	return id
 }
 
 func runChecks(f *facts, r *Report) []Check {
-	out := make([]Check, 0, len(checkers))
-	for _, c := range checkers {
-		out = append(out, c(f, r))
+	out := make([]Check, 0, len(checks))
+	for _, def := range checks {
+		c := def.Run(f, r)
+		c.ID = def.ID
+		out = append(out, c)
 	}
 	return out
 }
 
-func skip(id, summary string) Check { return Check{ID: id, Status: StatusSkip, Summary: summary} }
+func skip(summary string) Check { return Check{Status: StatusSkip, Summary: summary} }
 
 // strixHalo is true when the primary GPU is gfx1151: most host advice is for it.
 func strixHalo(r *Report) bool {
@@ -65,13 +114,12 @@ func describeGPU(g *GPU) string {
 }
 
 func checkGPU(f *facts, r *Report) Check {
-	const id = "gpu"
 	if g := r.Primary(); g != nil {
 		s := describeGPU(g)
 		if len(r.GPUs) > 1 {
 			s = fmt.Sprintf("%d AMD GPUs; first: %s", len(r.GPUs), s)
 		}
-		return Check{ID: id, Status: StatusOK, Summary: s}
+		return Check{Status: StatusOK, Summary: s}
 	}
 	// Only a source that lists GPUs can tell that there is none; a live
 	// collection looked at sysfs and PCI, so finding nothing is an answer.
@@ -82,11 +130,11 @@ func checkGPU(f *facts, r *Report) Check {
 	loaded := r.Driver.Loaded != nil && *r.Driver.Loaded
 	switch {
 	case !listing && loaded:
-		return skip(id, "amdgpu is loaded, but nothing collected lists the GPUs (no rocminfo, lspci or sysfs)")
+		return skip("amdgpu is loaded, but nothing collected lists the GPUs (no rocminfo, lspci or sysfs)")
 	case !listing:
-		return skip(id, "nothing collected about GPUs (no lspci, rocminfo, sysfs or vulkaninfo)")
+		return skip("nothing collected about GPUs (no lspci, rocminfo, sysfs or vulkaninfo)")
 	case loaded:
-		return Check{ID: id, Status: StatusWarn,
+		return Check{Status: StatusWarn,
 			Summary: "amdgpu driver is loaded but no GPU could be listed (device nodes not reachable?)",
 			Fix:     "Run haloforge doctor on the host itself, not in a container or sandbox without /dev/kfd and /dev/dri;\nsee the kfd-access check."}
 	}
@@ -100,7 +148,7 @@ func checkGPU(f *facts, r *Report) Check {
 		}
 		s += "; found " + strings.Join(names, ", ")
 	}
-	return Check{ID: id, Status: StatusFail, Summary: s,
+	return Check{Status: StatusFail, Summary: s,
 		Fix: "haloforge targets AMD GPUs (Strix Halo gfx1151 first). Check that the GPU is enabled in the BIOS and\nthat the amdgpu driver binds to it: lspci -nnk | grep -A3 -E 'VGA|Display|3D'"}
 }
 
@@ -108,25 +156,24 @@ func checkGPU(f *facts, r *Report) Check {
 var rocmGFX = []string{"gfx1151", "gfx1150", "gfx1152", "gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1030", "gfx1200", "gfx1201", "gfx90a", "gfx942", "gfx950", "gfx908"}
 
 func checkGFXSupport(_ *facts, r *Report) Check {
-	const id = "gfx-support"
 	g := r.Primary()
 	if g == nil || g.GFX == nil {
-		return skip(id, "GPU target unknown")
+		return skip("GPU target unknown")
 	}
 	gfx := *g.GFX
 	switch {
 	case gfx == "gfx1151":
-		return Check{ID: id, Status: StatusOK, Summary: "gfx1151 (Strix Halo) is a native target of TheRock ROCm and PyTorch wheels"}
+		return Check{Status: StatusOK, Summary: "gfx1151 (Strix Halo) is a native target of TheRock ROCm and PyTorch wheels"}
 	case gfx == "gfx803":
-		return Check{ID: id, Status: StatusWarn, Summary: "gfx803 (Polaris) was dropped by ROCm; only the legacy-gfx803 source build works",
+		return Check{Status: StatusWarn, Summary: "gfx803 (Polaris) was dropped by ROCm; only the legacy-gfx803 source build works",
 			Fix: "haloforge build --track legacy-gfx803"}
 	case gfx == "gfx900" || gfx == "gfx906":
-		return Check{ID: id, Status: StatusWarn, Summary: gfx + " (Vega) is deprecated in current ROCm: no new PyTorch wheels",
+		return Check{Status: StatusWarn, Summary: gfx + " (Vega) is deprecated in current ROCm: no new PyTorch wheels",
 			Fix: "Use Vulkan instead: haloforge build --track llamacpp-vulkan"}
 	case slices.Contains(rocmGFX, gfx):
-		return Check{ID: id, Status: StatusOK, Summary: gfx + " is supported by ROCm (the gfx1151 tracks do not fit it; see the recommended track)"}
+		return Check{Status: StatusOK, Summary: gfx + " is supported by ROCm (the gfx1151 tracks do not fit it; see the recommended track)"}
 	}
-	return Check{ID: id, Status: StatusWarn, Summary: gfx + " is not an official ROCm target",
+	return Check{Status: StatusWarn, Summary: gfx + " is not an official ROCm target",
 		Fix: "Vulkan works on most AMD GPUs: haloforge build --track llamacpp-vulkan"}
 }
 
@@ -148,51 +195,48 @@ func kernelVersion(rel string) ([3]int, bool) {
 func versionLess(a, b [3]int) bool { return slices.Compare(a[:], b[:]) < 0 }
 
 func checkKernel(_ *facts, r *Report) Check {
-	const id = "kernel-version"
 	if r.Kernel.Release == nil {
-		return skip(id, "kernel release unknown (no uname, dmesg or /proc/cmdline)")
+		return skip("kernel release unknown (no uname, dmesg or /proc/cmdline)")
 	}
 	rel := *r.Kernel.Release
 	v, ok := kernelVersion(rel)
 	if !ok {
-		return skip(id, "kernel release "+rel+" is not a version haloforge can read")
+		return skip("kernel release " + rel + " is not a version haloforge can read")
 	}
 	if !strixHalo(r) {
-		return Check{ID: id, Status: StatusOK, Summary: "kernel " + rel}
+		return Check{Status: StatusOK, Summary: "kernel " + rel}
 	}
 	if versionLess(v, [3]int{6, 18, 4}) {
-		return Check{ID: id, Status: StatusWarn,
+		return Check{Status: StatusWarn,
 			Summary: "kernel " + rel + " is older than 6.18.4, which has the gfx1151 KFD/CWSR fixes",
 			Fix: "Install a kernel >= 6.18.4: Fedora 43, Ubuntu 26.04 and Arch ship one; on Ubuntu 24.04 use linux-oem-24.04\n" +
 				"(sudo apt install linux-oem-24.04) or a mainline kernel. Until then see the cwsr check for the stop-gap."}
 	}
-	return Check{ID: id, Status: StatusOK, Summary: "kernel " + rel + " (>= 6.18.4 has the gfx1151 KFD fixes)"}
+	return Check{Status: StatusOK, Summary: "kernel " + rel + " (>= 6.18.4 has the gfx1151 KFD fixes)"}
 }
 
 func checkMES(_ *facts, r *Report) Check {
-	const id = "mes-firmware"
 	if !strixHalo(r) {
-		return skip(id, "MES firmware advice is for gfx1151")
+		return skip("MES firmware advice is for gfx1151")
 	}
 	const how = "sudo grep MES /sys/kernel/debug/dri/*/amdgpu_firmware_info"
 	if r.Firmware.MES == nil {
-		return Check{ID: id, Status: StatusSkip, Summary: "MES firmware version unknown (reading it needs root)",
+		return Check{Status: StatusSkip, Summary: "MES firmware version unknown (reading it needs root)",
 			Fix: "Check it with: " + how + "\n0x00000080 is good; 0x00000083 (linux-firmware 20251125) hangs the GPU."}
 	}
 	mes := *r.Firmware.MES
 	n, _ := strconv.ParseInt(strings.TrimPrefix(mes, "0x"), 16, 64)
 	if n == 0x83 {
-		return Check{ID: id, Status: StatusFail, Summary: "MES firmware " + mes + " is the broken one from linux-firmware 20251125 (GPU hangs, ROCm#5724)",
+		return Check{Status: StatusFail, Summary: "MES firmware " + mes + " is the broken one from linux-firmware 20251125 (GPU hangs, ROCm#5724)",
 			Fix: "Update linux-firmware to 20260108 or newer (or go back to 20251111):\n" +
 				"  Fedora: sudo dnf upgrade --refresh linux-firmware\n  Ubuntu/Debian: sudo apt update && sudo apt install --only-upgrade linux-firmware\nThen reboot and re-check: " + how}
 	}
-	return Check{ID: id, Status: StatusOK, Summary: "MES firmware " + mes}
+	return Check{Status: StatusOK, Summary: "MES firmware " + mes}
 }
 
 func checkCWSR(f *facts, r *Report) Check {
-	const id = "cwsr"
 	if !strixHalo(r) {
-		return skip(id, "the CWSR fix matters for gfx1151")
+		return skip("the CWSR fix matters for gfx1151")
 	}
 	disabled := false
 	if f.cmdline != nil {
@@ -204,23 +248,23 @@ func checkCWSR(f *facts, r *Report) Check {
 		kernelArgsFix([]string{"amdgpu.cwsr_enable=0"}, nil, osID(r))
 	switch {
 	case g.CWSR != nil && *g.CWSR:
-		return Check{ID: id, Status: StatusOK, Summary: "the kernel has the gfx1151 CWSR fix (KFD lists cwsr_size and ctl_stack_size)"}
+		return Check{Status: StatusOK, Summary: "the kernel has the gfx1151 CWSR fix (KFD lists cwsr_size and ctl_stack_size)"}
 	case disabled:
-		return Check{ID: id, Status: StatusOK, Summary: "CWSR is disabled (amdgpu.cwsr_enable=0), the stop-gap for older kernels"}
+		return Check{Status: StatusOK, Summary: "CWSR is disabled (amdgpu.cwsr_enable=0), the stop-gap for older kernels"}
 	case g.CWSR != nil:
-		return Check{ID: id, Status: StatusWarn, Summary: "the kernel lacks the gfx1151 CWSR fix: compute jobs can hang", Fix: fix}
+		return Check{Status: StatusWarn, Summary: "the kernel lacks the gfx1151 CWSR fix: compute jobs can hang", Fix: fix}
 	}
 	if r.Kernel.Release != nil {
 		if v, ok := kernelVersion(*r.Kernel.Release); ok {
 			if !versionLess(v, [3]int{7, 0, 0}) {
-				return Check{ID: id, Status: StatusOK, Summary: "kernel " + *r.Kernel.Release + " has the CWSR save-area fix (7.0+)"}
+				return Check{Status: StatusOK, Summary: "kernel " + *r.Kernel.Release + " has the CWSR save-area fix (7.0+)"}
 			}
 			if versionLess(v, [3]int{6, 18, 4}) {
-				return Check{ID: id, Status: StatusWarn, Summary: "kernel " + *r.Kernel.Release + " predates the gfx1151 CWSR fixes and CWSR is on", Fix: fix}
+				return Check{Status: StatusWarn, Summary: "kernel " + *r.Kernel.Release + " predates the gfx1151 CWSR fixes and CWSR is on", Fix: fix}
 			}
 		}
 	}
-	return skip(id, "cannot tell whether the CWSR fix is there (no KFD topology)")
+	return skip("cannot tell whether the CWSR fix is there (no KFD topology)")
 }
 
 func osID(r *Report) string {
@@ -242,22 +286,21 @@ func gttCeiling(r *Report) (int64, string) {
 }
 
 func checkGTT(_ *facts, r *Report) Check {
-	const id = "gtt-size"
 	if !integrated(r) {
-		return skip(id, "GTT sizing matters for integrated GPUs (unified memory)")
+		return skip("GTT sizing matters for integrated GPUs (unified memory)")
 	}
 	gtt, what := gttCeiling(r)
 	if gtt == 0 {
-		return skip(id, "GTT size unknown (no sysfs mem_info_gtt_total, dmesg or TTM limit)")
+		return skip("GTT size unknown (no sysfs mem_info_gtt_total, dmesg or TTM limit)")
 	}
 	if r.Memory.TotalBytes == nil {
-		return Check{ID: id, Status: StatusSkip, Summary: what + " " + fmtGiB(gtt) + "; RAM unknown, so no target to compare with"}
+		return Check{Status: StatusSkip, Summary: what + " " + fmtGiB(gtt) + "; RAM unknown, so no target to compare with"}
 	}
 	ram := *r.Memory.TotalBytes
 	p := planGTT(ram)
 	sum := fmt.Sprintf("%s %s of %s RAM", what, fmtGiB(gtt), fmtGiB(ram))
 	if float64(gtt) >= 0.7*float64(ram) {
-		return Check{ID: id, Status: StatusOK, Summary: sum}
+		return Check{Status: StatusOK, Summary: sum}
 	}
 	dkms := usesAMDTTM(r)
 	fix := fmt.Sprintf("Let the GPU use %d GiB (RAM %s minus %d GiB kept for the OS): ttm.pages_limit=%d (= %d GiB x 262144 pages of 4 KiB).\n",
@@ -266,7 +309,7 @@ func checkGTT(_ *facts, r *Report) Check {
 		fix += "amdgpu-dkms is loaded, so set the same on amdttm.\n"
 	}
 	fix += kernelArgsFix(gttArgs(p, dkms), nil, osID(r)) + "\nCheck after the reboot: cat /sys/module/" + ttmName(r) + "/parameters/pages_limit"
-	return Check{ID: id, Status: StatusWarn, Summary: sum + ": the GPU can use only about half of the memory", Fix: fix}
+	return Check{Status: StatusWarn, Summary: sum + ": the GPU can use only about half of the memory", Fix: fix}
 }
 
 func ttmName(r *Report) string {
@@ -277,7 +320,6 @@ func ttmName(r *Report) string {
 }
 
 func checkGTTSizeDeprecated(f *facts, r *Report) Check {
-	const id = "gttsize-deprecated"
 	var bad []string
 	if f.cmdline != nil {
 		for _, k := range []string{"amdgpu.gttsize", "amdgpu.gtt_size"} {
@@ -288,7 +330,7 @@ func checkGTTSizeDeprecated(f *facts, r *Report) Check {
 	}
 	switch {
 	case f.dmesg.GTTMismatch && len(bad) == 0:
-		return Check{ID: id, Status: StatusWarn, Summary: "dmesg: the GTT size set by amdgpu disagrees with the TTM limit (\"this is unusual\")",
+		return Check{Status: StatusWarn, Summary: "dmesg: the GTT size set by amdgpu disagrees with the TTM limit (\"this is unusual\")",
 			Fix: "Set GTT in one place only: remove amdgpu.gttsize (kernel command line and /etc/modprobe.d) and keep ttm.pages_limit:\n" +
 				kernelArgsFix(nil, []string{"amdgpu.gttsize"}, osID(r))}
 	case len(bad) > 0 || f.dmesg.GTTSizeDeprecated:
@@ -309,11 +351,11 @@ func checkGTTSizeDeprecated(f *facts, r *Report) Check {
 			dkms := usesAMDTTM(r)
 			fix = fmt.Sprintf("Replace it with ttm.pages_limit=%d (%d GiB):\n", p.Pages, p.GiB) + kernelArgsFix(gttArgs(p, dkms), bad, osID(r))
 		}
-		return Check{ID: id, Status: StatusWarn, Summary: sum, Fix: fix}
+		return Check{Status: StatusWarn, Summary: sum, Fix: fix}
 	case f.cmdline == nil && !f.b.Has("dmesg.txt"):
-		return skip(id, "kernel command line unknown")
+		return skip("kernel command line unknown")
 	}
-	return Check{ID: id, Status: StatusOK, Summary: "no amdgpu.gttsize on the command line"}
+	return Check{Status: StatusOK, Summary: "no amdgpu.gttsize on the command line"}
 }
 
 // usesAMDTTM is true when amdgpu-dkms brings its own TTM module (amdttm).
@@ -325,23 +367,22 @@ func usesAMDTTM(r *Report) bool {
 }
 
 func checkTTMModule(f *facts, r *Report) Check {
-	const id = "ttm-module"
 	if r.Kernel.TTMModule == nil && r.Kernel.AMDGPUDKMS == nil {
-		return skip(id, "TTM module unknown (no lsmod, modinfo or /sys/module)")
+		return skip("TTM module unknown (no lsmod, modinfo or /sys/module)")
 	}
 	if !usesAMDTTM(r) {
-		return Check{ID: id, Status: StatusOK, Summary: "in-tree amdgpu and ttm: GTT is set with ttm.pages_limit"}
+		return Check{Status: StatusOK, Summary: "in-tree amdgpu and ttm: GTT is set with ttm.pages_limit"}
 	}
 	amd, hasAMD := f.cmdlineGet("amdttm.pages_limit")
 	v, hasTTM := f.cmdlineGet("ttm.pages_limit")
 	switch {
 	case hasTTM && !hasAMD && integrated(r):
-		return Check{ID: id, Status: StatusWarn, Summary: "amdgpu-dkms uses amdttm, which ignores ttm.pages_limit=" + v,
+		return Check{Status: StatusWarn, Summary: "amdgpu-dkms uses amdttm, which ignores ttm.pages_limit=" + v,
 			Fix: "Set the same value on amdttm:\n" + kernelArgsFix([]string{"amdttm.pages_limit=" + v, "amdttm.page_pool_size=" + v}, nil, osID(r))}
 	case hasAMD:
-		return Check{ID: id, Status: StatusOK, Summary: "amdgpu-dkms with amdttm.pages_limit=" + amd}
+		return Check{Status: StatusOK, Summary: "amdgpu-dkms with amdttm.pages_limit=" + amd}
 	}
-	return Check{ID: id, Status: StatusOK, Summary: "amdgpu-dkms: its TTM module is amdttm, so GTT settings go on amdttm. as well as ttm."}
+	return Check{Status: StatusOK, Summary: "amdgpu-dkms: its TTM module is amdttm, so GTT settings go on amdttm. as well as ttm."}
 }
 
 func (f *facts) cmdlineGet(k string) (string, bool) {
@@ -352,19 +393,18 @@ func (f *facts) cmdlineGet(k string) (string, bool) {
 }
 
 func checkCarveout(_ *facts, r *Report) Check {
-	const id = "carveout"
 	if !integrated(r) {
-		return skip(id, "the BIOS carve-out matters for integrated GPUs")
+		return skip("the BIOS carve-out matters for integrated GPUs")
 	}
 	g := r.Primary()
 	if g.VRAMBytes == nil {
-		return skip(id, "VRAM carve-out size unknown")
+		return skip("VRAM carve-out size unknown")
 	}
 	v := *g.VRAMBytes
 	if v <= 2*gib {
-		return Check{ID: id, Status: StatusOK, Summary: "BIOS carve-out " + fmtMiB(v) + ": memory stays with the OS and GTT"}
+		return Check{Status: StatusOK, Summary: "BIOS carve-out " + fmtMiB(v) + ": memory stays with the OS and GTT"}
 	}
-	return Check{ID: id, Status: StatusWarn,
+	return Check{Status: StatusWarn,
 		Summary: "BIOS carve-out " + fmtGiB(v) + ": RAM taken from the OS shrinks GTT, and ROCm does not count the carve-out",
 		Fix: "In the BIOS/UEFI set the UMA frame buffer (\"iGPU memory\", \"UMA size\") to its minimum, 512 MB,\n" +
 			"then grow GTT with ttm.pages_limit instead (see gtt-size). A 96 GB carve-out left ROCm a 15 GiB pool."}
@@ -378,7 +418,6 @@ func fmtMiB(b int64) string {
 }
 
 func checkKFDAccess(f *facts, r *Report) Check {
-	const id = "kfd-access"
 	fixGroups := "sudo usermod -aG render,video $USER\nthen log out and back in (or reboot) so the new groups apply."
 	kfdErr := f.rocminfo.KFDError
 	state := ""
@@ -387,29 +426,28 @@ func checkKFDAccess(f *facts, r *Report) Check {
 	}
 	switch {
 	case state == "denied" || strings.Contains(kfdErr, "Permission denied"):
-		return Check{ID: id, Status: StatusFail, Summary: "/dev/kfd exists but this user cannot open it", Fix: fixGroups}
+		return Check{Status: StatusFail, Summary: "/dev/kfd exists but this user cannot open it", Fix: fixGroups}
 	case state == "missing" || kfdErr != "":
 		loaded := r.Driver.Loaded != nil && *r.Driver.Loaded
 		if loaded || len(r.GPUs) > 0 {
-			return Check{ID: id, Status: StatusFail, Summary: "amdgpu is loaded but /dev/kfd is not reachable here: device nodes not mapped (container or sandbox?)",
+			return Check{Status: StatusFail, Summary: "amdgpu is loaded but /dev/kfd is not reachable here: device nodes not mapped (container or sandbox?)",
 				Fix: "Run on the host, or pass the devices to the container:\n  podman run --device /dev/kfd --device /dev/dri --group-add keep-groups --security-opt seccomp=unconfined …\n" +
 					"If this is the host: ls -l /dev/kfd; nomodeset on the kernel command line also stops amdgpu compute."}
 		}
-		return Check{ID: id, Status: StatusFail, Summary: "/dev/kfd does not exist: the amdgpu kernel driver is not loaded",
+		return Check{Status: StatusFail, Summary: "/dev/kfd does not exist: the amdgpu kernel driver is not loaded",
 			Fix: "Load the driver: sudo modprobe amdgpu; check dmesg | grep -i amdgpu for why it did not bind."}
 	case state == "ok" || state == "present" || len(f.rocminfo.GPUs()) > 0:
-		return Check{ID: id, Status: StatusOK, Summary: "/dev/kfd is reachable"}
+		return Check{Status: StatusOK, Summary: "/dev/kfd is reachable"}
 	}
-	return skip(id, "/dev/kfd access unknown")
+	return skip("/dev/kfd access unknown")
 }
 
 func checkGroups(_ *facts, r *Report) Check {
-	const id = "render-groups"
 	if r.Host.Groups == nil {
-		return skip(id, "user groups unknown")
+		return skip("user groups unknown")
 	}
 	if r.Host.User != nil && *r.Host.User == "root" {
-		return skip(id, "collected as root: run haloforge doctor as the user who will build to check their groups")
+		return skip("collected as root: run haloforge doctor as the user who will build to check their groups")
 	}
 	var missing []string
 	for _, g := range []string{"render", "video"} {
@@ -418,14 +456,13 @@ func checkGroups(_ *facts, r *Report) Check {
 		}
 	}
 	if len(missing) == 0 {
-		return Check{ID: id, Status: StatusOK, Summary: "user is in render and video"}
+		return Check{Status: StatusOK, Summary: "user is in render and video"}
 	}
-	return Check{ID: id, Status: StatusWarn, Summary: "user is not in " + strings.Join(missing, " and ") + ": /dev/kfd and /dev/dri/renderD* need them",
+	return Check{Status: StatusWarn, Summary: "user is not in " + strings.Join(missing, " and ") + ": /dev/kfd and /dev/dri/renderD* need them",
 		Fix: "sudo usermod -aG render,video $USER\nthen log out and back in (or reboot) so the new groups apply."}
 }
 
 func checkHSAOverride(f *facts, r *Report) Check {
-	const id = "hsa-override"
 	g := r.Primary()
 	ov := r.Host.HSAOverride
 	unset := "unset HSA_OVERRIDE_GFX_VERSION   # and remove it from ~/.bashrc, ~/.profile, /etc/environment and container env"
@@ -436,19 +473,19 @@ func checkHSAOverride(f *facts, r *Report) Check {
 			sum += " makes ROCm treat the GPU as " + target
 		}
 		if g != nil && g.GFX != nil && *g.GFX == "gfx1151" && target != "gfx1151" {
-			return Check{ID: id, Status: StatusWarn, Summary: sum + "; gfx1151 is native, the spoof only risks illegal-instruction crashes", Fix: unset}
+			return Check{Status: StatusWarn, Summary: sum + "; gfx1151 is native, the spoof only risks illegal-instruction crashes", Fix: unset}
 		}
-		return Check{ID: id, Status: StatusOK, Summary: sum}
+		return Check{Status: StatusOK, Summary: sum}
 	}
 	if g != nil && g.RuntimeGFX != nil {
-		return Check{ID: id, Status: StatusWarn,
+		return Check{Status: StatusWarn,
 			Summary: "rocminfo reports " + *g.RuntimeGFX + " on a " + strOr(g.GFX, "different") + " GPU: an HSA_OVERRIDE_GFX_VERSION is likely set",
 			Fix:     "Find it: env | grep HSA_OVERRIDE; grep -r HSA_OVERRIDE ~/.bashrc ~/.profile /etc/environment\n" + unset}
 	}
 	if f.env != nil {
-		return Check{ID: id, Status: StatusOK, Summary: "no HSA_OVERRIDE_GFX_VERSION: ROCm sees the real GPU"}
+		return Check{Status: StatusOK, Summary: "no HSA_OVERRIDE_GFX_VERSION: ROCm sees the real GPU"}
 	}
-	return skip(id, "environment not collected")
+	return skip("environment not collected")
 }
 
 func strOr(p *string, def string) string {
@@ -459,15 +496,14 @@ func strOr(p *string, def string) string {
 }
 
 func checkIOMMU(f *facts, r *Report) Check {
-	const id = "iommu"
 	if f.cmdline == nil {
-		return skip(id, "kernel command line unknown")
+		return skip("kernel command line unknown")
 	}
 	if !strixHalo(r) {
-		return skip(id, "the IOMMU trade-off is advice for Strix Halo")
+		return skip("the IOMMU trade-off is advice for Strix Halo")
 	}
 	if v, ok := f.cmdline.Get("amd_iommu"); ok && v == "off" {
-		return Check{ID: id, Status: StatusOK,
+		return Check{Status: StatusOK,
 			Summary: "amd_iommu=off: about 5-12% faster GPU memory access, but the XDNA NPU and VFIO passthrough are disabled",
 			Fix:     "If you need the NPU or VFIO, remove it:\n" + kernelArgsFix(nil, []string{"amd_iommu"}, osID(r))}
 	}
@@ -475,37 +511,35 @@ func checkIOMMU(f *facts, r *Report) Check {
 	if v, ok := f.cmdline.Get("iommu"); ok {
 		mode = "iommu=" + v
 	}
-	return Check{ID: id, Status: StatusOK,
+	return Check{Status: StatusOK,
 		Summary: "IOMMU on (" + mode + "): the NPU and VFIO work. amd_iommu=off is an optional trade-off, not needed",
 		Detail: "Optional, only if you never use the NPU or VFIO: amd_iommu=off gave 5-12% in llama-bench (kyuz0/amd-strix-halo-toolboxes#66)\n" +
 			"but disables the XDNA NPU and device passthrough (antirez/ds4#871).\n" + kernelArgsFix([]string{"amd_iommu=off"}, nil, osID(r))}
 }
 
 func checkContainerEngine(f *facts, r *Report) Check {
-	const id = "container-engine"
 	h := r.Host
 	switch {
 	case h.Podman != nil:
-		return Check{ID: id, Status: StatusOK, Summary: "podman " + *h.Podman}
+		return Check{Status: StatusOK, Summary: "podman " + *h.Podman}
 	case h.Docker != nil:
-		return Check{ID: id, Status: StatusOK, Summary: "docker " + *h.Docker + " (podman is preferred: rootless, keep-groups)"}
+		return Check{Status: StatusOK, Summary: "docker " + *h.Docker + " (podman is preferred: rootless, keep-groups)"}
 	case f.toolMissing("podman") && f.toolMissing("docker"):
-		return Check{ID: id, Status: StatusFail, Summary: "no container engine (podman or docker) found",
+		return Check{Status: StatusFail, Summary: "no container engine (podman or docker) found",
 			Fix: "Fedora: sudo dnf install podman\nUbuntu/Debian: sudo apt install podman"}
 	}
-	return skip(id, "container engine not collected")
+	return skip("container engine not collected")
 }
 
 func checkDistrobox(f *facts, r *Report) Check {
-	const id = "distrobox"
 	switch {
 	case r.Host.Distrobox != nil:
-		return Check{ID: id, Status: StatusOK, Summary: "distrobox " + *r.Host.Distrobox}
+		return Check{Status: StatusOK, Summary: "distrobox " + *r.Host.Distrobox}
 	case f.toolMissing("distrobox"):
-		return Check{ID: id, Status: StatusFail, Summary: "distrobox not found (the therock-toolbox track needs it)",
+		return Check{Status: StatusFail, Summary: "distrobox not found (the therock-toolbox track needs it)",
 			Fix: "Fedora: sudo dnf install distrobox\nUbuntu/Debian: sudo apt install distrobox"}
 	}
-	return skip(id, "distrobox not collected")
+	return skip("distrobox not collected")
 }
 
 // Disk needs of the biggest track (therock-toolbox: toolbox, wheels, caches).
@@ -515,74 +549,33 @@ const (
 )
 
 func checkDisk(_ *facts, r *Report) Check {
-	const id = "disk-space"
 	if r.Host.DiskFree == nil {
-		return skip(id, "free disk space unknown")
+		return skip("free disk space unknown")
 	}
 	free, where := *r.Host.DiskFree, strOr(r.Host.DiskPath, "?")
 	sum := fmt.Sprintf("%.0f GB free on %s", float64(free)/1e9, where)
 	switch {
 	case free < diskNeed:
-		return Check{ID: id, Status: StatusFail, Summary: sum + "; a build needs about 60 GB",
+		return Check{Status: StatusFail, Summary: sum + "; a build needs about 60 GB",
 			Fix: "Free space (podman system prune -a; ~/.cache/pip) or point the state dir at a bigger disk: --state-dir DIR"}
 	case free < diskWant:
-		return Check{ID: id, Status: StatusWarn, Summary: sum + "; enough for one track, tight for two"}
+		return Check{Status: StatusWarn, Summary: sum + "; enough for one track, tight for two"}
 	}
-	return Check{ID: id, Status: StatusOK, Summary: sum}
+	return Check{Status: StatusOK, Summary: sum}
 }
 
 func checkBuildMemory(_ *facts, r *Report) Check {
-	const id = "build-memory"
 	if r.Memory.TotalBytes == nil {
-		return skip(id, "RAM size unknown")
+		return skip("RAM size unknown")
 	}
 	ram := *r.Memory.TotalBytes
 	jobs := max(1, ram/(4*gib))
 	switch {
 	case ram < 16*gib:
-		return Check{ID: id, Status: StatusFail, Summary: fmtGiB(ram) + " RAM: too little to compile vLLM and flash-attention",
+		return Check{Status: StatusFail, Summary: fmtGiB(ram) + " RAM: too little to compile vLLM and flash-attention",
 			Fix: "Use a prebuilt track (vllm-image, ollama, llamacpp-vulkan), or add swap and build with MAX_JOBS=2"}
 	case ram < 32*gib:
-		return Check{ID: id, Status: StatusWarn, Summary: fmtGiB(ram) + " RAM: builds need MAX_JOBS limited", Fix: fmt.Sprintf("export MAX_JOBS=%d", jobs)}
+		return Check{Status: StatusWarn, Summary: fmtGiB(ram) + " RAM: builds need MAX_JOBS limited", Fix: fmt.Sprintf("export MAX_JOBS=%d", jobs)}
 	}
-	return Check{ID: id, Status: StatusOK, Summary: fmt.Sprintf("%s RAM (MAX_JOBS up to %d)", fmtGiB(ram), jobs)}
-}
-
-// recommend picks a track ID from the GPU and the host.
-func recommend(r *Report) string {
-	g := r.Primary()
-	if g == nil || g.GFX == nil {
-		return ""
-	}
-	// ROCm cannot work with the broken MES or without the kernel driver; a
-	// sandbox that hides /dev/kfd says nothing about the host, so it does not count.
-	rocmBroken := r.Driver.Loaded != nil && !*r.Driver.Loaded
-	if c, ok := r.Check("mes-firmware"); ok && c.Status == StatusFail {
-		rocmBroken = true
-	}
-	// therock-toolbox compiles for hours into ~60 GB; a host that cannot hold
-	// that, or cannot compile, gets AMD's prebuilt image instead.
-	cannotBuild := false
-	for _, id := range []string{"disk-space", "build-memory"} {
-		if c, ok := r.Check(id); ok && c.Status == StatusFail {
-			cannotBuild = true
-		}
-	}
-	switch gfx := *g.GFX; {
-	case gfx == "gfx1151" && rocmBroken:
-		return "llamacpp-vulkan"
-	case gfx == "gfx1151" && cannotBuild:
-		return "vllm-image"
-	case gfx == "gfx1151":
-		return "therock-toolbox"
-	case gfx == "gfx803":
-		return "legacy-gfx803"
-	case rocmBroken:
-		return "llamacpp-vulkan"
-	case slices.Contains([]string{"gfx1100", "gfx1101", "gfx90a", "gfx942"}, gfx):
-		return "vllm-image"
-	case slices.Contains([]string{"gfx1150", "gfx1102", "gfx1030"}, gfx):
-		return "ollama"
-	}
-	return "llamacpp-vulkan"
+	return Check{Status: StatusOK, Summary: fmt.Sprintf("%s RAM (MAX_JOBS up to %d)", fmtGiB(ram), jobs)}
 }

@@ -318,13 +318,7 @@ func lspciGPUs(f *facts) []sourceGPU {
 		if !d.IsDisplay() {
 			continue
 		}
-		s := sourceGPU{source: "lspci", vendor: d.VendorName(), vendorID: d.Vendor, slot: d.Slot, name: lspciName(d.Name)}
-		if s.vendor == "amd" {
-			s.devID = d.Device
-		} else {
-			s.devID = d.Device
-		}
-		out = append(out, s)
+		out = append(out, sourceGPU{source: "lspci", vendor: d.VendorName(), vendorID: d.Vendor, devID: d.Device, slot: d.Slot, name: lspciName(d.Name)})
 	}
 	return out
 }

@@ -9,16 +9,7 @@ import (
 )
 
 // Marks of the human output, in the style of flutter doctor.
-var marks = map[string]string{StatusOK: "✓", StatusWarn: "!", StatusFail: "✗", StatusSkip: "-"}
-
-// checkTitles name each check for people.
-var checkTitles = map[string]string{
-	"gpu": "GPU", "gfx-support": "GPU target", "kernel-version": "Kernel", "mes-firmware": "MES firmware",
-	"cwsr": "CWSR", "gtt-size": "GTT size", "gttsize-deprecated": "amdgpu.gttsize", "ttm-module": "TTM module",
-	"carveout": "BIOS carve-out", "kfd-access": "/dev/kfd", "render-groups": "Groups", "hsa-override": "HSA override",
-	"iommu": "IOMMU", "container-engine": "Container engine", "distrobox": "distrobox", "disk-space": "Disk space",
-	"build-memory": "Build memory",
-}
+var marks = map[Status]string{StatusOK: "✓", StatusWarn: "!", StatusFail: "✗", StatusSkip: "-"}
 
 // WriteText prints the report for people: one line per check, the fix
 // indented under warnings and failures; verbose adds skipped checks,
@@ -32,7 +23,7 @@ func (r *Report) WriteText(w io.Writer, verbose bool) error {
 		if c.Status == StatusSkip && !verbose {
 			continue
 		}
-		fmt.Fprintf(&b, "[%s] %s: %s\n", marks[c.Status], checkTitles[c.ID], c.Summary)
+		fmt.Fprintf(&b, "[%s] %s: %s\n", marks[c.Status], checkTitle(c.ID), c.Summary)
 		showFix := c.Fix != "" && (c.Status == StatusWarn || c.Status == StatusFail || verbose)
 		if showFix {
 			writeIndented(&b, c.Fix, "    ")

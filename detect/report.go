@@ -9,33 +9,31 @@ import (
 	"slices"
 )
 
+// Status is a check's verdict, as doctor --json prints it.
+type Status string
+
 // Check statuses.
 const (
-	StatusOK   = "ok"
-	StatusWarn = "warn"
-	StatusFail = "fail"
-	StatusSkip = "skip" // not applicable, or not knowable from what was collected
+	StatusOK   Status = "ok"
+	StatusWarn Status = "warn"
+	StatusFail Status = "fail"
+	StatusSkip Status = "skip" // not applicable, or not knowable from what was collected
 )
-
-// CheckIDs are DESIGN.md's check IDs, in the order doctor prints them.
-var CheckIDs = []string{
-	"gpu", "gfx-support", "kernel-version", "mes-firmware", "cwsr", "gtt-size",
-	"gttsize-deprecated", "ttm-module", "carveout", "kfd-access", "render-groups",
-	"hsa-override", "iommu", "container-engine", "distrobox", "disk-space", "build-memory",
-}
 
 // Report is what doctor prints with --json: facts first, then checks.
 type Report struct {
-	GPUs             []GPU    `json:"gpus"`       // AMD GPUs ROCm could drive, in precedence order
-	OtherGPUs        []GPU    `json:"other_gpus"` // NVIDIA, Intel and pre-GCN AMD display devices
-	Kernel           Kernel   `json:"kernel"`
-	Firmware         Firmware `json:"firmware"`
-	Memory           Memory   `json:"memory"`
-	Host             Host     `json:"host"`
-	Checks           []Check  `json:"checks"`
-	RecommendedTrack string   `json:"recommended_track"` // empty (null in JSON) when no track fits
-	Sources          []string `json:"sources"`           // bundle files the analysis used
-	Notes            []string `json:"notes,omitempty"`   // conflicts between sources, worth a look
+	GPUs      []GPU    `json:"gpus"`       // AMD GPUs ROCm could drive, in precedence order
+	OtherGPUs []GPU    `json:"other_gpus"` // NVIDIA, Intel and pre-GCN AMD display devices
+	Kernel    Kernel   `json:"kernel"`
+	Firmware  Firmware `json:"firmware"`
+	Memory    Memory   `json:"memory"`
+	Host      Host     `json:"host"`
+	Checks    []Check  `json:"checks"`
+	// RecommendedTrack is filled by the caller from steps.RecommendFor:
+	// detect knows hosts, not tracks. Empty (null in JSON) when none fits.
+	RecommendedTrack string   `json:"recommended_track"`
+	Sources          []string `json:"sources"`         // bundle files the analysis used
+	Notes            []string `json:"notes,omitempty"` // conflicts between sources, worth a look
 	Driver           Driver   `json:"driver"`
 }
 
@@ -102,7 +100,7 @@ type Driver struct {
 // Check is one doctor verdict with a ready-to-paste fix.
 type Check struct {
 	ID      string `json:"id"`
-	Status  string `json:"status"`
+	Status  Status `json:"status"`
 	Summary string `json:"summary"`
 	Fix     string `json:"fix"`
 	Detail  string `json:"detail,omitempty"`
@@ -159,4 +157,34 @@ func (r *Report) Failed() []Check {
 		}
 	}
 	return out
+}
+
+// ROCmBroken reports whether ROCm cannot work on this host: the amdgpu
+// driver is not loaded, or the MES firmware is the one that hangs the GPU.
+// A sandbox that hides /dev/kfd says nothing about the host, so it does not count.
+func (r *Report) ROCmBroken() bool {
+	if r.Driver.Loaded != nil && !*r.Driver.Loaded {
+		return true
+	}
+	c, ok := r.Check("mes-firmware")
+	return ok && c.Status == StatusFail
+}
+
+// CannotBuild reports whether the host lacks the disk or the RAM to compile
+// a stack for hours (the disk-space or build-memory check fails).
+func (r *Report) CannotBuild() bool {
+	for _, id := range []string{"disk-space", "build-memory"} {
+		if c, ok := r.Check(id); ok && c.Status == StatusFail {
+			return true
+		}
+	}
+	return false
+}
+
+// PrimaryGFX is the primary GPU's LLVM target, "" when unknown.
+func (r *Report) PrimaryGFX() string {
+	if g := r.Primary(); g != nil && g.GFX != nil {
+		return *g.GFX
+	}
+	return ""
 }

@@ -35,20 +35,23 @@ var (
 	bdfRe        = regexp.MustCompile(`(?:[0-9a-fA-F]{4}:)?([0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])`)
 )
 
+// gpu returns the GPU with this index, adding it when it is new. The
+// pointer is valid until the next call, which may grow the slice.
+func (s *SMI) gpu(index int) *SMIGPU {
+	for j := range s.GPUs {
+		if s.GPUs[j].Index == index {
+			return &s.GPUs[j]
+		}
+	}
+	s.GPUs = append(s.GPUs, SMIGPU{Index: index})
+	return &s.GPUs[len(s.GPUs)-1]
+}
+
 // ParseAMDSMI reads `amd-smi static|list|metric|version` and the default table.
 func ParseAMDSMI(s string) SMI {
 	var out SMI
 	var cur *SMIGPU
 	section := ""
-	get := func(i int) *SMIGPU {
-		for j := range out.GPUs {
-			if out.GPUs[j].Index == i {
-				return &out.GPUs[j]
-			}
-		}
-		out.GPUs = append(out.GPUs, SMIGPU{Index: i})
-		return &out.GPUs[len(out.GPUs)-1]
-	}
 	tableRow := -1
 	for _, l := range parsePasted(s).lines {
 		t := strings.TrimSpace(l)
@@ -57,12 +60,12 @@ func ParseAMDSMI(s string) SMI {
 		}
 		if m := smiGPUHeadRe.FindStringSubmatch(t); m != nil {
 			i, _ := strconv.Atoi(m[1])
-			cur, section = get(i), ""
+			cur, section = out.gpu(i), ""
 			continue
 		}
 		if m := smiTableRe.FindStringSubmatch(t); m != nil {
 			tableRow++
-			g := get(tableRow)
+			g := out.gpu(tableRow)
 			g.BDF, g.Name = strings.ToLower(m[1]), m[2]
 			cur = nil
 			continue
@@ -124,20 +127,11 @@ func applySMIField(g *SMIGPU, section, k, v string) {
 // concise table's device IDs.
 func ParseROCmSMI(s string) SMI {
 	var out SMI
-	get := func(i int) *SMIGPU {
-		for j := range out.GPUs {
-			if out.GPUs[j].Index == i {
-				return &out.GPUs[j]
-			}
-		}
-		out.GPUs = append(out.GPUs, SMIGPU{Index: i})
-		return &out.GPUs[len(out.GPUs)-1]
-	}
 	for _, l := range parsePasted(s).lines {
 		t := strings.TrimSpace(stripArrowNote(l))
 		if m := rsmiConcRe.FindStringSubmatch(t); m != nil {
 			i, _ := strconv.Atoi(m[1])
-			get(i).DeviceID = strings.TrimPrefix(strings.ToLower(m[3]), "0x")
+			out.gpu(i).DeviceID = strings.TrimPrefix(strings.ToLower(m[3]), "0x")
 			continue
 		}
 		m := rsmiLineRe.FindStringSubmatch(t)
@@ -145,7 +139,7 @@ func ParseROCmSMI(s string) SMI {
 			continue
 		}
 		i, _ := strconv.Atoi(m[1])
-		g, k, v := get(i), m[2], strings.TrimSpace(m[3])
+		g, k, v := out.gpu(i), m[2], strings.TrimSpace(m[3])
 		switch k {
 		case "VRAM Total Memory (B)":
 			if n, ok := leadingInt(v); ok {

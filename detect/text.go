@@ -115,14 +115,4 @@ func leadingInt(s string) (int64, bool) {
 	return v, err == nil
 }
 
-// parseHexOrDec reads "0x1586" as hex and "5510" as decimal.
-func parseHexOrDec(s string) (int64, bool) {
-	s = strings.TrimSpace(s)
-	if h, ok := strings.CutPrefix(strings.ToLower(s), "0x"); ok {
-		v, err := strconv.ParseInt(h, 16, 64)
-		return v, err == nil
-	}
-	return leadingInt(s)
-}
-
 func ptr[T any](v T) *T { return &v }

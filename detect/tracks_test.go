@@ -32,22 +32,25 @@ func TestBlockingChecksExist(t *testing.T) {
 	}
 }
 
-// TestRecommendedTrackIsATrack checks every golden bundle's recommendation.
+// TestRecommendedTrackIsATrack checks what doctor recommends for the golden
+// bundles (steps.RecommendFor on detect's report).
 func TestRecommendedTrackIsATrack(t *testing.T) {
-	ids := steps.TrackIDs()
 	want := map[string]string{
 		"gfx1151-intree-npu": "therock-toolbox", "gfx1151-no-devkfd": "therock-toolbox", "gfx1100": "vllm-image",
 		"gfx90a": "vllm-image", "gfx900-7gpus": "llamacpp-vulkan", "gfx803": "legacy-gfx803", "gfx1150": "ollama",
 		"nvidia-only": "", "empty": "", "no-kfd": "",
 	}
+	for name, w := range want {
+		r := detect.Analyse(readBundle(t, filepath.Join("testdata", "bundles", name)))
+		if got := steps.RecommendFor(r); got != w {
+			t.Errorf("%s: recommended %q, want %q", name, got, w)
+		}
+	}
+	ids := steps.TrackIDs()
 	dirs, _ := filepath.Glob("testdata/bundles/*")
 	for _, d := range dirs {
-		r := detect.Analyse(readBundle(t, d))
-		if r.RecommendedTrack != "" && !slices.Contains(ids, r.RecommendedTrack) {
-			t.Errorf("%s: %q is not a track", d, r.RecommendedTrack)
-		}
-		if w, ok := want[filepath.Base(d)]; ok && r.RecommendedTrack != w {
-			t.Errorf("%s: recommended %q, want %q", d, r.RecommendedTrack, w)
+		if got := steps.RecommendFor(detect.Analyse(readBundle(t, d))); got != "" && !slices.Contains(ids, got) {
+			t.Errorf("%s: %q is not a track", d, got)
 		}
 	}
 }

@@ -189,7 +189,7 @@ func (m *Matcher) record(rule, n int, text string) {
 	m.lastHit[rule] = n
 	m.findings = append(m.findings, Finding{
 		Family: r.ID, Line: n, Text: text, Summary: r.Summary, Fix: r.Fix, Title: r.Title,
-		Count: 1, Links: r.Links, Step: m.o.Step, File: m.o.File,
+		Count: 1, Links: r.Links, Step: m.o.Step, File: m.o.File, Ladder: r.Ladder,
 	})
 	m.queue = append(m.queue, len(m.findings)-1)
 }

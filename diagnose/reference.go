@@ -16,7 +16,8 @@ const (
 // MarkdownReference renders every rule as the troubleshooting reference of
 // TUTORIAL.md: one section per family ID (the ID is the heading, so
 // TUTORIAL.md#<family> links to it), with what the log shows, the cause,
-// the fix and the public threads. The rules are the one source of truth.
+// the fix, the public threads and, for hang families, the ladder. The rules
+// are the one source of truth.
 func MarkdownReference() string {
 	var b strings.Builder
 	b.WriteString("Each family below is a code that `haloforge diagnose`, the hint panel and `report.json`\n")
@@ -49,6 +50,12 @@ func writeRule(b *strings.Builder, r Rule) {
 		b.WriteString("- *From the project's design notes; no public log excerpt yet.*\n")
 	}
 	fmt.Fprintf(b, "\n```sh\n%s\n```\n", r.Fix)
+	if len(r.Ladder) > 0 {
+		fmt.Fprintf(b, "\n%s:\n\n", LadderTitle)
+		for i, rung := range r.Ladder {
+			fmt.Fprintf(b, "%d. **%s:** %s\n", i+1, rung.Try, rung.How)
+		}
+	}
 }
 
 func markers(r Rule) []string {

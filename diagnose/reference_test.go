@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -64,5 +65,39 @@ func TestReplaceReference(t *testing.T) {
 		if _, ok := ReplaceReference(bad, "x"); ok {
 			t.Errorf("accepted %q", bad)
 		}
+	}
+}
+
+// TestHangFamiliesHaveLadders: a family found by silence has no error line
+// to fix, so it must say what to try; the reference and LadderLines show it.
+func TestHangFamiliesHaveLadders(t *testing.T) {
+	ref := MarkdownReference()
+	laddered := 0
+	for _, r := range Rules() {
+		if r.Stall && len(r.Ladder) == 0 {
+			t.Errorf("%s is a hang family without a ladder", r.ID)
+		}
+		if len(r.Ladder) == 0 {
+			if LadderLines(r.ID) != nil {
+				t.Errorf("%s: ladder lines without a ladder", r.ID)
+			}
+			continue
+		}
+		laddered++
+		for i, rung := range r.Ladder {
+			if rung.Try == "" || rung.How == "" || strings.Contains(rung.Try+rung.How, "\n") {
+				t.Errorf("%s rung %d: one line to try and one line how", r.ID, i+1)
+			}
+			if !strings.Contains(ref, fmt.Sprintf("%d. **%s:** %s\n", i+1, rung.Try, rung.How)) {
+				t.Errorf("%s rung %d is not in the reference", r.ID, i+1)
+			}
+		}
+		lines := LadderLines(r.ID)
+		if len(lines) != len(r.Ladder) || lines[0] != "1. "+r.Ladder[0].Try+": "+r.Ladder[0].How {
+			t.Errorf("%s: LadderLines = %q", r.ID, lines)
+		}
+	}
+	if laddered < 4 || Ladder("no-such-family") != nil {
+		t.Errorf("%d families with a ladder, want the four hang families", laddered)
 	}
 }

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"bytes"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -24,7 +25,43 @@ type Rule struct {
 	Signals []string
 	Stall   bool // a hang family: found by the stall rules, not by one line
 	Seed    bool // built from the design notes' signature, no public excerpt yet
-	pats    []pat
+	// Ladder is the walkthrough of a hang family: a hang has no error line
+	// to fix, so the user climbs from the cheapest check to the fallback,
+	// stopping at the first rung that works. Nil for other families.
+	Ladder []Rung
+	pats   []pat
+}
+
+// Rung is one thing to try on a hang, with how to try it.
+type Rung struct {
+	Try string `json:"try"`
+	How string `json:"how"`
+}
+
+// LadderTitle introduces a ladder wherever it is shown.
+const LadderTitle = "A hang has no error line: climb the ladder, stop at the first rung that works"
+
+// Ladder returns the walkthrough of a family, nil when it has none.
+func Ladder(family string) []Rung {
+	r, ok := RuleByID(family)
+	if !ok {
+		return nil
+	}
+	return r.Ladder
+}
+
+// LadderLines renders a family's ladder as numbered plain lines
+// ("1. Try: how"), for line mode and `diagnose`; nil when it has none.
+func LadderLines(family string) []string {
+	l := Ladder(family)
+	if len(l) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(l))
+	for i, r := range l {
+		out = append(out, fmt.Sprintf("%d. %s: %s", i+1, r.Try, r.How))
+	}
+	return out
 }
 
 // pat is one way a rule recognises a line. The literal is searched in bulk;

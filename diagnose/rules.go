@@ -12,7 +12,10 @@ import "slices"
 // then a Rule here with literals of at least minLiteral bytes that the
 // excerpt holds verbatim, a regexp or context only where the literal alone
 // would fire on healthy output, and regenerate TUTORIAL.md
-// (go test ./diagnose -run TestTutorialReference -update).
+// (go test ./diagnose -run TestTutorialReference -update). A hang family
+// has no error line to fix, so it also gets a Ladder: what to try, cheapest
+// first (sources: FAILURES.md, FACTS.md: kernel ≥ 6.18.4, MES 0x80,
+// cwsr_enable=0 as a stop-gap, ROCm#5590, #5724).
 var rules = withSignals([]Rule{
 	{
 		ID:      "therock-amdsmi-double-free",
@@ -384,6 +387,13 @@ var rules = withSignals([]Rule{
 		Links:  issues("charlie12345/ROCmFPX#39"),
 		Tracks: []string{"llamacpp-rocm", "ollama"},
 		Stall:  true,
+		Ladder: []Rung{
+			{"Confirm it is the load hang", "the log ends at `load_all_data: using async uploads for device ROCm0` and nothing follows for minutes; that line alone is normal"},
+			{"Copy without SDMA", "export HSA_ENABLE_SDMA=0, then start llama.cpp again"},
+			{"Load without mmap", "llama-server --no-mmap … (pageable mmap memory is what stalls the SDMA path)"},
+			{"Check kernel and firmware", "haloforge doctor: kernel-version must be ≥ 6.18.4 and mes-firmware 0x80 (not 0x83)"},
+			{"Fall back to Vulkan", "haloforge build --track llamacpp-vulkan"},
+		},
 		pats: []pat{
 			{lit: "load_all_data: using async uploads", marker: true},
 			{lit: "load_tensors: loading model tensors", marker: true},
@@ -401,6 +411,13 @@ var rules = withSignals([]Rule{
 		Tracks: []string{"llamacpp-rocm", "ollama"},
 		Stall:  true,
 		Seed:   true,
+		Ladder: []Rung{
+			{"Confirm it is the graph hang", "the log ends at `graph_reserve: reserving a graph for ubatch` and nothing follows"},
+			{"Check kernel and firmware", "haloforge doctor: kernel-version ≥ 6.18.4, mes-firmware 0x80 or linux-firmware ≥ 20260108"},
+			{"Stop-gap on older kernels", "add amdgpu.cwsr_enable=0 to the kernel command line and reboot (not needed on 7.0 with ROCm ≥ 7.2.1)"},
+			{"Newer ROCm", "bump ROCM_VERSION in versions.env to the pinned TheRock release; haloforge pins diff shows what re-runs"},
+			{"Fall back to Vulkan", "haloforge build --track llamacpp-vulkan"},
+		},
 		pats: []pat{
 			{lit: "graph_reserve: reserving a graph", marker: true},
 			{lit: "BusyWaitSignal::WaitRelaxed", after: []string{"::graph_reserve", "graph_reserve: "}, within: 30},
@@ -414,6 +431,12 @@ var rules = withSignals([]Rule{
 		Fix: "sudo grep MES /sys/kernel/debug/dri/*/amdgpu_firmware_info   # 0x83 is bad, 0x80 is good\n" +
 			"# install linux-firmware ≥ 20260108 (or one with MES 0x80) and a kernel ≥ 6.18.4, then reboot",
 		Links: issues("ROCm/ROCm#6273", "ROCm/ROCm#2196", "ROCm/ROCm#5724"),
+		Ladder: []Rung{
+			{"Read the firmware version", "sudo grep MES /sys/kernel/debug/dri/*/amdgpu_firmware_info: 0x83 is the bad one"},
+			{"Update linux-firmware", "a package with MES 0x80, or ≥ 20260108; avoid 20251125"},
+			{"Update the kernel", "≥ 6.18.4 carries the KFD/CWSR fixes for gfx1151"},
+			{"Collect a bundle", "haloforge doctor --collect DIR, attach it to a ROCm issue"},
+		},
 		pats: []pat{
 			{lit: "MES failed to respond to msg"},
 			{lit: "MES failed to response msg"}, // older kernels' spelling
@@ -439,6 +462,12 @@ var rules = withSignals([]Rule{
 		Fix: "uname -r   # needs ≥ 6.18.4\n" +
 			"# on an older kernel/ROCm pair only: add amdgpu.cwsr_enable=0 to the kernel command line and reboot",
 		Links: issues("segurac/force-host-alloction-APU#2", "ROCm/ROCm#5590"),
+		Ladder: []Rung{
+			{"Check the kernel", "uname -r: ≥ 6.18.4 has the gfx1151 CWSR fix (haloforge doctor, check cwsr)"},
+			{"Stop-gap on older kernels", "amdgpu.cwsr_enable=0 on the kernel command line, then reboot"},
+			{"Check the firmware", "haloforge doctor, check mes-firmware: 0x80 is good"},
+			{"Collect a bundle", "haloforge doctor --collect DIR, attach it to a ROCm issue"},
+		},
 		pats: []pat{
 			{lit: "HW Exception by GPU node"},
 			{lit: "reason :GPU Hang"},
@@ -864,9 +893,10 @@ var rules = withSignals([]Rule{
 		Title:   "pip cannot get the ROCm wheels",
 		Summary: "pip (or uv) found no matching wheel, or could not reach the package index.",
 		Cause:   "A wrong or retired index URL (the per-family gfx1151 indexes were retired), a version the index does not carry, or no network.",
-		Fix: "grep INDEX_URL versions.env   # use the multi-arch index:\n" +
-			"# THEROCK_INDEX_URL=https://rocm.nightlies.amd.com/whl-multi-arch/\n" +
-			"source versions.env; pip download --no-deps -d /tmp/probe --index-url \"$THEROCK_INDEX_URL\" \"torch==$TORCH_VERSION\"   # checks the pin and the network",
+		Fix: "haloforge pins status   # do THEROCK_INDEX_URL, ROCM_VERSION, TORCH_VERSION, TORCHVISION_VERSION and TORCHAUDIO_VERSION\n" +
+			"                        # (source-stable: SOURCE_TORCH_INDEX_URL, SOURCE_TORCH_VERSION) still resolve, with their device-gfx1151 wheels?\n" +
+			"haloforge pins sets     # known-good sets with evidence; then haloforge pins use SET writes one and shows what rebuilds\n" +
+			"source versions.env; pip download --no-deps -d /tmp/probe --index-url \"$THEROCK_INDEX_URL\" \"torch==$TORCH_VERSION\"   # pip's own answer",
 		Seed: true,
 		pats: []pat{
 			{lit: "Could not find a version that satisfies the requirement"},

@@ -1,6 +1,9 @@
 package pins
 
-import "sort"
+import (
+	"maps"
+	"slices"
+)
 
 // Change is one pin whose value differs; nil means absent on that side.
 type Change struct {
@@ -10,8 +13,8 @@ type Change struct {
 
 // Diff compares resolved values: a pin that changed only through a ${REF}
 // counts as changed, because the scripts see the resolved value.
-func Diff(old, new *File) map[string]Change {
-	ov, nv := old.Values(), new.Values()
+func Diff(before, after *File) map[string]Change {
+	ov, nv := before.Values(), after.Values()
 	out := map[string]Change{}
 	for name, o := range ov {
 		n, ok := nv[name]
@@ -31,13 +34,6 @@ func Diff(old, new *File) map[string]Change {
 }
 
 // ChangedNames lists the keys of a diff, sorted.
-func ChangedNames(d map[string]Change) []string {
-	names := make([]string, 0, len(d))
-	for n := range d {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func ChangedNames(d map[string]Change) []string { return slices.Sorted(maps.Keys(d)) }
 
 func ptr(s string) *string { return &s }

@@ -18,6 +18,7 @@ const (
 	KindInt     Kind = "int"     // a non-negative integer
 	KindName    Kind = "name"    // a container or box name
 	KindGFX     Kind = "gfx"     // one or more LLVM targets, ';' separated
+	KindModel   Kind = "model"   // a Hugging Face model ID (org/name) or an absolute path
 )
 
 // Spec describes one known pin name.
@@ -39,6 +40,7 @@ var specs = []Spec{
 	{Name: "TOOLBOX_IMAGE", Kind: KindImage, Help: "image the distrobox runs"},
 	{Name: "TOOLBOX_IMAGE_FEDORA", Kind: KindImage, Help: "Fedora toolbox image (Containerfile.therock-fedora)"},
 	{Name: "THEROCK_INDEX_URL", Kind: KindURL, Help: "TheRock wheel index"},
+	{Name: "TORCH_INDEX_URL", Kind: KindURL, Optional: true, Help: "torch's own wheel index (empty: THEROCK_INDEX_URL)"},
 	{Name: "ROCM_VERSION", Kind: KindVersion, Help: "TheRock ROCm SDK version"},
 	{Name: "TORCH_VERSION", Kind: KindVersion, Help: "torch wheel version"},
 	{Name: "TORCHVISION_VERSION", Kind: KindVersion, Help: "torchvision wheel version"},
@@ -49,6 +51,7 @@ var specs = []Spec{
 	{Name: "FLASH_ATTENTION_REF", Kind: KindRef, Help: "flash-attention commit"},
 	{Name: "VLLM_REPO", Kind: KindURL, Help: "vLLM git repository"},
 	{Name: "VLLM_REF", Kind: KindRef, Help: "vLLM commit"},
+	{Name: "VERIFY_MODEL", Kind: KindModel, Optional: true, Help: "small public model the verify steps generate with (empty: not verified)"},
 	// vllm-image
 	{Name: "VLLM_IMAGE", Kind: KindImage, Help: "AMD's prebuilt vLLM image"},
 	{Name: "VLLM_PORT", Kind: KindInt, Help: "port the launcher publishes"},
@@ -73,7 +76,6 @@ var specs = []Spec{
 	{Name: "VULKAN_IMAGE", Kind: KindImage, Help: "name of the image build_vulkan.sh makes"},
 	{Name: "LLAMA_MODEL", Kind: KindPath, Optional: true, Help: "GGUF model for llama-bench and the ladder"},
 	{Name: "LLAMACPP_ROCM_IMAGE", Kind: KindImage, Help: "llama.cpp ROCm toolbox image"},
-	{Name: "LLAMACPP_ROCM_MINIMAL_IMAGE", Kind: KindImage, Help: "minimal llama.cpp ROCm image"},
 	{Name: "LLAMACPP_ROCM_NIGHTLY_IMAGE", Kind: KindImage, Help: "llama.cpp on a TheRock nightly"},
 	{Name: "LLAMA_STALL_TIMEOUT", Kind: KindInt, Help: "seconds without output before a ladder rung counts as hung"},
 	// ollama
@@ -83,6 +85,9 @@ var specs = []Spec{
 	// therock-aotriton
 	{Name: "THEROCK_REPO", Kind: KindURL, Help: "TheRock git repository"},
 	{Name: "THEROCK_REF", Kind: KindRef, Help: "TheRock commit"},
+	{Name: "PYTORCH_REF", Kind: KindRef, Help: "PyTorch tag TheRock checks out (--repo-hashtag)"},
+	{Name: "PYTORCH_AUDIO_REF", Kind: KindRef, Help: "torchaudio tag TheRock checks out"},
+	{Name: "PYTORCH_VISION_REF", Kind: KindRef, Help: "torchvision tag TheRock checks out"},
 	{Name: "CK_REPO", Kind: KindURL, Help: "Composable Kernel git repository"},
 	{Name: "CK_REF", Kind: KindRef, Help: "Composable Kernel release tag"},
 	// legacy-gfx803
@@ -93,6 +98,10 @@ var specs = []Spec{
 	{Name: "GFX803_AUDIO_REF", Kind: KindRef, Help: "torchaudio tag"},
 	{Name: "GFX803_LOCAL_BASE_IMAGE", Kind: KindImage, Help: "name of the base image 00-build-base.sh makes"},
 	{Name: "GFX803_IMAGE", Kind: KindImage, Help: "name of the PyTorch image the gfx803 steps make"},
+	// llamacpp-distro (issue 17): llama.cpp from the distribution's packages, no build
+	{Name: "LLAMACPP_DISTRO_IMAGE", Kind: KindImage, Help: "image of the llamacpp-distro box (Debian sid, Ubuntu 26.04 or Fedora)"},
+	{Name: "LLAMACPP_DISTRO_BOX", Kind: KindName, Help: "distrobox name of the llamacpp-distro track"},
+	{Name: "LLAMACPP_DISTRO_BACKEND", Kind: KindName, Help: "ggml GPU backend: auto (HIP when it has code for the GPU, else Vulkan), vulkan or hip"},
 }
 
 // Specs returns every known pin name with its kind.

@@ -17,6 +17,8 @@ var (
 	reName    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
 	reGFX     = regexp.MustCompile(`^gfx[0-9a-f]{3,4}(;gfx[0-9a-f]{3,4})*$`)
 	rePath    = regexp.MustCompile(`^[A-Za-z0-9._/~+@:=,-]+$`)
+	// model: a Hugging Face repository ID (org/name) or an absolute local path.
+	reModel = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}|/[A-Za-z0-9._/+@=,-]+)$`)
 	// image: [registry[:port]/]path[:tag][@sha256:digest], lower-case path.
 	reImage = regexp.MustCompile(`^(?P<name>([a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?/)*[a-z0-9]+([._-][a-z0-9]+)*)(:(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?(@(?P<digest>sha256:[0-9a-f]{64}))?$`)
 )
@@ -69,6 +71,8 @@ func validate(s Spec, v string) (floating bool, err error) {
 		return false, must(reName.MatchString(v), "want a name of letters, digits, '.', '_' or '-'")
 	case KindGFX:
 		return false, must(reGFX.MatchString(v), "want LLVM targets such as gfx1151 (several separated by ';')")
+	case KindModel:
+		return false, must(reModel.MatchString(v) && !strings.Contains(v, ".."), "want a Hugging Face model ID such as Qwen/Qwen3-0.6B, or an absolute path")
 	}
 	return false, fmt.Errorf("unknown kind %q", s.Kind)
 }
@@ -105,7 +109,7 @@ func validImage(v string) (bool, error) {
 func validURL(v string) error {
 	u, err := url.Parse(v)
 	if err != nil {
-		return fmt.Errorf("not a URL: %v", err)
+		return fmt.Errorf("not a URL: %w", err)
 	}
 	if u.Scheme != "https" {
 		return fmt.Errorf("want an https URL (got scheme %q): pins must not be fetched in clear text", u.Scheme)

@@ -37,6 +37,9 @@ type Track struct {
 	Steps []Step
 	// Next lists the commands a user runs once the track is built.
 	Next []string
+	// RecommendWhen says for which hosts doctor recommends the track; nil
+	// means never (steps.Recommend).
+	RecommendWhen *Recommendation
 }
 
 // Step is one script of a track.

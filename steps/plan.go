@@ -189,6 +189,9 @@ func willRun(st *State, track string, ps PlannedStep, earlier []PlannedStep) (bo
 		return true, "never succeeded"
 	}
 	if last.CacheKey == ps.CacheKey {
+		if len(last.NotVerified) > 0 {
+			return false, "up to date (not verified " + last.At.Format("2006-01-02 15:04") + ": " + strings.Join(last.NotVerified, "; ") + ")"
+		}
 		return false, "up to date (succeeded " + last.At.Format("2006-01-02 15:04") + ")"
 	}
 	var why []string

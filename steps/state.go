@@ -15,7 +15,12 @@ const StateFile = "state.json"
 
 // Step outcomes recorded in state.json and report.json.
 const (
-	OutcomeSucceeded   = "succeeded"
+	OutcomeSucceeded = "succeeded"
+	// OutcomeNotVerified is a step that ran to its end (exit 0) but said it
+	// could not prove its outcome (runner.ResultEnv): not a failure, never
+	// a pass. For the cache it is done; plans and summaries say what it
+	// could not check. A run with such a step ends not-verified (exit 0).
+	OutcomeNotVerified = "not-verified"
 	OutcomeFailed      = "failed"
 	OutcomeInterrupted = "interrupted"
 	OutcomeSkipped     = "skipped" // cache key matched the last success
@@ -49,6 +54,8 @@ type StepState struct {
 
 // Success records the cache key and duration of a step's last success, and
 // the inputs behind the key so that `plan` can say what changed since.
+// A step that ran to its end without proving its outcome is a success for
+// the cache; NotVerified keeps why it is not verified.
 type Success struct {
 	CacheKey    string            `json:"cache_key"`
 	RunID       string            `json:"run_id"`
@@ -57,6 +64,7 @@ type Success struct {
 	ScriptHash  string            `json:"script_sha256,omitempty"`
 	SupportHash string            `json:"support_sha256,omitempty"`
 	Pins        map[string]string `json:"pins,omitempty"`
+	NotVerified []string          `json:"not_verified,omitempty"`
 }
 
 // NewState returns an empty state.

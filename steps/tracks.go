@@ -25,13 +25,16 @@ var catalogue = []Track{
 		Steps: []Step{
 			{ID: "toolbox", Title: "Create the distrobox toolbox", Script: "00-setup-toolbox.sh", Pins: []string{"TOOLBOX_NAME", "TOOLBOX_IMAGE"}},
 			{ID: "tools", Title: "Install build tools from the distro", Script: "01-install-tools.sh", Pins: []string{"PYTHON_VERSION"}, DependsOn: []string{"toolbox"}},
-			{ID: "rocm", Title: "Install TheRock ROCm SDK and torch", Script: "02-install-rocm.sh", Pins: []string{"THEROCK_INDEX_URL", "ROCM_VERSION", "TORCH_VERSION", "TORCHVISION_VERSION", "TORCHAUDIO_VERSION", "GPU_TARGET"}, DependsOn: []string{"tools"}},
+			{ID: "rocm", Title: "Install TheRock ROCm SDK and torch", Script: "02-install-rocm.sh", Pins: []string{"THEROCK_INDEX_URL", "TORCH_INDEX_URL", "ROCM_VERSION", "TORCH_VERSION", "TORCHVISION_VERSION", "TORCHAUDIO_VERSION", "GPU_TARGET"}, DependsOn: []string{"tools"}},
 			{ID: "aiter", Title: "Build AITER", Script: "03-build-aiter.sh", Pins: []string{"AITER_REPO", "AITER_REF", "PYTORCH_ROCM_ARCH"}, DependsOn: []string{"rocm"}, Optional: true,
 				Why: "AITER carries CDNA-only inline assembly; on gfx1151 it often fails to build and vLLM works without it"},
 			{ID: "flash-attention", Title: "Build flash-attention (Triton AMD)", Script: "04-build-fa.sh", Pins: []string{"FLASH_ATTENTION_REPO", "FLASH_ATTENTION_REF", "PYTORCH_ROCM_ARCH"}, DependsOn: []string{"rocm"}},
 			{ID: "vllm", Title: "Build vLLM", Script: "05-build-vllm.sh", Pins: []string{"VLLM_REPO", "VLLM_REF", "PYTORCH_ROCM_ARCH", "GPU_TARGET"}, DependsOn: []string{"rocm"}},
-			{ID: "verify", Title: "Verify torch, attention and vLLM", Script: "06-verify.sh", Pins: []string{"GPU_TARGET"}, DependsOn: []string{"aiter", "flash-attention", "vllm"}},
+			{ID: "verify", Title: "Verify torch, attention and vLLM", Script: "06-verify.sh", Pins: []string{"GPU_TARGET", "VERIFY_MODEL"}, DependsOn: []string{"aiter", "flash-attention", "vllm"}},
 		},
+		// The native build first; a host that cannot compile for hours gets
+		// AMD's prebuilt image, one without a working ROCm gets Vulkan.
+		RecommendWhen: &Recommendation{For: gfxStrixHalo, Rank: 1, Unless: []Obstacle{ROCmBroken, CannotBuild}},
 		Next: []string{
 			"distrobox enter $TOOLBOX_NAME",
 			"source /opt/venv/bin/activate",
@@ -55,9 +58,10 @@ var catalogue = []Track{
 		Steps: []Step{
 			{ID: "pull", Title: "Pull the pinned vLLM image", Script: "00-pull-image.sh", Pins: []string{"VLLM_IMAGE"}},
 			{ID: "launcher", Title: "Write the launcher script", Script: "01-write-launcher.sh", Pins: []string{"VLLM_IMAGE", "VLLM_PORT"}, DependsOn: []string{"pull"}},
-			{ID: "verify", Title: "Verify torch and vLLM in the image", Script: "02-verify.sh", Pins: []string{"VLLM_IMAGE", "GPU_TARGET"}, DependsOn: []string{"launcher"}},
+			{ID: "verify", Title: "Verify torch and vLLM in the image", Script: "02-verify.sh", Pins: []string{"VLLM_IMAGE", "GPU_TARGET", "VERIFY_MODEL"}, DependsOn: []string{"launcher"}},
 		},
-		Next: []string{"$HALOFORGE_STATE_DIR/vllm-image/start-vllm.sh <model>"},
+		RecommendWhen: &Recommendation{For: []string{"gfx1151", "gfx1100", "gfx1101", "gfx90a", "gfx942"}, Rank: 2, Unless: []Obstacle{ROCmBroken}},
+		Next:          []string{"$HALOFORGE_STATE_DIR/vllm-image/start-vllm.sh <model>"},
 	},
 	{
 		ID:     "source-stable",
@@ -77,7 +81,7 @@ var catalogue = []Track{
 		Steps: []Step{
 			{ID: "image", Title: "Build the Fedora image from source", Script: "build_pipeline.sh", Pins: []string{"SOURCE_BASE_IMAGE", "SOURCE_ROCM_VERSION", "PYTHON_VERSION", "SOURCE_TORCH_VERSION", "SOURCE_TORCH_INDEX_URL", "VLLM_REPO", "SOURCE_VLLM_REF", "FLASH_ATTENTION_REPO", "SOURCE_FLASH_ATTENTION_REF", "GPU_TARGET", "SOURCE_IMAGE"}},
 			{ID: "lock", Title: "Export requirements.lock", Script: "01-export-lock.sh", Pins: []string{"SOURCE_IMAGE"}, DependsOn: []string{"image"}},
-			{ID: "verify", Title: "Verify the image", Script: "02-verify.sh", Pins: []string{"SOURCE_IMAGE", "GPU_TARGET"}, DependsOn: []string{"lock"}},
+			{ID: "verify", Title: "Verify the image", Script: "02-verify.sh", Pins: []string{"SOURCE_IMAGE", "GPU_TARGET", "VERIFY_MODEL"}, DependsOn: []string{"lock"}},
 		},
 		Next: []string{"podman run --rm -it --device /dev/kfd --device /dev/dri --group-add keep-groups --ipc=host $SOURCE_IMAGE"},
 	},
@@ -98,7 +102,7 @@ var catalogue = []Track{
 		Env:            map[string]string{"HSA_OVERRIDE_GFX_VERSION": "11.0.0"},
 		Steps: []Step{
 			{ID: "pull", Title: "Pull the nightly image", Script: "00-pull-image.sh", Pins: []string{"NIGHTLY_IMAGE"}},
-			{ID: "verify", Title: "Verify under the gfx1100 spoof", Script: "01-verify.sh", Pins: []string{"NIGHTLY_IMAGE", "SPOOF_GFX_VERSION"}, DependsOn: []string{"pull"}},
+			{ID: "verify", Title: "Verify under the gfx1100 spoof", Script: "01-verify.sh", Pins: []string{"NIGHTLY_IMAGE", "SPOOF_GFX_VERSION", "VERIFY_MODEL"}, DependsOn: []string{"pull"}},
 		},
 		Next: []string{"scripts/nightly-spoof/run_nightly_spoof.sh <model>"},
 	},
@@ -118,7 +122,7 @@ var catalogue = []Track{
 		BlockingChecks: []string{"gpu", "kfd-access", "container-engine"},
 		Steps: []Step{
 			{ID: "image", Title: "Build the locked spoof image", Script: "build_spoof_locked.sh", Pins: []string{"SPOOF_BASE_IMAGE", "SPOOF_BASE_DIGEST", "SPOOF_GFX_VERSION", "SPOOF_LOCKED_IMAGE"}},
-			{ID: "verify", Title: "Verify the locked image", Script: "01-verify.sh", Pins: []string{"SPOOF_LOCKED_IMAGE"}, DependsOn: []string{"image"}},
+			{ID: "verify", Title: "Verify the locked image", Script: "01-verify.sh", Pins: []string{"SPOOF_LOCKED_IMAGE", "VERIFY_MODEL"}, DependsOn: []string{"image"}},
 		},
 		Next: []string{"podman run --rm -it --device /dev/kfd --device /dev/dri --group-add keep-groups --ipc=host $SPOOF_LOCKED_IMAGE"},
 	},
@@ -140,7 +144,9 @@ var catalogue = []Track{
 			{ID: "image", Title: "Build llama.cpp with Vulkan", Script: "build_vulkan.sh", Pins: []string{"VULKAN_BASE_IMAGE", "LLAMACPP_REPO", "LLAMACPP_REF", "VULKAN_IMAGE"}},
 			{ID: "verify", Title: "Verify, and llama-bench when a model is given", Script: "01-verify.sh", Pins: []string{"VULKAN_IMAGE", "LLAMA_MODEL"}, DependsOn: []string{"image"}},
 		},
-		Next: []string{"podman run --rm -it --device /dev/dri -v ~/models:/models $VULKAN_IMAGE llama-server -m /models/<model>.gguf -ngl 999"},
+		// The fallback for any GPU: Vulkan needs no ROCm and no compiling on the host.
+		RecommendWhen: &Recommendation{Rank: 9},
+		Next:          []string{"podman run --rm -it --device /dev/dri -v ~/models:/models $VULKAN_IMAGE llama-server -m /models/<model>.gguf -ngl 999"},
 	},
 	{
 		ID:     "ollama",
@@ -161,7 +167,8 @@ var catalogue = []Track{
 			{ID: "serve", Title: "Start Ollama", Script: "run_ollama.sh", Pins: []string{"OLLAMA_IMAGE", "OLLAMA_PORT", "OLLAMA_GPU_OVERHEAD"}, DependsOn: []string{"pull"}},
 			{ID: "verify", Title: "Verify Ollama sees the GPU", Script: "02-verify.sh", Pins: []string{"OLLAMA_PORT"}, DependsOn: []string{"serve"}},
 		},
-		Next: []string{"podman exec -it haloforge-ollama ollama run <model>"},
+		RecommendWhen: &Recommendation{For: []string{"gfx1150", "gfx1102", "gfx1030"}, Rank: 2, Unless: []Obstacle{ROCmBroken}},
+		Next:          []string{"podman exec -it haloforge-ollama ollama run <model>"},
 	},
 	{
 		ID:     "therock-aotriton",
@@ -181,7 +188,7 @@ var catalogue = []Track{
 		Env:            map[string]string{"TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL": "1", "TORCH_ROCM_AOTRITON_PREFER_DEFAULT": "1", "HIP_VISIBLE_DEVICES": "0"},
 		Steps: []Step{
 			{ID: "env", Title: "Set up the environment and ROCm SDK", Script: "00-setup-env.sh", Pins: []string{"PYTHON_VERSION", "THEROCK_INDEX_URL", "ROCM_VERSION", "GPU_TARGET"}},
-			{ID: "aotriton", Title: "Build AOTriton at PyTorch's pin", Script: "01-build-aotriton.sh", Pins: []string{"THEROCK_REPO", "THEROCK_REF", "GPU_TARGET"}, DependsOn: []string{"env"}},
+			{ID: "aotriton", Title: "Build AOTriton at PyTorch's pin", Script: "01-build-aotriton.sh", Pins: []string{"THEROCK_REPO", "THEROCK_REF", "PYTORCH_REF", "PYTORCH_AUDIO_REF", "PYTORCH_VISION_REF", "GPU_TARGET"}, DependsOn: []string{"env"}},
 			{ID: "pytorch", Title: "Build PyTorch with AOTriton for gfx1151", Script: "02-build-pytorch-with-aotriton-gfx1151.sh", Pins: []string{"THEROCK_REF", "THEROCK_INDEX_URL", "ROCM_VERSION", "GPU_TARGET"}, DependsOn: []string{"aotriton"}},
 			{ID: "install", Title: "Install the wheels just built", Script: "04-install-wheels.sh", DependsOn: []string{"pytorch"}},
 			{ID: "verify", Title: "Backend check: AOTriton flash attention", Script: "run-backend-check.sh", Pins: []string{"GPU_TARGET"}, DependsOn: []string{"install"}},
@@ -215,7 +222,9 @@ var catalogue = []Track{
 			{ID: "audio", Title: "Build torchaudio", Script: "03-build-torchaudio.sh", Pins: []string{"GFX803_AUDIO_REF"}, DependsOn: []string{"pytorch"}},
 			{ID: "verify", Title: "Verify torch on gfx803", Script: "04-verify.sh", Pins: []string{"GFX803_IMAGE"}, DependsOn: []string{"vision", "audio"}},
 		},
-		Next: []string{"podman run --rm -it --device /dev/kfd --device /dev/dri --group-add keep-groups $GFX803_IMAGE"},
+		// The only stack that still builds for Polaris.
+		RecommendWhen: &Recommendation{For: []string{"gfx803"}, Rank: 1},
+		Next:          []string{"podman run --rm -it --device /dev/kfd --device /dev/dri --group-add keep-groups $GFX803_IMAGE"},
 	},
 	{
 		ID:     "llamacpp-rocm",
@@ -233,10 +242,40 @@ var catalogue = []Track{
 		Requires:       []string{"podman or docker", "/dev/kfd and /dev/dri", "a GGUF model file"},
 		BlockingChecks: []string{"gpu", "kfd-access", "container-engine"},
 		Steps: []Step{
-			{ID: "pull", Title: "Pull the candidate images", Script: "00-pull-images.sh", Pins: []string{"LLAMACPP_ROCM_IMAGE", "LLAMACPP_ROCM_MINIMAL_IMAGE", "LLAMACPP_ROCM_NIGHTLY_IMAGE"}},
-			{ID: "ladder", Title: "Try each strategy with a stall timeout", Script: "01-run-ladder.sh", Pins: []string{"LLAMACPP_ROCM_IMAGE", "LLAMACPP_ROCM_MINIMAL_IMAGE", "LLAMACPP_ROCM_NIGHTLY_IMAGE", "LLAMA_MODEL", "LLAMA_STALL_TIMEOUT"}, DependsOn: []string{"pull"}},
+			{ID: "pull", Title: "Pull the candidate images", Script: "00-pull-images.sh", Pins: []string{"LLAMACPP_ROCM_IMAGE", "LLAMACPP_ROCM_NIGHTLY_IMAGE"}},
+			{ID: "ladder", Title: "Try each strategy with a stall timeout", Script: "01-run-ladder.sh", Pins: []string{"LLAMACPP_ROCM_IMAGE", "LLAMACPP_ROCM_NIGHTLY_IMAGE", "LLAMA_MODEL", "LLAMA_STALL_TIMEOUT"}, DependsOn: []string{"pull"}},
 			{ID: "verify", Title: "Report the ladder's result", Script: "02-verify.sh", DependsOn: []string{"ladder"}},
 		},
 		Next: []string{"cat $HALOFORGE_STATE_DIR/llamacpp-rocm/ladder.json"},
+	},
+	// llamacpp-distro (issue 17): appended; the distribution's own llama.cpp packages.
+	{
+		ID:     "llamacpp-distro",
+		Title:  "llama.cpp from your distribution's packages (Vulkan or HIP)",
+		Status: StatusStable,
+		Source: "2026: Debian sid / Ubuntu 26.04 / Fedora package ROCm and llama.cpp",
+		Description: "No build at all: a distrobox from Debian sid (or Ubuntu 26.04, or Fedora) with the " +
+			"distribution's llama.cpp (llama-server, llama-bench, llama-cli, ggml-rpc-server) and its ggml " +
+			"GPU backend. The backend is chosen from your machine: HIP when /dev/kfd works and the " +
+			"distribution's HIP build has code for your GPU, else Vulkan (Debian sid's ROCm 6.4 build has " +
+			"no gfx1151 code in November 2026, so a Strix Halo gets Vulkan/RADV). The verify step runs " +
+			"llama-bench on that backend and passes only when it reports it (not CPU): with LLAMA_MODEL, on " +
+			"your model with its speeds; without one, on a tiny random-weight model written on the spot with " +
+			"python3-gguf (proof that kernels run, no speed claim). Pick it for GGUF models in minutes, to " +
+			"check a box before a long build, or as the base of haloforge serve and bench.",
+		Pros:           []string{"minutes, not hours: nothing is compiled", "the distribution keeps it updated", "proves the GPU backend runs, even without a model"},
+		Cons:           []string{"the distribution's llama.cpp build, not the newest tag", "HIP only where the distribution built it for your GPU"},
+		GFX:            []string{"gfx1151", "gfx1150", "gfx1100", "gfx1101", "gfx1102", "gfx1030", "gfx90a"},
+		Requires:       []string{"podman and distrobox", "/dev/dri (Vulkan) or /dev/kfd (HIP) reachable (groups render, video)", "about 2 GB free disk (Vulkan), 3 GB more for HIP"},
+		BlockingChecks: []string{"container-engine", "distrobox"},
+		Steps: []Step{
+			{ID: "toolbox", Title: "Create the distrobox box", Script: "00-setup-box.sh", Pins: []string{"LLAMACPP_DISTRO_BOX", "LLAMACPP_DISTRO_IMAGE"}},
+			{ID: "packages", Title: "Install llama.cpp and the GPU backend from the distribution", Script: "01-install-packages.sh", Pins: []string{"LLAMACPP_DISTRO_BACKEND"}, DependsOn: []string{"toolbox"}},
+			{ID: "verify", Title: "llama-bench on the GPU backend", Script: "02-verify.sh", Pins: []string{"LLAMA_MODEL"}, DependsOn: []string{"packages"}},
+		},
+		Next: []string{
+			"distrobox enter $LLAMACPP_DISTRO_BOX -- llama-server -m <model>.gguf -ngl 999 --host 127.0.0.1",
+			"distrobox enter $LLAMACPP_DISTRO_BOX -- llama-bench -m <model>.gguf -o jsonl -r 3 -fa 1 -ngl 999",
+		},
 	},
 }

@@ -19,12 +19,17 @@ func BenchmarkRunScreenFlood(b *testing.B) {
 	m := New(context.Background(), f, Options{Plan: mustPlan(b, f)})
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 	line := "[ 83%] Building HIP object CMakeFiles/_C.dir/csrc/attention/paged_attention_v1.hip.o \x1b[32mok\x1b[0m"
+	// What the runner sends under a flood: every event a read chunk of lines.
+	chunk := make([]string, 64)
+	for i := range chunk {
+		chunk[i] = line
+	}
 	batch := make([]runner.Event, maxBatch)
 	for i := range batch {
-		batch[i] = runner.Event{Kind: runner.EventLine, Step: "toolbox", Line: line, LineNo: i + 1}
+		batch[i] = runner.Lines{Step: "toolbox", First: i*len(chunk) + 1, Text: chunk}
 	}
-	m.run.rs.Apply(runner.Event{Kind: runner.EventRunStarted, Total: 7})
-	m.run.rs.Apply(runner.Event{Kind: runner.EventStepStarted, Step: "toolbox", Total: 7})
+	m.run.rs.Apply(runner.RunStarted{Track: "therock-toolbox", Total: 7})
+	m.run.rs.Apply(runner.StepStarted{Step: "toolbox", Total: 7})
 	m.run.running = true
 	ch := make(chan runner.Event)
 	m.run.ch = ch
@@ -36,7 +41,7 @@ func BenchmarkRunScreenFlood(b *testing.B) {
 			b.Fatal("the frame does not show the flood")
 		}
 	}
-	b.ReportMetric(float64(b.N*len(batch))/b.Elapsed().Seconds(), "lines/s")
+	b.ReportMetric(float64(b.N*len(batch)*len(chunk))/b.Elapsed().Seconds(), "lines/s")
 }
 
 func mustPlan(tb testing.TB, f *fakeBackend) *Plan {
@@ -54,11 +59,15 @@ func TestFloodKeepsMemoryBounded(t *testing.T) {
 	f := newFakeBackend(t)
 	m := New(context.Background(), f, Options{Plan: mustPlan(t, f)})
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
-	m.run.rs.Apply(runner.Event{Kind: runner.EventStepStarted, Step: "toolbox", Total: 7})
-	batch := make([]runner.Event, 1000)
+	m.run.rs.Apply(runner.StepStarted{Step: "toolbox", Total: 7})
+	batch := make([]runner.Event, 100)
 	for n := range 20 {
 		for i := range batch {
-			batch[i] = runner.Event{Kind: runner.EventLine, Step: "toolbox", Line: "line " + itoa(n*1000+i)}
+			text := make([]string, 10)
+			for j := range text {
+				text[j] = "line " + itoa(n*1000+i*10+j)
+			}
+			batch[i] = runner.Lines{Step: "toolbox", First: n*1000 + i*10 + 1, Text: text}
 		}
 		m.Update(eventsMsg{events: batch})
 	}

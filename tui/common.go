@@ -5,13 +5,11 @@ import (
 	"strings"
 	"time"
 
-	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/steps/runner"
 )
 
@@ -38,28 +36,9 @@ func (c *common) clock() time.Time {
 	return time.Now()
 }
 
-// screen is the contract every screen meets (soft-serve's Component): it
-// updates itself, renders a string for the root to frame, takes its size and
-// says which keys apply.
-type screen interface {
-	help.KeyMap
-	Update(msg tea.Msg) tea.Cmd
-	View() string
-	SetSize(width, height int)
-}
-
-// Messages between screens and the root. Errors travel as messages too.
+// Messages of the run's life cycle: the runner's events and what the run
+// screen asked for.
 type (
-	detectedMsg struct {
-		det *Detection
-		err error
-	}
-	trackChosenMsg struct{ track string }
-	planMsg        struct {
-		plan *Plan
-		err  error
-	}
-	startRunMsg   struct{}
 	runStartedMsg struct {
 		ch  <-chan runner.Event
 		err error
@@ -75,15 +54,6 @@ type (
 		err  error
 	}
 	shellDoneMsg struct{ err error }
-	diagnosedMsg struct {
-		path     string
-		findings []diagnose.Finding
-		suspects []diagnose.Suspect // when nothing is known: lines that look like the error
-		err      error
-	}
-	openTroubleshootMsg struct{}
-	closeScreenMsg      struct{}
-	noteMsg             string
 )
 
 // maxBatch bounds how many events one Update folds, so that keys are still
@@ -168,8 +138,8 @@ func trimZero(f float64) string {
 func ansiCut(s string, w int) string { return ansi.Truncate(s, max(w, 0), "") }
 
 // scrollBy moves a screen's offset for the line and half-page keys and
-// reports whether msg was one of them; the screen clamps the offset when
-// it draws.
+// reports whether msg was one of them; the screen then clamps the offset
+// (clampOffset) in Update, so that View only reads it.
 func scrollBy(k KeyMap, msg tea.KeyPressMsg, offset *int, height int) bool {
 	switch {
 	case key.Matches(msg, k.Up):
@@ -185,3 +155,6 @@ func scrollBy(k KeyMap, msg tea.KeyPressMsg, offset *int, height int) bool {
 	}
 	return true
 }
+
+// clampOffset keeps a scroll offset within lines shown h at a time.
+func clampOffset(off, lines, h int) int { return min(max(off, 0), max(lines-h, 0)) }

@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/runner"
@@ -37,7 +38,7 @@ func TestDetectScreenLoadsScrollsAndChooses(t *testing.T) {
 	}
 	det := strixHalo()
 	for i := range 12 {
-		det.Checks = append(det.Checks, Check{ID: "extra-" + itoa(i), Status: CheckOK, Summary: "fine"})
+		det.Checks = append(det.Checks, Check{ID: "extra-" + itoa(i), Status: detect.StatusOK, Summary: "fine"})
 	}
 	s.Update(detectedMsg{det: det})
 	v := ansi.Strip(s.View())
@@ -51,8 +52,8 @@ func TestDetectScreenLoadsScrollsAndChooses(t *testing.T) {
 	if v := ansi.Strip(s.View()); !strings.Contains(v, "↑/↓ 2–") {
 		t.Errorf("down did not scroll:\n%s", v)
 	}
-	if got, ok := msgOf(s.Update(press("enter"))).(trackChosenMsg); !ok || got.track != "therock-toolbox" {
-		t.Errorf("enter sent %#v, want the recommended track", got)
+	if got, ok := msgOf(s.Update(press("enter"))).(openPickerMsg); !ok || got.preselect != "therock-toolbox" {
+		t.Errorf("enter sent %#v, want the picker on the recommended track", got)
 	}
 	if _, ok := msgOf(s.Update(press("t"))).(openTroubleshootMsg); !ok {
 		t.Error("t did not open troubleshooting")
@@ -63,9 +64,9 @@ func TestDetectScreenShowsFixOnlyForWarnAndFail(t *testing.T) {
 	s := newDetectScreen(testCommon())
 	s.SetSize(100, 30)
 	s.Update(detectedMsg{det: &Detection{GPU: &GPU{Gfx: "gfx1151"}, Checks: []Check{
-		{ID: "gpu", Status: CheckOK, Summary: "ok", Fix: "never shown"},
-		{ID: "gtt-size", Status: CheckWarn, Summary: "small", Fix: "raise ttm.pages_limit"},
-		{ID: "iommu", Status: CheckSkip, Summary: "n/a", Fix: "never shown either"},
+		{ID: "gpu", Status: detect.StatusOK, Summary: "ok", Fix: "never shown"},
+		{ID: "gtt-size", Status: detect.StatusWarn, Summary: "small", Fix: "raise ttm.pages_limit"},
+		{ID: "iommu", Status: detect.StatusSkip, Summary: "n/a", Fix: "never shown either"},
 	}}})
 	v := ansi.Strip(s.View())
 	if strings.Contains(v, "never shown") || !strings.Contains(v, "fix: raise ttm.pages_limit") {
@@ -102,10 +103,10 @@ func TestPlanScreenFlagsFloatingAndCached(t *testing.T) {
 func TestSummaryScreenAfterFailure(t *testing.T) {
 	tr, _ := steps.Lookup("therock-toolbox")
 	rs := newRunState(&Plan{Track: tr, Steps: []PlanStep{{ID: "rocm"}, {ID: "aiter", Optional: true}, {ID: "vllm"}}})
-	rs.Apply(runner.Event{Kind: runner.EventRunStarted, RunDir: "/s/runs/r1", Total: 3})
-	rs.Apply(runner.Event{Kind: runner.EventFinding, Step: "rocm", Finding: &diagnose.Finding{Family: "therock-amdsmi-double-free", Summary: "double free at exit"}})
-	rs.Apply(runner.Event{Kind: runner.EventStepFinished, Step: "rocm", Status: steps.OutcomeFailed, ExitCode: 134, Log: "/s/runs/r1/rocm.log"})
-	rs.Apply(runner.Event{Kind: runner.EventRunFinished, Status: steps.OutcomeFailed})
+	rs.Apply(runner.RunStarted{Track: "therock-toolbox", RunDir: "/s/runs/r1", Total: 3})
+	rs.Apply(runner.Found{Step: "rocm", Finding: diagnose.Finding{Family: "therock-amdsmi-double-free", Summary: "double free at exit"}})
+	rs.Apply(runner.StepFinished{Step: "rocm", Status: steps.OutcomeFailed, ExitCode: 134, Log: "/s/runs/r1/rocm.log"})
+	rs.Apply(runner.RunFinished{Status: steps.OutcomeFailed})
 	s := newSummaryScreen(testCommon(), rs, tr)
 	s.SetSize(100, 30)
 	v := ansi.Strip(s.View())

@@ -1,12 +1,15 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/spinner"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/haloforge/haloforge/detect"
 )
 
 // detectScreen shows the GPU card and the doctor checks with their fixes.
@@ -15,7 +18,10 @@ type detectScreen struct {
 	det     *Detection
 	err     error
 	spinner spinner.Model
-	offset  int // scroll of the checks list
+	card    string   // the GPU card, rendered at the current width
+	checks  []string // the checks list, one entry per line
+	room    int      // lines of the checks list that fit under the card
+	offset  int      // scroll of the checks list
 	w, h    int
 }
 
@@ -23,7 +29,28 @@ func newDetectScreen(c *common) *detectScreen {
 	return &detectScreen{common: c, spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot))}
 }
 
-func (s *detectScreen) SetSize(w, h int) { s.w, s.h = w, h }
+// Init starts the spinner that turns while detection runs.
+func (s *detectScreen) Init() tea.Cmd { return s.spinner.Tick }
+
+func (s *detectScreen) SetSize(w, h int) {
+	s.w, s.h = w, h
+	s.layout()
+}
+
+// layout renders the card and the checks for the size and clamps the scroll.
+func (s *detectScreen) layout() {
+	if s.det == nil {
+		return
+	}
+	s.card = s.cardView()
+	s.checks = strings.Split(s.checksView(s.w), "\n")
+	s.room = max(s.h-lineCount(s.card)-2, 3)
+	s.offset = clampOffset(s.offset, len(s.checks), s.room)
+}
+
+func (s *detectScreen) Crumb() string { return "detect" }
+
+func (s *detectScreen) TakesText() bool { return false }
 
 func (s *detectScreen) ShortHelp() []key.Binding {
 	if s.det == nil {
@@ -40,6 +67,7 @@ func (s *detectScreen) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case detectedMsg:
 		s.det, s.err = msg.det, msg.err
+		s.layout()
 		return nil
 	case spinner.TickMsg:
 		if s.det != nil || s.err != nil {
@@ -56,18 +84,19 @@ func (s *detectScreen) Update(msg tea.Msg) tea.Cmd {
 
 func (s *detectScreen) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	if scrollBy(s.Keys, msg, &s.offset, s.h) {
+		s.offset = clampOffset(s.offset, len(s.checks), s.room)
 		return nil
 	}
 	switch {
 	case key.Matches(msg, s.Keys.Troubleshoot):
-		return func() tea.Msg { return openTroubleshootMsg{} }
+		return openTroubleshoot
 	case key.Matches(msg, s.Keys.Enter):
 		if s.det != nil || s.err != nil {
 			rec := ""
 			if s.det != nil {
 				rec = s.det.Recommended
 			}
-			return func() tea.Msg { return trackChosenMsg{track: rec} }
+			return send(openPickerMsg{preselect: rec})
 		}
 	}
 	return nil
@@ -83,22 +112,18 @@ func (s *detectScreen) View() string {
 		b.WriteString(s.Styles.Subtle.Render("You can still pick a track; the build runs the doctor checks again.") + "\n")
 		return b.String()
 	}
-	card := s.card()
-	body := strings.Split(s.checksView(s.w), "\n")
-	room := max(s.h-lineCount(card)-2, 3)
-	visible, off := window(body, s.offset, room)
-	s.offset = off
-	b.WriteString(card + "\n")
+	visible, off := window(s.checks, s.offset, s.room)
+	b.WriteString(s.card + "\n")
 	b.WriteString(strings.Join(visible, "\n"))
-	if len(body) > room {
-		b.WriteString("\n" + s.Styles.Subtle.Render(fmt.Sprintf("  ↑/↓ %d–%d of %d lines", off+1, off+len(visible), len(body))))
+	if len(s.checks) > s.room {
+		b.WriteString("\n" + s.Styles.Subtle.Render(fmt.Sprintf("  ↑/↓ %d–%d of %d lines", off+1, off+len(visible), len(s.checks))))
 	}
 	b.WriteString("\n" + s.footerLine())
 	return b.String()
 }
 
-// card renders the GPU card (or the lack of one).
-func (s *detectScreen) card() string {
+// cardView renders the GPU card (or the lack of one).
+func (s *detectScreen) cardView() string {
 	d := s.det
 	width := min(s.w-2, 72)
 	if d.GPU == nil {
@@ -114,7 +139,7 @@ func (s *detectScreen) card() string {
 
 func gpuCard(d *Detection, st Styles) string {
 	g := d.GPU
-	head := st.Bold.Render(nonEmpty(g.Name, "AMD GPU")) + "  " + st.Title.Render(nonEmpty(g.Gfx, "gfx unknown"))
+	head := st.Bold.Render(cmp.Or(g.Name, "AMD GPU")) + "  " + st.Title.Render(cmp.Or(g.Gfx, "gfx unknown"))
 	var facts []string
 	if g.PCIID != "" {
 		facts = append(facts, "PCI "+g.PCIID)
@@ -154,7 +179,7 @@ func (s *detectScreen) checksView(width int) string {
 	b.WriteString(s.Styles.Bold.Render("Checks") + s.Styles.Subtle.Render(fmt.Sprintf("  %d ok · %d warn · %d fail", ok, warn, fail)) + "\n")
 	for _, c := range s.det.Checks {
 		b.WriteString(" " + checkMark(c.Status, s.Styles) + " " + padRight(c.ID, 20) + c.Summary + "\n")
-		if c.Fix != "" && (c.Status == CheckWarn || c.Status == CheckFail) {
+		if c.Fix != "" && (c.Status == detect.StatusWarn || c.Status == detect.StatusFail) {
 			fix := wrap("fix: "+c.Fix, width-6)
 			for _, l := range strings.Split(fix, "\n") {
 				b.WriteString("     " + s.Styles.Subtle.Render(l) + "\n")
@@ -175,35 +200,28 @@ func (s *detectScreen) footerLine() string {
 func countChecks(cs []Check) (ok, warn, fail int) {
 	for _, c := range cs {
 		switch c.Status {
-		case CheckOK:
+		case detect.StatusOK:
 			ok++
-		case CheckWarn:
+		case detect.StatusWarn:
 			warn++
-		case CheckFail:
+		case detect.StatusFail:
 			fail++
 		}
 	}
 	return ok, warn, fail
 }
 
-func checkMark(status string, st Styles) string {
+func checkMark(status detect.Status, st Styles) string {
 	switch status {
-	case CheckOK:
+	case detect.StatusOK:
 		return st.OK.Render("✓")
-	case CheckWarn:
+	case detect.StatusWarn:
 		return st.Warn.Render("!")
-	case CheckFail:
+	case detect.StatusFail:
 		return st.Fail.Render("✗")
 	default:
 		return st.Skip.Render("–")
 	}
-}
-
-func nonEmpty(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 func lineCount(s string) int { return strings.Count(s, "\n") + 1 }

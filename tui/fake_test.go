@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/runner"
@@ -56,10 +57,10 @@ func strixHalo() *Detection {
 			VRAMBytes: 512 << 20, GTTBytes: 124 << 30, ComputeUnits: 40},
 		Kernel: "6.18.9-200.fc43.x86_64",
 		Checks: []Check{
-			{ID: "gpu", Status: CheckOK, Summary: "Radeon 8060S Graphics (gfx1151)"},
-			{ID: "kernel-version", Status: CheckOK, Summary: "6.18.9 has the gfx1151 KFD/CWSR fixes"},
-			{ID: "gtt-size", Status: CheckWarn, Summary: "GTT is 62 GiB, half of RAM", Fix: "add ttm.pages_limit=32505856 to the kernel command line"},
-			{ID: "render-groups", Status: CheckFail, Summary: "user not in groups render and video", Fix: "sudo usermod -aG render,video $USER, then log in again"},
+			{ID: "gpu", Status: detect.StatusOK, Summary: "Radeon 8060S Graphics (gfx1151)"},
+			{ID: "kernel-version", Status: detect.StatusOK, Summary: "6.18.9 has the gfx1151 KFD/CWSR fixes"},
+			{ID: "gtt-size", Status: detect.StatusWarn, Summary: "GTT is 62 GiB, half of RAM", Fix: "add ttm.pages_limit=32505856 to the kernel command line"},
+			{ID: "render-groups", Status: detect.StatusFail, Summary: "user not in groups render and video", Fix: "sudo usermod -aG render,video $USER, then log in again"},
 		},
 		Recommended: "therock-toolbox",
 	}
@@ -103,15 +104,18 @@ func (f *fakeBackend) Start(ctx context.Context, req RunRequest) (<-chan runner.
 func (f *fakeBackend) replay(ctx context.Context, ch chan<- runner.Event, req RunRequest, fixed bool) {
 	defer close(ch)
 	start := time.Now()
-	ch <- runner.Event{Kind: runner.EventRunStarted, RunID: "fake-run", RunDir: "/state/runs/fake-run", Total: len(f.track.Steps), At: start}
+	ch <- runner.RunStarted{Track: f.track.ID, RunID: "fake-run", RunDir: "/state/runs/fake-run", Total: len(f.track.Steps), At: start}
+	if req.Resume { // as the runner says it when it resumes
+		ch <- runner.Notice{Text: "resuming run fake-run: rocm (failed)"}
+	}
 	status := steps.OutcomeSucceeded
 	for i, s := range f.track.Steps {
 		if req.Resume && (s.ID == "toolbox" || s.ID == "tools") {
-			ch <- runner.Event{Kind: runner.EventStepSkipped, Step: s.ID, Reason: "up to date", Index: i + 1}
+			ch <- runner.StepSkipped{Step: s.ID, Title: s.Title, WhySkipped: "up to date"}
 			continue
 		}
 		if contains(req.Skip, s.ID) {
-			ch <- runner.Event{Kind: runner.EventStepSkipped, Step: s.ID, Reason: "skipped by you", Index: i + 1}
+			ch <- runner.StepSkipped{Step: s.ID, Title: s.Title, Optional: s.Optional, WhySkipped: "skipped by you"}
 			continue
 		}
 		outcome := f.step(ctx, ch, s, i+1, fixed)
@@ -124,12 +128,16 @@ func (f *fakeBackend) replay(ctx context.Context, ch chan<- runner.Event, req Ru
 			break
 		}
 	}
-	ch <- runner.Event{Kind: runner.EventRunFinished, Status: status, Duration: time.Since(start), At: time.Now()}
+	ch <- runner.RunFinished{RunID: "fake-run", RunDir: "/state/runs/fake-run", Status: status, Duration: time.Since(start), At: time.Now()}
 }
+
+// fakeChunk is how many lines the fake sends per Lines event, as the runner
+// sends the lines of one read of the pty.
+const fakeChunk = 8
 
 func (f *fakeBackend) step(ctx context.Context, ch chan<- runner.Event, s steps.Step, idx int, fixed bool) string {
 	log := "/state/runs/fake-run/" + s.ID + ".log"
-	ch <- runner.Event{Kind: runner.EventStepStarted, Step: s.ID, Index: idx, Total: len(f.track.Steps), Log: log, ETA: time.Minute, At: time.Now()}
+	ch <- runner.StepStarted{Step: s.ID, Title: s.Title, Index: idx, Total: len(f.track.Steps), Optional: s.Optional, Log: log, ETA: time.Minute, At: time.Now()}
 	lines := []string{"+ " + s.Script}
 	for i := range f.extra {
 		lines = append(lines, "building "+s.ID+" object "+itoa(i))
@@ -138,32 +146,53 @@ func (f *fakeBackend) step(ctx context.Context, ch chan<- runner.Event, s steps.
 	if fail {
 		lines = append(lines, f.failLog...)
 	}
-	for n, l := range lines {
+	var findings []diagnose.Finding
+	for first := 0; first < len(lines); {
+		// A chunk ends early at a line the matcher recognises: the runner
+		// sends a chunk's lines first, then what they made known.
+		end := min(first+fakeChunk, len(lines))
+		var found *diagnose.Finding
+		for n := first; n < end; n++ {
+			if fail && strings.Contains(lines[n], "double free or corruption") {
+				found, end = doubleFree(s.ID, n+1, lines[n]), n+1
+			}
+		}
 		select {
 		case <-ctx.Done():
-			ch <- runner.Event{Kind: runner.EventStepFinished, Step: s.ID, Status: steps.OutcomeInterrupted, ExitCode: 143, Log: log}
+			ch <- runner.StepFinished{Step: s.ID, Title: s.Title, Index: idx, Total: len(f.track.Steps), Optional: s.Optional,
+				Status: steps.OutcomeInterrupted, ExitCode: 143, Log: log, Findings: findings, At: time.Now()}
 			return steps.OutcomeInterrupted
-		case <-time.After(f.lineGap):
+		case <-time.After(f.lineGap * time.Duration(end-first)):
 		}
-		ch <- runner.Event{Kind: runner.EventLine, Step: s.ID, Line: l, LineNo: n + 1}
-		if fail && strings.Contains(l, "double free or corruption") {
-			ch <- runner.Event{Kind: runner.EventFinding, Step: s.ID, Finding: &diagnose.Finding{
-				Family: "therock-amdsmi-double-free", Line: n + 1, Text: l, Step: s.ID,
-				Summary: "torch crashes at exit: two copies of amd_smi loaded (TheRock preload + amdsmi package)",
-				Fix:     "pip uninstall -y amdsmi, or rtld_global=False in rocm_sdk/__init__.py",
-				Links:   []string{"https://github.com/ROCm/TheRock/issues/2269"},
-			}}
+		ch <- runner.Lines{Step: s.ID, First: first + 1, Text: lines[first:end]}
+		if found != nil {
+			findings = append(findings, *found)
+			ch <- runner.Found{Step: s.ID, Finding: *found}
 		}
+		first = end
 	}
+	done := runner.StepFinished{Step: s.ID, Title: s.Title, Index: idx, Total: len(f.track.Steps), Optional: s.Optional,
+		Status: steps.OutcomeSucceeded, Duration: 2 * time.Second, Log: log, Findings: findings, At: time.Now()}
 	if fail {
-		ch <- runner.Event{Kind: runner.EventStepFinished, Step: s.ID, Status: steps.OutcomeFailed, ExitCode: 134, Duration: 3 * time.Second, Log: log}
-		return steps.OutcomeFailed
+		done.Status, done.ExitCode, done.Duration = steps.OutcomeFailed, 134, 3*time.Second
+		done.Tail = lines[max(len(lines)-20, 0):]
 	}
-	ch <- runner.Event{Kind: runner.EventStepFinished, Step: s.ID, Status: steps.OutcomeSucceeded, Duration: 2 * time.Second, Log: log}
-	return steps.OutcomeSucceeded
+	ch <- done
+	return done.Status
 }
 
-// stamp sets the fake clock on events before they reach the model.
+// doubleFree is the finding the real matcher reports for the replayed log.
+func doubleFree(step string, line int, text string) *diagnose.Finding {
+	return &diagnose.Finding{
+		Family: "therock-amdsmi-double-free", Line: line, Text: text, Step: step,
+		Summary: "torch crashes at exit: two copies of amd_smi loaded (TheRock preload + amdsmi package)",
+		Fix:     "pip uninstall -y amdsmi, or rtld_global=False in rocm_sdk/__init__.py",
+		Links:   []string{"https://github.com/ROCm/TheRock/issues/2269"},
+	}
+}
+
+// stamp sets the fake clock on the events that carry a time, before they
+// reach the model.
 func (f *fakeBackend) stamp(out chan runner.Event) chan<- runner.Event {
 	if f.clock.IsZero() {
 		return out
@@ -172,8 +201,22 @@ func (f *fakeBackend) stamp(out chan runner.Event) chan<- runner.Event {
 	go func() {
 		defer close(out)
 		for e := range in {
-			e.At = f.clock
-			out <- e
+			switch e := e.(type) {
+			case runner.RunStarted:
+				e.At = f.clock
+				out <- e
+			case runner.StepStarted:
+				e.At = f.clock
+				out <- e
+			case runner.StepFinished:
+				e.At = f.clock
+				out <- e
+			case runner.RunFinished:
+				e.At = f.clock
+				out <- e
+			default:
+				out <- e
+			}
 		}
 	}()
 	return in

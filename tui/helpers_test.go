@@ -23,9 +23,14 @@ func updating() bool {
 	return f != nil && f.Value.String() == "true"
 }
 
-// cmdTimeout drops commands that wait longer (spinner ticks), so direct
-// tests only follow the commands that answer at once.
+// cmdTimeout drops commands that wait longer (spinner ticks, cursor
+// blinks), so direct tests only follow the commands that answer at once.
 const cmdTimeout = 150 * time.Millisecond
+
+// runTimeout bounds the wait for a followed run's next batch of events. It
+// always comes (the fake runs end), but on a loaded machine it may take
+// longer than cmdTimeout; dropping it would end the run silently mid-way.
+const runTimeout = 20 * time.Second
 
 var cmdSliceType = reflect.TypeOf([]tea.Cmd(nil))
 
@@ -93,6 +98,8 @@ func settle(t testing.TB, m *Model, first tea.Msg, follow bool) bool {
 			if !follow {
 				continue
 			}
+			queue = append(queue, runWait(t, cmd)...)
+			continue
 		}
 		queue = append(queue, run(cmd)...)
 	}
@@ -111,20 +118,39 @@ func expand(msg tea.Msg) ([]tea.Cmd, bool) {
 	return nil, false
 }
 
+// runWait runs the command that follows a run's message (the next batch
+// of events, or what the end of the run leads to) and fails the test when
+// it does not answer within runTimeout.
+func runWait(t testing.TB, cmd tea.Cmd) []tea.Msg {
+	t.Helper()
+	msgs, ok := runWithin(cmd, runTimeout)
+	if !ok {
+		t.Fatalf("the run's next message did not come within %v", runTimeout)
+	}
+	return msgs
+}
+
+// run runs a command and drops it when it waits longer than cmdTimeout.
 func run(cmd tea.Cmd) []tea.Msg {
+	msgs, _ := runWithin(cmd, cmdTimeout)
+	return msgs
+}
+
+// runWithin runs a command; ok is false when it did not answer in time.
+func runWithin(cmd tea.Cmd, d time.Duration) (msgs []tea.Msg, ok bool) {
 	if cmd == nil {
-		return nil
+		return nil, true
 	}
 	done := make(chan tea.Msg, 1)
 	go func() { done <- cmd() }()
 	select {
 	case msg := <-done:
 		if msg == nil {
-			return nil
+			return nil, true
 		}
-		return []tea.Msg{msg}
-	case <-time.After(cmdTimeout):
-		return nil
+		return []tea.Msg{msg}, true
+	case <-time.After(d):
+		return nil, false
 	}
 }
 

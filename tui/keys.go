@@ -8,7 +8,7 @@ type KeyMap struct {
 	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
 	Enter, Back, Tab                        key.Binding
 	Search, NextMatch, PrevMatch, Follow    key.Binding
-	Shell, Retry, Skip, Troubleshoot        key.Binding
+	Shell, Retry, Skip, Troubleshoot, Open  key.Binding
 	Help, Quit, ForceQuit, Yes, No          key.Binding
 }
 
@@ -32,6 +32,7 @@ func DefaultKeyMap() KeyMap {
 		Retry:        key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "retry failed step")),
 		Skip:         key.NewBinding(key.WithKeys("k"), key.WithHelp("k", "skip optional step")),
 		Troubleshoot: key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "troubleshoot")),
+		Open:         key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "open another")),
 		Help:         key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Quit:         key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
 		ForceQuit:    key.NewBinding(key.WithKeys("ctrl+c")),
@@ -39,13 +40,3 @@ func DefaultKeyMap() KeyMap {
 		No:           key.NewBinding(key.WithKeys("n", "N", "esc"), key.WithHelp("n", "no")),
 	}
 }
-
-// bindings is a help.KeyMap built from plain slices, so that each screen can
-// say which keys apply to it right now.
-type bindings struct {
-	short []key.Binding
-	full  [][]key.Binding
-}
-
-func (b bindings) ShortHelp() []key.Binding  { return b.short }
-func (b bindings) FullHelp() [][]key.Binding { return b.full }

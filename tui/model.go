@@ -1,8 +1,10 @@
 package tui
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,8 +15,10 @@ import (
 	"charm.land/lipgloss/v2"
 )
 
-// Model is the wizard's root: it owns the screens, global keys (help, quit
-// with confirmation), the frame, and moves from one screen to the next.
+// Model is the wizard's root: it owns the stack of screens, global keys
+// (help, quit with confirmation), the frame, and moves from one screen to
+// the next. It asks screens about themselves (the screen contract) and
+// never reads their fields.
 type Model struct {
 	common  *common
 	ctx     context.Context
@@ -22,13 +26,10 @@ type Model struct {
 	opts    Options
 	help    help.Model
 
-	detect   *detectScreen
-	picker   *pickerScreen
-	plan     *planScreen
-	run      *runScreen
-	summary  *summaryScreen
-	trouble  *troubleshootScreen
-	stack    []screen // the screens in the order they were opened
+	detect   *detectScreen // the first screen: detection arrives after it opens
+	picker   *pickerScreen // kept to go back to after a plan error
+	run      *runScreen    // the current run, also while another screen is on top
+	stack    []screen      // the screens in the order they were opened
 	det      *Detection
 	confirm  bool // the quit question is up
 	quitting bool // quit once the run has stopped
@@ -44,7 +45,7 @@ func New(ctx context.Context, b Backend, opts Options) *Model {
 	m.stack = []screen{m.detect}
 	if opts.Plan != nil {
 		m.result.Track = opts.Plan.Track.ID
-		m.run = newRunScreen(c, ctx, b, opts.Plan)
+		m.run = newRunScreen(ctx, c, b, opts.Plan)
 		m.stack = []screen{m.run}
 	}
 	return m
@@ -53,22 +54,8 @@ func New(ctx context.Context, b Backend, opts Options) *Model {
 // drain waits, up to d, for a run that the program left behind (a signal
 // ended it) to close its events, so that the stopped step is recorded.
 func (m *Model) drain(d time.Duration) {
-	if m.run == nil || m.run.ch == nil {
-		return
-	}
-	m.run.Stop()
-	deadline := time.After(d)
-	for {
-		select {
-		case e, ok := <-m.run.ch:
-			if !ok {
-				m.run.running = false
-				return
-			}
-			m.run.rs.Apply(e)
-		case <-deadline:
-			return
-		}
+	if m.run != nil {
+		m.run.Drain(d)
 	}
 }
 
@@ -85,14 +72,19 @@ func (m *Model) Init() tea.Cmd {
 		det, err := b.Detect(ctx)
 		return detectedMsg{det: det, err: err}
 	}
-	return tea.Batch(detect, m.detect.spinner.Tick)
+	return tea.Batch(detect, m.detect.Init())
 }
 
 func (m *Model) top() screen { return m.stack[len(m.stack)-1] }
 
-func (m *Model) push(s screen) {
+// open puts a screen on top and starts it.
+func (m *Model) open(s screen) tea.Cmd {
 	m.stack = append(m.stack, s)
 	m.layout()
+	if i, ok := s.(initer); ok {
+		return i.Init()
+	}
+	return nil
 }
 
 // Update handles what is global and hands the rest to the top screen, or
@@ -111,23 +103,33 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case spinner.TickMsg:
 		return m, m.tick(msg)
 	case runStartedMsg, eventsMsg, retryPreparedMsg, shellDoneMsg:
-		return m, m.runMsg(msg)
+		if m.run == nil {
+			return m, nil
+		}
+		return m, m.run.Update(msg)
 	}
 	return m, m.route(msg)
 }
 
 // route handles navigation messages and passes anything else to the top.
+// A new screen adds one case here that opens it.
 func (m *Model) route(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
+	case openPickerMsg:
+		m.picker = newPickerScreen(m.common, m.backend.Tracks(), cmp.Or(m.opts.Track, msg.preselect))
+		return m.open(m.picker)
 	case trackChosenMsg:
-		return m.trackChosen(msg.track)
+		return m.planFor(msg.track)
 	case planMsg:
 		return m.planReady(msg)
 	case startRunMsg:
-		return m.startRun()
+		return m.startRun(msg.plan)
+	case runEndedMsg:
+		return m.runEnded(msg)
+	case openSummaryMsg:
+		return m.open(m.run.Summary())
 	case openTroubleshootMsg:
-		m.openTroubleshoot()
-		return m.trouble.Init()
+		return m.open(newTroubleshootScreen(m.common, m.backend, msg.path, msg.findings))
 	case closeScreenMsg:
 		m.pop()
 		return nil
@@ -145,42 +147,21 @@ func (m *Model) tick(msg spinner.TickMsg) tea.Cmd {
 	return m.detect.Update(msg)
 }
 
-func (m *Model) runMsg(msg tea.Msg) tea.Cmd {
-	if m.run == nil {
-		return nil
-	}
-	cmd := m.run.Update(msg)
-	if _, ok := msg.(eventsMsg); ok && !m.run.Running() {
-		return tea.Batch(cmd, m.runEnded())
-	}
-	m.layout() // the hint panel may have appeared
-	return cmd
-}
-
 // runEnded records the outcome; a clean finish opens the summary (or ends
 // a build session), a failure stays on the run with its hint panel.
-func (m *Model) runEnded() tea.Cmd {
-	rs := m.run.rs
-	m.result.Status, m.result.Interrupted = rs.Status, m.run.stopping
-	if m.quitting {
+func (m *Model) runEnded(msg runEndedMsg) tea.Cmd {
+	m.result.Status, m.result.Interrupted = msg.status, msg.interrupted
+	switch {
+	case m.quitting:
 		return tea.Quit
-	}
-	if !rs.Finished || rs.Failed() != nil || rs.Err != nil || m.run.stopping || m.run.skipping != "" {
-		m.layout()
+	case !msg.clean:
 		return nil
-	}
-	if m.opts.Plan != nil {
+	case m.opts.Plan != nil:
 		return tea.Quit
-	}
-	if m.top() == m.run {
-		m.openSummary()
+	case m.top() == m.run:
+		return m.open(m.run.Summary())
 	}
 	return nil
-}
-
-func (m *Model) openSummary() {
-	m.summary = newSummaryScreen(m.common, m.run.rs, m.run.plan.Track)
-	m.push(m.summary)
 }
 
 func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
@@ -191,7 +172,7 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	if key.Matches(k, keys.ForceQuit) {
 		return m.quitNow()
 	}
-	if m.typing() {
+	if m.top().TakesText() {
 		return m.top().Update(k)
 	}
 	switch {
@@ -202,25 +183,8 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, keys.Quit):
 		m.confirm = true
 		return nil
-	case key.Matches(k, keys.Troubleshoot) && m.top() == m.run:
-		m.openTroubleshoot()
-		return m.trouble.Init()
-	case key.Matches(k, keys.Enter) && m.top() == m.run && !m.run.Running() && m.run.rs.Finished:
-		m.openSummary()
-		return nil
 	}
 	return m.top().Update(k)
-}
-
-// typing is true when the top screen takes text, so letters are not keys.
-func (m *Model) typing() bool {
-	switch s := m.top().(type) {
-	case *runScreen:
-		return s.searching
-	case *troubleshootScreen:
-		return s.editing
-	}
-	return false
 }
 
 func (m *Model) confirmKey(k tea.KeyPressMsg) tea.Cmd {
@@ -245,16 +209,8 @@ func (m *Model) quitNow() tea.Cmd {
 	return tea.Quit
 }
 
-func (m *Model) trackChosen(track string) tea.Cmd {
-	if _, ok := m.top().(*detectScreen); ok {
-		pre := track
-		if m.opts.Track != "" {
-			pre = m.opts.Track
-		}
-		m.picker = newPickerScreen(m.common, m.backend.Tracks(), pre)
-		m.push(m.picker)
-		return m.picker.Init()
-	}
+// planFor asks the backend for the plan of the picked track.
+func (m *Model) planFor(track string) tea.Cmd {
 	m.result.Track = track
 	b := m.backend
 	return func() tea.Msg {
@@ -266,67 +222,34 @@ func (m *Model) trackChosen(track string) tea.Cmd {
 func (m *Model) planReady(msg planMsg) tea.Cmd {
 	if msg.err != nil {
 		m.errNote = "Plan: " + msg.err.Error()
-		m.resetPicker()
+		if m.picker == nil {
+			return nil
+		}
+		m.picker.Reset()
+		m.layout()
 		return m.picker.Init()
 	}
 	m.errNote = ""
-	m.plan = newPlanScreen(m.common, msg.plan, m.det)
-	m.push(m.plan)
-	return nil
+	return m.open(newPlanScreen(m.common, msg.plan, m.det))
 }
 
-// resetPicker rebuilds the picker (a completed huh form cannot be reused),
-// keeping the choice, so that esc from the plan goes back to a live picker.
-func (m *Model) resetPicker() {
-	if m.picker == nil {
-		return
-	}
-	fresh := newPickerScreen(m.common, m.picker.tracks, m.picker.choice)
-	for i, s := range m.stack {
-		if s == m.picker {
-			m.stack[i] = fresh
-		}
-	}
-	m.picker = fresh
-	m.layout()
-}
-
-func (m *Model) startRun() tea.Cmd {
+func (m *Model) startRun(p *Plan) tea.Cmd {
 	if m.run != nil && m.run.Running() {
 		return nil
 	}
-	m.run = newRunScreen(m.common, m.ctx, m.backend, m.plan.plan)
-	m.push(m.run)
-	return m.run.Start(false)
+	m.run = newRunScreen(m.ctx, m.common, m.backend, p)
+	return tea.Batch(m.open(m.run), m.run.Start(false))
 }
 
-func (m *Model) openTroubleshoot() {
-	var findingsFrom *stepRun
-	path := ""
-	if m.run != nil {
-		if st, _ := m.run.rs.Hint(); st != nil {
-			findingsFrom = st
-			path = st.Log
-		} else if f := m.run.rs.Failed(); f != nil {
-			path = f.Log
-		}
-	}
-	m.trouble = newTroubleshootScreen(m.common, m.backend, path, findingsFrom)
-	m.push(m.trouble)
-}
-
-// pop closes the top screen. The run screen stays while its run is going.
+// pop closes the top screen; the one below is told it is on top again. A
+// running run's screen stays.
 func (m *Model) pop() {
 	if len(m.stack) <= 1 || (m.top() == m.run && m.run.Running()) {
 		return
 	}
-	closed := m.top()
 	m.stack = m.stack[:len(m.stack)-1]
-	if closed == m.plan || closed == m.run {
-		m.resetPicker()
-	}
-	if m.top() == m.picker {
-		m.resetPicker()
+	if r, ok := m.top().(revealer); ok {
+		r.Revealed()
 	}
 	m.layout()
 }
@@ -391,20 +314,7 @@ func (m *Model) header() string {
 	if m.opts.Demo {
 		left += " " + st.Warn.Render("[demo: sample data, nothing is installed]")
 	}
-	crumbs := []string{"detect", "track", "plan", "run", "summary"}
-	cur := m.crumb()
-	var parts []string
-	for _, c := range crumbs {
-		if c == cur {
-			parts = append(parts, st.Bold.Render(c))
-		} else {
-			parts = append(parts, st.Subtle.Render(c))
-		}
-	}
-	right := strings.Join(parts, st.Subtle.Render(" › "))
-	if cur == "troubleshoot" {
-		right = st.Bold.Render("troubleshoot")
-	}
+	right := m.breadcrumb()
 	gap := m.common.Width - lipgloss.Width(left) - lipgloss.Width(right)
 	if gap < 1 {
 		return ansiCut(left, m.common.Width)
@@ -412,53 +322,39 @@ func (m *Model) header() string {
 	return left + strings.Repeat(" ", gap) + right
 }
 
-func (m *Model) crumb() string {
-	switch m.top().(type) {
-	case *detectScreen:
-		return "detect"
-	case *pickerScreen:
-		return "track"
-	case *planScreen:
-		return "plan"
-	case *runScreen:
-		return "run"
-	case *summaryScreen:
-		return "summary"
-	default:
-		return "troubleshoot"
+// breadcrumb shows the flow with the top screen's step in bold; a screen
+// outside the flow (troubleshooting) shows its own name alone.
+func (m *Model) breadcrumb() string {
+	st := m.common.Styles
+	cur := m.top().Crumb()
+	if !slices.Contains(flowCrumbs, cur) {
+		return st.Bold.Render(cur)
 	}
+	parts := make([]string, len(flowCrumbs))
+	for i, c := range flowCrumbs {
+		if c == cur {
+			parts[i] = st.Bold.Render(c)
+		} else {
+			parts[i] = st.Subtle.Render(c)
+		}
+	}
+	return strings.Join(parts, st.Subtle.Render(" › "))
 }
 
 func (m *Model) title() string {
-	if m.run == nil || m.run.rs.Total == 0 {
+	if m.run == nil {
 		return "haloforge"
 	}
-	rs := m.run.rs
-	if rs.Finished {
-		return "haloforge — " + rs.Track + " " + m.run.outcomeWord()
-	}
-	return fmt.Sprintf("haloforge — %s %d/%d", nonEmpty(rs.Current, rs.Track), min(rs.Done+1, rs.Total), rs.Total)
+	return m.run.WindowTitle()
 }
 
 // progress drives the terminal's own progress bar (OSC 9;4) during a run.
 func (m *Model) progress() *tea.ProgressBar {
-	if m.run == nil || m.run.rs.Total == 0 {
+	if m.run == nil {
 		return nil
 	}
-	rs := m.run.rs
-	switch {
-	case rs.Finished && rs.Failed() == nil && rs.Err == nil:
-		return nil
-	case rs.Finished:
-		return tea.NewProgressBar(tea.ProgressBarError, max(rs.Progress(), 1))
-	case len(rs.Steps) > 0 && hasFinding(rs):
-		return tea.NewProgressBar(tea.ProgressBarWarning, rs.Progress())
-	default:
-		return tea.NewProgressBar(tea.ProgressBarDefault, rs.Progress())
-	}
+	return m.run.ProgressBar()
 }
-
-func hasFinding(rs *runState) bool { _, f := rs.Hint(); return f != nil }
 
 // tooSmall is shown instead of a cramped layout.
 func tooSmall(w, h int) string {

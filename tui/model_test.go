@@ -15,6 +15,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
+	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/steps"
 )
 
@@ -57,7 +58,7 @@ func TestRetryAppliesFixAndReachesSummaryFakeRunner(t *testing.T) {
 	if len(f.requests) != 2 || !f.requests[1].Resume {
 		t.Fatalf("run requests %+v, want a second, resumed one", f.requests)
 	}
-	if m.top() != m.summary {
+	if m.top().Crumb() != "summary" {
 		t.Fatalf("after a clean retry the top screen is %T, want the summary", m.top())
 	}
 	v := plain(m)
@@ -201,8 +202,8 @@ func TestSearchPausesAndHighlightsFakeRunner(t *testing.T) {
 func TestStepsPaneShowsAnotherLog(t *testing.T) {
 	m := toRun(t, newFakeBackend(t), 120, 40)
 	drive(t, m, press("tab"), press("up"), press("up"))
-	if m.run.rs.Steps[m.run.selected].ID != "toolbox" {
-		t.Fatalf("selected %s, want toolbox", m.run.rs.Steps[m.run.selected].ID)
+	if m.run.steps.Selected().ID != "toolbox" {
+		t.Fatalf("selected %s, want toolbox", m.run.steps.Selected().ID)
 	}
 	if v := plain(m); !strings.Contains(v, "toolbox log · 1 lines") || !strings.Contains(v, "+ 00-setup-toolbox.sh") {
 		t.Errorf("the log pane does not show toolbox's log:\n%s", v)
@@ -339,7 +340,7 @@ func TestPickerMovesAndEscGoesBack(t *testing.T) {
 		t.Errorf("details do not follow the cursor:\n%s", v)
 	}
 	drive(t, m, press("enter"))
-	if m.top() != m.plan || m.plan.plan.Track.ID != "vllm-image" {
+	if p, ok := m.top().(*planScreen); !ok || p.plan.Track.ID != "vllm-image" {
 		t.Fatalf("enter planned %T", m.top())
 	}
 	drive(t, m, press("esc"))
@@ -474,7 +475,7 @@ func TestBlockingCheckNeedsASecondEnter(t *testing.T) {
 	m := New(context.Background(), newFakeBackend(t), Options{})
 	drive(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
 	det := strixHalo()
-	det.Checks = append(det.Checks, Check{ID: "kfd-access", Status: CheckFail, Summary: "/dev/kfd is missing", Fix: "sudo modprobe amdgpu"})
+	det.Checks = append(det.Checks, Check{ID: "kfd-access", Status: detect.StatusFail, Summary: "/dev/kfd is missing", Fix: "sudo modprobe amdgpu"})
 	drive(t, m, detectedMsg{det: det}, press("enter"), press("enter"))
 	v := plain(m)
 	if !strings.Contains(v, "✗ Blocking checks fail: kfd-access (build stops at them)") || !strings.Contains(v, "kfd-access: sudo modprobe amdgpu") {

@@ -29,8 +29,15 @@ type pickerScreen struct {
 
 func newPickerScreen(c *common, tracks []steps.Track, preselect string) *pickerScreen {
 	p := &pickerScreen{common: c, tracks: tracks, choice: preselect}
-	opts := make([]huh.Option[string], len(tracks))
-	for i, t := range tracks {
+	p.buildForm()
+	return p
+}
+
+// buildForm makes the select of tracks, on the current choice. A completed
+// huh form cannot be reused, so going back to the picker builds it again.
+func (p *pickerScreen) buildForm() {
+	opts := make([]huh.Option[string], len(p.tracks))
+	for i, t := range p.tracks {
 		opts[i] = huh.NewOption(trackLabel(t), t.ID)
 	}
 	p.sel = huh.NewSelect[string]().
@@ -41,8 +48,17 @@ func newPickerScreen(c *common, tracks []steps.Track, preselect string) *pickerS
 		WithShowHelp(false).
 		WithTheme(huh.ThemeFunc(huh.ThemeBase16)).
 		WithWidth(pickerListWidth)
-	return p
+	if p.h > 0 {
+		p.form = p.form.WithHeight(max(p.h, 5))
+	}
 }
+
+// Reset rebuilds the form, keeping the choice, so that the picker is live
+// again after its choice was taken (back from the plan, or a plan error).
+func (p *pickerScreen) Reset() { p.buildForm() }
+
+// Revealed resets the picker when the plan above it closes.
+func (p *pickerScreen) Revealed() { p.Reset() }
 
 // trackLabel is the option text: ID and a status badge in brackets, so the
 // badge reads the same with and without colour.
@@ -69,6 +85,10 @@ func (p *pickerScreen) SetSize(w, h int) {
 	p.form = p.form.WithHeight(max(h, 5))
 }
 
+func (p *pickerScreen) Crumb() string { return "track" }
+
+func (p *pickerScreen) TakesText() bool { return false }
+
 func (p *pickerScreen) ShortHelp() []key.Binding {
 	return []key.Binding{p.Keys.Up, p.Keys.Down, withHelp(p.Keys.Enter, "plan"), p.Keys.Back, p.Keys.Help, p.Keys.Quit}
 }
@@ -77,13 +97,12 @@ func (p *pickerScreen) FullHelp() [][]key.Binding { return [][]key.Binding{p.Sho
 
 func (p *pickerScreen) Update(msg tea.Msg) tea.Cmd {
 	if k, ok := msg.(tea.KeyPressMsg); ok && key.Matches(k, p.Keys.Back) {
-		return func() tea.Msg { return closeScreenMsg{} }
+		return closeScreen
 	}
 	f, cmd := p.form.Update(msg)
 	p.form = f.(*huh.Form)
 	if p.form.State == huh.StateCompleted {
-		track := p.choice
-		return func() tea.Msg { return trackChosenMsg{track: track} }
+		return send(trackChosenMsg{track: p.choice})
 	}
 	return cmd
 }

@@ -2,12 +2,15 @@ package tui
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+
+	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/pins"
 )
 
 // planScreen shows what a run will do: each step with whether it runs and
@@ -15,8 +18,9 @@ import (
 type planScreen struct {
 	*common
 	plan     *Plan
-	blocking []Check // the track's blocking checks that fail on this machine
-	warned   bool    // Enter was pressed once despite them
+	blocking []Check  // the track's blocking checks that fail on this machine
+	warned   bool     // Enter was pressed once despite them
+	lines    []string // the whole plan at the current width
 	offset   int
 	w, h     int
 }
@@ -33,14 +37,26 @@ func failingBlocking(ids []string, det *Detection) []Check {
 	}
 	var out []Check
 	for _, c := range det.Checks {
-		if c.Status == CheckFail && slices.Contains(ids, c.ID) {
+		if c.Status == detect.StatusFail && slices.Contains(ids, c.ID) {
 			out = append(out, c)
 		}
 	}
 	return out
 }
 
-func (s *planScreen) SetSize(w, h int) { s.w, s.h = w, h }
+func (s *planScreen) SetSize(w, h int) {
+	s.w, s.h = w, h
+	s.lines = nil
+	if len(s.blocking) > 0 {
+		s.lines = append(s.lines, s.blockingLines()...)
+	}
+	s.lines = append(s.lines, strings.Split(planText(s.plan, s.Styles, w), "\n")...)
+	s.offset = clampOffset(s.offset, len(s.lines), s.h-1)
+}
+
+func (s *planScreen) Crumb() string { return "plan" }
+
+func (s *planScreen) TakesText() bool { return false }
 
 func (s *planScreen) ShortHelp() []key.Binding {
 	return []key.Binding{withHelp(s.Keys.Enter, "start"), s.Keys.Up, s.Keys.Down, s.Keys.Back, s.Keys.Help, s.Keys.Quit}
@@ -59,28 +75,23 @@ func (s *planScreen) Update(msg tea.Msg) tea.Cmd {
 			s.warned = true
 			return nil
 		}
-		return func() tea.Msg { return startRunMsg{} }
+		return send(startRunMsg{plan: s.plan})
 	case key.Matches(k, s.Keys.Back):
-		return func() tea.Msg { return closeScreenMsg{} }
+		return closeScreen
+	case scrollBy(s.Keys, k, &s.offset, s.h):
+		s.offset = clampOffset(s.offset, len(s.lines), s.h-1)
 	}
-	scrollBy(s.Keys, k, &s.offset, s.h)
 	return nil
 }
 
 func (s *planScreen) View() string {
-	var lines []string
-	if len(s.blocking) > 0 {
-		lines = append(lines, s.blockingLines()...)
-	}
-	lines = append(lines, strings.Split(planText(s.plan, s.Styles, s.w), "\n")...)
-	visible, off := window(lines, s.offset, s.h-1)
-	s.offset = off
+	visible, off := window(s.lines, s.offset, s.h-1)
 	foot := s.Styles.Subtle.Render("enter: start the run   esc: pick another track")
 	if s.warned {
 		foot = s.Styles.Warn.Render("enter again: run anyway (like build --ignore-checks)   esc: pick another track")
 	}
-	if len(lines) > s.h-1 {
-		foot = s.Styles.Subtle.Render(fmt.Sprintf("↑/↓ %d–%d of %d   ", off+1, off+len(visible), len(lines))) + foot
+	if len(s.lines) > s.h-1 {
+		foot = s.Styles.Subtle.Render(fmt.Sprintf("↑/↓ %d–%d of %d   ", off+1, off+len(visible), len(s.lines))) + foot
 	}
 	return strings.Join(visible, "\n") + "\n" + foot
 }
@@ -137,15 +148,11 @@ func planText(p *Plan, st Styles, width int) string {
 }
 
 // pinLine lists NAME=value pairs, sorted, floating ones flagged.
-func pinLine(pins map[string]string, floating []string, st Styles) string {
-	names := make([]string, 0, len(pins))
-	for n := range pins {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+func pinLine(values map[string]string, floating []string, st Styles) string {
+	names := slices.Sorted(maps.Keys(values))
 	parts := make([]string, len(names))
 	for i, n := range names {
-		v := shortValue(pins[n])
+		v := pins.Short(values[n])
 		if slices.Contains(floating, n) {
 			parts[i] = st.Warn.Render(n + "=" + v + " (floating)")
 			continue
@@ -153,27 +160,4 @@ func pinLine(pins map[string]string, floating []string, st Styles) string {
 		parts[i] = st.Subtle.Render(n + "=" + v)
 	}
 	return strings.Join(parts, "  ")
-}
-
-// shortValue shortens commit SHAs and digests as git does.
-func shortValue(v string) string {
-	if len(v) == 40 && isHex(v) {
-		return v[:12]
-	}
-	if rest, ok := strings.CutPrefix(v, "sha256:"); ok && len(rest) == 64 {
-		return "sha256:" + rest[:12]
-	}
-	if i := strings.Index(v, "@sha256:"); i >= 0 && len(v)-i-8 == 64 {
-		return v[:i+8+12]
-	}
-	return v
-}
-
-func isHex(s string) bool {
-	for _, r := range s {
-		if !strings.ContainsRune("0123456789abcdef", r) {
-			return false
-		}
-	}
-	return true
 }

@@ -3,21 +3,15 @@ package tui
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/spinner"
-	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
-	"charm.land/lipgloss/v2"
-	"github.com/charmbracelet/x/ansi"
 
+	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/steps/runner"
 )
-
-// stepsPaneWidth is the width of the step list; the log takes the rest.
-const stepsPaneWidth = 28
 
 type pane int
 
@@ -27,16 +21,19 @@ const (
 )
 
 // runScreen is the live run: the step list, the log that follows the tail,
-// and the hint panel pinned when a finding arrives.
+// and the hint panel pinned when a finding arrives. This file is its life
+// cycle (start, events, stop, retry, skip, shell) and keys; runview.go draws
+// it, steplist.go and hint.go are its parts.
 type runScreen struct {
 	*common
 	backend Backend
 	parent  context.Context
 	plan    *Plan
 	rs      *runState
+	steps   stepList
 	log     logView
 	spin    spinner.Model
-	input   textinput.Model
+	search  prompt
 	now     func() time.Time
 
 	ch       <-chan runner.Event
@@ -46,22 +43,20 @@ type runScreen struct {
 	skip     []string // optional steps the user skipped
 	skipping string   // optional step being stopped to skip it
 
-	focus     pane
-	selected  int  // step whose log is shown
-	autoView  bool // show the running step's log
-	searching bool
-	note      string
-	w, h      int
+	focus    pane
+	autoView bool   // show the running step's log
+	hint     string // the hint panel as laid out, "" when nothing is pinned
+	note     string
+	w, h     int
 }
 
-func newRunScreen(c *common, ctx context.Context, b Backend, p *Plan) *runScreen {
+func newRunScreen(ctx context.Context, c *common, b Backend, p *Plan) *runScreen {
 	rs := newRunState(p)
-	in := textinput.New()
-	in.Prompt = "/"
 	s := &runScreen{
-		common: c, backend: b, parent: ctx, plan: p, rs: rs,
-		spin:  spinner.New(spinner.WithSpinner(spinner.MiniDot)),
-		input: in, now: c.clock, autoView: true, focus: paneLog,
+		common: c, backend: b, parent: ctx, plan: p, rs: rs, steps: stepList{rs: rs},
+		spin:   spinner.New(spinner.WithSpinner(spinner.MiniDot)),
+		search: newPrompt("/", "", "find", "cancel"),
+		now:    c.clock, autoView: true, focus: paneLog,
 	}
 	s.log = newLogView(rs.Steps[0].buf)
 	return s
@@ -93,15 +88,42 @@ func (s *runScreen) Stop() {
 	}
 }
 
+// Drain stops a run that the program left behind (a signal ended it) and
+// waits, up to d, for its events to close, folding them, so that the
+// stopped step is recorded.
+func (s *runScreen) Drain(d time.Duration) {
+	if s.ch == nil {
+		return
+	}
+	s.Stop()
+	deadline := time.After(d)
+	for {
+		select {
+		case e, ok := <-s.ch:
+			if !ok {
+				s.running = false
+				return
+			}
+			s.rs.Apply(e)
+		case <-deadline:
+			return
+		}
+	}
+}
+
 func (s *runScreen) SetSize(w, h int) {
 	s.w, s.h = w, h
-	s.input.SetWidth(max(w-4, 10))
+	s.search.SetWidth(max(w-4, 10))
 	s.layout()
 }
 
+func (s *runScreen) Crumb() string { return "run" }
+
+func (s *runScreen) TakesText() bool { return s.search.IsOpen() }
+
 func (s *runScreen) ShortHelp() []key.Binding {
-	if s.searching {
-		return []key.Binding{withHelp(s.Keys.Enter, "find"), withHelp(s.Keys.Back, "cancel")}
+	if s.search.IsOpen() {
+		return s.search.Help(s.Keys)
 	}
 	b := []key.Binding{s.Keys.Tab, s.Keys.Search, s.Keys.Follow}
 	if s.canRetry() {
@@ -124,7 +146,15 @@ func (s *runScreen) FullHelp() [][]key.Binding {
 	}
 }
 
+// Update handles the run's messages and keys, then lays the screen out
+// again: events may pin or unpin the hint panel.
 func (s *runScreen) Update(msg tea.Msg) tea.Cmd {
+	cmd := s.update(msg)
+	s.layout()
+	return cmd
+}
+
+func (s *runScreen) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case runStartedMsg:
 		return s.started(msg)
@@ -143,7 +173,7 @@ func (s *runScreen) Update(msg tea.Msg) tea.Cmd {
 			return cmd
 		}
 	case tea.KeyPressMsg:
-		if s.searching {
+		if s.search.IsOpen() {
 			return s.searchKey(msg)
 		}
 		return s.onKey(msg)
@@ -182,7 +212,15 @@ func (s *runScreen) events(msg eventsMsg) tea.Cmd {
 		return s.afterSkip()
 	}
 	s.finishedNote()
-	return nil
+	return send(s.ended())
+}
+
+// ended says how the run ended, for the root: the result it reports and
+// whether the summary comes next.
+func (s *runScreen) ended() runEndedMsg {
+	rs := s.rs
+	clean := rs.Finished && rs.Failed() == nil && rs.Err == nil && !s.stopping && s.skipping == ""
+	return runEndedMsg{status: rs.Status, interrupted: s.stopping, clean: clean}
 }
 
 // showCurrent points the log at the running step, or the failed one.
@@ -191,11 +229,8 @@ func (s *runScreen) showCurrent() {
 	if f := s.rs.Failed(); id == "" && f != nil {
 		id = f.ID
 	}
-	for i, st := range s.rs.Steps {
-		if st.ID == id {
-			s.selected = i
-			s.log.SetBuffer(st.buf)
-		}
+	if s.steps.Select(id) {
+		s.log.SetBuffer(s.steps.Selected().buf)
 	}
 }
 
@@ -231,9 +266,8 @@ func (s *runScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, s.Keys.Follow):
 		s.follow()
 	case key.Matches(k, s.Keys.Search):
-		s.searching = true
-		s.input.SetValue("")
-		return s.input.Focus()
+		s.search.SetValue("")
+		return s.search.Open()
 	case key.Matches(k, s.Keys.NextMatch), key.Matches(k, s.Keys.PrevMatch):
 		s.nextMatch(key.Matches(k, s.Keys.NextMatch))
 	case key.Matches(k, s.Keys.Retry):
@@ -242,8 +276,24 @@ func (s *runScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
 		s.skipCurrent()
 	case key.Matches(k, s.Keys.Shell):
 		return s.shell()
+	case key.Matches(k, s.Keys.Troubleshoot):
+		return troubleshootRun(s.rs)
+	case key.Matches(k, s.Keys.Enter) && s.rs.Finished && !s.running:
+		return openSummary
 	}
 	return nil
+}
+
+// troubleshootRun opens troubleshooting on a run: the pinned finding's step
+// with its findings, else the failed step's log to scan.
+func troubleshootRun(rs *runState) tea.Cmd {
+	var msg openTroubleshootMsg
+	if st, _ := rs.Hint(); st != nil {
+		msg.path, msg.findings = st.Log, append([]diagnose.Finding(nil), st.Findings...)
+	} else if f := rs.Failed(); f != nil {
+		msg.path = f.Log
+	}
+	return send(msg)
 }
 
 // move scrolls the log, or picks another step in the step list.
@@ -256,9 +306,9 @@ func (s *runScreen) move(down bool) {
 		s.log.Scroll(d)
 		return
 	}
-	s.selected = min(max(s.selected+d, 0), len(s.rs.Steps)-1)
+	s.steps.Move(d)
 	s.autoView = false
-	s.log.SetBuffer(s.rs.Steps[s.selected].buf)
+	s.log.SetBuffer(s.steps.Selected().buf)
 }
 
 func (s *runScreen) follow() {
@@ -272,24 +322,18 @@ func (s *runScreen) follow() {
 }
 
 func (s *runScreen) searchKey(k tea.KeyPressMsg) tea.Cmd {
-	switch {
-	case key.Matches(k, s.Keys.Enter):
-		s.searching = false
-		s.input.Blur()
-		if !s.log.Search(s.input.Value(), false) {
-			s.note = fmt.Sprintf("No match for %q in the kept log (the full log is at %s).", s.input.Value(), s.rs.Steps[s.selected].Log)
-		} else {
-			s.note = "n/N: next/previous match   G: back to the tail"
-		}
-		return nil
-	case key.Matches(k, s.Keys.Back):
-		s.searching = false
-		s.input.Blur()
-		return nil
+	res, cmd := s.search.Key(k, s.Keys)
+	if res != promptSubmitted {
+		return cmd
 	}
-	var cmd tea.Cmd
-	s.input, cmd = s.input.Update(k)
-	return cmd
+	s.search.Close()
+	query := s.search.Value()
+	if !s.log.Search(query, false) {
+		s.note = fmt.Sprintf("No match for %q in the kept log (the full log is at %s).", query, s.steps.Selected().Log)
+	} else {
+		s.note = "n/N: next/previous match   G: back to the tail"
+	}
+	return nil
 }
 
 func (s *runScreen) nextMatch(older bool) {
@@ -382,207 +426,7 @@ func (s *runScreen) shell() tea.Cmd {
 	return tea.ExecProcess(c, func(err error) tea.Msg { return shellDoneMsg{err: err} })
 }
 
-// layout gives the log pane what is left after the header, hint and footer.
-func (s *runScreen) layout() {
-	hint := 0
-	if h := s.hintView(); h != "" {
-		hint = lipgloss.Height(h)
-	}
-	s.log.SetSize(s.w-stepsPaneWidth-3, max(s.h-hint-3, 3))
-}
-
-func (s *runScreen) View() string {
-	s.layout()
-	var parts []string
-	parts = append(parts, s.header())
-	parts = append(parts, lipgloss.JoinHorizontal(lipgloss.Top, s.stepsView(), s.separator(), s.logView()))
-	if h := s.hintView(); h != "" {
-		parts = append(parts, h)
-	}
-	parts = append(parts, s.bottomLine())
-	return strings.Join(parts, "\n")
-}
-
-func (s *runScreen) header() string {
-	rs := s.rs
-	var b strings.Builder
-	b.WriteString(s.Styles.Title.Render(rs.Track))
-	if rs.Total > 0 {
-		idx := min(rs.Done+1, rs.Total)
-		if rs.Finished {
-			idx = rs.Done
-		}
-		b.WriteString(fmt.Sprintf("  step %d/%d", idx, rs.Total))
-	}
-	if rs.Current != "" {
-		b.WriteString(" · " + s.Styles.Bold.Render(rs.Current))
-	}
-	if !rs.Started.IsZero() {
-		b.WriteString(s.Styles.Subtle.Render(" · " + fmtDuration(rs.Elapsed(s.now())) + " elapsed"))
-	}
-	if left, ok := rs.Remaining(s.now()); ok {
-		b.WriteString(s.Styles.Subtle.Render(" · ETA ~" + fmtDuration(left)))
-	}
-	if rs.Finished {
-		b.WriteString("  " + s.outcome())
-	}
-	return ansiCut(b.String(), s.w)
-}
-
-// outcomeWord is the run's outcome without colour, for the window title.
-func (s *runScreen) outcomeWord() string {
-	switch {
-	case s.stopping:
-		return "stopped"
-	case s.rs.Failed() != nil || s.rs.Err != nil:
-		return "failed"
-	default:
-		return "done"
-	}
-}
-
-func (s *runScreen) outcome() string {
-	switch {
-	case s.stopping:
-		return s.Styles.Warn.Render("stopped")
-	case s.rs.Failed() != nil || s.rs.Err != nil:
-		return s.Styles.Fail.Render("failed")
-	default:
-		return s.Styles.OK.Render("done")
-	}
-}
-
-func (s *runScreen) stepsView() string {
-	h := s.log.height + 1
-	lines := make([]string, 0, h)
-	title := "Steps"
-	if s.focus == paneSteps {
-		title = s.Styles.Selected.Render("Steps ◂")
-	}
-	lines = append(lines, s.Styles.Bold.Render(title))
-	for i, st := range s.rs.Steps {
-		lines = append(lines, s.stepLine(i, st))
-	}
-	for len(lines) < h {
-		lines = append(lines, "")
-	}
-	for i := range lines {
-		lines[i] = padRight(ansiCut(lines[i], stepsPaneWidth), stepsPaneWidth)
-	}
-	return strings.Join(lines[:h], "\n")
-}
-
-func (s *runScreen) stepLine(i int, st *stepRun) string {
-	cursor := " "
-	if i == s.selected {
-		cursor = s.Styles.Selected.Render("›")
-	}
-	mark, dur := s.stepMark(st), ""
-	switch st.State {
-	case stateRunning:
-		dur = fmtDuration(s.now().Sub(st.Started))
-	case stateOK, stateFailed, stateInterrupted:
-		dur = fmtDuration(st.Duration)
-	case stateSkipped:
-		dur = "skip"
-	}
-	name := st.ID
-	if i == s.selected {
-		name = s.Styles.Selected.Render(name)
-	}
-	return cursor + mark + " " + padRight(name, stepsPaneWidth-10) + s.Styles.Subtle.Render(fmt.Sprintf("%6s", dur))
-}
-
-func (s *runScreen) stepMark(st *stepRun) string {
-	switch st.State {
-	case stateRunning:
-		return s.Styles.Running.Render(s.spin.View())
-	case stateOK:
-		return s.Styles.OK.Render("✓")
-	case stateFailed:
-		if st.Optional {
-			return s.Styles.Warn.Render("✗")
-		}
-		return s.Styles.Fail.Render("✗")
-	case stateSkipped:
-		return s.Styles.Skip.Render("↷")
-	case stateInterrupted:
-		return s.Styles.Warn.Render("■")
-	default:
-		return s.Styles.Skip.Render("·")
-	}
-}
-
-func (s *runScreen) separator() string {
-	return s.Styles.Subtle.Render(strings.TrimRight(strings.Repeat(" │\n", s.log.height+1), "\n")) + " "
-}
-
-func (s *runScreen) logView() string {
-	st := s.rs.Steps[s.selected]
-	state := s.Styles.OK.Render("following")
-	if !s.log.follow {
-		state = s.Styles.Warn.Render(fmt.Sprintf("paused at line %d", s.log.Top()+1))
-	}
-	title := fmt.Sprintf("%s log · %d lines · ", st.ID, st.buf.End())
-	if s.focus == paneLog {
-		title = s.Styles.Selected.Render(title)
-	} else {
-		title = s.Styles.Bold.Render(title)
-	}
-	if st.Dropped > 0 {
-		state += s.Styles.Subtle.Render(fmt.Sprintf(" · %d lines only in the file", st.Dropped))
-	}
-	return ansiCut(title+state, s.log.width) + "\n" + s.log.View(s.Styles)
-}
-
-// hintView is the hint panel: the pinned finding's family code, summary,
-// fix and link. Empty when nothing was recognised.
-func (s *runScreen) hintView() string {
-	st, f := s.rs.Hint()
-	if f == nil {
-		return ""
-	}
-	width := max(s.w-2, 20)
-	inner := width - 4 // border and padding
-	head := s.Styles.HintTitle.Render("✗ "+f.Family) + s.Styles.Subtle.Render(fmt.Sprintf("  step %s, log line %d", st.ID, f.Line))
-	if n := len(st.Findings); n > 1 {
-		head += s.Styles.Subtle.Render(fmt.Sprintf("  (+%d more: t)", n-1))
-	}
-	lines := []string{ansiCut(head, inner)}
-	if f.Summary != "" {
-		lines = append(lines, clipLines(wrap(f.Summary, inner), 2))
-	}
-	lines = append(lines, fixLines(f.Fix, inner, 3, s.Styles)...)
-	if len(f.Links) > 0 {
-		lines = append(lines, ansiCut(s.Styles.Subtle.Render("More: "+f.Links[0]), inner))
-	}
-	return s.Styles.Hint.Width(width).Render(strings.Join(lines, "\n"))
-}
-
-// fixLines shows the first lines of a fix as written (commands must not be
-// re-wrapped), each cut to the width; t shows all of it.
-func fixLines(fix string, width, n int, st Styles) []string {
-	if fix == "" {
-		return nil
-	}
-	all := strings.Split(fix, "\n")
-	var out []string
-	for i, l := range all[:min(n, len(all))] {
-		prefix := "     "
-		if i == 0 {
-			prefix = st.Bold.Render("Fix: ")
-		}
-		out = append(out, ansi.Truncate(prefix+l, width, "…"))
-	}
-	if len(all) > n {
-		out = append(out, st.Subtle.Render(fmt.Sprintf("     … %d more lines: t shows the whole fix", len(all)-n)))
-	}
-	return out
-}
-
-func (s *runScreen) bottomLine() string {
-	if s.searching {
-		return s.input.View()
-	}
-	return ansiCut(s.Styles.Subtle.Render(s.note), s.w)
+// Summary is the summary screen of this run.
+func (s *runScreen) Summary() *summaryScreen {
+	return newSummaryScreen(s.common, s.rs, s.plan.Track)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/runner"
+	"github.com/haloforge/haloforge/tui/linemode"
 )
 
 // logLines is how many lines of each step the wizard keeps for scrolling.
@@ -22,6 +23,7 @@ const (
 	stateFailed
 	stateSkipped // up to date or skipped by the user
 	stateInterrupted
+	stateNotVerified // ran to its end without proving its outcome
 )
 
 // stepRun is one step of the run as the screen tracks it.
@@ -36,8 +38,10 @@ type stepRun struct {
 	Log       string
 	ExitCode  int
 	Findings  []diagnose.Finding
-	Dropped   int // screen lines the runner dropped under load
-	buf       *logBuffer
+	// Verified and NotVerified are what the step proved and could not check.
+	Verified, NotVerified []string
+	Dropped               int // screen lines the runner dropped under load
+	buf                   *logBuffer
 }
 
 // runState folds runner events into what the run and summary screens show.
@@ -81,38 +85,34 @@ func (rs *runState) Step(id string) *stepRun {
 
 // Apply folds one event into the state.
 func (rs *runState) Apply(e runner.Event) {
-	s := rs.Step(e.Step)
-	switch e.Kind {
-	case runner.EventRunStarted:
+	switch e := e.(type) {
+	case runner.RunStarted:
 		rs.RunID, rs.RunDir, rs.Total, rs.Done = e.RunID, e.RunDir, e.Total, 0
-		rs.Started, rs.Finished, rs.Status, rs.Err = at(e), false, "", nil
+		rs.Started, rs.Finished, rs.Status, rs.Err = at(e.At), false, "", nil
 		rs.Attempts++
-	case runner.EventStepStarted:
-		rs.stepStarted(s, e)
-	case runner.EventStepSkipped:
-		if s != nil {
-			s.State, s.Reason = stateSkipped, e.Reason
+	case runner.Notice:
+		rs.Notices = append(rs.Notices, e.Text)
+	case runner.StepStarted:
+		rs.stepStarted(e)
+	case runner.StepSkipped:
+		if s := rs.Step(e.Step); s != nil {
+			s.State, s.Reason = stateSkipped, e.WhySkipped
 		}
-	case runner.EventLine:
-		if s != nil {
+	case runner.Lines:
+		if s := rs.Step(e.Step); s != nil {
 			s.Dropped += e.Dropped
-			if len(e.Lines) == 0 {
-				s.buf.Append(e.Line)
-			}
-			for _, l := range e.Lines {
-				s.buf.Append(l)
+			for i := range e.Text {
+				s.buf.Append(linemode.CutLine(e, i))
 			}
 		}
-	case runner.EventFinding:
-		if s != nil && e.Finding != nil {
-			s.addFinding(*e.Finding)
+	case runner.Found:
+		if s := rs.Step(e.Step); s != nil {
+			s.addFinding(e.Finding)
 		}
-	case runner.EventStepFinished:
-		rs.stepFinished(s, e)
-	case runner.EventNotice:
-		rs.Notices = append(rs.Notices, e.Reason)
-	case runner.EventRunFinished:
-		rs.Finished, rs.Status, rs.Err, rs.Current, rs.Ended = true, e.Status, e.Err, "", at(e)
+	case runner.StepFinished:
+		rs.stepFinished(e)
+	case runner.RunFinished:
+		rs.Finished, rs.Status, rs.Err, rs.Current, rs.Ended = true, e.Status, e.Err, "", at(e.At)
 		for _, s := range rs.Steps {
 			if s.State == stateRunning { // the run ended under it (quit, crash)
 				s.State = stateInterrupted
@@ -121,32 +121,38 @@ func (rs *runState) Apply(e runner.Event) {
 	}
 }
 
-func (rs *runState) stepStarted(s *stepRun, e runner.Event) {
+func (rs *runState) stepStarted(e runner.StepStarted) {
 	if e.Total > 0 {
 		rs.Total = e.Total
 	}
-	rs.Current, rs.ETA, rs.ETAAt = e.Step, e.ETA, at(e)
+	rs.Current, rs.ETA, rs.ETAAt = e.Step, e.ETA, at(e.At)
+	s := rs.Step(e.Step)
 	if s == nil {
 		return
 	}
-	s.State, s.Started, s.Log, s.Findings, s.Reason = stateRunning, at(e), e.Log, nil, ""
+	s.State, s.Started, s.Log, s.Findings, s.Reason = stateRunning, at(e.At), e.Log, nil, ""
 }
 
-func (rs *runState) stepFinished(s *stepRun, e runner.Event) {
+func (rs *runState) stepFinished(e runner.StepFinished) {
 	rs.Done++
 	if rs.Current == e.Step {
 		rs.Current = ""
 	}
+	s := rs.Step(e.Step)
 	if s == nil {
 		return
 	}
 	s.Duration, s.ExitCode = e.Duration, e.ExitCode
+	s.Verified, s.NotVerified = e.Verified, e.NotVerified
+	s.Dropped += e.Dropped
 	if e.Log != "" {
 		s.Log = e.Log
 	}
 	switch e.Status {
 	case steps.OutcomeSucceeded:
 		s.State = stateOK
+	case steps.OutcomeNotVerified:
+		s.State = stateNotVerified
 	case steps.OutcomeSkipped:
 		s.State = stateSkipped
 	case steps.OutcomeInterrupted:
@@ -178,6 +184,18 @@ func (rs *runState) Failed() *stepRun {
 		}
 	}
 	return nil
+}
+
+// NotVerified lists the steps that ran to their end without proving their
+// outcome, in plan order.
+func (rs *runState) NotVerified() []string {
+	var ids []string
+	for _, s := range rs.Steps {
+		if s.State == stateNotVerified {
+			ids = append(ids, s.ID)
+		}
+	}
+	return ids
 }
 
 // Hint returns the finding the hint panel pins: the first finding of the
@@ -225,28 +243,16 @@ func (rs *runState) ResetForRetry() {
 			if s.buf.Len() > 0 {
 				s.buf.Append(fmt.Sprintf("──── retry (attempt %d) ────", rs.Attempts+1))
 			}
-			s.State, s.Findings, s.Duration = statePending, nil, 0
+			s.State, s.Findings, s.Duration, s.Verified, s.NotVerified = statePending, nil, 0, nil, nil
 		}
 	}
 	rs.Finished = false
 }
 
-func at(e runner.Event) time.Time {
-	if e.At.IsZero() {
+// at is when an event happened; events built without a time (tests) happen now.
+func at(t time.Time) time.Time {
+	if t.IsZero() {
 		return time.Now()
 	}
-	return e.At
-}
-
-// fmtDuration prints a duration the way the step list shows it: 4s, 2m05s, 1h02m.
-func fmtDuration(d time.Duration) string {
-	d = d.Round(time.Second)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	default:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	}
+	return t
 }

@@ -2,10 +2,14 @@ package tui
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/haloforge/haloforge/tui/linemode"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/steps"
@@ -18,54 +22,80 @@ func testPlan() *Plan {
 
 func TestRunStateApply(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	double := &diagnose.Finding{Family: "therock-amdsmi-double-free", Line: 7}
-	asm := &diagnose.Finding{Family: "gfx11-inline-asm-unsupported", Line: 3}
+	double := diagnose.Finding{Family: "therock-amdsmi-double-free", Line: 7}
+	asm := diagnose.Finding{Family: "gfx11-inline-asm-unsupported", Line: 3}
 	for _, tc := range []struct {
 		name   string
 		events []runner.Event
-		check  func(*runState) string
+		got    func(*runState) []any
+		want   []any
 	}{
-		{"run started", []runner.Event{{Kind: runner.EventRunStarted, RunID: "r1", RunDir: "/d", Total: 3, At: t0}},
-			func(rs *runState) string {
-				return fmt.Sprint(rs.RunID, rs.RunDir, rs.Total, rs.Attempts, rs.Started.Equal(t0))
-			}},
-		{"step running", []runner.Event{{Kind: runner.EventStepStarted, Step: "rocm", Total: 3, ETA: time.Minute, Log: "/d/rocm.log", At: t0}},
-			func(rs *runState) string {
+		{"run started", []runner.Event{runner.RunStarted{Track: "t", RunID: "r1", RunDir: "/d", Total: 3, At: t0}},
+			func(rs *runState) []any {
+				return []any{rs.RunID, rs.RunDir, rs.Total, rs.Attempts, rs.Started.Equal(t0)}
+			},
+			[]any{"r1", "/d", 3, 1, true}},
+		{"step running", []runner.Event{runner.StepStarted{Step: "rocm", Total: 3, ETA: time.Minute, Log: "/d/rocm.log", At: t0}},
+			func(rs *runState) []any {
 				s := rs.Step("rocm")
-				return fmt.Sprint(rs.Current, s.State == stateRunning, s.Log)
-			}},
-		{"lines and drops", []runner.Event{{Kind: runner.EventLine, Step: "rocm", Line: "a"}, {Kind: runner.EventLine, Step: "rocm", Line: "b", Dropped: 4}},
-			func(rs *runState) string { s := rs.Step("rocm"); return fmt.Sprint(s.buf.End(), s.Dropped) }},
-		{"finding counted once per family", []runner.Event{{Kind: runner.EventFinding, Step: "rocm", Finding: double}, {Kind: runner.EventFinding, Step: "rocm", Finding: double}},
-			func(rs *runState) string {
+				return []any{rs.Current, s.State == stateRunning, s.Log}
+			},
+			[]any{"rocm", true, "/d/rocm.log"}},
+		{"lines and drops", []runner.Event{
+			runner.Lines{Step: "rocm", First: 1, Text: []string{"a", "b"}},
+			runner.Lines{Step: "rocm", First: 7, Text: []string{"c"}, Dropped: 4},
+			runner.StepFinished{Step: "rocm", Status: steps.OutcomeSucceeded, Dropped: 2}},
+			func(rs *runState) []any {
 				s := rs.Step("rocm")
-				return fmt.Sprint(len(s.Findings), s.Findings[0].Count)
-			}},
+				return []any{s.buf.End(), s.buf.Line(2), s.Dropped}
+			},
+			[]any{3, "c", 6}},
+		{"finding counted once per family", []runner.Event{runner.Found{Step: "rocm", Finding: double}, runner.Found{Step: "rocm", Finding: double}},
+			func(rs *runState) []any {
+				s := rs.Step("rocm")
+				return []any{len(s.Findings), s.Findings[0].Count}
+			},
+			[]any{1, 2}},
 		{"failed step pins the hint", []runner.Event{
-			{Kind: runner.EventStepStarted, Step: "rocm"}, {Kind: runner.EventFinding, Step: "rocm", Finding: double},
-			{Kind: runner.EventStepFinished, Step: "rocm", Status: steps.OutcomeFailed, ExitCode: 134, Duration: 3 * time.Second},
-			{Kind: runner.EventRunFinished, Status: steps.OutcomeFailed}},
-			func(rs *runState) string {
+			runner.StepStarted{Step: "rocm"}, runner.Found{Step: "rocm", Finding: double},
+			runner.StepFinished{Step: "rocm", Status: steps.OutcomeFailed, ExitCode: 134, Duration: 3 * time.Second},
+			runner.RunFinished{Status: steps.OutcomeFailed}},
+			func(rs *runState) []any {
 				st, f := rs.Hint()
-				return fmt.Sprint(rs.Failed().ID, st.ID, f.Family, rs.Finished, rs.Progress())
-			}},
+				return []any{rs.Failed().ID, st.ID, f.Family, rs.Finished, rs.Progress()}
+			},
+			[]any{"rocm", "rocm", "therock-amdsmi-double-free", true, 33}},
 		{"optional failure is not the failure", []runner.Event{
-			{Kind: runner.EventFinding, Step: "aiter", Finding: asm},
-			{Kind: runner.EventStepFinished, Step: "aiter", Status: steps.OutcomeFailed}},
-			func(rs *runState) string {
+			runner.Found{Step: "aiter", Finding: asm},
+			runner.StepFinished{Step: "aiter", Optional: true, Status: steps.OutcomeFailed}},
+			func(rs *runState) []any {
 				st, f := rs.Hint()
-				return fmt.Sprint(rs.Failed() == nil, st.ID, f.Family)
-			}},
-		{"skipped", []runner.Event{{Kind: runner.EventStepSkipped, Step: "rocm", Reason: "up to date"}},
-			func(rs *runState) string { s := rs.Step("rocm"); return fmt.Sprint(s.State == stateSkipped, s.Reason) }},
-		{"running step interrupted by the end", []runner.Event{{Kind: runner.EventStepStarted, Step: "vllm"}, {Kind: runner.EventRunFinished, Status: steps.OutcomeInterrupted, Err: errors.New("stopped")}},
-			func(rs *runState) string {
-				return fmt.Sprint(rs.Step("vllm").State == stateInterrupted, rs.Status, rs.Err, rs.Current == "")
-			}},
-		{"unknown step is ignored", []runner.Event{{Kind: runner.EventLine, Step: "nope", Line: "x"}, {Kind: runner.EventStepFinished, Step: "nope", Status: steps.OutcomeSucceeded}},
-			func(rs *runState) string { return fmt.Sprint(rs.Done, rs.Step("nope") == nil) }},
-		{"notice", []runner.Event{{Kind: runner.EventNotice, Reason: "resuming run r0"}},
-			func(rs *runState) string { return strings.Join(rs.Notices, ";") }},
+				return []any{rs.Failed() == nil, st.ID, f.Family}
+			},
+			[]any{true, "aiter", "gfx11-inline-asm-unsupported"}},
+		{"skipped", []runner.Event{runner.StepSkipped{Step: "rocm", WhySkipped: "up to date"}},
+			func(rs *runState) []any { s := rs.Step("rocm"); return []any{s.State == stateSkipped, s.Reason} },
+			[]any{true, "up to date"}},
+		{"running step interrupted by the end", []runner.Event{runner.StepStarted{Step: "vllm"}, runner.RunFinished{Status: steps.OutcomeInterrupted, Err: errors.New("stopped")}},
+			func(rs *runState) []any {
+				return []any{rs.Step("vllm").State == stateInterrupted, rs.Status, rs.Err.Error(), rs.Current}
+			},
+			[]any{true, "interrupted", "stopped", ""}},
+		{"unknown step is ignored", []runner.Event{runner.Lines{Step: "nope", Text: []string{"x"}}, runner.StepFinished{Step: "nope", Status: steps.OutcomeSucceeded}},
+			func(rs *runState) []any { return []any{rs.Done, rs.Step("nope") == nil} },
+			[]any{1, true}},
+		{"not verified", []runner.Event{
+			runner.StepFinished{Step: "rocm", Status: steps.OutcomeSucceeded, Verified: []string{"torch imports"}},
+			runner.StepFinished{Step: "vllm", Status: steps.OutcomeNotVerified, Verified: []string{"a kernel ran"}, NotVerified: []string{"no model"}},
+			runner.RunFinished{Status: steps.OutcomeNotVerified}},
+			func(rs *runState) []any {
+				v := rs.Step("vllm")
+				return []any{v.State == stateNotVerified, v.Verified, v.NotVerified, rs.NotVerified(), rs.Failed() == nil, rs.Status}
+			},
+			[]any{true, []string{"a kernel ran"}, []string{"no model"}, []string{"vllm"}, true, "not-verified"}},
+		{"notice", []runner.Event{runner.Notice{Text: "resuming run r0"}},
+			func(rs *runState) []any { return []any{strings.Join(rs.Notices, ";")} },
+			[]any{"resuming run r0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rs := newRunState(testPlan())
@@ -73,32 +103,37 @@ func TestRunStateApply(t *testing.T) {
 			for _, e := range tc.events {
 				rs.Apply(e)
 			}
-			got := tc.check(rs)
-			want := map[string]string{
-				"run started":                         "r1/d3 1 true",
-				"step running":                        "rocmtrue/d/rocm.log",
-				"lines and drops":                     "2 4",
-				"finding counted once per family":     "1 2",
-				"failed step pins the hint":           "rocmrocmtherock-amdsmi-double-freetrue 33",
-				"optional failure is not the failure": "trueaitergfx11-inline-asm-unsupported",
-				"skipped":                             "trueup to date",
-				"running step interrupted by the end": "trueinterruptedstopped true",
-				"unknown step is ignored":             "1 true",
-				"notice":                              "resuming run r0",
-			}[tc.name]
-			if got != want {
-				t.Errorf("got %q, want %q", got, want)
+			if diff := cmp.Diff(tc.want, tc.got(rs)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
+// TestSummaryTellsNotVerified: the summary never calls a step that could
+// not prove its outcome built and fine.
+func TestSummaryTellsNotVerified(t *testing.T) {
+	rs := newRunState(testPlan())
+	rs.Apply(runner.StepFinished{Step: "rocm", Status: steps.OutcomeSucceeded})
+	rs.Apply(runner.StepFinished{Step: "vllm", Status: steps.OutcomeNotVerified, NotVerified: []string{"offline: no model", "no GPU"}})
+	rs.Apply(runner.RunFinished{Status: steps.OutcomeNotVerified})
+	got := ansi.Strip(summaryText(rs, steps.Track{ID: "therock-toolbox"}, DefaultStyles(), 120))
+	for _, want := range []string{"⚠ therock-toolbox is built, not verified: vllm", "⚠ vllm             not verified: offline: no model; no GPU"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "✓ therock-toolbox is built") {
+		t.Errorf("summary calls a not verified run built:\n%s", got)
+	}
+}
+
 func TestResetForRetryUnpinsTheHint(t *testing.T) {
 	rs := newRunState(testPlan())
-	rs.Apply(runner.Event{Kind: runner.EventLine, Step: "rocm", Line: "double free"})
-	rs.Apply(runner.Event{Kind: runner.EventFinding, Step: "rocm", Finding: &diagnose.Finding{Family: "x"}})
-	rs.Apply(runner.Event{Kind: runner.EventStepFinished, Step: "rocm", Status: steps.OutcomeFailed})
-	rs.Apply(runner.Event{Kind: runner.EventRunFinished, Status: steps.OutcomeFailed})
+	rs.Apply(runner.Lines{Step: "rocm", First: 1, Text: []string{"double free"}})
+	rs.Apply(runner.Found{Step: "rocm", Finding: diagnose.Finding{Family: "x"}})
+	rs.Apply(runner.StepFinished{Step: "rocm", Status: steps.OutcomeFailed})
+	rs.Apply(runner.RunFinished{Status: steps.OutcomeFailed})
 	rs.ResetForRetry()
 	if _, f := rs.Hint(); f != nil || rs.Failed() != nil || rs.Finished {
 		t.Errorf("after reset: hint %v failed %v finished %v", f, rs.Failed(), rs.Finished)
@@ -114,7 +149,7 @@ func TestRemainingCountsDown(t *testing.T) {
 	if _, ok := rs.Remaining(t0); ok {
 		t.Error("an ETA without data")
 	}
-	rs.Apply(runner.Event{Kind: runner.EventStepStarted, Step: "rocm", ETA: 10 * time.Minute, At: t0})
+	rs.Apply(runner.StepStarted{Step: "rocm", ETA: 10 * time.Minute, At: t0})
 	if left, ok := rs.Remaining(t0.Add(4 * time.Minute)); !ok || left != 6*time.Minute {
 		t.Errorf("remaining %v %v, want 6m", left, ok)
 	}
@@ -128,23 +163,13 @@ func TestFormatting(t *testing.T) {
 		0: "0s", 4 * time.Second: "4s", 59499 * time.Millisecond: "59s", 125 * time.Second: "2m05s",
 		time.Hour + 2*time.Minute: "1h02m",
 	} {
-		if got := fmtDuration(in); got != want {
-			t.Errorf("fmtDuration(%v) = %q, want %q", in, got, want)
+		if got := linemode.FormatDuration(in); got != want {
+			t.Errorf("linemode.FormatDuration(%v) = %q, want %q", in, got, want)
 		}
 	}
 	for in, want := range map[int64]string{512 << 20: "512 MiB", 124 << 30: "124 GiB", 16363974656: "15.2 GiB", 1536: "1.5 KiB", 67108864 * 1024: "64 GiB"} {
 		if got := humanBytes(in); got != want {
 			t.Errorf("humanBytes(%d) = %q, want %q", in, got, want)
-		}
-	}
-	for in, want := range map[string]string{
-		"6e448d0ea9bf3d88d898b65449ca6dc2aec170ac":                                          "6e448d0ea9bf",
-		"sha256:a92fa9cb0000000000000000000000000000000000000000000000000000abcd":           "sha256:a92fa9cb0000",
-		"rocm/vllm@sha256:a92fa9cb0000000000000000000000000000000000000000000000000000abcd": "rocm/vllm@sha256:a92fa9cb0000",
-		"v0.27.1": "v0.27.1", "main": "main",
-	} {
-		if got := shortValue(in); got != want {
-			t.Errorf("shortValue(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -1,9 +1,12 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/haloforge/haloforge/tui/linemode"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -17,6 +20,7 @@ type summaryScreen struct {
 	*common
 	rs     *runState
 	track  steps.Track
+	lines  []string // the whole summary at the current width
 	offset int
 	w, h   int
 }
@@ -25,7 +29,15 @@ func newSummaryScreen(c *common, rs *runState, t steps.Track) *summaryScreen {
 	return &summaryScreen{common: c, rs: rs, track: t}
 }
 
-func (s *summaryScreen) SetSize(w, h int) { s.w, s.h = w, h }
+func (s *summaryScreen) SetSize(w, h int) {
+	s.w, s.h = w, h
+	s.lines = strings.Split(summaryText(s.rs, s.track, s.Styles, w), "\n")
+	s.offset = clampOffset(s.offset, len(s.lines), h)
+}
+
+func (s *summaryScreen) Crumb() string { return "summary" }
+
+func (s *summaryScreen) TakesText() bool { return false }
 
 func (s *summaryScreen) ShortHelp() []key.Binding {
 	return []key.Binding{s.Keys.Up, s.Keys.Down, withHelp(s.Keys.Back, "back to the run"), s.Keys.Troubleshoot, withHelp(s.Keys.Quit, "quit")}
@@ -40,21 +52,17 @@ func (s *summaryScreen) Update(msg tea.Msg) tea.Cmd {
 	}
 	switch {
 	case key.Matches(k, s.Keys.Back):
-		return func() tea.Msg { return closeScreenMsg{} }
+		return closeScreen
 	case key.Matches(k, s.Keys.Troubleshoot):
-		return func() tea.Msg { return openTroubleshootMsg{} }
-	case key.Matches(k, s.Keys.Up):
-		s.offset--
-	case key.Matches(k, s.Keys.Down):
-		s.offset++
+		return troubleshootRun(s.rs)
+	case scrollBy(s.Keys, k, &s.offset, s.h):
+		s.offset = clampOffset(s.offset, len(s.lines), s.h)
 	}
 	return nil
 }
 
 func (s *summaryScreen) View() string {
-	lines := strings.Split(summaryText(s.rs, s.track, s.Styles, s.w), "\n")
-	visible, off := window(lines, s.offset, s.h)
-	s.offset = off
+	visible, _ := window(s.lines, s.offset, s.h)
 	return strings.Join(visible, "\n")
 }
 
@@ -67,6 +75,8 @@ func summaryText(rs *runState, t steps.Track, st Styles, width int) string {
 		b.WriteString(st.Fail.Render("✗ "+t.ID+" stopped at "+failed.ID) + "\n")
 	case rs.Err != nil:
 		b.WriteString(st.Fail.Render("✗ "+t.ID+": "+rs.Err.Error()) + "\n")
+	case len(rs.NotVerified()) > 0:
+		b.WriteString(st.Warn.Render("⚠ "+t.ID+" is built, not verified: "+strings.Join(rs.NotVerified(), ", ")) + "\n")
 	default:
 		b.WriteString(st.OK.Render("✓ "+t.ID+" is built") + "\n")
 	}
@@ -101,16 +111,18 @@ func summaryStepLine(s *stepRun, st Styles) string {
 	var mark, what string
 	switch s.State {
 	case stateOK:
-		mark, what = st.OK.Render("✓"), fmtDuration(s.Duration)
+		mark, what = st.OK.Render("✓"), linemode.FormatDuration(s.Duration)
 	case stateFailed:
-		mark, what = st.Fail.Render("✗"), fmt.Sprintf("exit %d after %s", s.ExitCode, fmtDuration(s.Duration))
+		mark, what = st.Fail.Render("✗"), fmt.Sprintf("exit %d after %s", s.ExitCode, linemode.FormatDuration(s.Duration))
 		if s.Optional {
 			mark, what = st.Warn.Render("✗"), what+" (optional: the build went on)"
 		}
 	case stateSkipped:
-		mark, what = st.Skip.Render("↷"), nonEmpty(s.Reason, "skipped")
+		mark, what = st.Skip.Render("↷"), cmp.Or(s.Reason, "skipped")
 	case stateInterrupted:
 		mark, what = st.Warn.Render("■"), "interrupted"
+	case stateNotVerified:
+		mark, what = st.Warn.Render("⚠"), "not verified: "+strings.Join(s.NotVerified, "; ")
 	default:
 		mark, what = st.Skip.Render("·"), "not run"
 	}

@@ -1,11 +1,11 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
-	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/haloforge/haloforge/diagnose"
@@ -16,55 +16,58 @@ import (
 type troubleshootScreen struct {
 	*common
 	backend  Backend
-	input    textinput.Model
-	editing  bool
-	path     string
+	path     prompt // the log or bundle to open
+	scanned  bool   // findings (or an error) are there to show
+	source   string // what was scanned
 	findings []diagnose.Finding
 	suspects []diagnose.Suspect
 	err      error
 	selected int
 	climbed  map[string]int // family -> rungs tried
-	scanned  bool
 	offset   int
 	w, h     int
 }
 
-func newTroubleshootScreen(c *common, b Backend, path string, from *stepRun) *troubleshootScreen {
-	in := textinput.New()
-	in.Prompt = "log or bundle: "
-	in.Placeholder = "/path/to/step.log or a doctor --collect directory"
-	in.SetValue(path)
-	s := &troubleshootScreen{common: c, backend: b, input: in, path: path, climbed: map[string]int{}}
-	if from != nil {
-		s.findings, s.scanned = append([]diagnose.Finding(nil), from.Findings...), true
-	} else {
-		s.editing = true
+// newTroubleshootScreen opens on path; findings already known for it are
+// shown at once, else the screen asks for a path to scan.
+func newTroubleshootScreen(c *common, b Backend, path string, findings []diagnose.Finding) *troubleshootScreen {
+	s := &troubleshootScreen{
+		common: c, backend: b, source: path, climbed: map[string]int{},
+		path: newPrompt("log or bundle: ", "/path/to/step.log or a doctor --collect directory", "scan", "back"),
+	}
+	s.path.SetValue(path)
+	if len(findings) > 0 {
+		s.findings, s.scanned = findings, true
 	}
 	return s
 }
 
-// Init focuses the path field when there is nothing to show yet.
+// Init asks for a path when there is nothing to show yet.
 func (s *troubleshootScreen) Init() tea.Cmd {
-	if s.editing {
-		return s.input.Focus()
+	if !s.scanned {
+		return s.path.Open()
 	}
 	return nil
 }
 
 func (s *troubleshootScreen) SetSize(w, h int) {
 	s.w, s.h = w, h
-	s.input.SetWidth(max(w-20, 10))
+	s.path.SetWidth(max(w-20, 10))
 }
 
+func (s *troubleshootScreen) Crumb() string { return "troubleshoot" }
+
+func (s *troubleshootScreen) TakesText() bool { return s.path.IsOpen() }
+
 func (s *troubleshootScreen) ShortHelp() []key.Binding {
-	if s.editing {
-		return []key.Binding{withHelp(s.Keys.Enter, "scan"), withHelp(s.Keys.Back, "back")}
+	if s.path.IsOpen() {
+		return s.path.Help(s.Keys)
 	}
 	b := []key.Binding{s.Keys.Up, s.Keys.Down}
 	if s.ladder() != nil {
 		b = append(b, withHelp(s.Keys.Enter, "still stuck: next rung"))
 	}
-	return append(b, key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "open another")), s.Keys.Back, s.Keys.Quit)
+	return append(b, s.Keys.Open, s.Keys.Back, s.Keys.Quit)
 }
 
 func (s *troubleshootScreen) FullHelp() [][]key.Binding { return [][]key.Binding{s.ShortHelp()} }
@@ -72,54 +75,55 @@ func (s *troubleshootScreen) FullHelp() [][]key.Binding { return [][]key.Binding
 func (s *troubleshootScreen) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case diagnosedMsg:
-		s.path, s.findings, s.suspects, s.err, s.scanned, s.selected = msg.path, msg.findings, msg.suspects, msg.err, true, 0
+		s.source, s.findings, s.suspects, s.err, s.scanned, s.selected = msg.path, msg.findings, msg.suspects, msg.err, true, 0
 	case tea.KeyPressMsg:
-		if s.editing {
-			return s.editKey(msg)
+		if s.path.IsOpen() {
+			return s.pathKey(msg)
 		}
 		return s.onKey(msg)
 	}
 	return nil
 }
 
-func (s *troubleshootScreen) editKey(k tea.KeyPressMsg) tea.Cmd {
-	switch {
-	case key.Matches(k, s.Keys.Enter):
-		path := strings.TrimSpace(s.input.Value())
+func (s *troubleshootScreen) pathKey(k tea.KeyPressMsg) tea.Cmd {
+	res, cmd := s.path.Key(k, s.Keys)
+	switch res {
+	case promptSubmitted:
+		path := strings.TrimSpace(s.path.Value())
 		if path == "" {
 			return nil
 		}
-		s.editing = false
-		s.input.Blur()
-		b := s.backend
-		return func() tea.Msg {
-			f, err := b.Diagnose(path)
-			msg := diagnosedMsg{path: path, findings: f, err: err}
-			if err == nil && len(f) == 0 {
-				msg.suspects, _ = diagnose.Suspects(path, 3) // none for a directory or bundle
-			}
-			return msg
-		}
-	case key.Matches(k, s.Keys.Back):
+		s.path.Close()
+		return s.scan(path)
+	case promptCancelled:
 		if !s.scanned {
-			return func() tea.Msg { return closeScreenMsg{} }
+			return closeScreen
 		}
-		s.editing = false
-		s.input.Blur()
 		return nil
 	}
-	var cmd tea.Cmd
-	s.input, cmd = s.input.Update(k)
 	return cmd
+}
+
+// scan diagnoses path; when nothing is known, it points at the lines that
+// look like the error.
+func (s *troubleshootScreen) scan(path string) tea.Cmd {
+	b := s.backend
+	return func() tea.Msg {
+		f, err := b.Diagnose(path)
+		msg := diagnosedMsg{path: path, findings: f, err: err}
+		if err == nil && len(f) == 0 {
+			msg.suspects, _ = diagnose.Suspects(path, 3) // none for a directory or bundle
+		}
+		return msg
+	}
 }
 
 func (s *troubleshootScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
 	switch {
-	case k.String() == "o":
-		s.editing = true
-		return s.input.Focus()
+	case key.Matches(k, s.Keys.Open):
+		return s.path.Open()
 	case key.Matches(k, s.Keys.Back):
-		return func() tea.Msg { return closeScreenMsg{} }
+		return closeScreen
 	case key.Matches(k, s.Keys.Up):
 		s.selected = max(s.selected-1, 0)
 		s.offset = 0
@@ -136,17 +140,17 @@ func (s *troubleshootScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
 }
 
 // ladder is the walkthrough for the selected finding, nil when it has none.
-func (s *troubleshootScreen) ladder() []rung {
+func (s *troubleshootScreen) ladder() []diagnose.Rung {
 	if s.selected >= len(s.findings) {
 		return nil
 	}
-	return ladders[s.findings[s.selected].Family]
+	return diagnose.Ladder(s.findings[s.selected].Family)
 }
 
 func (s *troubleshootScreen) View() string {
 	var b strings.Builder
-	if s.editing || !s.scanned {
-		b.WriteString(s.input.View() + "\n\n")
+	if s.path.IsOpen() || !s.scanned {
+		b.WriteString(s.path.View() + "\n\n")
 		b.WriteString(s.Styles.Subtle.Render("Open a build log (haloforge keeps one per step under the run directory), any pasted log,\nor a diagnostics bundle from `haloforge doctor --collect DIR`.") + "\n")
 		if !s.scanned {
 			return b.String()
@@ -161,7 +165,7 @@ func (s *troubleshootScreen) View() string {
 func (s *troubleshootScreen) results() string {
 	st := s.Styles
 	var b strings.Builder
-	src := nonEmpty(s.path, "the run")
+	src := cmp.Or(s.source, "the run")
 	switch {
 	case s.err != nil:
 		return st.Fail.Render(s.err.Error())
@@ -188,55 +192,12 @@ func (s *troubleshootScreen) results() string {
 	return b.String()
 }
 
-// detail explains one finding: what, the line, the fix, the links, and the
-// ladder for hang families.
+// detail explains one finding in full, with the ladder of a hang family.
 func (s *troubleshootScreen) detail(f diagnose.Finding) string {
-	st, width := s.Styles, max(s.w-4, 20)
-	var b strings.Builder
-	if f.Title != "" {
-		b.WriteString(st.Bold.Render(f.Title) + "\n")
+	width := max(s.w-4, 20)
+	text := findingText(f, width, s.Styles)
+	if l := diagnose.Ladder(f.Family); l != nil {
+		text += "\n" + ladderView(l, s.climbed[f.Family], width, s.Styles)
 	}
-	b.WriteString(wrap(f.Summary, width) + "\n")
-	if f.Text != "" {
-		b.WriteString(st.Subtle.Render(ansiCut(fmt.Sprintf("line %d: %s", f.Line, f.Text), width)) + "\n")
-	}
-	if f.Fix != "" {
-		b.WriteString("\n" + st.Bold.Render("Fix") + "\n")
-		for _, l := range strings.Split(f.Fix, "\n") {
-			b.WriteString("  " + st.Key.Render(ansiCut(l, width-2)) + "\n")
-		}
-	}
-	for _, l := range f.Links {
-		b.WriteString(st.Subtle.Render("  "+l) + "\n")
-	}
-	if l := ladders[f.Family]; l != nil {
-		b.WriteString("\n" + s.ladderView(f.Family, l, width))
-	}
-	return strings.TrimRight(b.String(), "\n")
-}
-
-func (s *troubleshootScreen) ladderView(family string, l []rung, width int) string {
-	st := s.Styles
-	var b strings.Builder
-	b.WriteString(st.Bold.Render("A hang has no error line: climb the ladder, stop at the first rung that works") + "\n")
-	tried := s.climbed[family]
-	for i, r := range l {
-		mark := st.Skip.Render("○")
-		switch {
-		case i < tried:
-			mark = st.Subtle.Render("✗ tried")
-		case i == tried:
-			mark = st.Running.Render("▶ now")
-		}
-		b.WriteString(fmt.Sprintf("  %d. %s %s\n", i+1, st.Bold.Render(r.Try), mark))
-		if i == tried {
-			for _, l := range strings.Split(wrap(r.How, width-5), "\n") {
-				b.WriteString("     " + l + "\n")
-			}
-		}
-	}
-	if tried >= len(l) {
-		b.WriteString(st.Warn.Render("  Every rung tried: collect a bundle with `haloforge doctor --collect DIR` and open an issue.") + "\n")
-	}
-	return b.String()
+	return strings.TrimRight(text, "\n")
 }

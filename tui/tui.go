@@ -16,17 +16,10 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/runner"
-)
-
-// Check statuses, as in `doctor --json`.
-const (
-	CheckOK   = "ok"
-	CheckWarn = "warn"
-	CheckFail = "fail"
-	CheckSkip = "skip"
 )
 
 // Detection is what the detection screen shows: one GPU card and the doctor
@@ -52,7 +45,9 @@ type GPU struct {
 
 // Check is one doctor check with its fix line.
 type Check struct {
-	ID, Status, Summary, Fix string
+	ID           string
+	Status       detect.Status
+	Summary, Fix string
 }
 
 // Plan is a track's plan as the plan screen shows it.
@@ -75,7 +70,9 @@ type PlanStep struct {
 // RunRequest asks the backend for a run of the chosen track.
 type RunRequest struct {
 	Track string
-	// Resume continues after the last successful step (a retry).
+	// Resume continues the run it follows, as build --resume does (a retry,
+	// or going on after a skip): what failed or stopped runs again with
+	// HALOFORGE_RESUME=1.
 	Resume bool
 	// Skip lists optional steps the user chose to skip.
 	Skip []string

@@ -4,33 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/haloforge/haloforge/pins"
-	"github.com/haloforge/haloforge/tui"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/haloforge/haloforge/detect"
-	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/runner"
+	"github.com/haloforge/haloforge/tui"
+	"github.com/haloforge/haloforge/tui/linemode"
 )
-
-func init() {
-	// Each step runs under this same binary as its supervisor (see
-	// runner.Supervise). It must take over before cobra and fang start:
-	// they would probe the step's terminal.
-	if len(os.Args) > 1 && os.Args[1] == runner.SuperviseArg {
-		os.Exit(runner.Supervise(os.Args[2:]))
-	}
-	register(newBuildCmd)
-}
 
 type buildOpts struct {
 	track, from, report, scripts, stateDir string
@@ -58,7 +47,7 @@ func newBuildCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBuild(cmd, o) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.track, "track", "", "track ID (see `haloforge tracks`)")
+	trackFlag(cmd, &o.track)
 	f.BoolVar(&o.plain, "plain", false, "line mode: prefixed lines and status lines, no full-screen UI")
 	f.BoolVar(&o.dryRun, "dry-run", false, "run every step with HALOFORGE_DRY_RUN=1: print the commands, change nothing")
 	f.BoolVar(&o.resume, "resume", false, "continue the last failed or interrupted run of the track")
@@ -66,20 +55,18 @@ func newBuildCmd() *cobra.Command {
 	f.StringSliceVar(&o.only, "only", nil, "run only these steps (comma-separated), even if up to date")
 	f.BoolVar(&o.ignoreChecks, "ignore-checks", false, "build even when a blocking doctor check fails")
 	f.StringVar(&o.report, "report", "", "also write a JUnit XML report to FILE (for CI)")
-	f.StringVar(&o.scripts, "scripts", "", "scripts tree (default ./scripts, else the built-in copy)")
-	f.StringVar(&o.stateDir, "state-dir", "", "state dir (default $XDG_STATE_HOME/haloforge)")
+	scriptsFlag(cmd, &o.scripts)
+	stateDirFlag(cmd, &o.stateDir)
 	o.pins.bind(cmd)
 	cmd.MarkFlagsMutuallyExclusive("from", "only")
 	return cmd
 }
 
 func runBuild(cmd *cobra.Command, o buildOpts) error {
-	if o.track == "" {
-		return usageErr(fmt.Errorf("--track is required (one of: %s)", strings.Join(steps.TrackIDs(), ", ")))
+	if err := requireTrack(o.track); err != nil {
+		return err
 	}
-	if o.stateDir == "" {
-		o.stateDir = defaultStateDir()
-	}
+	o.stateDir = stateDirOrDefault(o.stateDir)
 	if err := runner.CheckStateDir(o.stateDir); err != nil {
 		return usageErr(err)
 	}
@@ -93,7 +80,7 @@ func runBuild(cmd *cobra.Command, o buildOpts) error {
 	}
 	out := cmd.OutOrStdout()
 	// A dry run changes nothing, so a failed check only warns there.
-	if err := blockingChecks(cmd.Context(), out, plan.Track, o.stateDir, o.ignoreChecks || o.dryRun); err != nil {
+	if err := blockingChecks(cmdContext(cmd), out, plan.Track, o.stateDir, o.ignoreChecks || o.dryRun); err != nil {
 		return err
 	}
 	if !o.plain && o.report == "" && stdoutIsTerminal(cmd) {
@@ -103,7 +90,7 @@ func runBuild(cmd *cobra.Command, o buildOpts) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	return runAndPrint(cmd.Context(), out, r, o, colorOut(cmd))
+	return runAndPrint(cmdContext(cmd), out, r, o, colorOut(cmd))
 }
 
 // runBuildTUI shows the build in the wizard's run screen: the same runner,
@@ -119,7 +106,7 @@ func runBuildTUI(cmd *cobra.Command, o buildOpts, pf *pins.File) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	ctx := cmd.Context()
+	ctx := cmdContext(cmd)
 	res, err := tui.Run(ctx, e, tui.Options{Plan: p, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout()})
 	printBuildEnd(cmd.OutOrStdout(), o, res)
 	return outcomeErr(ctx, res.Status, res.Interrupted, err)
@@ -138,7 +125,7 @@ func printBuildEnd(w io.Writer, o buildOpts, res tui.Result) {
 	}
 	run := filepath.Join(o.stateDir, "runs", st.Tracks[o.track].LastRun)
 	fmt.Fprintf(w, "%s: %s · logs and report.json in %s\n", o.track, res.Status, run)
-	if res.Status != steps.OutcomeSucceeded {
+	if res.Status == steps.OutcomeFailed || res.Status == steps.OutcomeInterrupted {
 		fmt.Fprintf(w, "diagnose: haloforge diagnose %s · resume: %s\n", run, resumeCommand(o))
 	}
 }
@@ -156,27 +143,21 @@ func newBuildRunner(plan *steps.Plan, pinsFile string, o buildOpts, color bool) 
 	}
 	return runner.New(runner.Options{
 		Plan: plan, StateDir: o.stateDir, ScriptsDir: scripts, ToolboxDir: toolbox, PinsFile: pinsFile,
-		DryRun: o.dryRun, From: o.from, Only: o.only, Resume: o.resume, KeepColor: color, BatchLines: true,
-		Analyzer: func(track, step string) runner.Analyzer {
-			return diagnose.NewMatcher(diagnose.MatcherOptions{Track: track, Step: step})
-		},
+		DryRun: o.dryRun, From: o.from, Only: o.only, Resume: o.resume, KeepColor: color, Analyzer: runner.Diagnosis,
 	})
 }
 
 // runAndPrint runs the build in line mode (the TUI takes over when it
 // exists) and maps its outcome to DESIGN.md's exit codes.
 func runAndPrint(parent context.Context, out io.Writer, r *runner.Runner, o buildOpts, color bool) error {
-	if parent == nil {
-		parent = context.Background()
-	}
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	stopSignals := onInterrupt(out, cancel, r.Kill)
 	defer stopSignals()
 
-	printed := make(chan runner.Event, 1)
+	printed := make(chan linemode.Result, 1)
 	go func() {
-		printed <- runner.PrintLines(out, r.Events(), runner.PrintOptions{Color: color, Resume: resumeCommand(o)})
+		printed <- linemode.Print(out, r.Events(), linemode.Options{Color: color, Resume: resumeCommand(o)})
 	}()
 	rep, runErr := r.Run(ctx)
 	<-printed
@@ -215,7 +196,7 @@ func onInterrupt(out io.Writer, stop func(), kill func()) func() {
 			case <-sigs:
 				n++
 				if n == 1 {
-					fmt.Fprintf(out, "\nstopping the step (SIGTERM, then SIGKILL after %s); press Ctrl-C again to kill it now\n", runner.FormatDuration(runner.DefaultGrace))
+					fmt.Fprintf(out, "\nstopping the step (SIGTERM, then SIGKILL after %s); press Ctrl-C again to kill it now\n", linemode.FormatDuration(runner.DefaultGrace))
 					stop()
 				} else {
 					kill()
@@ -271,10 +252,7 @@ func blockingChecks(ctx context.Context, out io.Writer, t steps.Track, stateDir 
 	if len(t.BlockingChecks) == 0 {
 		return nil
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	b, err := detect.Collect(ctx, detect.CollectOptions{Root: "/", Timeout: 800 * time.Millisecond, Version: version, DiskDir: stateDir})
+	b, err := detect.Collect(ctx, collectOptions(stateDir))
 	if err != nil {
 		return failedErr(fmt.Errorf("doctor checks: %w", err))
 	}

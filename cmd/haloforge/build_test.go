@@ -51,3 +51,17 @@ func TestResumeCommandRepeatsTheFlagsThatMatter(t *testing.T) {
 		t.Errorf("resumeCommand = %q\nwant %q", got, want)
 	}
 }
+
+// TestOutcomeExitCodes maps how a run ended to DESIGN.md's exit codes; a
+// run that could not verify its outcome is not a failure.
+func TestOutcomeExitCodes(t *testing.T) {
+	ctx := context.Background()
+	for status, want := range map[string]int{
+		"": exitOK, steps.OutcomeSucceeded: exitOK, steps.OutcomeNotVerified: exitOK,
+		steps.OutcomeFailed: exitFailed, steps.OutcomeInterrupted: exitInterrupted,
+	} {
+		if got := exitCode(outcomeErr(ctx, status, false, nil)); got != want {
+			t.Errorf("status %q: exit %d, want %d", status, got, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -8,11 +9,91 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/haloforge/haloforge"
+	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
 )
+
+// Flags several commands share, each declared once.
+
+// pinFlags are the flags of every command that reads pins.
+type pinFlags struct {
+	pins string
+	sets []string
+}
+
+func (p *pinFlags) bind(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&p.pins, "pins", "", "pins file (default ./versions.env, else the built-in copy)")
+	cmd.Flags().StringArrayVar(&p.sets, "set", nil, "override a pin: NAME=VALUE (repeatable; validated like the file)")
+}
+
+// trackFlag is --track of the commands that work on one track.
+func trackFlag(cmd *cobra.Command, track *string) {
+	cmd.Flags().StringVar(track, "track", "", "track ID (see `haloforge tracks`)")
+}
+
+// requireTrack is the one answer to a missing --track.
+func requireTrack(track string) error {
+	if track == "" {
+		return usageErr(fmt.Errorf("--track is required (one of: %s)", strings.Join(steps.TrackIDs(), ", ")))
+	}
+	return nil
+}
+
+func scriptsFlag(cmd *cobra.Command, dir *string) {
+	cmd.Flags().StringVar(dir, "scripts", "", "scripts tree (default ./scripts, else the built-in copy)")
+}
+
+func stateDirFlag(cmd *cobra.Command, dir *string) {
+	cmd.Flags().StringVar(dir, "state-dir", "", "state dir (default $XDG_STATE_HOME/haloforge)")
+}
+
+func jsonFlag(cmd *cobra.Command, on *bool, what string) {
+	cmd.Flags().BoolVar(on, "json", false, what)
+}
+
+// stateDirOrDefault is --state-dir, or the default when it was not given.
+func stateDirOrDefault(dir string) string {
+	if dir == "" {
+		return defaultStateDir()
+	}
+	return dir
+}
+
+// cmdContext is the command's context; a command run without one (a
+// test calling Execute) gets the background context.
+func cmdContext(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
+}
+
+// collectOptions is how every command collects this machine's facts (the
+// wizard, build's blocking checks, doctor): the same timeout, and free disk
+// judged where builds write, the state dir, or the nearest directory above
+// it that exists yet.
+func collectOptions(stateDir string) detect.CollectOptions {
+	return detect.CollectOptions{Root: "/", Timeout: 800 * time.Millisecond, Version: version, DiskDir: existingDir(stateDir)}
+}
+
+// existingDir is dir, or its nearest ancestor that exists.
+func existingDir(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return dir
+	}
+	for !dirExists(abs) && filepath.Dir(abs) != abs {
+		abs = filepath.Dir(abs)
+	}
+	return abs
+}
 
 // embeddedPinsName is how errors name the copy of versions.env in the binary.
 const embeddedPinsName = "versions.env (built in)"

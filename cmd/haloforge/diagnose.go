@@ -12,10 +12,13 @@ import (
 	"github.com/haloforge/haloforge/diagnose"
 )
 
-func init() { register(newDiagnoseCmd) }
+type diagnoseOpts struct {
+	json   bool
+	inputs []string // files, run dirs, bundles, or - for standard input
+}
 
 func newDiagnoseCmd() *cobra.Command {
-	var asJSON bool
+	var o diagnoseOpts
 	cmd := &cobra.Command{
 		Use:   "diagnose [--json] FILE|- ...",
 		Short: "Recognise known failures in build logs, runs and bundles",
@@ -29,16 +32,18 @@ func newDiagnoseCmd() *cobra.Command {
 			"  haloforge diagnose --json bundle.tar.gz",
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runDiagnose(cmd, args, asJSON)
+			o.inputs = args
+			return runDiagnose(cmd, o)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"findings": [...]} as JSON`)
+	jsonFlag(cmd, &o.json, `print {"findings": [...]} as JSON`)
 	return cmd
 }
 
 // runDiagnose reads every input before printing anything: an unreadable
 // input is exit 2 with no partial findings claimed.
-func runDiagnose(cmd *cobra.Command, args []string, asJSON bool) error {
+func runDiagnose(cmd *cobra.Command, o diagnoseOpts) error {
+	args := o.inputs
 	if err := oneStdin(args); err != nil {
 		return usageErr(err)
 	}
@@ -59,7 +64,7 @@ func runDiagnose(cmd *cobra.Command, args []string, asJSON bool) error {
 		findings = append(findings, fs...)
 	}
 	out := cmd.OutOrStdout()
-	if asJSON {
+	if o.json {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false) // keep "<" and ">" of compiler messages readable
@@ -128,6 +133,12 @@ func writeFindings(w io.Writer, fs []diagnose.Finding, args []string) {
 		fmt.Fprintln(w, "  Fix:")
 		for _, l := range strings.Split(f.Fix, "\n") {
 			fmt.Fprintf(w, "    %s\n", l)
+		}
+		if ladder := diagnose.LadderLines(f.Family); len(ladder) > 0 {
+			fmt.Fprintf(w, "  %s:\n", diagnose.LadderTitle)
+			for _, l := range ladder {
+				fmt.Fprintf(w, "    %s\n", l)
+			}
 		}
 		for _, l := range f.Links {
 			fmt.Fprintf(w, "  See %s\n", l)

@@ -6,21 +6,20 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/steps"
 )
 
-func init() { register(newDoctorCmd) }
-
 type doctorOpts struct {
-	json    bool
-	verbose bool
-	bundle  string
-	collect string
-	host    hostfixOpts // --plan, --apply, --verify, --rollback (doctor_plan.go)
+	json     bool
+	verbose  bool
+	bundle   string
+	collect  string
+	stateDir string      // where builds write: disk-space judges its free space; host-fix backups
+	host     hostfixOpts // --plan, --apply, --verify, --rollback (doctor_plan.go)
 }
 
 func newDoctorCmd() *cobra.Command {
@@ -42,17 +41,18 @@ func newDoctorCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&o.json, "json", false, "print the report as JSON")
+	jsonFlag(cmd, &o.json, "print the report as JSON")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "show every check, its details and the facts behind it")
 	f.StringVar(&o.bundle, "bundle", "", "analyse a diagnostics bundle (directory or .tar.gz) instead of this machine")
 	f.StringVar(&o.collect, "collect", "", "write this machine's bundle to DIR or FILE.tar.gz (to attach to a bug report)")
+	stateDirFlag(cmd, &o.stateDir)
 	cmd.MarkFlagsMutuallyExclusive("bundle", "collect")
 	addHostfixFlags(cmd, &o.host)
 	return cmd
 }
 
 func runDoctor(cmd *cobra.Command, o doctorOpts) error {
-	b, err := doctorBundle(cmd.Context(), o)
+	b, err := doctorBundle(cmdContext(cmd), o)
 	if err != nil {
 		return err
 	}
@@ -65,6 +65,7 @@ func runDoctor(cmd *cobra.Command, o doctorOpts) error {
 			"and GPU-related environment variables only (no other environment, no home files).\n", len(b.Names()), o.collect)
 	}
 	r := detect.Analyse(b)
+	r.RecommendedTrack = steps.RecommendFor(r)
 	out := cmd.OutOrStdout()
 	if o.json {
 		enc := json.NewEncoder(out)
@@ -89,10 +90,7 @@ func doctorBundle(ctx context.Context, o doctorOpts) (*detect.Bundle, error) {
 		}
 		return b, nil
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	b, err := detect.Collect(ctx, detect.CollectOptions{Root: "/", Timeout: 800 * time.Millisecond, Version: version})
+	b, err := detect.Collect(ctx, collectOptions(stateDirOrDefault(o.stateDir)))
 	if err != nil {
 		return nil, failedErr(err)
 	}

@@ -31,7 +31,6 @@ type hostfixOpts struct {
 	user     string
 	root     string
 	confirm  string
-	stateDir string
 	dmesg    string
 }
 
@@ -47,7 +46,6 @@ func addHostfixFlags(cmd *cobra.Command, h *hostfixOpts) {
 	f.StringVar(&h.user, "user", "", "with --plan: the user to add to render and video (default: you)")
 	f.StringVar(&h.root, "root", "", "act on the system installed under DIR (an image or chroot; its tools run with chroot)")
 	f.StringVar(&h.confirm, "confirm", "", "non-interactive confirmation for automation and tests: APPLY for --apply, ROLLBACK for --rollback")
-	f.StringVar(&h.stateDir, "state-dir", "", "where backups go (default $XDG_STATE_HOME/haloforge)")
 	f.StringVar(&h.dmesg, "dmesg", "", "with --verify: read the kernel log from FILE (sudo dmesg > FILE) when dmesg needs root here")
 	cmd.MarkFlagsMutuallyExclusive("plan", "apply", "verify", "rollback", "collect")
 }
@@ -70,9 +68,7 @@ func hostfixArgs(h *hostfixOpts) cobra.PositionalArgs {
 
 func runHostfix(cmd *cobra.Command, o doctorOpts, args []string) error {
 	h := o.host
-	if h.stateDir == "" {
-		h.stateDir = defaultStateDir()
-	}
+	o.stateDir = stateDirOrDefault(o.stateDir) // backups go to <state-dir>/host-backups
 	if h.bundleless() && o.bundle != "" {
 		return usageErr(errors.New("--bundle goes with --plan and --verify: --apply and --rollback change this machine (or --root DIR)"))
 	}
@@ -86,7 +82,7 @@ func runHostfix(cmd *cobra.Command, o doctorOpts, args []string) error {
 	o.host = h
 	switch {
 	case h.plan:
-		return runPlan(cmd, o)
+		return runHostPlan(cmd, o)
 	case h.apply != "":
 		return runApply(cmd, o)
 	case h.verify:
@@ -100,7 +96,7 @@ func (h *hostfixOpts) bundleless() bool { return h.apply != "" || h.rollback }
 // hostFacts analyses this machine (or the bundle) and reads how it boots:
 // from --root when given, else from the bundle, else from /.
 func hostFacts(cmd *cobra.Command, o doctorOpts) (*detect.Report, *hostfix.Evidence, string, error) {
-	b, err := doctorBundle(cmd.Context(), o)
+	b, err := doctorBundle(cmdContext(cmd), o)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -129,7 +125,7 @@ func hostFacts(cmd *cobra.Command, o doctorOpts) (*detect.Report, *hostfix.Evide
 	return r, ev, source, nil
 }
 
-func runPlan(cmd *cobra.Command, o doctorOpts) error {
+func runHostPlan(cmd *cobra.Command, o doctorOpts) error {
 	r, ev, source, err := hostFacts(cmd, o)
 	if err != nil {
 		return err
@@ -222,8 +218,8 @@ func runApply(cmd *cobra.Command, o doctorOpts) error {
 	if err != nil {
 		return usageErr(fmt.Errorf("%s: %w", o.host.apply, err))
 	}
-	_, err = hostfix.Apply(cmd.Context(), p, hostOf(cmd, o.host), hostfix.ApplyOptions{
-		StateDir: o.host.stateDir, Version: version, Confirm: confirmer(cmd, o.host)})
+	_, err = hostfix.Apply(cmdContext(cmd), p, hostOf(cmd, o.host), hostfix.ApplyOptions{
+		StateDir: o.stateDir, Version: version, Confirm: confirmer(cmd, o.host)})
 	return hostfixErr(err)
 }
 
@@ -233,13 +229,13 @@ func runRollback(cmd *cobra.Command, o doctorOpts, args []string) error {
 		dir = args[0]
 	} else {
 		var err error
-		if dir, err = hostfix.LastApplied(o.host.stateDir); err != nil {
+		if dir, err = hostfix.LastApplied(o.stateDir); err != nil {
 			return usageErr(err)
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "Rolling back %s\n", dir)
 	}
-	_, err := hostfix.Rollback(cmd.Context(), dir, hostOf(cmd, o.host), hostfix.ApplyOptions{
-		StateDir: o.host.stateDir, Version: version, Confirm: confirmer(cmd, o.host)})
+	_, err := hostfix.Rollback(cmdContext(cmd), dir, hostOf(cmd, o.host), hostfix.ApplyOptions{
+		StateDir: o.stateDir, Version: version, Confirm: confirmer(cmd, o.host)})
 	return hostfixErr(err)
 }
 
@@ -254,7 +250,7 @@ func runVerify(cmd *cobra.Command, o doctorOpts, args []string) error {
 		p, err = hostfix.ParsePlan(f)
 		f.Close()
 	} else {
-		dir, derr := hostfix.LastApplied(o.host.stateDir)
+		dir, derr := hostfix.LastApplied(o.stateDir)
 		if derr != nil {
 			return usageErr(fmt.Errorf("%v: name the plan (haloforge doctor --verify PLAN.json)", derr))
 		}
@@ -263,7 +259,7 @@ func runVerify(cmd *cobra.Command, o doctorOpts, args []string) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	b, err := doctorBundle(cmd.Context(), o)
+	b, err := doctorBundle(cmdContext(cmd), o)
 	if err != nil {
 		return err
 	}
@@ -274,7 +270,7 @@ func runVerify(cmd *cobra.Command, o doctorOpts, args []string) error {
 		}
 		_ = b.Set("dmesg.txt", data)
 	} else if o.bundle == "" {
-		kernelLog(cmd.Context(), b)
+		kernelLog(cmdContext(cmd), b)
 	}
 	in := hostfix.VerifyInput{Report: detect.Analyse(b), Bundle: b}
 	switch {

@@ -12,6 +12,8 @@ import (
 
 	"charm.land/fang/v2"
 	"github.com/spf13/cobra"
+
+	"github.com/haloforge/haloforge/steps/runner"
 )
 
 // Exit codes of DESIGN.md.
@@ -49,36 +51,35 @@ func failedErr(err error) error { return &exitError{code: exitFailed, err: err} 
 // silentExit ends with a code after the command already said everything.
 func silentExit(code int) error { return &exitError{code: code} }
 
-// commands are registered by each command's file, so that adding a command
-// touches only its own file.
-var commands []func() *cobra.Command
-
-func register(c func() *cobra.Command) { commands = append(commands, c) }
-
-func newRoot() *cobra.Command {
-	root := &cobra.Command{
-		Use:   "haloforge",
-		Short: "From a bare Linux box to PyTorch and vLLM on ROCm, for AMD Strix Halo (gfx1151)",
-		Long: "haloforge detects your GPU and kernel settings, lets you pick a track, runs each build " +
-			"step in a pty while streaming the log, and pins a diagnosis on screen the moment the log " +
-			"shows a known failure.",
-		SilenceUsage:  true,
-		SilenceErrors: true,
+func main() {
+	// This binary is also every step's supervisor: the runner starts
+	// /proc/self/exe __supervise GRACE SCRIPT in the step's pty (see
+	// runner.Supervise). It takes over before cobra and fang start, which
+	// would probe the step's terminal.
+	if runner.IsSupervise(os.Args) {
+		os.Exit(runner.Supervise(os.Args[2:]))
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
-	for _, c := range commands {
-		root.AddCommand(c())
-	}
-	if rootRun != nil {
-		rootRun(root)
-	}
-	return root
+	os.Exit(run(os.Args[1:]))
 }
 
-// rootRun lets the wizard's file give the bare `haloforge` its behaviour.
-var rootRun func(*cobra.Command)
-
-func main() { os.Exit(run(os.Args[1:])) }
+// newRoot is the whole CLI in one place: the bare command is the wizard,
+// and every subcommand is listed here.
+func newRoot() *cobra.Command {
+	root := newWizardCmd()
+	root.SilenceUsage, root.SilenceErrors = true, true
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
+	root.AddCommand(
+		newDoctorCmd(),   // check the machine and print the fixes
+		newTracksCmd(),   // every track, its status and steps
+		newPlanCmd(),     // a track's steps, pins and what re-runs
+		newBuildCmd(),    // run a track's steps in ptys
+		newDiagnoseCmd(), // name known failures in logs
+		newPinsCmd(),     // check versions.env, diff two of them
+		newDemoCmd(),     // the wizard on built-in data
+		newBenchCmd(),    // compare benchmark results with reference numbers
+	)
+	return root
+}
 
 // run executes the CLI and maps errors to DESIGN.md's exit codes.
 func run(args []string) int {

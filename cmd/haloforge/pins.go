@@ -5,23 +5,27 @@ import (
 	"io"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
-	"github.com/spf13/cobra"
 )
-
-func init() { register(newPinsCmd) }
 
 func newPinsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pins",
 		Short: "Check versions.env and see what a pin bump rebuilds",
 	}
-	cmd.AddCommand(newPinsCheckCmd(), newPinsDiffCmd())
+	cmd.AddCommand(newPinsCheckCmd(), newPinsDiffCmd(), newPinsStatusCmd(), newPinsSetsCmd(), newPinsUseCmd())
 	return cmd
 }
 
+type pinsCheckOpts struct {
+	file string // "" means ./versions.env, else the built-in copy
+}
+
 func newPinsCheckCmd() *cobra.Command {
+	var o pinsCheckOpts
 	return &cobra.Command{
 		Use:   "check [FILE]",
 		Short: "Parse and validate a pins file strictly (default ./versions.env, else the built-in copy)",
@@ -29,23 +33,26 @@ func newPinsCheckCmd() *cobra.Command {
 			"known names are accepted; ${NAME} may refer to an earlier name. Known names:\n\n" + knownNames(),
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path := ""
 			if len(args) == 1 {
-				path = args[0]
+				o.file = args[0]
 			}
-			pf, err := loadPinsFlags(path, nil)
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "%s: %d pins, all valid\n", pf.Path, len(pf.Pins))
-			for _, name := range pf.Floating() {
-				p, _ := pf.Get(name)
-				fmt.Fprintf(w, "  ⚠ %s=%s floats (not reproducible: pin a digest or commit)\n", name, p.Value)
-			}
-			return nil
+			return runPinsCheck(cmd, o)
 		},
 	}
+}
+
+func runPinsCheck(cmd *cobra.Command, o pinsCheckOpts) error {
+	pf, err := loadPinsFlags(o.file, nil)
+	if err != nil {
+		return err
+	}
+	w := cmd.OutOrStdout()
+	fmt.Fprintf(w, "%s: %d pins, all valid\n", pf.Path, len(pf.Pins))
+	for _, name := range pf.Floating() {
+		p, _ := pf.Get(name)
+		fmt.Fprintf(w, "  ⚠ %s=%s floats (not reproducible: pin a digest or commit)\n", name, p.Value)
+	}
+	return nil
 }
 
 func knownNames() string {
@@ -61,43 +68,52 @@ type diffJSON struct {
 	Rerun   map[string][]string    `json:"rerun"`
 }
 
+type pinsDiffOpts struct {
+	oldFile, newFile string
+	track            string // only this track; "" means all
+	json             bool
+}
+
 func newPinsDiffCmd() *cobra.Command {
-	var (
-		track  string
-		asJSON bool
-	)
+	var o pinsDiffOpts
 	cmd := &cobra.Command{
 		Use:   "diff OLD NEW",
 		Short: "Show the changed pins and, per track, exactly the steps a rebuild re-runs",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			tracks := steps.Catalogue()
-			if track != "" {
-				t, err := steps.Lookup(track)
-				if err != nil {
-					return usageErr(err)
-				}
-				tracks = []steps.Track{t}
-			}
-			oldF, err := loadPinsFlags(args[0], nil)
-			if err != nil {
-				return err
-			}
-			newF, err := loadPinsFlags(args[1], nil)
-			if err != nil {
-				return err
-			}
-			d := diffJSON{Changed: pins.Diff(oldF, newF), Rerun: rerun(tracks, pins.Diff(oldF, newF))}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), d)
-			}
-			printDiff(cmd.OutOrStdout(), d, tracks)
-			return nil
+			o.oldFile, o.newFile = args[0], args[1]
+			return runPinsDiff(cmd, o)
 		},
 	}
-	cmd.Flags().StringVar(&track, "track", "", "only this track")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().StringVar(&o.track, "track", "", "only this track")
+	jsonFlag(cmd, &o.json, "print JSON")
 	return cmd
+}
+
+func runPinsDiff(cmd *cobra.Command, o pinsDiffOpts) error {
+	tracks := steps.Catalogue()
+	if o.track != "" {
+		t, err := steps.Lookup(o.track)
+		if err != nil {
+			return usageErr(err)
+		}
+		tracks = []steps.Track{t}
+	}
+	oldF, err := loadPinsFlags(o.oldFile, nil)
+	if err != nil {
+		return err
+	}
+	newF, err := loadPinsFlags(o.newFile, nil)
+	if err != nil {
+		return err
+	}
+	changed := pins.Diff(oldF, newF)
+	d := diffJSON{Changed: changed, Rerun: rerun(tracks, changed)}
+	if o.json {
+		return writeJSON(cmd.OutOrStdout(), d)
+	}
+	printDiff(cmd.OutOrStdout(), d, tracks)
+	return nil
 }
 
 // rerun maps each track touched by the change to the downstream closure of
@@ -132,14 +148,14 @@ func printDiff(w io.Writer, d diffJSON, tracks []steps.Track) {
 		fmt.Fprintf(w, "  %s: %s → %s\n", name, orNone(c.Old), orNone(c.New))
 	}
 	fmt.Fprintln(w, "\nsteps to re-run:")
-	any := false
+	rebuilds := false
 	for _, t := range tracks {
 		if ids, ok := d.Rerun[t.ID]; ok {
-			any = true
+			rebuilds = true
 			fmt.Fprintf(w, "  %-18s %s\n", t.ID, strings.Join(ids, ", "))
 		}
 	}
-	if !any {
+	if !rebuilds {
 		fmt.Fprintln(w, "  none: no track reads these pins")
 	}
 }

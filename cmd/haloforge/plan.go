@@ -4,24 +4,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
-	"github.com/haloforge/haloforge/steps"
 	"github.com/spf13/cobra"
+
+	"github.com/haloforge/haloforge/steps"
 )
 
-func init() { register(newPlanCmd) }
-
-// pinFlags are the flags every command that reads pins shares.
-type pinFlags struct {
-	pins string
-	sets []string
-}
-
-func (p *pinFlags) bind(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&p.pins, "pins", "", "pins file (default ./versions.env, else the built-in copy)")
-	cmd.Flags().StringArrayVar(&p.sets, "set", nil, "override a pin: NAME=VALUE (repeatable; validated like the file)")
+type planOpts struct {
+	track, scripts, stateDir string
+	json                     bool
+	pins                     pinFlags
 }
 
 type planStepJSON struct {
@@ -45,45 +40,42 @@ type planJSON struct {
 }
 
 func newPlanCmd() *cobra.Command {
-	var (
-		track, scripts, stateDir string
-		asJSON                   bool
-		pf                       pinFlags
-	)
+	var o planOpts
 	cmd := &cobra.Command{
 		Use:   "plan --track ID",
 		Short: "Show a track's steps, the pins each uses, and what will run since last time",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if track == "" {
-				return usageErr(fmt.Errorf("--track is required (one of: %s)", strings.Join(steps.TrackIDs(), ", ")))
-			}
-			if stateDir == "" {
-				stateDir = defaultStateDir()
-			}
-			p, pinsFile, err := planFor(track, pf.pins, pf.sets, scripts, stateDir)
-			var missing *steps.MissingScriptError
-			if err != nil && !errors.As(err, &missing) {
-				return err
-			}
-			pj := toPlanJSON(p, pinsFile.Path)
-			if missing != nil {
-				pj.Missing = missing.Paths
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v (build will refuse to start)\n", missing)
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), pj)
-			}
-			printPlan(cmd.OutOrStdout(), p, pj)
-			return nil
-		},
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runPlan(cmd, o) },
 	}
-	cmd.Flags().StringVar(&track, "track", "", "track ID (see `haloforge tracks`)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.Flags().StringVar(&scripts, "scripts", "", "scripts tree (default ./scripts, else the built-in copy)")
-	cmd.Flags().StringVar(&stateDir, "state-dir", "", "state dir (default $XDG_STATE_HOME/haloforge)")
-	pf.bind(cmd)
+	trackFlag(cmd, &o.track)
+	jsonFlag(cmd, &o.json, "print JSON")
+	scriptsFlag(cmd, &o.scripts)
+	stateDirFlag(cmd, &o.stateDir)
+	o.pins.bind(cmd)
 	return cmd
+}
+
+func runPlan(cmd *cobra.Command, o planOpts) error {
+	if err := requireTrack(o.track); err != nil {
+		return err
+	}
+	stateDir := stateDirOrDefault(o.stateDir)
+	p, pinsFile, err := planFor(o.track, o.pins.pins, o.pins.sets, o.scripts, stateDir)
+	var missing *steps.MissingScriptError
+	if err != nil && !errors.As(err, &missing) {
+		return err
+	}
+	warnStalePins(cmd.ErrOrStderr(), stateDir, pinsFile, p.Track.PinNames())
+	pj := toPlanJSON(p, pinsFile.Path)
+	if missing != nil {
+		pj.Missing = missing.Paths
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v (build will refuse to start)\n", missing)
+	}
+	if o.json {
+		return writeJSON(cmd.OutOrStdout(), pj)
+	}
+	printPlan(cmd.OutOrStdout(), p, pj)
+	return nil
 }
 
 func toPlanJSON(p *steps.Plan, pinsPath string) planJSON {
@@ -116,12 +108,7 @@ func printPlan(w io.Writer, p *steps.Plan, pj planJSON) {
 		if len(s.DependsOn) > 0 {
 			fmt.Fprintf(w, "      after   %s\n", strings.Join(s.DependsOn, ", "))
 		}
-		names := make([]string, 0, len(s.PinValues))
-		for n := range s.PinValues {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
+		for _, n := range slices.Sorted(maps.Keys(s.PinValues)) {
 			fmt.Fprintf(w, "      pin     %s=%s%s\n", n, s.PinValues[n], floatingMark(p, n))
 		}
 		fmt.Fprintf(w, "      why     %s\n      key     %s\n", s.Reason, s.CacheKey[:16])
@@ -133,10 +120,8 @@ func printPlan(w io.Writer, p *steps.Plan, pj planJSON) {
 }
 
 func floatingMark(p *steps.Plan, name string) string {
-	for _, f := range p.Floating {
-		if f == name {
-			return "  ⚠ floating"
-		}
+	if slices.Contains(p.Floating, name) {
+		return "  ⚠ floating"
 	}
 	return ""
 }

@@ -4,12 +4,21 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/runner"
 )
 
 func TestMain(m *testing.M) {
+	// The runner starts this test binary as each step's supervisor, as
+	// main does for the haloforge binary.
+	if runner.IsSupervise(os.Args) {
+		os.Exit(runner.Supervise(os.Args[2:]))
+	}
 	testscript.Main(m, map[string]func(){
 		"haloforge": func() { os.Exit(run(os.Args[1:])) },
 	})
@@ -26,9 +35,9 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("REPO", repo)
-			env.Setenv("SHARED", filepath.Join(repo, "..", "shared"))
 			env.Setenv("XDG_STATE_HOME", filepath.Join(env.WorkDir, ".state"))
 			env.Setenv("NO_COLOR", "1")
+			env.Setenv("TRACKS", strconv.Itoa(len(steps.Catalogue()))) // scripts count tracks from the catalogue
 			return nil
 		},
 	})

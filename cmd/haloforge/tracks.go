@@ -6,11 +6,11 @@ import (
 	"io"
 	"strings"
 
-	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/pins"
 	"github.com/spf13/cobra"
-)
 
-func init() { register(newTracksCmd) }
+	"github.com/haloforge/haloforge/steps"
+)
 
 // trackJSON is one entry of `tracks --json` (DESIGN.md's fields first).
 type trackJSON struct {
@@ -36,31 +36,35 @@ type stepJSON struct {
 	Optional  bool     `json:"optional"`
 }
 
+type tracksOpts struct {
+	json bool
+	pins pinFlags
+}
+
 func newTracksCmd() *cobra.Command {
-	var (
-		asJSON bool
-		pf     pinFlags
-	)
+	var o tracksOpts
 	cmd := &cobra.Command{
 		Use:   "tracks",
 		Short: "List every track: what it does, its status and its steps",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			pinsFile, err := loadPinsFlags(pf.pins, pf.sets)
-			if err != nil {
-				return err
-			}
-			values := pinsFile.Values()
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"tracks": tracksJSON(steps.Catalogue(), values)})
-			}
-			printTracks(cmd.OutOrStdout(), steps.Catalogue(), values)
-			return nil
-		},
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runTracks(cmd, o) },
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	pf.bind(cmd)
+	jsonFlag(cmd, &o.json, "print JSON")
+	o.pins.bind(cmd)
 	return cmd
+}
+
+func runTracks(cmd *cobra.Command, o tracksOpts) error {
+	pinsFile, err := loadPinsFlags(o.pins.pins, o.pins.sets)
+	if err != nil {
+		return err
+	}
+	values := pinsFile.Values()
+	if o.json {
+		return writeJSON(cmd.OutOrStdout(), map[string]any{"tracks": tracksJSON(steps.Catalogue(), values)})
+	}
+	printTracks(cmd.OutOrStdout(), steps.Catalogue(), values)
+	return nil
 }
 
 func tracksJSON(ts []steps.Track, values map[string]string) []trackJSON {
@@ -103,7 +107,7 @@ func printTracks(w io.Writer, ts []steps.Track, values map[string]string) {
 		}
 		var pv []string
 		for _, name := range t.PinNames() {
-			pv = append(pv, name+"="+short(values[name]))
+			pv = append(pv, name+"="+pins.Short(values[name]))
 		}
 		for i, l := range wrap(strings.Join(pv, " "), 72) {
 			label := "pins: "
@@ -151,12 +155,4 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// short abbreviates a full git SHA the way git does, for reading at a glance.
-func short(v string) string {
-	if len(v) == 40 && strings.Trim(v, "0123456789abcdef") == "" {
-		return v[:12]
-	}
-	return v
 }

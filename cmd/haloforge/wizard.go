@@ -4,24 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/haloforge/haloforge/pins"
 	"os"
 	"os/signal"
 	"slices"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/tui"
 	"github.com/haloforge/haloforge/tui/session"
 )
-
-func init() { rootRun = wizardRoot }
 
 // wizardOpts are the bare command's flags.
 type wizardOpts struct {
@@ -32,32 +29,39 @@ type wizardOpts struct {
 	pins     pinFlags
 }
 
-// wizardRoot makes the bare `haloforge` the wizard.
-func wizardRoot(root *cobra.Command) {
+// newWizardCmd is the bare `haloforge`: the wizard, and the root of every
+// other command.
+func newWizardCmd() *cobra.Command {
 	var o wizardOpts
-	root.Args = cobra.NoArgs
-	root.RunE = func(cmd *cobra.Command, _ []string) error { return runWizard(cmd, o) }
-	f := root.Flags()
+	cmd := &cobra.Command{
+		Use:   "haloforge",
+		Short: "From a bare Linux box to PyTorch and vLLM on ROCm, for AMD Strix Halo (gfx1151)",
+		Long: "haloforge detects your GPU and kernel settings, lets you pick a track, runs each build " +
+			"step in a pty while streaming the log, and pins a diagnosis on screen the moment the log " +
+			"shows a known failure.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runWizard(cmd, o) },
+	}
+	f := cmd.Flags()
 	f.BoolVar(&o.plain, "plain", false, "line mode: print what the wizard sees and the plan, no full-screen UI")
 	f.StringVar(&o.track, "track", "", "preselect this track instead of the recommended one")
-	f.StringVar(&o.scripts, "scripts", "", "scripts tree (default ./scripts, else the built-in copy)")
-	f.StringVar(&o.stateDir, "state-dir", "", "state dir (default $XDG_STATE_HOME/haloforge)")
-	o.pins.bind(root)
+	scriptsFlag(cmd, &o.scripts)
+	stateDirFlag(cmd, &o.stateDir)
+	o.pins.bind(cmd)
+	return cmd
 }
 
 func runWizard(cmd *cobra.Command, o wizardOpts) error {
 	if o.track != "" && !slices.Contains(steps.TrackIDs(), o.track) {
 		return usageErr(fmt.Errorf("unknown track %q (known: %s)", o.track, strings.Join(steps.TrackIDs(), ", ")))
 	}
-	if o.stateDir == "" {
-		o.stateDir = defaultStateDir()
-	}
+	o.stateDir = stateDirOrDefault(o.stateDir)
 	lineMode := o.plain || !stdoutIsTerminal(cmd)
 	e, err := wizardEngine(o, !lineMode)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if lineMode {
 		// Line mode tells what the wizard would show and stops before
@@ -86,7 +90,14 @@ func wizardEngine(o wizardOpts, runs bool) (*session.Engine, error) {
 	if err != nil {
 		return nil, failedErr(err) // the state dir would not take the scripts
 	}
-	e.Detector, e.Source = liveReport, "this machine"
+	e.Detector = func(ctx context.Context) (*detect.Report, error) {
+		b, err := detect.Collect(ctx, collectOptions(o.stateDir))
+		if err != nil {
+			return nil, err
+		}
+		return detect.Analyse(b), nil
+	}
+	e.Source = "this machine"
 	return e, nil
 }
 
@@ -109,15 +120,6 @@ func newEngine(pf *pins.File, scriptsFlag, stateDir string, runs bool) (*session
 		return nil, err
 	}
 	return e, nil
-}
-
-// liveReport collects this machine's facts and analyses them, as doctor does.
-func liveReport(ctx context.Context) (*detect.Report, error) {
-	b, err := detect.Collect(ctx, detect.CollectOptions{Root: "/", Timeout: 800 * time.Millisecond, Version: version})
-	if err != nil {
-		return nil, err
-	}
-	return detect.Analyse(b), nil
 }
 
 // stdoutIsTerminal reports whether the command writes to a terminal; line

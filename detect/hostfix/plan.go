@@ -136,7 +136,7 @@ func Build(r *detect.Report, e *Evidence, o Options) (*Plan, error) {
 	return p, nil
 }
 
-func status(r *detect.Report, id string) string {
+func status(r *detect.Report, id string) detect.Status {
 	if c, ok := r.Check(id); ok {
 		return c.Status
 	}

@@ -270,6 +270,6 @@ func skippedChecks(p *Plan, r *detect.Report, wants []want) {
 		if !ok {
 			reason = "no host change for it: see haloforge doctor -v"
 		}
-		p.Skipped = append(p.Skipped, Skipped{Check: c.ID, Status: c.Status, Reason: reason})
+		p.Skipped = append(p.Skipped, Skipped{Check: c.ID, Status: string(c.Status), Reason: reason})
 	}
 }

@@ -8,7 +8,7 @@ gfx803_context() {
   local ctx=$HALOFORGE_CACHE_DIR/context
   if ! is_dry_run; then
     mkdir -p "$ctx"
-    cp "$HF_SCRIPT_DIR/cmake4-fixes.sh" "$ctx/"
+    cp "$HF_SCRIPT_DIR/cmake4-fixes.sh" "$HALOFORGE_SCRIPTS_DIR/lib/python-pins.txt" "$ctx/"
   fi
   printf '%s\n' "$ctx"
 }

@@ -74,10 +74,12 @@ _hf_norm_image() {
 }
 
 # in_box_now: true inside the box: entered by enter_box, or by hand with distrobox enter
-# (distrobox sets CONTAINER_ID to the box's name). A host that is itself a container is not
-# the box.
+# (distrobox >= 1.4.2 sets CONTAINER_ID to the box's name, commit e8d98a2f; on 1.4.0/1.4.1
+# podman's /run/.containerenv still names the container). A host that is itself a container
+# is not the box.
 in_box_now() {
-  [[ -n "${HALOFORGE_IN_BOX:-}" || ("${CONTAINER_ID:-}" == "${TOOLBOX_NAME:-}" && -n "${CONTAINER_ID:-}") ]]
+  [[ -n "${HALOFORGE_IN_BOX:-}" || ("${CONTAINER_ID:-}" == "${TOOLBOX_NAME:-}" && -n "${CONTAINER_ID:-}") ]] && return 0
+  [[ -n "${TOOLBOX_NAME:-}" && -r /run/.containerenv ]] && grep -qx "name=\"$TOOLBOX_NAME\"" /run/.containerenv
 }
 
 # box_path PATH: where a host path is seen inside a distrobox: home and /tmp are mounted at

@@ -17,13 +17,16 @@
 #   load_pins / load_env_file: every pin of versions.env, the caller's environment first;
 #   hf_init: the HALOFORGE_* variables of the runner's contract, defaulted for a run by hand;
 #   as_root, mem_gib, max_jobs; cache_dir, cached_wheel, cache_prune (the wheel cache);
+#   hf_verified, hf_not_verified, hf_run_checks, hf_verify_begin, hf_verify_end: what a verify
+#     step proved (or could not), for the runner's report ($HALOFORGE_RESULT_FILE) and the log;
 #   box.sh: distrobox_run, in_box, enter_box, box_image, same_image, box_path;
 #   patch.sh: the fail-closed patchers patch_replace_once, patch_list_add,
-#     patch_drop_requirements (applied / already present upstream / anchor not found).
+#     patch_drop_requirements (applied / already present upstream / anchor not found);
+#   pip.sh: pinned pip installs (python-pins.txt) and a tree's [build-system] requires.
 #
 # Environment it honours: HALOFORGE_DRY_RUN=1, HALOFORGE_PINS_FILE, HALOFORGE_STATE_DIR,
 # HALOFORGE_CACHE_DIR, HALOFORGE_CACHE_KEY, HALOFORGE_DISTROBOX_ROOT=1 (distrobox --root),
-# MAX_JOBS, NO_COLOR.
+# HALOFORGE_RESULT_FILE (the runner's verify results), MAX_JOBS, NO_COLOR.
 
 if [[ -n "${_HF_COMMON_LOADED:-}" ]]; then
   return 0
@@ -156,6 +159,83 @@ write_file() {
   fi
   mv -f "$tmp" "$dest"
   log_info "wrote $dest"
+}
+
+# ---- what a verify step proved ------------------------------------------------------
+# The runner exports HALOFORGE_RESULT_FILE to every step; a verify appends one line per
+# outcome: "verified<TAB>what was proven" (a kernel ran, a token came out) or
+# "not-verified<TAB>reason" (offline, no model). The runner shows them in the summary and
+# report.json; a verify that proved nothing never ends with exit 0 and no not-verified line.
+
+# hf_verified WHAT: record that this step proved WHAT.
+hf_verified() { _hf_result verified "$*"; }
+
+# hf_not_verified REASON: record what this step could not check, and why.
+hf_not_verified() { _hf_result not-verified "$*"; }
+
+_hf_result() {
+  local kind=$1 text=$2
+  # One line each: tabs and line ends would break the runner's format.
+  text=${text//$'\t'/ }
+  text=${text//$'\r'/ }
+  text=${text//$'\n'/ }
+  [[ -n "$text" ]] || text='(no detail given)'
+  if [[ $kind == verified ]]; then
+    printf '%sverified:%s %s\n' "$_HF_C_GREEN" "$_HF_C_OFF" "$text"
+  else
+    printf '%snot verified:%s %s\n' "$_HF_C_YELLOW" "$_HF_C_OFF" "$text"
+  fi
+  # A dry run proves nothing and records nothing.
+  is_dry_run && return 0
+  if [[ -n "${HALOFORGE_RESULT_FILE:-}" ]]; then
+    printf '%s\t%s\n' "$kind" "$text" >>"$HALOFORGE_RESULT_FILE" \
+      || log_warn "cannot append to HALOFORGE_RESULT_FILE=$HALOFORGE_RESULT_FILE"
+  fi
+  if [[ -n "${_HF_VERIFY_SEEN:-}" ]]; then
+    printf '%s\n' "$kind" >>"$_HF_VERIFY_SEEN"
+  fi
+}
+
+# hf_run_checks CMD...: run a check program (a python verify script, a container running
+# one) with its output in the log; its lines "verified: WHAT" and "not-verified: REASON"
+# become hf_verified / hf_not_verified. Returns the program's exit status.
+hf_run_checks() {
+  if is_dry_run; then
+    run "$@"
+    return 0
+  fi
+  local rc=0
+  run "$@" 2>&1 | _hf_check_lines || rc=$?
+  return "$rc"
+}
+
+_hf_check_lines() {
+  local line
+  while IFS= read -r line || [[ -n "$line" ]]; do
+    case $line in
+      'verified: '*) hf_verified "${line#verified: }" ;;
+      'not-verified: '*) hf_not_verified "${line#not-verified: }" ;;
+      *) printf '%s\n' "$line" ;;
+    esac
+  done
+}
+
+# hf_verify_begin: start counting this step's outcomes (call before the first check).
+hf_verify_begin() {
+  is_dry_run && return 0
+  _HF_VERIFY_SEEN=$(mktemp "${TMPDIR:-/tmp}/hf-verify.XXXXXX")
+  export _HF_VERIFY_SEEN
+}
+
+# hf_verify_end: a verify that recorded nothing proved nothing: say so as not verified.
+hf_verify_end() {
+  is_dry_run && return 0
+  [[ -n "${_HF_VERIFY_SEEN:-}" ]] || return 0
+  if [[ ! -s "$_HF_VERIFY_SEEN" ]]; then
+    hf_not_verified "the verify step ran no check that proves the stack works"
+  fi
+  rm -f "$_HF_VERIFY_SEEN"
+  _HF_VERIFY_SEEN=''
 }
 
 # ---- requirements -----------------------------------------------------------------
@@ -325,14 +405,20 @@ hf_init() {
 
 # ---- host helpers ---------------------------------------------------------------------
 
-# as_root CMD...: run as root through sudo when not root already (inside a box the user
-# has passwordless sudo).
+# as_root CMD...: run as root through sudo when not root already (inside a rootless box the
+# user has passwordless sudo; 00-setup-toolbox.sh grants it in a rootful one). A sudo that
+# would ask for a password stops the step with the fix instead of hanging unattended.
 as_root() {
   if [[ $(id -u) -eq 0 ]]; then
     run "$@"
-  else
-    run sudo "$@"
+    return
   fi
+  if ! is_dry_run && [[ -z "${_HF_SUDO_OK:-}" ]]; then
+    sudo -n true 2>/dev/null \
+      || die "sudo asks for a password here, and a step cannot answer it: in a rootful box (HALOFORGE_DISTROBOX_ROOT=1) re-run the toolbox step, which grants passwordless sudo, or enter the box once (distrobox enter --root ${TOOLBOX_NAME:-<box>}) and set a password, then run sudo -v before the build"
+    _HF_SUDO_OK=1
+  fi
+  run sudo "$@"
 }
 
 # mem_gib: total RAM in whole GiB (from /proc/meminfo; HALOFORGE_MEM_GIB overrides for tests).
@@ -396,3 +482,5 @@ cached_wheel() {
 . "$HF_LIB_DIR/box.sh"
 # shellcheck source=./patch.sh
 . "$HF_LIB_DIR/patch.sh"
+# shellcheck source=./pip.sh
+. "$HF_LIB_DIR/pip.sh"

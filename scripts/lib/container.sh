@@ -60,11 +60,17 @@ image_present() {
 }
 
 # image_digest IMAGE: the repo digest the local image was pulled as (empty when unknown).
+# podman has .Digest; docker's inspect has only .RepoDigests ("repo@sha256:…").
 image_digest() {
-  local eng
+  local eng d
   eng=$(engine)
   command -v "$eng" >/dev/null 2>&1 || return 0
-  "$eng" image inspect --format '{{.Digest}}' "$1" 2>/dev/null || true
+  if engine_is_podman; then
+    "$eng" image inspect --format '{{.Digest}}' "$1" 2>/dev/null || true
+  else
+    d=$("$eng" image inspect --format '{{if .RepoDigests}}{{index .RepoDigests 0}}{{end}}' "$1" 2>/dev/null || true)
+    printf '%s\n' "${d#*@}"
+  fi
 }
 
 # pull_image IMAGE: pull unless present; registries time out, so retry a few times.
@@ -104,9 +110,22 @@ state_dir_for() {
   printf '%s\n' "$dir"
 }
 
-# torch_check_flags: mount the shared torch check into a container at /haloforge/.
+# torch_check_flags: mount the shared checks (verify_torch.py, verify_vllm.py) into a
+# container at /haloforge/.
 torch_check_flags() {
-  printf '%s\n' -v "$HALOFORGE_SCRIPTS_DIR/lib/verify_torch.py:/haloforge/verify_torch.py:ro,z"
+  local f
+  for f in verify_torch.py verify_vllm.py; do
+    printf '%s\n' -v "$HALOFORGE_SCRIPTS_DIR/lib/$f:/haloforge/$f:ro,z"
+  done
+}
+
+# vllm_check_flags: what verify_vllm.py needs in a container: the model to generate with
+# (VERIFY_MODEL), the host's Hugging Face cache (a model downloads once) and HF_TOKEN.
+vllm_check_flags() {
+  local cache=${HF_HOME:-${HOME:-/root}/.cache/huggingface}
+  is_dry_run || mkdir -p "$cache"
+  printf '%s\n' -e HALOFORGE_CHECK_VLLM=1 -e "HALOFORGE_VERIFY_MODEL=${VERIFY_MODEL:-}" -e HF_TOKEN \
+    -v "$cache:/root/.cache/huggingface:z"
 }
 
 # spoof_risk_banner VERSION: what HSA_OVERRIDE_GFX_VERSION=VERSION means on RDNA 3.5, shown

@@ -5,7 +5,7 @@
 #
 # Each patcher checks its anchor before it writes anything and reports exactly one of
 #   patch NAME: applied (FILE)
-#   patch NAME: already present upstream (FILE)
+#   patch NAME: already present upstream or from an earlier run (FILE)
 #   patch NAME: anchor not found in FILE: ANCHOR      (error, returns 1, file untouched)
 # and sets PATCH_RESULT to applied, present or missing. Line endings (LF or CRLF) are kept.
 # Under HALOFORGE_DRY_RUN=1 nothing is written: a file that exists is checked and the
@@ -51,7 +51,7 @@ patch_replace_once() {
     fi
     PATCH_RESULT=applied
   elif [[ "$content" == *"$new"* ]]; then
-    printf 'patch %s: already present upstream (%s)\n' "$name" "$file"
+    printf 'patch %s: already present upstream or from an earlier run (%s)\n' "$name" "$file"
     PATCH_RESULT=present
   else
     log_error "patch $name: anchor not found in $file: $old"
@@ -87,7 +87,7 @@ patch_list_add() {
       ;;
     10)
       rm -f "$out"
-      printf 'patch %s: already present upstream (%s: %s is in %s)\n' "$name" "$file" "$item" "$var"
+      printf 'patch %s: already present upstream or from an earlier run (%s: %s is in %s)\n' "$name" "$file" "$item" "$var"
       PATCH_RESULT=present
       ;;
     *)
@@ -140,7 +140,7 @@ patch_drop_requirements() {
     PATCH_RESULT=applied
   elif ((code == 10)); then
     rm -f "$out"
-    printf 'patch %s: already present upstream (%s asks for none of: %s)\n' "$name" "$file" "$*"
+    printf 'patch %s: already present upstream or from an earlier run (%s asks for none of: %s)\n' "$name" "$file" "$*"
     PATCH_RESULT=present
   else
     rm -f "$out"

@@ -9,8 +9,8 @@ set -Eeuo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/container.sh"
 hf_init "$@"
 
-require_env LLAMACPP_ROCM_IMAGE LLAMACPP_ROCM_MINIMAL_IMAGE LLAMACPP_ROCM_NIGHTLY_IMAGE
-for pin in LLAMACPP_ROCM_IMAGE LLAMACPP_ROCM_MINIMAL_IMAGE LLAMACPP_ROCM_NIGHTLY_IMAGE; do
+require_env LLAMACPP_ROCM_IMAGE LLAMACPP_ROCM_NIGHTLY_IMAGE
+for pin in LLAMACPP_ROCM_IMAGE LLAMACPP_ROCM_NIGHTLY_IMAGE; do
   image=${!pin}
   log_step "Pull $image ($pin)"
   case $image in

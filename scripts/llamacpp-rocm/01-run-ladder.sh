@@ -15,7 +15,7 @@ set -Eeuo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/ladder.sh"
 hf_init "$@"
 
-require_env LLAMACPP_ROCM_IMAGE LLAMACPP_ROCM_MINIMAL_IMAGE LLAMACPP_ROCM_NIGHTLY_IMAGE LLAMA_STALL_TIMEOUT
+require_env LLAMACPP_ROCM_IMAGE LLAMACPP_ROCM_NIGHTLY_IMAGE LLAMA_STALL_TIMEOUT
 [[ "$LLAMA_STALL_TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "LLAMA_STALL_TIMEOUT must be seconds, got '$LLAMA_STALL_TIMEOUT'" 2
 model=${LLAMA_MODEL:-}
 if [[ -z "$model" ]]; then
@@ -73,12 +73,15 @@ for rung in "${rungs[@]}"; do
   run_watched "$LLAMA_STALL_TIMEOUT" "$log" "haloforge-ladder-$id" "${cmd[@]}" || wrc=$?
   secs=$((SECONDS - start))
   results=$(awk -f "$HALOFORGE_SCRIPTS_DIR/llamacpp-vulkan/parse_llama_bench.awk" "$log" || true)
+  backends=$(awk -f "$HALOFORGE_SCRIPTS_DIR/llamacpp-vulkan/bench_backends.awk" "$log" || echo unknown)
   if ((wrc == 3)); then
     status=hung detail=$STALL_REASON
   elif ((WATCH_EXIT != 0)); then
     status=failed detail="exit $WATCH_EXIT: $(grep -v '^[[:space:]]*$' "$log" | tail -n 1)"
+  elif bench_generated "$results" && [[ ",$backends," == *,ROCm* ]]; then
+    status=success detail="backend $backends: $(tr '\t\n' '= ' <<<"$results" | sed 's/ $//')"
   elif bench_generated "$results"; then
-    status=success detail=$(tr '\t\n' '= ' <<<"$results" | sed 's/ $//')
+    status=failed detail="generated on $backends, not on ROCm"
   else
     status=failed detail="the model ran but generated no tokens"
   fi

@@ -24,4 +24,5 @@ while IFS=$'\t' read -r id status secs image detail _; do
 done <"$tsv"
 [[ -n "$winner" ]] || die "no strategy worked on this box; llama.cpp's ROCm backend stays experimental here: use the llamacpp-vulkan track"
 log_ok "works on this box: $winner"
+hf_verified "llama.cpp generated tokens on the ROCm backend with strategy $winner (ladder.json)"
 log_info "experimental: re-run the ladder after a kernel, firmware or image update; the result can change"

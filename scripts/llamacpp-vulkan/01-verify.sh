@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
-# llamacpp-vulkan, step "verify": Vulkan sees the GPU through RADV inside the image; with
-# LLAMA_MODEL set, llama-bench runs and its prompt (pp) and generation (tg) tokens/s are
-# reported and saved to $HALOFORGE_STATE_DIR/llamacpp-vulkan/bench.tsv.
+# llamacpp-vulkan, step "verify": Vulkan sees the GPU through RADV inside the image, and
+# ggml's own test-backend-ops -o MUL_MAT -b Vulkan0 passes (the Vulkan matrix multiplications
+# match the CPU backend: proof without a model); with LLAMA_MODEL set, llama-bench runs, its
+# rows must report the Vulkan backend (not CPU only), and its prompt (pp) and generation (tg)
+# tokens/s are saved to $HALOFORGE_STATE_DIR/llamacpp-vulkan/bench.tsv.
 set -Eeuo pipefail
 # shellcheck source=../lib/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
@@ -21,6 +23,7 @@ if [[ ! -e /dev/dri ]]; then
   log_warn "no /dev/dri on this host (a real run stops here)"
 fi
 
+hf_verify_begin
 log_step "Vulkan devices in $VULKAN_IMAGE"
 if is_dry_run; then
   run "$eng" run --rm "${dri[@]}" "$VULKAN_IMAGE" vulkaninfo --summary
@@ -39,10 +42,21 @@ else
   fi
 fi
 
+log_step "Vulkan matrix multiplication against the CPU (test-backend-ops -o MUL_MAT)"
+ops=("$eng" run --rm "${dri[@]}" "$VULKAN_IMAGE" test-backend-ops -o MUL_MAT -b Vulkan0)
+if is_dry_run; then
+  run "${ops[@]}"
+else
+  run "${ops[@]}" 2>&1 | tail -n 5 || die "test-backend-ops -o MUL_MAT failed on Vulkan0: the Vulkan backend computes wrong results or does not start (the lines above)"
+  hf_verified "llama.cpp $LLAMACPP_REF: test-backend-ops -o MUL_MAT passed on Vulkan0 (matches the CPU backend)"
+fi
+
 model=${LLAMA_MODEL:-}
 if [[ -z "$model" ]]; then
   log_info "no model given, so no benchmark. To measure prompt and generation speed:"
   log_info "  haloforge build --track llamacpp-vulkan --only verify --set LLAMA_MODEL=/path/to/model.gguf"
+  hf_not_verified "llama-bench: no model given (LLAMA_MODEL is empty), so no speed measured"
+  hf_verify_end
   exit 0
 fi
 [[ -f "$model" ]] || is_dry_run || die "LLAMA_MODEL=$model: no such file"
@@ -60,4 +74,8 @@ mkdir -p "$HALOFORGE_RUN_DIR"
 run "${bench[@]}" | tee "$out"
 results=$(awk -f "$HF_SCRIPT_DIR/parse_llama_bench.awk" "$out") \
   || die "llama-bench printed no results (see $out)"
+backends=$(awk -f "$HF_SCRIPT_DIR/bench_backends.awk" "$out") || backends=unknown
+gpu_backend "$backends" || die "llama-bench ran on $backends only, not on the GPU: Vulkan found no usable device in the image (see $out)"
 report_bench "$results" "$model" "$(state_dir_for llamacpp-vulkan)/bench.tsv"
+hf_verified "llama-bench ran $(basename "$model") on the $backends backend ($(tr '\t\n' '= ' <<<"$results" | sed 's/ $//') tokens/s)"
+hf_verify_end

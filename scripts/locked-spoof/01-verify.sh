@@ -28,8 +28,11 @@ spoof_risk_banner "$SPOOF_GFX_VERSION"
 
 log_step "Verify torch and vLLM under the baked spoof"
 need_gpu_devices
+hf_verify_begin
 mapfile -t gpu < <(gpu_flags)
 mapfile -t check < <(torch_check_flags)
-run "$eng" run --rm "${gpu[@]}" --ipc=host "${check[@]}" \
-  -e HALOFORGE_EXPECT_ARCH="$(spoofed_target "$SPOOF_GFX_VERSION")" -e HALOFORGE_CHECK_VLLM=1 \
+mapfile -t vchk < <(vllm_check_flags)
+hf_run_checks "$eng" run --rm "${gpu[@]}" --ipc=host "${check[@]}" "${vchk[@]}" \
+  -e HALOFORGE_EXPECT_ARCH="$(spoofed_target "$SPOOF_GFX_VERSION")" \
   "$SPOOF_LOCKED_IMAGE" python3 /haloforge/verify_torch.py
+hf_verify_end

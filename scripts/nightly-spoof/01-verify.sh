@@ -14,10 +14,13 @@ spoof_risk_banner "$SPOOF_GFX_VERSION"
 log_step "Verify $NIGHTLY_IMAGE under HSA_OVERRIDE_GFX_VERSION=$SPOOF_GFX_VERSION"
 need_gpu_devices
 expect=$(spoofed_target "$SPOOF_GFX_VERSION")
+hf_verify_begin
 mapfile -t gpu < <(gpu_flags)
 mapfile -t check < <(torch_check_flags)
-run "$(engine)" run --rm "${gpu[@]}" --ipc=host "${check[@]}" \
+mapfile -t vchk < <(vllm_check_flags)
+hf_run_checks "$(engine)" run --rm "${gpu[@]}" --ipc=host "${check[@]}" "${vchk[@]}" \
   -e HSA_OVERRIDE_GFX_VERSION="$SPOOF_GFX_VERSION" \
-  -e HALOFORGE_EXPECT_ARCH="$expect" -e HALOFORGE_CHECK_VLLM=1 \
+  -e HALOFORGE_EXPECT_ARCH="$expect" \
   "$NIGHTLY_IMAGE" python3 /haloforge/verify_torch.py
+hf_verify_end
 is_dry_run || log_ok "the spoof works today; serve with $HF_SCRIPT_DIR/run_nightly_spoof.sh <model>"

@@ -35,8 +35,11 @@ fi
 
 log_step "Verify torch and vLLM on the GPU"
 need_gpu_devices
+hf_verify_begin
 mapfile -t gpu < <(gpu_flags)
 mapfile -t check < <(torch_check_flags)
-run "$eng" run --rm "${gpu[@]}" --ipc=host "${check[@]}" \
-  -e HALOFORGE_EXPECT_ARCH="$GPU_TARGET" -e HALOFORGE_CHECK_VLLM=1 \
+mapfile -t vchk < <(vllm_check_flags)
+hf_run_checks "$eng" run --rm "${gpu[@]}" --ipc=host "${check[@]}" "${vchk[@]}" \
+  -e HALOFORGE_EXPECT_ARCH="$GPU_TARGET" \
   "$SOURCE_IMAGE" python /haloforge/verify_torch.py
+hf_verify_end

@@ -137,7 +137,7 @@ build_context() {
   local dir=$1
   is_dry_run && return 0
   mkdir -p "$dir"
-  cp "$HALOFORGE_SCRIPTS_DIR/lib/list_add.awk" "$HF_SCRIPT_DIR/patch-vllm-arch.sh" "$dir/"
+  cp "$HALOFORGE_SCRIPTS_DIR/lib/list_add.awk" "$HALOFORGE_SCRIPTS_DIR/lib/python-pins.txt" "$HF_SCRIPT_DIR/patch-vllm-arch.sh" "$dir/"
 }
 
 main() {

@@ -2,7 +2,7 @@
 # Tests of scripts/lib (common.sh, box.sh, patch.sh). The helpers run in a child bash
 # (hf), because common.sh defines its own `run` that would shadow bats' run here.
 # Single-quoted $ below is shell code for the child on purpose.
-# shellcheck disable=SC2016
+# shellcheck disable=SC2016,SC2030,SC2031
 
 setup() {
   LIB=$(cd "$BATS_TEST_DIRNAME/../lib" && pwd)
@@ -223,4 +223,112 @@ hf() {
   [ "$status" -eq 0 ]
   [ "$(cd "$T/c/wheels/vllm" && echo *)" = "k2 k3 k4" ]
   [[ "$output" == *"removing $T/c/wheels/vllm/k1"* ]]
+}
+
+@test "hf_verified and hf_not_verified append one line each to HALOFORGE_RESULT_FILE and log it" {
+  export HALOFORGE_RESULT_FILE=$T/results.tsv
+  run hf 'hf_verified "a kernel	ran
+on gfx1151"; hf_not_verified "no model"'
+  [ "$status" -eq 0 ]
+  [ "$output" = $'verified: a kernel ran on gfx1151\nnot verified: no model' ]
+  [ "$(cat "$T/results.tsv")" = $'verified\ta kernel ran on gfx1151\nnot-verified\tno model' ]
+  # a dry run proves nothing and records nothing
+  HALOFORGE_DRY_RUN=1 run hf 'hf_verified x'
+  [ "$(wc -l <"$T/results.tsv")" -eq 2 ]
+  # without the runner's file the lines still reach the log
+  unset HALOFORGE_RESULT_FILE
+  run hf 'hf_verified alone'
+  [ "$output" = "verified: alone" ]
+}
+
+@test "hf_run_checks turns a check's verified:/not-verified: lines into results and keeps its status" {
+  export HALOFORGE_RESULT_FILE=$T/results.tsv
+  run hf 'hf_verify_begin; hf_run_checks sh -c "echo detail; echo verified: it ran; echo not-verified: offline"; echo rc=$?; hf_verify_end'
+  [[ "$output" == *"detail"*"verified: it ran"*"not verified: offline"*"rc=0"* ]]
+  [ "$(cut -f1 "$T/results.tsv" | paste -sd,)" = verified,not-verified ]
+  run hf 'hf_run_checks sh -c "echo FAIL: no GPU; exit 1" || echo rc=$?'
+  [[ "$output" == *"FAIL: no GPU"*"rc=1"* ]]
+}
+
+@test "a verify that recorded nothing ends with a not-verified line, never a silent pass" {
+  export HALOFORGE_RESULT_FILE=$T/results.tsv
+  run hf 'hf_verify_begin; echo checked nothing; hf_verify_end'
+  [ "$status" -eq 0 ]
+  [ "$(cat "$T/results.tsv")" = $'not-verified\tthe verify step ran no check that proves the stack works' ]
+}
+
+# pyproject NAME CONTENT: a source tree whose pyproject.toml is CONTENT.
+pyproject() {
+  mkdir -p "$T/$1"
+  printf '%s\n' "$2" >"$T/$1/pyproject.toml"
+}
+
+@test "build_requires.py reads [build-system] requires in the shapes upstream uses" {
+  # AITER v0.1.19 (ROCm/aiter pyproject.toml): extras, an exact pin, no build-backend.
+  pyproject aiter '[build-system]
+requires = [
+    "pybind11>=3.0.1",
+    "setuptools>=45",
+    "setuptools_scm[toml]>=6.2",
+    "wheel",
+    "packaging",
+    "psutil",
+    "ninja",
+    "pandas",
+    "flydsl==0.2.4"
+]
+
+[tool.setuptools_scm]
+write_to = "aiter/_version.py"'
+  run python3 "$LIB/build_requires.py" "$T/aiter" --pins "$LIB/python-pins.txt"
+  [ "$status" -eq 0 ]
+  [ "$(grep -v '^build_requires:' <<<"$output" | paste -sd' ')" = 'pybind11>=3.0.1 setuptools>=45 setuptools_scm[toml]>=6.2 wheel packaging psutil ninja pandas flydsl==0.2.4' ]
+  # vLLM (pyproject.toml [build-system]): cmake and torch come from the distro and the venv.
+  pyproject vllm '[build-system]
+# Should be mirrored in requirements/build.txt
+requires = ["cmake>=3.26.1", "ninja", "packaging>=24.2", "setuptools>=77.0.3,<80.0.0", "setuptools-scm>=8.0", "torch == 2.11.0", "wheel", "jinja2"]
+build-backend = "setuptools.build_meta"'
+  run python3 "$LIB/build_requires.py" "$T/vllm" --pins "$LIB/python-pins.txt" --exclude torch --exclude cmake
+  [ "$status" -eq 0 ]
+  [ "$(grep -v '^build_requires:' <<<"$output" | paste -sd' ')" = 'ninja packaging>=24.2 setuptools>=77.0.3,<80.0.0 setuptools-scm>=8.0 wheel jinja2' ]
+  # flash-attention @16d5154a: no pyproject.toml at all; a [project]-only file: PEP 517 default.
+  mkdir -p "$T/fa"
+  run python3 "$LIB/build_requires.py" "$T/fa"
+  [ "$(grep -v '^build_requires:' <<<"$output" | paste -sd' ')" = 'setuptools>=40.8.0 wheel' ]
+  pyproject proj '[project]
+name = "x"'
+  run python3 "$LIB/build_requires.py" "$T/proj"
+  [ "$(grep -v '^build_requires:' <<<"$output" | paste -sd' ')" = 'setuptools>=40.8.0 wheel' ]
+}
+
+@test "build_requires.py refuses what pip would refuse, and names an unpinned or unsatisfied tool" {
+  pyproject norequires '[build-system]
+build-backend = "setuptools.build_meta"'
+  run python3 "$LIB/build_requires.py" "$T/norequires"
+  [ "$status" -eq 2 ]
+  [[ "$output" == *"[build-system] has no \`requires\` key"* ]]
+  pyproject bad '[build-system
+requires = ['
+  run python3 "$LIB/build_requires.py" "$T/bad"
+  [ "$status" -eq 2 ]
+  [[ "$output" == *"not valid TOML"* ]]
+  pyproject newtool '[build-system]
+requires = ["setuptools>=83.0.0", "scikit-build-core"]'
+  run python3 "$LIB/build_requires.py" "$T/newtool" --pins "$LIB/python-pins.txt"
+  [ "$status" -eq 3 ]
+  [[ "$output" == *"'scikit-build-core' has no pin in $LIB/python-pins.txt: add scikit-build-core==<version>"* ]]
+  if python3 -c 'import packaging' 2>/dev/null; then
+    [[ "$output" == *"'setuptools>=83.0.0' is not satisfied by the pin setuptools==79.0.1"* ]]
+  fi
+  run python3 "$LIB/build_requires.py" "$T/newtool" --pins "$LIB/python-pins.txt" --allow-unpinned
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"warning: 'scikit-build-core' has no pin"* ]]
+}
+
+@test "python-pins.txt pins every entry exactly, and the pins satisfy the pinned refs' specifiers" {
+  run hf 'python_pin setuptools_scm; python_pin Jinja2; python_pin nosuch'
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"setuptools-scm==8.3.1"*"jinja2==3.1.6"*"nosuch has no pin"* ]]
+  run grep -vE '^(#.*|[a-z0-9-]+==[0-9][0-9A-Za-z.+]*|)$' "$LIB/python-pins.txt"
+  [ "$status" -eq 1 ]
 }

@@ -12,6 +12,7 @@ setup() {
   export NO_COLOR=1 HALOFORGE_STATE_DIR=$T/state HALOFORGE_RUN_DIR=$T/state/runs/r1
   export HALOFORGE_CACHE_DIR=$T/state/cache/llamacpp-rocm HALOFORGE_ALLOW_NO_GPU=1
   export LLAMA_STALL_TIMEOUT=1 LLAMA_MODEL=$T/models/tiny.gguf
+  export HALOFORGE_RESULT_FILE=$T/results.tsv
   unset HALOFORGE_DRY_RUN
   mkdir -p "$T/models" "$T/bin" "$T/outcome"
   : >"$LLAMA_MODEL"
@@ -34,6 +35,11 @@ crash)
   echo "ggml_cuda_init: found 1 ROCm devices:"
   echo "Illegal instruction (core dumped)"
   exit 132 ;;
+cpubench)
+  echo "| model                          |       size |     params | backend    | ngl |            test |                  t/s |"
+  echo "| ------------------------------ | ---------: | ---------: | ---------- | --: | --------------: | -------------------: |"
+  echo "| llama 1B Q4_0                  |   0.70 GiB |     1.24 B | CPU        |  99 |            tg16 |          9.20 ± 0.40 |"
+  exit 0 ;;
 bench)
   echo "load_all_data: using async uploads for device ROCm0"
   echo "graph_reserve: reserving a graph for ubatch with n_tokens = 64"
@@ -53,10 +59,11 @@ FAKE
 
 lib() { bash -c ". \"$S/lib/common.sh\"; . \"$S/lib/container.sh\"; . \"$S/llamacpp-rocm/ladder.sh\"; $1"; }
 
-@test "the ladder is data: six rungs in the investigation's order, each naming a real pin" {
+@test "the ladder is data: five rungs in the investigation's order, each naming a real pin" {
   run lib "ladder_rungs '$S/llamacpp-rocm/ladder.tsv' | cut -f1"
   [ "$status" -eq 0 ]
-  [ "$output" = "$(printf '%s\n' sdma-off gfx1100-override flash-attn-off cwsr-off therock-nightly no-rocwmma)" ]
+  # no-rocwmma is gone: its image has no llama-bench and is built with rocWMMA.
+  [ "$output" = "$(printf '%s\n' sdma-off gfx1100-override flash-attn-off cwsr-off therock-nightly)" ]
   run lib "ladder_rungs '$S/llamacpp-rocm/ladder.tsv' | cut -f2 | sort -u"
   for pin in $output; do grep -q "^$pin=" "$S/../versions.env"; done
   run lib "ladder_rungs '$S/llamacpp-rocm/ladder.tsv' | awk -F '\t' '\$1 == \"sdma-off\" { print \$3 }'"
@@ -106,7 +113,7 @@ differs, host has 1" ]
   [ "$status" -eq 0 ]
   [[ "$output" == *"sdma-off: hung: hung at graph_reserve: reserving a graph for ubatch"* ]]
   [[ "$output" == *"gfx1100-override: failed: exit 132: Illegal instruction (core dumped)"* ]]
-  [[ "$output" == *"flash-attn-off works: pp64=812.50 tg16=61.20"* ]]
+  [[ "$output" == *"flash-attn-off works: backend ROCm: pp64=812.50 tg16=61.20"* ]]
   json=$HALOFORGE_STATE_DIR/llamacpp-rocm/ladder.json
   [ "$(grep -c '"id":' "$json")" -eq 3 ]
   grep -q '"id": "sdma-off", "status": "hung"' "$json"
@@ -119,22 +126,33 @@ differs, host has 1" ]
   [ "$status" -ne 0 ]
   run bash "$S/llamacpp-rocm/02-verify.sh"
   [ "$status" -eq 0 ]
-  [[ "$output" == *"works on this box: flash-attn-off (docker.io/kyuz0/amd-strix-halo-toolboxes:rocm-7.1.1)"* ]]
+  [[ "$output" == *"works on this box: flash-attn-off (docker.io/kyuz0/amd-strix-halo-toolboxes:rocm-7.14)"* ]]
+  [[ "$output" == *"verified: llama.cpp generated tokens on the ROCm backend with strategy flash-attn-off"* ]]
+  [ "$(cut -f1 "$HALOFORGE_RESULT_FILE")" = verified ]
 }
 
 @test "when no rung works the ladder says so and points to Vulkan; verify fails too" {
   export HALOFORGE_SYSFS_ROOT=$T/nosys
-  for id in sdma-off gfx1100-override flash-attn-off therock-nightly no-rocwmma; do echo crash >"$T/outcome/$id"; done
+  for id in sdma-off gfx1100-override flash-attn-off therock-nightly; do echo crash >"$T/outcome/$id"; done
   run bash "$S/llamacpp-rocm/01-run-ladder.sh"
   [ "$status" -eq 1 ]
   [[ "$output" == *"needs host change: /sys/module/amdgpu/parameters/cwsr_enable is unknown"* ]]
   [[ "$output" == *"use the llamacpp-vulkan track"* ]]
   json=$HALOFORGE_STATE_DIR/llamacpp-rocm/ladder.json
-  [ "$(grep -c '"id":' "$json")" -eq 6 ]
+  [ "$(grep -c '"id":' "$json")" -eq 5 ]
   grep -q '"id": "cwsr-off", "status": "skipped"' "$json"
   run bash "$S/llamacpp-rocm/02-verify.sh"
   [ "$status" -eq 1 ]
   [[ "$output" == *"no strategy worked on this box"* ]]
+}
+
+@test "a rung that generates on the CPU only is no success: the GPU backend must show" {
+  echo cpubench >"$T/outcome/sdma-off"
+  echo bench >"$T/outcome/gfx1100-override"
+  run bash "$S/llamacpp-rocm/01-run-ladder.sh"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"sdma-off: failed: generated on CPU, not on ROCm"* ]]
+  [[ "$output" == *"gfx1100-override works: backend ROCm"* ]]
 }
 
 @test "without a model the ladder refuses before touching anything" {

@@ -109,3 +109,26 @@ patcher() { sh "$S/source-stable/patch-vllm-arch.sh" "$1" gfx1151 "$S/lib/list_a
   run chk $'torch==2.8.0+rocm6.4\nflash_attn==2.7.0'
   [[ "$output" == *"no vllm line"* ]]
 }
+
+@test "BREAKS #3: the image's requirements filter, run with real pip on a tree with -r includes" {
+  [[ -f /usr/share/python-wheels/wheel-0.38.4-py3-none-any.whl ]] || skip "needs Debian's python3-wheel-whl"
+  # vLLM v0.10.2-era layout (4fdd6f5c): requirements/rocm-build.txt starts with -r common.txt.
+  local tree=$BATS_TEST_TMPDIR/vllm
+  mkdir -p "$tree/requirements"
+  printf 'wheel\n' >"$tree/requirements/common.txt"
+  printf -- '-r common.txt\n--extra-index-url https://download.pytorch.org/whl/rocm6.3\ntorch==2.8.0\ntorchvision==0.23.0\ntorchaudio==2.8.0\ntriton==3.3.0\ncmake>=3.26.1\namdsmi==6.2.4\nsetuptools\n' >"$tree/requirements/rocm-build.txt"
+  printf 'wheel==0.38.4\nsetuptools==66.1.1\n' >"$BATS_TEST_TMPDIR/pins.txt"
+  # The Containerfile's own lines, from `req=` to the pip install of the filtered file.
+  snippet=$(sed -n '/&& req=requirements\/rocm-build.txt/,/-r "\$filtered"/p' "$BATS_TEST_DIRNAME/../../toolbox/Containerfile.source-stable" \
+    | sed -e 's/^[[:space:]]*&& //' -e 's/ \\$//' -e "s#/haloforge/python-pins.txt#$BATS_TEST_TMPDIR/pins.txt#")
+  [ -n "$snippet" ]
+  cd "$tree"
+  PIP_NO_INDEX=1 PIP_FIND_LINKS=/usr/share/python-wheels run sh -ec "$(printf '%s\n' "$snippet" | sed 's/pip install/python3 -m pip install --dry-run/')"
+  [ "$status" -eq 0 ] || {
+    echo "$output"
+    false
+  }
+  [[ "$output" == *"Would install"*"wheel-0.38.4"* || "$output" == *"already satisfied"* ]]
+  filtered=$tree/requirements/haloforge-build.txt
+  [ "$(cat "$filtered")" = $'-r common.txt\nsetuptools' ]
+}

@@ -4,7 +4,7 @@
 # upstream lines of FACTS.md, the dry run of every step, and the track's git checkout and
 # wheel cache helpers on a local repository and an offline-buildable package.
 # Single-quoted $ below is shell code for the child on purpose.
-# shellcheck disable=SC2016
+# shellcheck disable=SC2016,SC2030,SC2031
 
 V0102='set(HIP_SUPPORTED_ARCHS "gfx906;gfx908;gfx90a;gfx942;gfx950;gfx1030;gfx1100;gfx1101;gfx1200;gfx1201")'
 V0102_PATCHED='set(HIP_SUPPORTED_ARCHS "gfx906;gfx908;gfx90a;gfx942;gfx950;gfx1030;gfx1100;gfx1101;gfx1151;gfx1200;gfx1201")'
@@ -52,7 +52,7 @@ vllm_tree() {
   cp "$T/v/CMakeLists.txt" "$T/before"
   run "$TRACK/patch-vllm.sh" "$T/v" gfx1151
   [ "$status" -eq 0 ]
-  [[ "$output" == *"patch vllm-hip-arch: already present upstream ($T/v/CMakeLists.txt: gfx1151 is in HIP_SUPPORTED_ARCHS)"* ]]
+  [[ "$output" == *"patch vllm-hip-arch: already present upstream or from an earlier run ($T/v/CMakeLists.txt: gfx1151 is in HIP_SUPPORTED_ARCHS)"* ]]
   cmp "$T/before" "$T/v/CMakeLists.txt"
 }
 
@@ -103,7 +103,7 @@ vllm_tree() {
   rm "$T/v/requirements/build/rocm.txt"
   run "$TRACK/patch-vllm.sh" "$T/v" gfx1151
   [ "$status" -eq 1 ]
-  [[ "$output" == *"neither requirements/build/rocm.txt nor requirements/rocm-build.txt exists"* ]]
+  [[ "$output" == *"none of requirements/build/rock.txt, requirements/build/rocm.txt, requirements/rocm-build.txt exists"* ]]
 }
 
 @test "the patcher changes nothing in a dry run" {
@@ -135,7 +135,7 @@ rocm_sdk_init() {
   [ "$(grep -c 'bool = True' "$T/init.py")" -eq 0 ]
   run bash -c '. "$LIB/common.sh"; patch_replace_once rocm-sdk-preload-rtld-local "$1" "rtld_global: bool = True" "rtld_global: bool = False"' _ "$T/init.py"
   [ "$status" -eq 0 ]
-  [ "$output" = "patch rocm-sdk-preload-rtld-local: already present upstream ($T/init.py)" ]
+  [ "$output" = "patch rocm-sdk-preload-rtld-local: already present upstream or from an earlier run ($T/init.py)" ]
 }
 
 @test "rocm_sdk preload patch: anchor not found fails closed" {
@@ -157,6 +157,75 @@ dry() {
   [ "$status" -eq 0 ]
   [[ "$output" == *"[dry-run] distrobox create --yes --name haloforge-therock --image docker.io/library/ubuntu:24.04 --additional-flags '--device /dev/kfd --device /dev/dri --group-add keep-groups --security-opt seccomp=unconfined'"* ]]
   [[ "$output" == *"[dry-run] distrobox enter haloforge-therock -- true"* ]]
+}
+
+@test "BREAKS #5: on a docker manager the box gets numeric groups, never podman's keep-groups" {
+  mkdir -p "$T/bin"
+  printf '#!/bin/sh\nexit 1\n' >"$T/bin/podman"
+  chmod +x "$T/bin/podman"
+  DBX_CONTAINER_MANAGER=docker HALOFORGE_ALLOW_NO_GPU=0 run dry 00-setup-toolbox.sh
+  [ "$status" -eq 0 ]
+  create=$(grep '^\[dry-run\] distrobox create' <<<"$output")
+  [[ "$create" == *"--device /dev/kfd --device /dev/dri"* ]]
+  [[ "$create" != *keep-groups* ]]
+  gid=$(getent group video | cut -d: -f3)
+  [ -z "$gid" ] || [[ "$create" == *"--group-add $gid"* ]]
+}
+
+@test "BREAKS #6: a rootful box gets passwordless sudo for the unattended steps" {
+  HALOFORGE_DISTROBOX_ROOT=1 run dry 00-setup-toolbox.sh
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"exec --user root haloforge-therock sh -c"*"NOPASSWD:ALL"*"/etc/sudoers.d/haloforge"* ]]
+  HALOFORGE_DISTROBOX_ROOT=0 run dry 00-setup-toolbox.sh
+  [[ "$output" != *"sudoers.d/haloforge"* ]]
+}
+
+# standin_venv: a real venv whose torch, flash_attn and vllm are the stand-ins of
+# testdata/standin-gpu-stack (no GPU and no vLLM can exist here).
+standin_venv() {
+  python3 -m venv "$T/venv" || skip "python3 -m venv unavailable (apt python3-venv)"
+  "$T/venv/bin/python" -c 'import site; print(site.getsitepackages()[0])' >"$T/sp"
+  printf '%s\n' "$BATS_TEST_DIRNAME/testdata/standin-gpu-stack" >"$(cat "$T/sp")/standin.pth"
+  export VENV_DIR=$T/venv HALOFORGE_RESULT_FILE=$T/results.tsv HALOFORGE_IN_BOX=1 VERIFY_MODEL=
+}
+
+@test "BREAKS #2: 06 fails when vLLM's platform is not ROCm (a stand-in reporting UnspecifiedPlatform)" {
+  standin_venv
+  STANDIN_VLLM_PLATFORM=UnspecifiedPlatform run "$TRACK/06-verify.sh"
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"FAIL: vLLM runs on UnspecifiedPlatform, not ROCm"* ]]
+  [ ! -e "$HALOFORGE_STATE_DIR/therock-toolbox/requirements.lock" ]
+  run grep -q 'vLLM' "$T/results.tsv"
+  [ "$status" -ne 0 ]
+}
+
+@test "06 on a working stack records what it proved, and what it could not (no model)" {
+  standin_venv
+  run "$TRACK/06-verify.sh"
+  [ "$status" -eq 0 ] || {
+    echo "$output"
+    false
+  }
+  [ "$(cut -f1 "$T/results.tsv" | paste -sd,)" = verified,verified,verified,verified,not-verified ]
+  grep -q $'^verified\ttorch .* ran a matmul on gfx1151' "$T/results.tsv"
+  grep -q $'^verified\tflash-attention .* forward pass on gfx1151' "$T/results.tsv"
+  grep -q $'^verified\tvLLM .* detects the ROCm platform (RocmPlatform)' "$T/results.tsv"
+  grep -q $'^not-verified\tvLLM generation: no model given' "$T/results.tsv"
+  # With a model at hand, the generation is proven too.
+  mkdir -p "$T/model"
+  : >"$T/results.tsv"
+  VERIFY_MODEL=$T/model run "$TRACK/06-verify.sh"
+  [ "$status" -eq 0 ]
+  grep -q $'^verified\tvLLM generated 8 tokens with '"$T/model" "$T/results.tsv"
+  run grep -q not-verified "$T/results.tsv"
+  [ "$status" -ne 0 ]
+}
+
+@test "06 fails on a torch without the GPU's kernels (torch 2.8.0+rocm6.4 on gfx1151)" {
+  standin_venv
+  STANDIN_ARCH_LIST="gfx900 gfx906 gfx908 gfx90a gfx942 gfx1030 gfx1100 gfx1101 gfx1200 gfx1201" run "$TRACK/06-verify.sh"
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"FAIL: this torch carries no kernels for gfx1151"* ]]
 }
 
 @test "dry run with HALOFORGE_ALLOW_NO_GPU and --root: no devices, said loudly" {
@@ -195,6 +264,11 @@ dry() {
   [[ "$out" == *"fetch --depth 1 origin $vllm_ref"* ]]
   [[ "$out" == *"PYTORCH_ROCM_ARCH=gfx1151 GPU_ARCHS=gfx1151"*"HIPFLAGS=--rocm-device-lib-path="*"CC="*"/lib/llvm/bin/clang"* ]]
   [[ "$out" == *"/therock-toolbox/requirements.lock"* ]]
+  [[ "$out" == *"install --constraint $LIB/python-pins.txt pip==25.2 setuptools==79.0.1 wheel==0.45.1 packaging==25.0"* ]]
+  [[ "$out" == *"<[build-system] requires of /workspace/vllm>"* ]]
+  [[ "$out" == *"share/amd_smi"* ]]
+  [[ "$out" == *"--extra-index-url https://pypi.org/simple"* ]]
+  [[ "$out" == *"verify_vllm.py"* ]]
   [[ "$out" != *"[dry-run] sudo"* || "$(id -u)" -ne 0 ]]
   [ ! -e "$HALOFORGE_STATE_DIR/therock-toolbox/requirements.lock" ]
 }
@@ -202,7 +276,7 @@ dry() {
 @test "HALOFORGE_SKIP_AITER skips the optional step with its reason" {
   HALOFORGE_SKIP_AITER=1 run "$TRACK/03-build-aiter.sh"
   [ "$status" -eq 0 ]
-  [[ "$output" == *"CDNA-only inline assembly"* ]]
+  [[ "$output" == *"gfx1151 support is experimental upstream"* ]]
   [[ "$output" == *"HALOFORGE_SKIP_AITER=1: AITER skipped"* ]]
 }
 
@@ -219,8 +293,82 @@ box_lib() {
   HALOFORGE_IN_BOX=1 bash -c ". \"\$LIB/common.sh\"; . \"\$TRACK/lib.sh\"; $1"
 }
 
+# offline_pypi: PyPI stands in as a directory of real wheels (Debian's python3-*-whl, and
+# Debian's packaging 23.0 repacked as a wheel); pins at those versions; pip never goes out.
+offline_pypi() {
+  local w=/usr/share/python-wheels
+  [[ -f $w/setuptools-66.1.1-py3-none-any.whl && -f $w/wheel-0.38.4-py3-none-any.whl && -d /usr/lib/python3/dist-packages/packaging-23.0.dist-info ]] \
+    || skip "needs Debian's python3-setuptools-whl, python3-wheel-whl and python3-packaging"
+  mkdir -p "$T/wheels"
+  cp "$w"/setuptools-66.1.1-py3-none-any.whl "$w"/wheel-0.38.4-py3-none-any.whl "$T/wheels/"
+  python3 - "$T/wheels" <<-'PY'
+		import base64, hashlib, os, sys, zipfile
+		src = "/usr/lib/python3/dist-packages"
+		files = {}
+		for root, _, names in os.walk(os.path.join(src, "packaging")):
+		    for n in names:
+		        if n.endswith(".py") or n == "py.typed":
+		            p = os.path.join(root, n)
+		            files[os.path.relpath(p, src)] = open(p, "rb").read()
+		info = "packaging-23.0.dist-info"
+		files[f"{info}/METADATA"] = b"Metadata-Version: 2.1\nName: packaging\nVersion: 23.0\n"
+		files[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: haloforge-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+		rec = [f"{k},sha256={base64.urlsafe_b64encode(hashlib.sha256(v).digest()).rstrip(b'=').decode()},{len(v)}" for k, v in files.items()]
+		files[f"{info}/RECORD"] = ("\n".join(rec + [f"{info}/RECORD,,"]) + "\n").encode()
+		with zipfile.ZipFile(os.path.join(sys.argv[1], "packaging-23.0-py3-none-any.whl"), "w") as z:
+		    for k, v in files.items():
+		        z.writestr(k, v)
+	PY
+  printf 'pip==%s\nsetuptools==66.1.1\nwheel==0.38.4\npackaging==23.0\n' "$1" >"$T/pins.txt"
+  export PIP_NO_INDEX=1 PIP_FIND_LINKS=$T/wheels HF_PYTHON_PINS=$T/pins.txt PIP_DISABLE_PIP_VERSION_CHECK=1
+}
+
+# fresh_venv: a new venv, as 01-install-tools.sh makes it with the distro's python
+# (ensurepip only), on offline_pypi. Debian's python: its setuptools wheel is patched for it.
+fresh_venv() {
+  [[ -x /usr/bin/python3 ]] || skip "needs the distro's /usr/bin/python3"
+  /usr/bin/python3 -m venv "$T/venv" || skip "python3 -m venv unavailable (apt python3-venv)"
+  offline_pypi "$("$T/venv/bin/python" -m pip --version | cut -d' ' -f2)"
+}
+
+@test "BREAKS #1: 04's build in a fresh venv: a stand-in whose setup.py imports packaging and wheel builds" {
+  fresh_venv
+  run "$T/venv/bin/python" -c 'import packaging'
+  [ "$status" -ne 0 ]
+  # flash-attention's shape (ROCm/flash-attention @16d5154a): no pyproject.toml, setup.py
+  # importing packaging.version and wheel.bdist_wheel at top level.
+  mkdir -p "$T/standin-fa/standin_fa"
+  printf '__version__ = "2.7.4"\n' >"$T/standin-fa/standin_fa/__init__.py"
+  cat >"$T/standin-fa/setup.py" <<-'PY'
+		from packaging.version import parse
+		from setuptools import setup
+		from wheel.bdist_wheel import bdist_wheel
+		setup(name="standin-fa", version=str(parse("2.7.4")), packages=["standin_fa"], cmdclass={"bdist_wheel": bdist_wheel})
+	PY
+  export VENV_DIR=$T/venv HALOFORGE_CACHE_DIR=$T/cache HALOFORGE_STEP=flash-attention HALOFORGE_CACHE_KEY=k1
+  run box_lib 'activate_venv; build_wheel flash-attention "standin_fa-*.whl" '"$T/standin-fa"' FLASH_ATTENTION_TRITON_AMD_ENABLE=TRUE'
+  [ "$status" -eq 0 ] || {
+    echo "$output"
+    false
+  }
+  [[ "$output" == *"install --constraint $T/pins.txt pip=="*" setuptools==66.1.1 wheel==0.38.4 packaging==23.0"* ]]
+  [[ "$output" == *"build requirements of $T/standin-fa: setuptools>=40.8.0 wheel"* ]]
+  [[ "$output" == *"ok: built $T/cache/wheels/flash-attention/k1/standin_fa-2.7.4-py3-none-any.whl"* ]]
+}
+
+@test "build_wheel stops with the name to pin when a ref's [build-system] requires an unpinned tool" {
+  fresh_venv
+  mkdir -p "$T/src/x"
+  printf '[build-system]\nrequires = ["setuptools>=61", "wheel", "pybind11>=3.0.1"]\nbuild-backend = "setuptools.build_meta"\n' >"$T/src/pyproject.toml"
+  export VENV_DIR=$T/venv HALOFORGE_CACHE_DIR=$T/cache HALOFORGE_STEP=aiter HALOFORGE_CACHE_KEY=k1
+  run box_lib 'activate_venv; build_wheel aiter "x-*.whl" '"$T/src"
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"'pybind11>=3.0.1' has no pin in $T/pins.txt: add pybind11==<version>"* ]]
+  [[ "$output" != *"pip wheel"* ]]
+}
+
 @test "build_wheel builds with pip --no-build-isolation, caches per key, install_wheel installs" {
-  python3 -m venv "$T/venv" || skip "python3 -m venv unavailable (apt python3-venv)"
+  fresh_venv
   cp -r "$BATS_TEST_DIRNAME/testdata/hfdemo" "$T/src"
   export VENV_DIR=$T/venv HALOFORGE_CACHE_DIR=$T/cache HALOFORGE_STEP=flash-attention HALOFORGE_CACHE_KEY=k1
   run box_lib 'activate_venv; build_wheel demo "hfdemo-*.whl" '"$T/src"' HFDEMO_VERSION=1.0; install_wheel "$WHEEL"; "$PY" -c "import hfdemo; print(hfdemo.FLAG)"'
@@ -236,7 +384,7 @@ box_lib() {
   [ "$status" -eq 0 ]
   [[ "$output" == *"reusing the cached demo wheel $T/cache/wheels/flash-attention/k1/hfdemo-1.0-py3-none-any.whl (cache key k1)"* ]]
   [[ "$output" != *"pip wheel"* ]]
-  [[ "$output" == *"install --constraint $T/venv/haloforge-constraints.txt"* ]]
+  [[ "$output" == *"install --constraint $T/venv/haloforge-constraints.txt --constraint $T/pins.txt"* ]]
 
   # A new key (pins changed): built again, into its own directory.
   HALOFORGE_CACHE_KEY=k2 run box_lib 'activate_venv; build_wheel demo "hfdemo-*.whl" '"$T/src"' HFDEMO_VERSION=2.0'

@@ -62,10 +62,10 @@ ct() { bash -c ". '$S/lib/common.sh'; . '$S/lib/container.sh'; $1"; }
   [[ "$output" == *"Usage: start-vllm.sh MODEL"* ]]
 }
 
-@test "vllm-image verify checks torch, the target and vllm inside the pinned image" {
+@test "vllm-image verify checks torch, the target, vLLM's platform and a generation in the pinned image" {
   HALOFORGE_DRY_RUN=1 run bash "$S/vllm-image/02-verify.sh"
   [ "$status" -eq 0 ]
-  [[ "$output" == *"-e HALOFORGE_EXPECT_ARCH=gfx1151 -e HALOFORGE_CHECK_VLLM=1 docker.io/rocm/vllm-dev:rocm7.1.1_navi"*"python3 /haloforge/verify_torch.py"* ]]
+  [[ "$output" == *"/haloforge/verify_vllm.py:ro,z -e HALOFORGE_CHECK_VLLM=1 -e HALOFORGE_VERIFY_MODEL=Qwen/Qwen3-0.6B -e HF_TOKEN -v "*"/.cache/huggingface:/root/.cache/huggingface:z -e HALOFORGE_EXPECT_ARCH=gfx1151 docker.io/rocm/vllm:rocm10.0.0_"*"python3 /haloforge/verify_torch.py"* ]]
 }
 
 @test "run_nightly_spoof.sh shows the illegal-instruction risk before the spoofed command" {

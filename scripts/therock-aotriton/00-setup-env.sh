@@ -26,7 +26,7 @@ if [[ -x "$AOT_PY" ]]; then
 else
   run "$python" -m venv "$AOT_VENV"
 fi
-run "$AOT_PY" -m pip install --upgrade pip setuptools wheel packaging
+pip_install_pinned "$AOT_PY" pip setuptools wheel packaging
 
 log_step "TheRock ROCm SDK $ROCM_VERSION for $GPU_TARGET from $THEROCK_INDEX_URL"
 have=''
@@ -34,8 +34,10 @@ is_dry_run || have=$("$AOT_PY" -m rocm_sdk version 2>/dev/null || true)
 if [[ "$have" == "$ROCM_VERSION" ]]; then
   log_ok "rocm $have already installed"
 else
-  retry -n 2 -d 10 -- "$AOT_PY" -m pip install --index-url "$THEROCK_INDEX_URL" \
-    "rocm[libraries,devel,device-$GPU_TARGET]==$ROCM_VERSION"
+  # PyPI as an extra index for plain dependencies; the == pins keep ROCm from AMD's index.
+  retry -n 2 -d 10 -- "$AOT_PY" -m pip install --constraint "$HF_PYTHON_PINS" \
+    --index-url "$THEROCK_INDEX_URL" --extra-index-url https://pypi.org/simple \
+    "rocm[libraries,devel,device-$GPU_TARGET]==$ROCM_VERSION" "rocm-sdk-device-$GPU_TARGET==$ROCM_VERSION"
 fi
 run "$AOT_VENV/bin/rocm-sdk" init
 if ! is_dry_run; then

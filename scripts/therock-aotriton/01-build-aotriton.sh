@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
 # therock-aotriton, step "aotriton" (01-build-aotriton.sh): TheRock at its pin, PyTorch checked
-# out by TheRock's own scripts, and AOTriton built for the GPU target at the commit PyTorch
-# pins in cmake/External/aotriton.cmake, installed under aotriton/build/install_dir, where
-# 02 hands it to the PyTorch build (AOTRITON_INSTALLED_PREFIX).
+# out by TheRock's own scripts at PYTORCH_REF (pytorch_torch_repo.py's --repo-hashtag: its
+# default is "nightly", the day's nightly branch, so pinning TheRock alone pins no torch;
+# external-builds/pytorch/pytorch_torch_repo.py @therock-7.14 line 38), audio and vision at
+# their pins, and AOTriton built for the GPU target at the commit PyTorch pins in
+# cmake/External/aotriton.cmake, installed under aotriton/build/install_dir, where 02 hands
+# it to the PyTorch build (AOTRITON_INSTALLED_PREFIX). AOTriton's CMakeLists.txt needs
+# pkg-config and liblzma's headers (pkg_search_module(LZMA REQUIRED liblzma) @8fdb4a43,
+# lines 163-176): checked first, with the package to install.
 set -Eeuo pipefail
 # shellcheck source=../lib/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
@@ -12,8 +17,12 @@ set -Eeuo pipefail
 hf_init "$@"
 aot_paths
 
-require_env THEROCK_REPO THEROCK_REF GPU_TARGET
-need_tools git cmake ninja
+require_env THEROCK_REPO THEROCK_REF GPU_TARGET PYTORCH_REF PYTORCH_AUDIO_REF PYTORCH_VISION_REF
+need_tools git cmake ninja pkg-config
+if ! is_dry_run && ! pkg-config --exists liblzma; then
+  if command -v dnf >/dev/null 2>&1; then lzma=xz-devel; else lzma=liblzma-dev; fi
+  die "AOTriton needs liblzma's development files (pkg-config finds no liblzma): $(_hf_install_hint "$lzma")"
+fi
 need_venv
 [[ "$(command -v cmake)" == */venv/* || "$(command -v cmake)" == *"/.local/bin/"* ]] \
   && log_warn "cmake is $(command -v cmake), a pip shim; the distro's cmake is safer (FAILURES.md pip-cmake-broken-shim)"
@@ -23,12 +32,15 @@ git_at "$THEROCK_DIR" "$THEROCK_REPO" "$THEROCK_REF"
 
 log_step "Check out PyTorch, audio, vision and triton with TheRock's patches"
 for repo in torch audio vision; do
-  dir=$PT_BUILD/pytorch
-  [[ $repo == torch ]] || dir=$PT_BUILD/pytorch_$repo
+  dir=$PT_BUILD/pytorch ref=$PYTORCH_REF
+  case $repo in
+    audio) dir=$PT_BUILD/pytorch_audio ref=$PYTORCH_AUDIO_REF ;;
+    vision) dir=$PT_BUILD/pytorch_vision ref=$PYTORCH_VISION_REF ;;
+  esac
   if [[ -d "$dir/.git" ]]; then
     log_ok "$dir already checked out (remove it to check out again)"
   else
-    run_in "$PT_BUILD" "$AOT_PY" "pytorch_${repo}_repo.py" checkout
+    run_in "$PT_BUILD" "$AOT_PY" "pytorch_${repo}_repo.py" checkout --repo-hashtag "$ref"
   fi
 done
 # Triton after torch: its pin lives in the torch tree (TheRock's build_prod_wheels.py docs).
@@ -57,7 +69,7 @@ if [[ -f "$AOT_PREFIX/lib/libaotriton_v2.so" && "$(cat "$AOT_PREFIX/.haloforge-c
 fi
 git_at "$AOT_SRC" https://github.com/ROCm/aotriton.git "$pin"
 run git -C "$AOT_SRC" submodule update --init --recursive --depth 1
-run "$AOT_PY" -m pip install -r "$AOT_SRC/requirements.txt"
+run "$AOT_PY" -m pip install --constraint "$HF_PYTHON_PINS" -r "$AOT_SRC/requirements.txt"
 # AOTriton's build runs "ninja install" as one unit (its README: never plain ninja);
 # AOTRITON_GPU_BUILD_TIMEOUT=0 lets slow kernels finish on a small build machine.
 run cmake -S "$AOT_SRC" -B "$AOT_SRC/build" -G Ninja \

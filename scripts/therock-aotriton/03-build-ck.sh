@@ -31,6 +31,12 @@ while (($#)); do
 done
 require_env CK_REPO CK_REF
 need_venv
+# CK moved into the rocm-libraries monorepo; a rocm-X.Y.Z tag is not sure to exist for every
+# release: ask the remote before cloning, and say which tags it has.
+if ! is_dry_run; then
+  git ls-remote --exit-code --tags "$CK_REPO" "$CK_REF" >/dev/null 2>&1 \
+    || die "CK_REF=$CK_REF is not a tag of $CK_REPO; its rocm-* tags: $(git ls-remote --tags --refs "$CK_REPO" 'rocm-*' 2>/dev/null | sed 's#.*refs/tags/##' | sort -V | tail -n 5 | paste -sd' ')"
+fi
 need_tools git cmake ninja
 aot_env
 if [[ -z "$prefix" ]]; then

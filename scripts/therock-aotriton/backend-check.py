@@ -74,6 +74,7 @@ def main():
     if failures:
         return 1
     print("OK: SDPA uses AOTriton flash attention")
+    print(f"verified: SDPA ran AOTriton flash attention on {props.gcnArchName.split(':')[0]} and matches the math backend")
     return 0
 
 

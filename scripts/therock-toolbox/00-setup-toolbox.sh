@@ -26,10 +26,13 @@ check_user() {
   die "$msg"
 }
 
-# device_flags: sets FLAGS to the podman flags that hand the GPU to the box (FACTS.md
-# "Containers"): /dev/kfd (compute) and /dev/dri (render nodes), and keep-groups so the
-# user's render and video groups still grant access (rootless podman drops named groups;
-# --group-add render fails when the image has no such group).
+# device_flags: sets FLAGS to the flags that hand the GPU to the box (FACTS.md "Containers"):
+# /dev/kfd (compute) and /dev/dri (render nodes), and the user's render and video groups.
+# distrobox already runs the box --privileged with /dev mounted and, under podman, the
+# run.oci.keep_original_groups=1 annotation (89luca89/distrobox 1.8.2.4 distrobox-create
+# lines 676, 755, 935), so these are belt and braces. `--group-add keep-groups` is a
+# podman (crun) keyword: docker resolves group names in the image's /etc/group and the box
+# would never start ("Unable to find group keep-groups"), so docker gets the numeric gids.
 device_flags() {
   FLAGS=()
   local no_gpu=${HALOFORGE_ALLOW_NO_GPU:-0}
@@ -44,7 +47,19 @@ device_flags() {
     log_warn "HALOFORGE_ALLOW_NO_GPU=1: creating the box WITHOUT --device /dev/kfd --device /dev/dri --group-add keep-groups; ROCm will not see a GPU in it"
     return 0
   fi
-  FLAGS=(--device /dev/kfd --device /dev/dri --group-add keep-groups --security-opt seccomp=unconfined)
+  local -a mgr
+  read -r -a mgr <<<"$(box_manager)"
+  FLAGS=(--device /dev/kfd --device /dev/dri)
+  if [[ "${mgr[-1]}" != podman ]]; then
+    local g gid
+    for g in video render; do
+      gid=$(getent group "$g" 2>/dev/null | cut -d: -f3) || true
+      [[ -n "$gid" ]] && FLAGS+=(--group-add "$gid")
+    done
+    FLAGS+=(--security-opt seccomp=unconfined)
+    return 0
+  fi
+  FLAGS+=(--group-add keep-groups --security-opt seccomp=unconfined)
   # keep-groups works through crun (podman troubleshooting, "Passed-in devices or files
   # can't be accessed in rootless container"); runc accepts the flag and ignores it, which
   # only matters rootless.
@@ -74,6 +89,23 @@ warn_missing_devices() {
   if [[ " $devs " != *" /dev/kfd "* ]]; then
     log_warn "box $TOOLBOX_NAME was created without --device /dev/kfd (an earlier HALOFORGE_ALLOW_NO_GPU=1 run?); if ROCm sees no GPU inside it, run distrobox rm$(root_word) --force $TOOLBOX_NAME and this step again"
   fi
+}
+
+# grant_box_sudo: a rootful box (HALOFORGE_DISTROBOX_ROOT=1) gives its user no passwordless
+# sudo: distrobox-init sets one up only rootless, and makes a rootful user choose a password
+# at the first interactive shell (89luca89/distrobox 1.8.2.4 distrobox-init lines 2338-2350,
+# 2573-2590). The later steps run sudo unattended inside the box (apt/dnf, /opt), so the
+# box's root grants it here, through the container manager distrobox itself drives with
+# sudo. Only this box, which this step created, is changed.
+grant_box_sudo() {
+  [[ "${HALOFORGE_DISTROBOX_ROOT:-0}" == 1 ]] || return 0
+  local user
+  local -a mgr
+  user=$(id -un)
+  read -r -a mgr <<<"$(box_manager)"
+  log_info "rootful box: granting $user passwordless sudo inside $TOOLBOX_NAME (/etc/sudoers.d/haloforge)"
+  run "${mgr[@]}" exec --user root "$TOOLBOX_NAME" sh -c \
+    "printf '%s ALL=(root) NOPASSWD:ALL\\n' \"\$1\" > /etc/sudoers.d/haloforge && chmod 0440 /etc/sudoers.d/haloforge" sh "$user"
 }
 
 root_word() {
@@ -129,6 +161,7 @@ distrobox_run "${create[@]}"
 
 log_step "First start of $TOOLBOX_NAME (distrobox sets up the user inside)"
 in_box true
+grant_box_sudo
 if ! is_dry_run; then
   box_exists "$TOOLBOX_NAME" || die "distrobox create finished but podman has no container $TOOLBOX_NAME"
   log_ok "box $TOOLBOX_NAME ready: distrobox enter$(root_word) $TOOLBOX_NAME"

@@ -6,7 +6,9 @@
 # Pins: PYTHON_VERSION. Build variables: VENV_DIR, WORK_DIR (toolbox/toolbox.env).
 # cmake comes from apt/dnf, never from pip (seed build-process; FAILURES.md
 # pip-cmake-broken-shim): `which cmake` must be /usr/bin/cmake.
-# Needs no Python package index: the venv is made by the distro's python with ensurepip.
+# The venv is made by the distro's python with ensurepip (it then holds only pip); the build
+# tools every later wheel build imports (pip, setuptools, wheel, packaging) go in at their
+# scripts/lib/python-pins.txt versions from PyPI.
 # Idempotent: installed packages are not reinstalled, an existing venv is kept.
 
 # shellcheck source=../lib/common.sh
@@ -123,6 +125,9 @@ done
 
 log_step "Python $PYTHON_VERSION venv at $VENV_DIR"
 make_venv
+PY=$VENV_DIR/bin/python
+log_step "Pinned build tools in the venv (${VENV_BUILD_TOOLS[*]})"
+venv_build_tools
 owned_dir "$WORK_DIR"
 if ! is_dry_run; then
   log_ok "venv ready: $("$VENV_DIR/bin/python" --version), pip $("$VENV_DIR/bin/python" -m pip --version | cut -d' ' -f2)"

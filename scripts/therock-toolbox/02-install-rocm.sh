@@ -3,11 +3,18 @@
 # therock-toolbox step "rocm": TheRock's ROCm SDK wheels and torch for the GPU target, in
 # the venv. Runs inside the box.
 #
-# Pins: THEROCK_INDEX_URL, ROCM_VERSION, TORCH_VERSION, TORCHVISION_VERSION,
-# TORCHAUDIO_VERSION, GPU_TARGET.
-# FACTS.md "Where ROCm/PyTorch for gfx1151 comes from": rocm[libraries,devel,device-<gfx>]
-# and torch[device-<gfx>], torchvision[device-<gfx>], torchaudio from the same multi-arch
-# index; `rocm-sdk init` unpacks the devel files.
+# Pins: THEROCK_INDEX_URL, TORCH_INDEX_URL (optional: torch's own index, default
+# THEROCK_INDEX_URL), ROCM_VERSION, TORCH_VERSION, TORCHVISION_VERSION, TORCHAUDIO_VERSION,
+# GPU_TARGET.
+# TheRock RELEASES.md (therock-7.14): rocm[libraries,devel,device-<gfx>] plus the device
+# wheel rocm-sdk-device-<gfx> by name (known issue #5347: the extra may be missing from the
+# rocm metadata), then torch[device-<gfx>], torchvision[device-<gfx>], torchaudio; PyPI stays
+# an extra index for their plain dependencies (sympy, filelock, …), as kyuz0's
+# Dockerfile.ubuntu-repoamd and vLLM's requirements/build/rock.txt do; the exact ==…+rocm
+# pins keep ROCm and torch coming from AMD. `rocm-sdk init` runs after the last device wheel
+# (the devel tree links device files only at its first expansion). Then the SDK's own
+# amdsmi ($(rocm-sdk path --root)/share/amd_smi): vLLM detects ROCm only through amdsmi
+# (vllm/platforms/__init__.py), and PyPI's amdsmi does not bind to this SDK's library.
 # Fails fast (one short probe, no retry storm) when the index is unreachable.
 # Idempotent: pinned versions already installed are not downloaded again.
 
@@ -22,9 +29,19 @@ require_env THEROCK_INDEX_URL ROCM_VERSION TORCH_VERSION TORCHVISION_VERSION TOR
 activate_venv
 
 extra=device-$GPU_TARGET
-rocm_spec="rocm[libraries,devel,$extra]==$ROCM_VERSION"
+rocm_specs=("rocm[libraries,devel,$extra]==$ROCM_VERSION" "rocm-sdk-$extra==$ROCM_VERSION")
 torch_specs=("torch[$extra]==$TORCH_VERSION" "torchvision[$extra]==$TORCHVISION_VERSION" "torchaudio==$TORCHAUDIO_VERSION")
 index_timeout=${HALOFORGE_INDEX_TIMEOUT:-10}
+torch_index=${TORCH_INDEX_URL:-$THEROCK_INDEX_URL}
+# PyPI, for the plain dependencies the AMD indexes may not mirror.
+PYPI_SIMPLE=https://pypi.org/simple
+rocm_index_args=(--index-url "$THEROCK_INDEX_URL" --extra-index-url "$PYPI_SIMPLE")
+torch_index_args=(--index-url "$torch_index")
+if [[ "$torch_index" != "$THEROCK_INDEX_URL" ]]; then
+  # torch's device wheels depend on the SDK's packages, which live on the SDK index.
+  torch_index_args+=(--extra-index-url "$THEROCK_INDEX_URL")
+fi
+torch_index_args+=(--extra-index-url "$PYPI_SIMPLE")
 
 # installed_ok: every pinned distribution is installed at its pin.
 installed_ok() {
@@ -43,8 +60,13 @@ check_index() {
     return 0
   fi
   log_error "wheel index unreachable: $THEROCK_INDEX_URL (no HTTP answer within ${index_timeout}s)"
-  run "${PIP[@]}" install --retries 0 --timeout "$index_timeout" --index-url "$THEROCK_INDEX_URL" "$rocm_spec" || true
-  die "cannot reach TheRock's wheel index $THEROCK_INDEX_URL, so no ROCm or torch wheels can be installed. Check the network, then the THEROCK_INDEX_URL pin in versions.env: the per-family indexes (…/v2/gfx1151/, …/whl/gfx1151/) are retired; the stable multi-arch index is https://repo.amd.com/rocm/whl-multi-arch/" 3
+  run "${PIP[@]}" install --retries 0 --timeout "$index_timeout" --index-url "$THEROCK_INDEX_URL" "${rocm_specs[@]}" || true
+  die "cannot reach TheRock's wheel index $THEROCK_INDEX_URL, so no ROCm or torch wheels can be installed. Check the network, then the THEROCK_INDEX_URL pin in versions.env: the per-family indexes (…/v2/gfx1151/, …/whl/gfx1151/) are retired, and repo.amd.com/rocm/ is AMD's legacy folder (TheRock RFC0012); versions.env lists the ROCm 10 set on https://stable.repo.amd.com/rocm/whl-next/" 3
+}
+
+# unresolved WHAT: the pins answer no wheel on an index that answers: say what to do.
+unresolved() {
+  die "pip could not install $1 (its message is above: look for \"No matching distribution found\"). The index answers, so the pinned versions are not on it for Python $PYTHON_VERSION: AMD retires old wheels (a report of 2026-10-07 no longer found the exact 7.14.0 torch wheels on the whl-next indexes). Switch to the other known-good set in versions.env (the ROCm 10 set: ROCM_VERSION=10.0.0 on https://stable.repo.amd.com/rocm/whl-next/), or check the pins against the index" 3
 }
 
 install_wheels() {
@@ -55,10 +77,30 @@ install_wheels() {
   if ! is_dry_run; then
     check_index
   fi
-  run "${PIP[@]}" install --retries 2 --timeout 60 --index-url "$THEROCK_INDEX_URL" "$rocm_spec" \
-    || die "pip could not install $rocm_spec from $THEROCK_INDEX_URL: the index answers, so check that it has ROCM_VERSION=$ROCM_VERSION for $GPU_TARGET and Python $PYTHON_VERSION (pip's message is above)"
-  run "${PIP[@]}" install --retries 2 --timeout 60 --index-url "$THEROCK_INDEX_URL" "${torch_specs[@]}" \
-    || die "pip could not install ${torch_specs[*]} from $THEROCK_INDEX_URL: check TORCH_VERSION, TORCHVISION_VERSION and TORCHAUDIO_VERSION against the index (pip's message is above)"
+  run "${PIP[@]}" install --retries 2 --timeout 60 --constraint "$HF_PYTHON_PINS" "${rocm_index_args[@]}" "${rocm_specs[@]}" \
+    || unresolved "${rocm_specs[*]} from $THEROCK_INDEX_URL"
+  run "${PIP[@]}" install --retries 2 --timeout 60 --constraint "$HF_PYTHON_PINS" "${torch_index_args[@]}" "${torch_specs[@]}" \
+    || unresolved "${torch_specs[*]} from $torch_index"
+}
+
+# install_amdsmi: the SDK's own amdsmi Python package, built from the SDK's source tree, and
+# its library made findable. amdsmi looks for libamd_smi.so first inside its own package,
+# then in $ROCM_PATH/lib, then /opt/rocm/lib; TheRock ships only the versioned soname
+# (kyuz0 links libamd_smi.so.26 on 7.14, .27 on ROCm 10), so the package gets a link to the
+# library rocm_sdk.find_libraries("amd_smi") names.
+install_amdsmi() {
+  local src=$ROCM_ROOT/share/amd_smi
+  if ! is_dry_run && [[ ! -f "$src/pyproject.toml" && ! -f "$src/setup.py" ]]; then
+    die "TheRock $ROCM_VERSION has no amdsmi source at $src: without amdsmi vLLM cannot detect ROCm (\"Failed to infer device type\"); re-run rocm-sdk init, or report the layout change"
+  fi
+  install_build_requires "$PY" "$src"
+  run "${PIP[@]}" install --no-build-isolation --constraint "$HF_PYTHON_PINS" "$src"
+  if is_dry_run; then
+    run "$PY" "$HF_SCRIPT_DIR/amdsmi_link.py"
+    return 0
+  fi
+  run "$PY" "$HF_SCRIPT_DIR/amdsmi_link.py" \
+    || die "amdsmi from $src does not load its library (the reason is above); vLLM would run without a GPU platform"
 }
 
 # rocm_sdk_init_file: rocm_sdk/__init__.py in the venv (a predicted path in a dry run).
@@ -67,11 +109,13 @@ rocm_sdk_init_file() {
     || printf '%s\n' "$VENV_DIR/lib/python$PYTHON_VERSION/site-packages/rocm_sdk/__init__.py"
 }
 
-# fix_amdsmi_double_free: TheRock preloads ROCm libraries with RTLD_GLOBAL by default; with
-# the standalone amdsmi package that gives two copies of the same symbols and "double free
-# or corruption" at exit (FAILURES.md therock-amdsmi-double-free). Patch the default to
-# False (FACTS.md: preload_libraries(*shortnames, rtld_global: bool = True)); when the
-# anchor moved, remove amdsmi instead, and never guess.
+# fix_amdsmi_double_free: TheRock preloads ROCm libraries with RTLD_GLOBAL by default; with a
+# second copy of libamd_smi (a standalone amdsmi package bundling its own) that gives two
+# copies of the same symbols and "double free or corruption" at exit (FAILURES.md
+# therock-amdsmi-double-free). Patch the default to False (rocm_sdk/__init__.py @therock-7.14
+# lines 92, 121: preload_libraries(*shortnames, rtld_global: bool = True)). When the anchor
+# moved, go on: the amdsmi installed below is the SDK's own and loads the very library file
+# torch preloads, so no second copy exists.
 fix_amdsmi_double_free() {
   local init
   init=$(rocm_sdk_init_file)
@@ -79,12 +123,7 @@ fix_amdsmi_double_free() {
     'rtld_global: bool = True' 'rtld_global: bool = False'; then
     return 0
   fi
-  if [[ -n "$(pip_installed_version amdsmi)" ]]; then
-    log_warn "rocm_sdk's preload changed upstream; removing the standalone amdsmi package instead"
-    run "${PIP[@]}" uninstall -y amdsmi
-  else
-    log_warn "rocm_sdk's preload changed upstream and amdsmi is not installed: nothing can clash, no fix needed"
-  fi
+  log_warn "rocm_sdk's preload changed upstream ($init): left as it is; the SDK's own amdsmi below shares torch's libamd_smi"
 }
 
 # link_opt_rocm: /opt/rocm -> the SDK root, for builds that look there (seed build-process).
@@ -111,9 +150,10 @@ write_constraints() {
 }
 
 log_step "TheRock ROCm $ROCM_VERSION and torch $TORCH_VERSION for $GPU_TARGET from $THEROCK_INDEX_URL"
+venv_build_tools
 install_wheels
 
-log_step "ROCm SDK"
+log_step "ROCm SDK (init after the last device wheel)"
 run rocm-sdk init
 run rocm-sdk version
 run rocm-sdk targets
@@ -122,6 +162,9 @@ link_opt_rocm
 
 log_step "amdsmi double free (RTLD_GLOBAL preload)"
 fix_amdsmi_double_free
+
+log_step "amdsmi from the SDK (vLLM's ROCm detection)"
+install_amdsmi
 
 log_step "Checks"
 run rocm-sdk test

@@ -3,9 +3,13 @@
 # therock-toolbox step "aiter" (optional): AMD's AITER kernels as a wheel, built against the
 # venv's torch. Runs inside the box.
 #
-# Why optional: AITER carries CDNA-only inline assembly (gfx90a/gfx942/gfx950); on gfx1151 it
-# often fails to build (FAILURES.md gfx11-inline-asm-unsupported) and vLLM works without it.
-# Never set VLLM_ROCM_USE_AITER=1 on gfx1151. HALOFORGE_SKIP_AITER=1 skips this step.
+# Why optional: AITER maps gfx1151 since v0.1.12 but calls RDNA 3.5 "Experimental"
+# (aiter/jit/utils/build_targets.py @v0.1.19); much of it is CDNA inline assembly, and vLLM
+# works without it. Never set VLLM_ROCM_USE_AITER=1 on gfx1151. HALOFORGE_SKIP_AITER=1 skips
+# this step. Before the build: AITER's [build-system] requires (pybind11, setuptools_scm,
+# wheel, packaging, psutil, ninja, pandas, flydsl at v0.1.19), read from its pyproject.toml and
+# held to scripts/lib/python-pins.txt; CK_DIR at its composable_kernel submodule, as kyuz0's
+# Dockerfile.ubuntu-repoamd builds v0.1.19 for gfx1151.
 # Pins: AITER_REPO, AITER_REF, PYTORCH_ROCM_ARCH. The wheel is cached per cache key.
 
 # shellcheck source=../lib/common.sh
@@ -13,7 +17,7 @@
 # shellcheck source=./lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 hf_init "$@"
-log_info "optional step: AITER has CDNA-only inline assembly and often fails on gfx1151; vLLM works without it, and a failure here does not fail the build"
+log_info "optional step: AITER's gfx1151 support is experimental upstream; vLLM works without it, and a failure here does not fail the build"
 if [[ "${HALOFORGE_SKIP_AITER:-0}" == 1 ]]; then
   log_ok "HALOFORGE_SKIP_AITER=1: AITER skipped"
   exit 0
@@ -27,7 +31,7 @@ activate_venv
 aiter_hint() {
   local code=$1
   ((code == 0)) && return 0
-  log_warn "AITER did not build for $PYTORCH_ROCM_ARCH: expected on RDNA (gfx11); vLLM runs without it. Leave VLLM_ROCM_USE_AITER unset; HALOFORGE_SKIP_AITER=1 skips this step next time"
+  log_warn "AITER did not build for $PYTORCH_ROCM_ARCH (the cause is above; gfx1151 is experimental in AITER); vLLM runs without it. Leave VLLM_ROCM_USE_AITER unset; HALOFORGE_SKIP_AITER=1 skips this step next time"
 }
 trap 'aiter_hint $?' EXIT
 
@@ -42,6 +46,7 @@ else
   retry -n 3 -d 5 -- git -C "$src" submodule update --init --recursive --depth 1
   build_wheel aiter 'amd_aiter-*.whl' "$src" \
     "PYTORCH_ROCM_ARCH=$PYTORCH_ROCM_ARCH" "GPU_ARCHS=$PYTORCH_ROCM_ARCH" \
+    "CK_DIR=$src/3rdparty/composable_kernel" \
     "ROCM_PATH=$ROCM_PATH" "ROCM_HOME=$ROCM_HOME" "MAX_JOBS=$(max_jobs)"
 fi
 install_wheel "$WHEEL"

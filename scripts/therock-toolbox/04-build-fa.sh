@@ -5,7 +5,10 @@
 #
 # Pins: FLASH_ATTENTION_REPO, FLASH_ATTENTION_REF (main_perf), PYTORCH_ROCM_ARCH.
 # FLASH_ATTENTION_TRITON_AMD_ENABLE=TRUE makes setup.py skip the CK kernels (CDNA) and use
-# Triton (FACTS.md). The wheel is cached per cache key.
+# Triton (setup.py @16d5154a line 65); FLASH_ATTENTION_FORCE_BUILD=TRUE builds from source
+# instead of trying a prebuilt wheel from Dao-AILab's GitHub releases (line 61). The tree has
+# no pyproject.toml, so its build requirements are PEP 517's setuptools and wheel; its
+# setup.py also imports packaging (the pinned build tools of lib.sh). Cached per cache key.
 
 # shellcheck source=../lib/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
@@ -29,7 +32,7 @@ else
   rocm_env
   git_at "$FLASH_ATTENTION_REPO" "$FLASH_ATTENTION_REF" "$src"
   build_wheel flash-attention 'flash_attn-*.whl' "$src" \
-    FLASH_ATTENTION_TRITON_AMD_ENABLE=TRUE "PYTORCH_ROCM_ARCH=$PYTORCH_ROCM_ARCH" \
+    FLASH_ATTENTION_TRITON_AMD_ENABLE=TRUE FLASH_ATTENTION_FORCE_BUILD=TRUE "PYTORCH_ROCM_ARCH=$PYTORCH_ROCM_ARCH" \
     "ROCM_PATH=$ROCM_PATH" "ROCM_HOME=$ROCM_HOME" "MAX_JOBS=$(max_jobs)"
 fi
 install_wheel "$WHEEL"

@@ -8,7 +8,11 @@
 # GPU_TARGET patched into HIP_SUPPORTED_ARCHS when missing (patch-vllm.sh, fail-closed);
 # amdsmi and torch pins dropped from the ROCm build requirements; ROCm's clang as CC/CXX
 # (segfaults otherwise); HIPFLAGS with the device library path; MAX_JOBS from RAM;
-# pip wheel --no-deps --no-build-isolation. The wheel is cached per cache key.
+# pip wheel --no-deps --no-build-isolation after the ref's own [build-system] requires
+# (read from its pyproject.toml) and its ROCm build requirements file, with setuptools-rust
+# by name: vLLM >= 0.23's setup.py imports setuptools_rust at top level, and some refs'
+# files do not list it. All of it held to scripts/lib/python-pins.txt; torch stays the venv's.
+# The wheel is cached per cache key.
 
 # shellcheck source=../lib/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
@@ -53,7 +57,8 @@ fi
 
 log_step "Build requirements (torch stays the venv's)"
 constraints=$VENV_DIR/haloforge-constraints.txt
-retry -n 2 -d 10 -- "${PIP[@]}" install --constraint "$constraints" -r "$reqs" 'setuptools-scm>=8'
+retry -n 2 -d 10 -- "${PIP[@]}" install --constraint "$constraints" --constraint "$HF_PYTHON_PINS" -r "$reqs"
+pip_install_pinned "$PY" setuptools-scm setuptools-rust
 if [[ -e "$VENV_DIR/bin/cmake" ]]; then
   # Build requirements may list cmake; the distro's /usr/bin/cmake must stay first.
   run "${PIP[@]}" uninstall -y cmake

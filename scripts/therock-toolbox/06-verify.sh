@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
-# therock-toolbox step "verify": the built stack works on this GPU, then the working
-# environment is frozen so a rebuild can reproduce it. Runs inside the box.
+# therock-toolbox step "verify": prove the built stack works on this GPU, then freeze the
+# working environment so a rebuild can reproduce it. Runs inside the box.
 #
-# Pins: GPU_TARGET. Checks: torch sees device 0 as GPU_TARGET (gcnArchName); SDPA runs on
-# the flash backend (verify_torch.py, like the AOTriton seed's backend-check.py);
-# flash_attn and (when installed) aiter import; vllm --help and import vllm.
+# Pins: GPU_TARGET, VERIFY_MODEL (a small public model for vLLM's generation check; empty:
+# that check is reported as not verified). Each check records what it proved for the
+# runner's report (hf_verified) or why it could not (hf_not_verified):
+#   torch      device 0 is GPU_TARGET, GPU_TARGET is in torch's arch list, a matmul runs
+#              on it and matches the CPU (../lib/verify_torch.py)
+#   SDPA       the flash backend runs and matches the math one (verify_sdpa.py)
+#   flash-attn one forward pass of flash_attn_func matches math SDPA (verify_fa.py)
+#   vLLM       current_platform.is_rocm(), then a short greedy generation with VERIFY_MODEL,
+#              downloaded here from Hugging Face (../lib/verify_vllm.py)
 # Writes $HALOFORGE_STATE_DIR/therock-toolbox/requirements.lock (pip freeze).
 
 # shellcheck source=../lib/common.sh
@@ -19,21 +25,29 @@ require_env GPU_TARGET
 activate_venv
 # Native gfx1151 kernels: a spoof would make the arch check lie (FACTS.md).
 unset HSA_OVERRIDE_GFX_VERSION
+hf_verify_begin
+lib=$HALOFORGE_SCRIPTS_DIR/lib
 
-log_step "torch on $GPU_TARGET and SDPA flash attention"
-run env TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL=1 "$PY" "$HF_SCRIPT_DIR/verify_torch.py" "$GPU_TARGET"
+log_step "torch on $GPU_TARGET: arch list and a kernel"
+hf_run_checks env HALOFORGE_EXPECT_ARCH="$GPU_TARGET" "$PY" "$lib/verify_torch.py"
 
-log_step "flash-attention, AITER"
-run env FLASH_ATTENTION_TRITON_AMD_ENABLE=TRUE "$PY" -c 'import flash_attn; print("flash_attn", flash_attn.__version__)'
+log_step "SDPA flash attention"
+hf_run_checks env TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL=1 "$PY" "$HF_SCRIPT_DIR/verify_sdpa.py" "$GPU_TARGET"
+
+log_step "flash-attention forward pass"
+hf_run_checks env FLASH_ATTENTION_TRITON_AMD_ENABLE=TRUE "$PY" "$HF_SCRIPT_DIR/verify_fa.py"
+
+log_step "AITER"
 if is_dry_run || [[ -n "$(pip_installed_version amd-aiter)" ]]; then
   run "$PY" -c 'import aiter; print("aiter imported")'
+  log_info "AITER imports; its kernels are not exercised (optional on $GPU_TARGET, never VLLM_ROCM_USE_AITER=1)"
 else
   log_info "AITER not installed (optional on $GPU_TARGET): skipped"
 fi
 
-log_step "vLLM"
-run vllm --help
-run "$PY" -c 'import vllm; print("vllm", vllm.__version__)'
+log_step "vLLM: ROCm platform and a short generation"
+hf_run_checks env HALOFORGE_VERIFY_MODEL="${VERIFY_MODEL:-}" "$PY" "$lib/verify_vllm.py"
+hf_verify_end
 
 log_step "Freeze the working environment"
 lock=$HALOFORGE_STATE_DIR/$HALOFORGE_TRACK/requirements.lock
@@ -43,7 +57,7 @@ else
   {
     printf '# haloforge %s: working environment of box %s (%s), %s\n' \
       "$HALOFORGE_TRACK" "${TOOLBOX_NAME:-?}" "${TOOLBOX_IMAGE:-?}" "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    printf '# reproduce: pip install --index-url %s --extra-index-url https://pypi.org/simple -r requirements.lock\n' "${THEROCK_INDEX_URL:-<THEROCK_INDEX_URL>}"
+    printf '# reproduce: pip install --index-url %s --extra-index-url https://pypi.org/simple -r requirements.lock\n' "${TORCH_INDEX_URL:-${THEROCK_INDEX_URL:-<THEROCK_INDEX_URL>}}"
     printf '# (the wheels built here appear as "name @ file://…" in %s)\n' "$HALOFORGE_CACHE_DIR/wheels"
     "${PIP[@]}" freeze --all
   } | write_file "$lock"

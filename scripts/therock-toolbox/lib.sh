@@ -108,9 +108,26 @@ git_at() {
   fi
 }
 
+# Build tools every wheel build of this track needs in the venv before
+# `pip wheel --no-build-isolation`, at their python-pins.txt versions: a fresh venv holds
+# only pip (CPython 3.12 ensurepip), and flash-attention's setup.py imports packaging and
+# wheel.bdist_wheel at top level (ROCm/flash-attention setup.py @16d5154a, lines 12, 20).
+VENV_BUILD_TOOLS=(pip setuptools wheel packaging)
+
+# venv_build_tools: the pinned build tools in the venv (already satisfied: nothing fetched).
+venv_build_tools() {
+  pip_install_pinned "$PY" "${VENV_BUILD_TOOLS[@]}"
+}
+
+# What the venv or the distro provides, never a build requirement from PyPI: TheRock's torch
+# family (a PyPI torch would replace it) and cmake (the distro's; FAILURES.md
+# pip-cmake-broken-shim). amdsmi is the SDK's own (02-install-rocm.sh).
+VENV_PROVIDED=(torch torchvision torchaudio triton pytorch-triton-rocm cmake amdsmi)
+
 # build_wheel NAME GLOB SRC [VAR=VALUE...]: the wheel of SRC built with pip wheel --no-deps
 # --no-build-isolation (against the venv's torch) into the step's cache directory, or the
 # cached one while the step's cache key is unchanged. Sets WHEEL to the wheel's path.
+# First the pinned build tools and SRC's own [build-system] requires (install_build_requires).
 build_wheel() {
   local name=$1 glob=$2 src=$3
   shift 3
@@ -123,6 +140,8 @@ build_wheel() {
   if ! is_dry_run; then
     mkdir -p "$dir"
   fi
+  venv_build_tools
+  install_build_requires "$PY" "$src" "${VENV_PROVIDED[@]}"
   run_in "$src" env "$@" "$PY" -m pip wheel . --no-deps --no-build-isolation -v -w "$dir"
   if is_dry_run; then
     WHEEL=$dir/$glob
@@ -138,9 +157,9 @@ build_wheel() {
 install_wheel() {
   local wheel=$1 constraints=$VENV_DIR/haloforge-constraints.txt
   if is_dry_run || [[ -r "$constraints" ]]; then
-    run "${PIP[@]}" install --constraint "$constraints" "$wheel"
+    run "${PIP[@]}" install --constraint "$constraints" --constraint "$HF_PYTHON_PINS" "$wheel"
   else
     log_warn "no $constraints (02-install-rocm.sh writes it); installing without torch constraints"
-    run "${PIP[@]}" install "$wheel"
+    run "${PIP[@]}" install --constraint "$HF_PYTHON_PINS" "$wheel"
   fi
 }

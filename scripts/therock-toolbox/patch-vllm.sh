@@ -5,9 +5,11 @@
 #
 # 1. CMakeLists.txt: GFX_TARGET in set(HIP_SUPPORTED_ARCHS "…"). v0.10.2 lacks gfx1151
 #    (FACTS.md: "gfx906;…;gfx1101;gfx1200;gfx1201"); main has it since vLLM #25908.
-# 2. The ROCm build requirements (requirements/build/rocm.txt since Apr 2026, before that
-#    requirements/rocm-build.txt): no amdsmi (TheRock ships its own; two copies double-free)
-#    and no torch/torchvision/torchaudio/triton pins (the venv's TheRock torch is the one).
+# 2. The ROCm build requirements: requirements/build/rock.txt (TheRock's own, newer refs:
+#    vllm-project/vllm 027281ae) when the ref has it, else requirements/build/rocm.txt
+#    (since Apr 2026), else requirements/rocm-build.txt: no amdsmi (02-install-rocm.sh
+#    installs the SDK's own) and no torch/torchvision/torchaudio/triton pins (the venv's
+#    TheRock torch is the one).
 # Each prints applied / already present upstream; an anchor that moved stops with an error.
 
 # shellcheck source=../lib/common.sh
@@ -19,7 +21,7 @@ target=${2:-${GPU_TARGET:-gfx1151}}
 patch_list_add vllm-hip-arch "$src/CMakeLists.txt" HIP_SUPPORTED_ARCHS "$target"
 
 reqs=''
-for f in requirements/build/rocm.txt requirements/rocm-build.txt; do
+for f in requirements/build/rock.txt requirements/build/rocm.txt requirements/rocm-build.txt; do
   if [[ -f "$src/$f" ]]; then
     reqs=$src/$f
     break
@@ -29,7 +31,7 @@ if [[ -z "$reqs" ]]; then
   if is_dry_run; then
     reqs=$src/requirements/build/rocm.txt
   else
-    die "patch vllm-rocm-build-reqs: anchor not found in $src: neither requirements/build/rocm.txt nor requirements/rocm-build.txt exists"
+    die "patch vllm-rocm-build-reqs: anchor not found in $src: none of requirements/build/rock.txt, requirements/build/rocm.txt, requirements/rocm-build.txt exists"
   fi
 fi
 patch_drop_requirements vllm-rocm-build-reqs "$reqs" amdsmi torch torchvision torchaudio triton pytorch-triton-rocm

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
 # vllm-image, step "verify": inside the pinned image, torch must see the GPU as the
-# expected target, launch a kernel, and vllm must import.
+# expected target with that target in its arch list and run a kernel; vLLM must detect the
+# ROCm platform and generate a few tokens with VERIFY_MODEL (not verified, with the reason,
+# when no model is given or it cannot be downloaded).
 set -Eeuo pipefail
 # shellcheck source=../lib/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
@@ -12,9 +14,12 @@ hf_init "$@"
 require_env VLLM_IMAGE GPU_TARGET
 log_step "Verify torch and vLLM in $VLLM_IMAGE"
 need_gpu_devices
+hf_verify_begin
 mapfile -t gpu < <(gpu_flags)
 mapfile -t check < <(torch_check_flags)
-run "$(engine)" run --rm "${gpu[@]}" --ipc=host "${check[@]}" \
-  -e HALOFORGE_EXPECT_ARCH="$GPU_TARGET" -e HALOFORGE_CHECK_VLLM=1 \
+mapfile -t vchk < <(vllm_check_flags)
+hf_run_checks "$(engine)" run --rm "${gpu[@]}" --ipc=host "${check[@]}" "${vchk[@]}" \
+  -e HALOFORGE_EXPECT_ARCH="$GPU_TARGET" \
   "$VLLM_IMAGE" python3 /haloforge/verify_torch.py
+hf_verify_end
 is_dry_run || log_ok "vLLM image works: start it with $HALOFORGE_STATE_DIR/vllm-image/start-vllm.sh <model>"

@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/haloforge/haloforge/diagnose"
 )
 
 // The benchmarks of issue 4, run by `make bench` (-benchtime=1x). Each
@@ -271,16 +269,13 @@ func BenchmarkPipeline(b *testing.B) {
 	for range b.N {
 		dir := b.TempDir()
 		o := fxOptions(fxPlan(b, fxTrack(fx{id: "cat", script: "cat.sh"}), fxPins, "testdata/scripts", dir), dir)
-		o.BatchLines = os.Getenv("HALOFORGE_BENCH_SINGLE") == ""
-		o.Analyzer = func(track, step string) Analyzer { // as haloforge build does
-			return diagnose.NewMatcher(diagnose.MatcherOptions{Track: track, Step: step})
-		}
+		o.Analyzer = Diagnosis // as haloforge build does
 		r, err := New(o)
 		if err != nil {
 			b.Fatal(err)
 		}
 		done := make(chan struct{})
-		go func() { PrintLines(devnull, r.Events(), PrintOptions{}); close(done) }()
+		go func() { printLines(devnull, r.Events()); close(done) }()
 		rep, err := r.Run(context.Background())
 		<-done
 		if err != nil || rep.Steps[0].Bytes < size {

@@ -8,49 +8,121 @@ import (
 	"github.com/haloforge/haloforge/diagnose"
 )
 
-// EventKind tells what happened.
-type EventKind int
+// Event is one thing the runner reports. The set is closed: RunStarted,
+// Notice, StepStarted, StepSkipped, Lines, Found, StepFinished and
+// RunFinished, read with a type switch. A run emits RunStarted first and
+// RunFinished last; each step that runs emits StepStarted, then Lines and
+// Found in the order the log produced them, then StepFinished.
+//
+// The runner never waits for a consumer to show lines: Lines events may be
+// dropped while the consumer is behind (the next Lines, or StepFinished,
+// counts them in Dropped); every other event is always delivered.
+type Event interface{ event() }
 
-// Event kinds, in the order a run emits them.
-const (
-	EventRunStarted   EventKind = iota // Total, RunID, RunDir
-	EventStepStarted                   // Step, Title, Index, Total, Log, ETA, Optional
-	EventStepSkipped                   // Step, Title, Total, Reason (Index is 0: it does not run)
-	EventLine                          // Step, Line (or Lines), LineNo, Dropped, Cut
-	EventFinding                       // Step, Finding
-	EventStepFinished                  // Step, Index, Total, Status, ExitCode, Duration, Log, Err, Tail, Findings, Optional, Reason (why it is optional)
-	EventRunFinished                   // Status, Duration, Err, Dropped
-	EventNotice                        // Reason: what the user should know before the steps (resume, re-plan)
-)
-
-// Event is one thing the runner reports. The runner never waits for a
-// consumer: screen lines may be coalesced or dropped (Dropped counts them),
-// the other kinds are always delivered.
-type Event struct {
-	Kind     EventKind
-	RunID    string
-	RunDir   string
-	Step     string
-	Index    int // 1-based position of Step among the steps that run
-	Total    int
-	Line     string // sanitised for a screen
-	LineNo   int    // 1-based line number in the step's log
-	Dropped  int    // screen lines dropped just before this one
-	Finding  *diagnose.Finding
-	Status   string // steps.Outcome* for a step or a run
-	ExitCode int
-	Duration time.Duration
-	ETA      time.Duration // remaining, from previous runs' durations; 0 when unknown
-	Log      string        // path of the step's raw log
-	Reason   string        // why a step was skipped; a notice; why a finished step is optional
-	Err      error
-	At       time.Time
-
-	Title    string             // the step's human title
-	Optional bool               // the step's failure does not fail the run
-	Cut      int                // bytes of Line cut for the screen (the log has them)
-	Lines    []string           // with Options.BatchLines: several lines from LineNo on, instead of Line
-	Tail     []string           // last lines of the step, sanitised, for a failure summary
-	Findings []diagnose.Finding // every finding of the step, at its end
-	Elapsed  time.Duration      // since the run started
+// RunStarted opens a run.
+type RunStarted struct {
+	Track  string // the track's ID
+	RunID  string
+	RunDir string // <state-dir>/runs/<run-id>: the logs and report.json
+	Total  int    // steps that run this time
+	At     time.Time
 }
+
+// Notice is what the user should know before the steps run: what a resume
+// continues, what changed since the run it resumes.
+type Notice struct {
+	Text string
+}
+
+// StepStarted says a step began.
+type StepStarted struct {
+	Step     string
+	Title    string
+	Index    int // 1-based position among the steps that run
+	Total    int // steps that run this time
+	Optional bool
+	Log      string        // path of the step's raw log
+	ETA      time.Duration // the run's remaining time, from earlier runs; 0 when unknown
+	Elapsed  time.Duration // since the run started
+	At       time.Time
+}
+
+// StepSkipped says a step of the plan does not run this time.
+type StepSkipped struct {
+	Step       string
+	Title      string
+	Optional   bool
+	WhySkipped string // "up to date (succeeded …)", "not in --only", …
+}
+
+// Lines carries a step's output as the screen shows it: sanitised (no
+// control sequences; colours only with Options.KeepColor), one entry per
+// log line, in order. This is the only way lines travel: one event per
+// chunk the step printed, so that a flood costs a consumer one event per
+// read, not one per line.
+type Lines struct {
+	Step string
+	// First is the log line number (1-based) of Text[0]. The lines after it
+	// follow in order; a line that held nothing but terminal controls is not
+	// shown, so their numbers may skip.
+	First int
+	Text  []string
+	// Cut is nil unless a line was longer than Options.MaxLine; then Cut[i]
+	// is how many bytes of Text[i] only the log has.
+	Cut []int
+	// Dropped counts this step's lines not shown just before these, because
+	// the consumer was behind (the log has them all).
+	Dropped int
+}
+
+// Found is a known failure recognised in a step's output, sent right after
+// the Lines holding the line it names.
+type Found struct {
+	Step    string
+	Finding diagnose.Finding
+}
+
+// StepFinished says how a step ended.
+type StepFinished struct {
+	Step     string
+	Title    string
+	Index    int // as in StepStarted
+	Total    int
+	Optional bool
+	// WhyOptional says why the step's failure does not fail the run ("" for
+	// a step that is not optional).
+	WhyOptional string
+	Status      string // steps.Outcome*: succeeded, not-verified, failed, interrupted
+	ExitCode    int
+	Duration    time.Duration
+	Elapsed     time.Duration // since the run started
+	Log         string        // path of the step's raw log
+	Err         error         // the runner's own trouble with the step (log, pty), not its exit code
+	Tail        []string      // the step's last lines, sanitised, for a failure summary
+	Findings    []diagnose.Finding
+	Dropped     int // lines not shown since the last Lines event
+	// Verified and NotVerified are what the step proved and what it could
+	// not check (ResultEnv); a NotVerified entry makes Status not-verified.
+	Verified    []string
+	NotVerified []string
+	At          time.Time
+}
+
+// RunFinished closes a run; the channel closes after it.
+type RunFinished struct {
+	RunID    string
+	RunDir   string // "" when the run could not start (lock, run dir)
+	Status   string // steps.Outcome*: succeeded, not-verified, failed, interrupted
+	Duration time.Duration
+	Err      error // the run's own machinery (state, lock, report), not the steps
+	At       time.Time
+}
+
+func (RunStarted) event()   {}
+func (Notice) event()       {}
+func (StepStarted) event()  {}
+func (StepSkipped) event()  {}
+func (Lines) event()        {}
+func (Found) event()        {}
+func (StepFinished) event() {}
+func (RunFinished) event()  {}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -38,12 +39,12 @@ func helperBuild() int {
 	if err != nil {
 		return 2
 	}
-	r, err := New(Options{Plan: p, StateDir: dir, ScriptsDir: "testdata/scripts", Grace: 300 * time.Millisecond, BatchLines: true})
+	r, err := New(Options{Plan: p, StateDir: dir, ScriptsDir: "testdata/scripts", Grace: 300 * time.Millisecond})
 	if err != nil {
 		return 2
 	}
 	done := make(chan struct{})
-	go func() { PrintLines(io.Discard, r.Events(), PrintOptions{}); close(done) }()
+	go func() { printLines(io.Discard, r.Events()); close(done) }()
 	_, err = r.Run(context.Background())
 	<-done
 	if err != nil {
@@ -53,6 +54,22 @@ func helperBuild() int {
 	status, _ := os.ReadFile("/proc/self/status")
 	_ = os.WriteFile(filepath.Join(dir, "status"), status, 0o644)
 	return 0
+}
+
+// printLines writes each step line with its prefix, as line mode does
+// (tui/linemode imports this package, so its tests cannot use it).
+func printLines(w io.Writer, events <-chan Event) {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	for e := range events {
+		if l, ok := e.(Lines); ok {
+			for _, text := range l.Text {
+				bw.WriteString("[" + l.Step + "] ")
+				bw.WriteString(text)
+				bw.WriteByte('\n')
+			}
+		}
+	}
+	bw.Flush()
 }
 
 // waitFor polls until ok or the timeout, reporting whether ok happened.

@@ -52,7 +52,7 @@ func TestProcessorYieldsToTheStepAndTheNiceThreadEndsWithIt(t *testing.T) {
 	o := fxOptions(fxPlan(t, fxTrack(fx{id: "gate", script: "gate.sh"}), fxPins, "testdata/scripts", dir), dir)
 	during := -1
 	rep, _ := run(t, o, func(e Event, cancel context.CancelFunc) {
-		if e.Kind == EventLine && e.Line == "ready" {
+		if says(e, "ready") {
 			during = niceThreads(t, processorNice, true) - wedged
 			cancel()
 		}

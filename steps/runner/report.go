@@ -26,7 +26,7 @@ const (
 type Report struct {
 	RunID    string        `json:"run_id"`
 	Track    string        `json:"track"`
-	Status   string        `json:"status"` // running, succeeded, failed, interrupted
+	Status   string        `json:"status"` // running, succeeded, not-verified, failed, interrupted
 	DryRun   bool          `json:"dry_run,omitempty"`
 	Started  time.Time     `json:"started"`
 	Duration time.Duration `json:"duration_ns"`
@@ -52,8 +52,12 @@ type StepReport struct {
 	CacheKey string             `json:"cache_key"`
 	Pins     map[string]string  `json:"pins"`
 	Findings []diagnose.Finding `json:"findings"`
-	Tail     []string           `json:"tail,omitempty"`
-	Error    string             `json:"error,omitempty"`
+	// Verified and NotVerified are what the step proved and what it could
+	// not check, from its result file (ResultEnv).
+	Verified    []string `json:"verified"`
+	NotVerified []string `json:"not_verified"`
+	Tail        []string `json:"tail,omitempty"`
+	Error       string   `json:"error,omitempty"`
 }
 
 // Failed says whether the step failed or was interrupted.
@@ -66,7 +70,8 @@ func (r *Runner) newReport() *Report {
 		Started: r.started, RunDir: r.runDir, PinsFile: r.o.PinsFile, Notices: r.notices}
 	for _, s := range r.plan.Steps {
 		rep.Steps = append(rep.Steps, StepReport{ID: s.ID, Title: s.Title, Optional: s.Optional,
-			Status: StatusPending, CacheKey: s.CacheKey, Pins: s.PinValues, Findings: []diagnose.Finding{}})
+			Status: StatusPending, CacheKey: s.CacheKey, Pins: s.PinValues, Findings: []diagnose.Finding{},
+			Verified: []string{}, NotVerified: []string{}})
 	}
 	return rep
 }
@@ -126,11 +131,11 @@ type junitSkipped struct {
 func (rep *Report) WriteJUnit(w io.Writer) error {
 	suite := junitSuite{Name: "haloforge." + rep.Track, Time: seconds(rep.Duration), Stamp: rep.Started.UTC().Format(time.RFC3339)}
 	for _, s := range rep.Steps {
-		c := junitCase{Name: s.ID, Classname: "haloforge." + rep.Track, Time: seconds(s.Duration)}
-		if s.Log != "" {
-			c.SystemOut = "log: " + s.Log
-		}
+		c := junitCase{Name: s.ID, Classname: "haloforge." + rep.Track, Time: seconds(s.Duration), SystemOut: systemOut(s)}
 		switch {
+		case s.Status == steps.OutcomeNotVerified:
+			c.Skipped = &junitSkipped{Message: "not verified: " + strings.Join(s.NotVerified, "; ")}
+			suite.Skipped++
 		case s.Status == steps.OutcomeFailed && s.Optional:
 			c.Skipped = &junitSkipped{Message: fmt.Sprintf("optional step failed (exit %d); the build went on", s.ExitCode)}
 			suite.Skipped++
@@ -160,6 +165,19 @@ func (rep *Report) WriteJUnit(w io.Writer) error {
 }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
+
+// systemOut is what a test case says besides its status: what the step
+// verified, and its log.
+func systemOut(s StepReport) string {
+	var lines []string
+	for _, v := range s.Verified {
+		lines = append(lines, "verified: "+v)
+	}
+	if s.Log != "" {
+		lines = append(lines, "log: "+s.Log)
+	}
+	return strings.Join(lines, "\n")
+}
 
 func failureMessage(s StepReport) string {
 	msg := fmt.Sprintf("%s failed (exit %d)", s.ID, s.ExitCode)

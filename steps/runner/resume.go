@@ -3,6 +3,7 @@ package runner
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -67,13 +68,13 @@ func (r *Runner) changesSince(id string) []string {
 		if !ok || o.CacheKey == s.CacheKey {
 			continue
 		}
-		for _, name := range sortedNames(s.PinValues) {
+		for _, name := range slices.Sorted(maps.Keys(s.PinValues)) {
 			if v, had := o.Pins[name]; (!had || v != s.PinValues[name]) && !seen[name] {
 				seen[name] = true
 				changed = append(changed, fmt.Sprintf("%s %s -> %s", name, orNone(o.Pins[name], had), s.PinValues[name]))
 			}
 		}
-		if r.runs[i] && (o.Status == steps.OutcomeSucceeded || o.Status == steps.OutcomeSkipped) {
+		if r.runs[i] && (o.Status == steps.OutcomeSucceeded || o.Status == steps.OutcomeNotVerified || o.Status == steps.OutcomeSkipped) {
 			rerun = append(rerun, s.ID)
 		}
 	}
@@ -95,15 +96,6 @@ func orNone(v string, ok bool) string {
 		return "(unset)"
 	}
 	return v
-}
-
-func sortedNames(m map[string]string) []string {
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	return names
 }
 
 // readReport loads a run's report.json.

@@ -19,25 +19,50 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultGrace       = 5 * time.Second  // SIGTERM to SIGKILL
-	DefaultStallCheck  = 15 * time.Second // how often Analyzer.Idle is asked
-	DefaultEvents      = 4096             // events buffered before screen lines drop
-	DefaultBatchEvents = 64               // the same with BatchLines: up to 64 read chunks
-	tailLines          = 20               // lines kept for a failure summary
+	DefaultGrace      = 5 * time.Second  // SIGTERM to SIGKILL
+	DefaultStallCheck = 15 * time.Second // how often Analyzer.Idle is asked
+	DefaultEvents     = 64               // events buffered (Lines holds a read chunk) before screen lines drop
+	tailLines         = 20               // lines kept for a failure summary
 )
 
-// Analyzer watches one step's output; *diagnose.Matcher implements it.
-// It is called from one goroutine only. An analyser that also has
-// Next() *diagnose.Finding is drained after each finding, for lines that
-// start several families at once.
+// Analyzer watches one step's output and names the known failures in it.
+// The runner calls it from one goroutine only; Diagnosis is the real one.
 type Analyzer interface {
-	// Line sees each sanitised line (n is 1-based) and returns a finding the
-	// first time a failure family matches, else nil.
-	Line(n int, text string) *diagnose.Finding
-	// Idle is called every StallCheck while the step prints nothing.
-	Idle(since time.Duration) *diagnose.Finding
+	// Line sees each sanitised line (n is 1-based, text without colours)
+	// and returns the failure families this line made known for the first
+	// time: usually none, sometimes several at once.
+	Line(n int, text string) []diagnose.Finding
+	// Idle is called every StallCheck while the step prints nothing, with
+	// the time since its last output, and returns new findings (a hang).
+	Idle(since time.Duration) []diagnose.Finding
 	// End returns every finding of the step once its output has ended.
 	End() []diagnose.Finding
+}
+
+// Diagnosis is the Analyzer of every haloforge run: diagnose's streaming
+// matcher for the step, each new finding handed over as soon as it is known.
+func Diagnosis(track, step string) Analyzer {
+	return matcher{diagnose.NewMatcher(diagnose.MatcherOptions{Track: track, Step: step})}
+}
+
+// matcher adapts *diagnose.Matcher, which returns one finding per call and
+// queues the others a line started, to the Analyzer's all-at-once contract.
+type matcher struct{ m *diagnose.Matcher }
+
+func (a matcher) Line(n int, text string) []diagnose.Finding  { return a.all(a.m.Line(n, text)) }
+func (a matcher) Idle(since time.Duration) []diagnose.Finding { return a.all(a.m.Idle(since)) }
+func (a matcher) End() []diagnose.Finding                     { return a.m.End() }
+
+// all returns first and whatever the matcher queued behind it.
+func (a matcher) all(first *diagnose.Finding) []diagnose.Finding {
+	if first == nil {
+		return nil
+	}
+	out := []diagnose.Finding{*first}
+	for f := a.m.Next(); f != nil; f = a.m.Next() {
+		out = append(out, *f)
+	}
+	return out
 }
 
 // Options configure a run. Plan, StateDir and ScriptsDir are required.
@@ -50,24 +75,20 @@ type Options struct {
 	DryRun     bool   // HALOFORGE_DRY_RUN=1: scripts print commands; cache and state untouched
 	From       string // run this step and every later one, cached or not
 	Only       []string
-	Resume     bool // continue the last failed or interrupted run of the track
+	Skip       []string // steps the user chose to skip (optional ones, in the wizard)
+	Resume     bool     // continue the last failed or interrupted run of the track
 	// Analyzer makes the diagnosis of a step; nil means no diagnosis.
 	Analyzer   func(track, step string) Analyzer
 	Grace      time.Duration // SIGTERM to SIGKILL on a stop; 0 means DefaultGrace
 	StallCheck time.Duration // 0 means DefaultStallCheck
-	KeepColor  bool          // keep SGR colours in Event.Line
+	KeepColor  bool          // keep SGR colours in Lines.Text
 	MaxLine    int           // bytes of a screen line; 0 means DefaultMaxLine
 	Cols, Rows uint16        // pty size; 0 means 160x50
 	// Supervisor is the argv that runs "GRACE SCRIPT" under a supervisor
 	// (see Supervise); nil means this binary: /proc/self/exe __supervise.
 	Supervisor []string
-	// Events is the channel capacity; 0 means DefaultEvents, or
-	// DefaultBatchEvents with BatchLines.
+	// Events is the channel capacity; 0 means DefaultEvents.
 	Events int
-	// BatchLines delivers screen lines in batches (Event.Lines, a cut line
-	// marked in its text): far cheaper for a consumer that takes every
-	// line, such as line mode.
-	BatchLines bool
 }
 
 // Runner runs a plan once. Read Events until it is closed.
@@ -84,7 +105,6 @@ type Runner struct {
 	resumed     map[string]bool // steps that failed or stopped in the resumed run
 	notices     []string        // said before the first step
 	prevDurs    map[string]time.Duration
-	dropped     int
 	interrupted bool // a step was stopped, or the run was cancelled between steps
 	started     time.Time
 	report      *Report
@@ -133,11 +153,7 @@ func withDefaults(o Options) Options {
 	if o.StallCheck <= 0 {
 		o.StallCheck = DefaultStallCheck
 	}
-	switch {
-	case o.Events > 0:
-	case o.BatchLines:
-		o.Events = DefaultBatchEvents
-	default:
+	if o.Events <= 0 {
 		o.Events = DefaultEvents
 	}
 	if o.MaxLine <= 0 {
@@ -204,6 +220,8 @@ func (r *Runner) selectSteps() error {
 	from := slices.IndexFunc(ps, func(s steps.PlannedStep) bool { return s.ID == o.From })
 	for i, s := range ps {
 		switch {
+		case slices.Contains(o.Skip, s.ID):
+			r.reasons[i] = "skipped by you"
 		case len(o.Only) > 0 && !slices.Contains(o.Only, s.ID):
 			r.reasons[i] = "not in --only"
 		case len(o.Only) > 0:
@@ -308,28 +326,28 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	defer close(r.events)
 	unlock, err := lockStateDir(r.o.StateDir)
 	if err != nil {
-		r.send(Event{Kind: EventRunFinished, Status: steps.OutcomeFailed, Err: err})
+		r.send(RunFinished{RunID: r.runID, Status: steps.OutcomeFailed, Err: err, At: time.Now()})
 		return nil, err
 	}
 	defer unlock()
 	if err := os.MkdirAll(r.runDir, 0o755); err != nil {
 		err = fmt.Errorf("run dir: %w", err)
-		r.send(Event{Kind: EventRunFinished, Status: steps.OutcomeFailed, Err: err})
+		r.send(RunFinished{RunID: r.runID, Status: steps.OutcomeFailed, Err: err, At: time.Now()})
 		return nil, err
 	}
 	r.started = time.Now()
 	r.report = r.newReport()
 	total := r.countRuns()
-	r.send(Event{Kind: EventRunStarted, RunID: r.runID, RunDir: r.runDir, Total: total, Step: r.plan.Track.ID})
+	r.send(RunStarted{Track: r.plan.Track.ID, RunID: r.runID, RunDir: r.runDir, Total: total, At: r.started})
 	for _, n := range r.notices {
-		r.send(Event{Kind: EventNotice, Reason: n})
+		r.send(Notice{Text: n})
 	}
 	err = errors.Join(r.writeReport(), r.runSteps(ctx, total))
 	r.report.Duration = time.Since(r.started)
 	r.report.Status = r.runStatus()
 	err = errors.Join(err, r.writeReport())
-	r.send(Event{Kind: EventRunFinished, RunID: r.runID, RunDir: r.runDir, Status: r.report.Status,
-		Duration: r.report.Duration, Err: err, Dropped: r.takeDropped(), Elapsed: time.Since(r.started)})
+	r.send(RunFinished{RunID: r.runID, RunDir: r.runDir, Status: r.report.Status,
+		Duration: r.report.Duration, Err: err, At: time.Now()})
 	return r.report, err
 }
 
@@ -356,7 +374,7 @@ func (r *Runner) runSteps(ctx context.Context, total int) error {
 			sr.Status, sr.Reason = StatusNotRun, stopped
 		case !r.runs[i]:
 			sr.Status, sr.Reason = steps.OutcomeSkipped, r.reasons[i]
-			r.send(Event{Kind: EventStepSkipped, Step: s.ID, Title: s.Title, Total: total, Reason: r.reasons[i], Optional: s.Optional})
+			r.send(StepSkipped{Step: s.ID, Title: s.Title, Optional: s.Optional, WhySkipped: r.reasons[i]})
 		case ctx.Err() != nil:
 			sr.Status, sr.Reason = StatusNotRun, "interrupted before it started"
 			stopped = sr.Reason
@@ -375,7 +393,8 @@ func (r *Runner) runSteps(ctx context.Context, total int) error {
 	return errors.Join(errs...)
 }
 
-// runStatus is the run's outcome from its steps.
+// runStatus is the run's outcome from its steps: interrupted, else failed,
+// else not-verified when a step could not prove its outcome, else succeeded.
 func (r *Runner) runStatus() string {
 	status := steps.OutcomeSucceeded
 	for i, s := range r.report.Steps {
@@ -384,6 +403,8 @@ func (r *Runner) runStatus() string {
 			return steps.OutcomeInterrupted
 		case s.Status == steps.OutcomeFailed && !r.plan.Steps[i].Optional:
 			status = steps.OutcomeFailed
+		case s.Status == steps.OutcomeNotVerified && status == steps.OutcomeSucceeded:
+			status = steps.OutcomeNotVerified
 		}
 	}
 	return status
@@ -407,33 +428,17 @@ func (r *Runner) eta(i int) time.Duration {
 }
 
 // send delivers an event that must not be lost; it waits for the consumer.
-func (r *Runner) send(e Event) {
-	if e.At.IsZero() {
-		e.At = time.Now()
-	}
-	if e.RunID == "" {
-		e.RunID = r.runID
-	}
-	r.events <- e
-}
+func (r *Runner) send(e Event) { r.events <- e }
 
-// sendLine delivers screen lines unless the consumer is behind, in which
-// case they are counted as dropped and the next event that gets through
-// says so.
-func (r *Runner) sendLine(e Event) {
-	e.Dropped = r.dropped
+// offer delivers an event only if the consumer has room for it, and says
+// whether it did: screen lines are never worth slowing a step down.
+func (r *Runner) offer(e Event) bool {
 	select {
 	case r.events <- e:
-		r.dropped = 0
+		return true
 	default:
-		r.dropped += max(1, len(e.Lines))
+		return false
 	}
-}
-
-func (r *Runner) takeDropped() int {
-	n := r.dropped
-	r.dropped = 0
-	return n
 }
 
 // lockStateDir keeps two builds from sharing a state dir at once.

@@ -26,7 +26,7 @@ import (
 func TestMain(m *testing.M) {
 	// The runner starts this test binary as its step supervisor, exactly as
 	// haloforge starts itself.
-	if len(os.Args) > 1 && os.Args[1] == SuperviseArg {
+	if IsSupervise(os.Args) {
 		os.Exit(Supervise(os.Args[2:]))
 	}
 	if os.Getenv(helperEnv) != "" {
@@ -106,33 +106,44 @@ func run(t *testing.T, o Options, onEvent func(Event, context.CancelFunc)) (*Rep
 	return rep, evs
 }
 
-func kinds(evs []Event) []EventKind {
-	var out []EventKind
+// kind names an event's type: "RunStarted", "Lines", …
+func kind(e Event) string { return strings.TrimPrefix(fmt.Sprintf("%T", e), "runner.") }
+
+// kinds names the events that are not lines, in order.
+func kinds(evs []Event) []string {
+	var out []string
 	for _, e := range evs {
-		if e.Kind != EventLine {
-			out = append(out, e.Kind)
+		if _, ok := e.(Lines); !ok {
+			out = append(out, kind(e))
 		}
 	}
 	return out
 }
 
+// lines is every screen line a step sent, in order.
 func lines(evs []Event, step string) []string {
 	var out []string
 	for _, e := range evs {
-		if e.Kind == EventLine && e.Step == step {
-			out = append(out, e.Line)
+		if l, ok := e.(Lines); ok && l.Step == step {
+			out = append(out, l.Text...)
 		}
 	}
 	return out
 }
 
-func finished(evs []Event, step string) Event {
+// says reports whether e is a Lines event holding the line text.
+func says(e Event, text string) bool {
+	l, ok := e.(Lines)
+	return ok && slices.Contains(l.Text, text)
+}
+
+func finished(evs []Event, step string) StepFinished {
 	for _, e := range evs {
-		if e.Kind == EventStepFinished && e.Step == step {
-			return e
+		if f, ok := e.(StepFinished); ok && f.Step == step {
+			return f
 		}
 	}
-	return Event{}
+	return StepFinished{}
 }
 
 func TestRunSucceedsAndRecordsEverything(t *testing.T) {
@@ -146,7 +157,7 @@ func TestRunSucceedsAndRecordsEverything(t *testing.T) {
 	if rep.Status != steps.OutcomeSucceeded {
 		t.Fatalf("run status %q, want succeeded; report %+v", rep.Status, rep)
 	}
-	want := []EventKind{EventRunStarted, EventStepStarted, EventStepFinished, EventStepStarted, EventStepFinished, EventRunFinished}
+	want := []string{"RunStarted", "StepStarted", "StepFinished", "StepStarted", "StepFinished", "RunFinished"}
 	if got := kinds(evs); !slices.Equal(got, want) {
 		t.Errorf("event kinds %v, want %v", got, want)
 	}
@@ -172,7 +183,8 @@ func TestRunSucceedsAndRecordsEverything(t *testing.T) {
 		"HALOFORGE_STATE_DIR": dir, "HALOFORGE_RUN_DIR": runDir, "HALOFORGE_CACHE_DIR": filepath.Join(dir, "cache", "fx"),
 		"HALOFORGE_TOOLBOX_DIR": "/nonexistent-toolbox", "HALOFORGE_CACHE_KEY": o.Plan.Steps[1].CacheKey,
 		"HALOFORGE_PINS_FILE": "/somewhere/versions.env", "HALOFORGE_DRY_RUN": "<unset>", "HALOFORGE_RESUME": "<unset>",
-		"GPU_TARGET": "gfx1151", "VLLM_REF": "6e448d0ea9bf3d88d898b65449ca6dc2aec170ac", "FX_UNSET_ME": "<unset>",
+		"HALOFORGE_RESULT_FILE": filepath.Join(runDir, "env.result"),
+		"GPU_TARGET":            "gfx1151", "VLLM_REF": "6e448d0ea9bf3d88d898b65449ca6dc2aec170ac", "FX_UNSET_ME": "<unset>",
 		"cwd": runDir, "tty": "yes",
 	}
 	for k, v := range wantEnv {
@@ -205,11 +217,11 @@ func TestRunSucceedsAndRecordsEverything(t *testing.T) {
 	// A second plan from the new state finds everything up to date.
 	o2 := fxOptions(fxPlan(t, track, fxPins, "testdata/scripts", dir), dir)
 	rep2, evs2 := run(t, o2, nil)
-	want2 := []EventKind{EventRunStarted, EventStepSkipped, EventStepSkipped, EventRunFinished}
+	want2 := []string{"RunStarted", "StepSkipped", "StepSkipped", "RunFinished"}
 	if got := kinds(evs2); !slices.Equal(got, want2) || rep2.Status != steps.OutcomeSucceeded {
 		t.Errorf("second run: events %v status %s, want %v succeeded", got, rep2.Status, want2)
 	}
-	if r := evs2[1].Reason; !strings.HasPrefix(r, "up to date") {
+	if r := evs2[1].(StepSkipped).WhySkipped; !strings.HasPrefix(r, "up to date") {
 		t.Errorf("skip reason %q", r)
 	}
 }
@@ -274,7 +286,7 @@ func TestInterruptKillsEveryProcessOfTheStep(t *testing.T) {
 	o := fxOptions(fxPlan(t, track, fxPins, "testdata/scripts", dir), dir)
 	var stopAt time.Time
 	rep, evs := run(t, o, func(e Event, cancel context.CancelFunc) {
-		if e.Kind == EventLine && e.Line == "ready" {
+		if says(e, "ready") {
 			stopAt = time.Now()
 			cancel()
 		}
@@ -295,7 +307,7 @@ func TestInterruptKillsEveryProcessOfTheStep(t *testing.T) {
 	if ss := st.Tracks["fx"].Steps["stubborn"]; ss.Status != steps.OutcomeInterrupted {
 		t.Errorf("state says %q", ss.Status)
 	}
-	if last := evs[len(evs)-1]; last.Kind != EventRunFinished || last.Status != steps.OutcomeInterrupted {
+	if last, ok := evs[len(evs)-1].(RunFinished); !ok || last.Status != steps.OutcomeInterrupted {
 		t.Errorf("last event %+v", last)
 	}
 }
@@ -312,7 +324,7 @@ func TestKillSkipsTheGracePeriod(t *testing.T) {
 	defer cancel()
 	go func() {
 		for e := range r.Events() {
-			if e.Kind == EventLine && e.Line == "ready" {
+			if says(e, "ready") {
 				cancel()
 				r.Kill()
 			}
@@ -336,7 +348,7 @@ func TestResumeContinuesWhereTheRunStopped(t *testing.T) {
 	track := fxTrack(fx{id: "hello", script: "hello.sh"}, fx{id: "gate", script: "gate.sh", deps: []string{"hello"}})
 	o := fxOptions(fxPlan(t, track, fxPins, "testdata/scripts", dir), dir)
 	rep, _ := run(t, o, func(e Event, cancel context.CancelFunc) {
-		if e.Kind == EventLine && e.Line == "ready" {
+		if says(e, "ready") {
 			cancel()
 		}
 	})
@@ -456,6 +468,7 @@ func TestSelection(t *testing.T) {
 		{"cache", func(*Options) {}, []string{"a:skipped", "b:skipped", "c:skipped"}},
 		{"from", func(o *Options) { o.From = "b" }, []string{"a:skipped", "b:succeeded", "c:succeeded"}},
 		{"only", func(o *Options) { o.Only = []string{"c", "a"} }, []string{"a:succeeded", "b:skipped", "c:succeeded"}},
+		{"skip", func(o *Options) { o.From, o.Skip = "a", []string{"b"} }, []string{"a:succeeded", "b:skipped", "c:succeeded"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -468,6 +481,9 @@ func TestSelection(t *testing.T) {
 			}
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("got %v, want %v", got, tt.want)
+			}
+			if len(o.Skip) > 0 && rep.Steps[1].Reason != "skipped by you" {
+				t.Errorf("a skipped step says %q", rep.Steps[1].Reason)
 			}
 		})
 	}
@@ -524,14 +540,19 @@ func TestHugeLineAndUnendedOutput(t *testing.T) {
 	if fi, err := os.Stat(rep.Steps[0].Log); err != nil || fi.Size() != int64(10<<20+len("\r\nafter\r\n")) {
 		t.Errorf("big log: %v, %d bytes", err, fi.Size())
 	}
-	var big []Event
+	var big []string
+	var cut []int
 	for _, e := range evs {
-		if e.Kind == EventLine && e.Step == "big" {
-			big = append(big, e)
+		if l, ok := e.(Lines); ok && l.Step == "big" {
+			big = append(big, l.Text...)
+			if l.Cut == nil {
+				l.Cut = make([]int, len(l.Text))
+			}
+			cut = append(cut, l.Cut...)
 		}
 	}
-	if len(big) != 2 || len(big[0].Line) != 1000 || big[0].Cut != 10<<20-1000 || big[1].Line != "after" {
-		t.Errorf("big line events: %d, first %d bytes cut %d", len(big), len(big[0].Line), big[0].Cut)
+	if len(big) != 2 || len(big[0]) != 1000 || big[1] != "after" || !slices.Equal(cut, []int{10<<20 - 1000, 0}) {
+		t.Errorf("big lines: %d, first %d bytes, cut %v; want 1000 bytes, then after, cut %d", len(big), len(big[0]), cut, 10<<20-1000)
 	}
 	nonl := lines(evs, "nonl")
 	if len(nonl) != 1 || !strings.HasPrefix(nonl[0], "chunk1 chunk2 ") {
@@ -552,42 +573,68 @@ type fakeAnalyzer struct {
 	lineSeen int
 }
 
-func (a *fakeAnalyzer) Line(n int, text string) *diagnose.Finding {
+func (a *fakeAnalyzer) Line(n int, text string) []diagnose.Finding {
 	a.lineSeen++
 	if !strings.Contains(text, "error:") || a.errored {
 		return nil
 	}
 	a.errored = true
-	f := diagnose.Finding{Family: "FX-ERROR", Line: n, Text: text, Summary: "the fixture failed", Fix: "touch it", Count: 1}
-	a.found = append(a.found, f)
-	return &f
+	// One line that starts two families at once, as a real one can.
+	fs := []diagnose.Finding{
+		{Family: "FX-ERROR", Line: n, Text: text, Summary: "the fixture failed", Fix: "touch it", Count: 1},
+		{Family: "FX-ALSO", Line: n, Text: text, Summary: "and something else", Fix: "look", Count: 1},
+	}
+	a.found = append(a.found, fs...)
+	return fs
 }
 
-func (a *fakeAnalyzer) Idle(since time.Duration) *diagnose.Finding {
+func (a *fakeAnalyzer) Idle(since time.Duration) []diagnose.Finding {
 	if since < a.stall || a.stalled {
 		return nil
 	}
 	a.stalled = true
 	f := diagnose.Finding{Family: "FX-STALL", Summary: "no output", Fix: "wait", Stall: true}
 	a.found = append(a.found, f)
-	return &f
+	return []diagnose.Finding{f}
 }
 
 func (a *fakeAnalyzer) End() []diagnose.Finding {
 	return append(a.found, diagnose.Finding{Family: "FX-END", Summary: "seen at the end"})
 }
 
-func TestFindingsReachEventsAndReport(t *testing.T) {
-	for _, batch := range []bool{false, true} {
-		t.Run(fmt.Sprintf("batch=%v", batch), func(t *testing.T) { testFindings(t, batch) })
+// TestDiagnosisIsTheMatcher checks the real analyser end to end on a real
+// excerpt (corpus row f002, ROCm/TheRock#2269): the finding comes with its
+// line, once, and again at the end.
+func TestDiagnosisIsTheMatcher(t *testing.T) {
+	a := Diagnosis("therock-toolbox", "rocm")
+	var got []string
+	for i, l := range []string{">>> import torch", "double free or corruption (!prev)", "double free or corruption (!prev)", "Aborted (core dumped)"} {
+		for _, f := range a.Line(i+1, l) {
+			got = append(got, fmt.Sprintf("%s@%d", f.Family, f.Line))
+		}
+	}
+	if want := []string{"therock-amdsmi-double-free@2"}; !slices.Equal(got, want) {
+		t.Errorf("live findings %v, want %v", got, want)
+	}
+	if fs := a.Idle(time.Hour); fs != nil {
+		t.Errorf("idle after a crash: %v", fs)
+	}
+	if end := a.End(); len(end) != 1 || end[0].Family != "therock-amdsmi-double-free" || end[0].Count != 2 {
+		t.Errorf("end %+v", end)
 	}
 }
 
-func testFindings(t *testing.T, batch bool) {
+func TestFindingsReachEventsAndReport(t *testing.T) {
+	for _, color := range []bool{false, true} {
+		t.Run(fmt.Sprintf("color=%v", color), func(t *testing.T) { testFindings(t, color) })
+	}
+}
+
+func testFindings(t *testing.T, color bool) {
 	dir := t.TempDir()
 	track := fxTrack(fx{id: "quiet", script: "quiet.sh"}, fx{id: "broken", script: "fail.sh"})
 	o := fxOptions(fxPlan(t, track, fxPins, "testdata/scripts", dir), dir)
-	o.BatchLines = batch
+	o.KeepColor = color
 	t.Setenv("FX_QUIET", "0.6")
 	var mu sync.Mutex
 	made := map[string]*fakeAnalyzer{}
@@ -604,35 +651,39 @@ func testFindings(t *testing.T, batch bool) {
 	rep, evs := run(t, o, nil)
 	var got []string
 	for _, e := range evs {
-		if e.Kind == EventFinding {
-			got = append(got, e.Step+":"+e.Finding.Family)
+		if f, ok := e.(Found); ok {
+			got = append(got, f.Step+":"+f.Finding.Family)
 		}
 	}
-	want := []string{"quiet:FX-STALL", "quiet:FX-END", "broken:FX-ERROR", "broken:FX-END"}
+	want := []string{"quiet:FX-STALL", "quiet:FX-END", "broken:FX-ERROR", "broken:FX-ALSO", "broken:FX-END"}
 	if !slices.Equal(got, want) {
 		t.Errorf("finding events %v, want %v", got, want)
 	}
 	// The screen gets the failing line before the finding about it.
 	var screen []string
 	for _, e := range evs {
-		switch {
-		case e.Kind == EventLine && e.Step == "broken":
-			screen = append(screen, append(e.Lines, e.Line)...)
-		case e.Kind == EventFinding && e.Finding.Family == "FX-ERROR":
-			screen = append(screen, "FINDING")
+		switch e := e.(type) {
+		case Lines:
+			if e.Step == "broken" {
+				screen = append(screen, e.Text...)
+			}
+		case Found:
+			if e.Finding.Family == "FX-ERROR" {
+				screen = append(screen, "FINDING")
+			}
 		}
 	}
 	if i := slices.Index(screen, "FINDING"); i < 1 || !slices.Contains(screen[:i], "error: the compiler gave up") {
 		t.Errorf("finding came before its line: %q", screen)
 	}
 	b := rep.Steps[1]
-	if len(b.Findings) != 2 || b.Findings[0].Line != 31 || b.Findings[0].Step != "broken" {
+	if len(b.Findings) != 3 || b.Findings[0].Line != 31 || b.Findings[0].Step != "broken" {
 		t.Errorf("broken findings %+v", b.Findings)
 	}
 	if made["fx/broken"].lineSeen != 31 {
 		t.Errorf("analyser saw %d lines, want 31", made["fx/broken"].lineSeen)
 	}
-	if f := finished(evs, "broken"); len(f.Findings) != 2 {
+	if f := finished(evs, "broken"); len(f.Findings) != 3 {
 		t.Errorf("finished event findings %+v", f.Findings)
 	}
 }
@@ -641,15 +692,17 @@ func TestSlowConsumerDropsLinesNotBytes(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("FX_LINES", "20000") // 2 MB
 	o := fxOptions(fxPlan(t, fxTrack(fx{id: "lines", script: "lines.sh"}), fxPins, "testdata/scripts", dir), dir)
-	o.Events = 16
+	// One event of room and a consumer far slower than the step: 2 MB is
+	// at least 8 reads of the log (256 KiB each), so some must be dropped.
+	o.Events = 1
 	shown, dropped := 0, 0
 	rep, _ := run(t, o, func(e Event, _ context.CancelFunc) {
-		if e.Kind == EventLine {
-			shown++
+		switch e := e.(type) {
+		case Lines:
+			shown += len(e.Text)
 			dropped += e.Dropped
-			time.Sleep(5 * time.Millisecond)
-		}
-		if e.Kind == EventStepFinished {
+			time.Sleep(20 * time.Millisecond)
+		case StepFinished:
 			dropped += e.Dropped
 		}
 	})
@@ -691,7 +744,7 @@ func TestStateJSONIsValidAfterEachStep(t *testing.T) {
 	o := fxOptions(fxPlan(t, fxTrack(fx{id: "gate", script: "gate.sh"}), fxPins, "testdata/scripts", dir), dir)
 	var during *steps.State
 	run(t, o, func(e Event, cancel context.CancelFunc) {
-		if e.Kind == EventLine && e.Line == "ready" {
+		if says(e, "ready") {
 			b, err := os.ReadFile(filepath.Join(dir, steps.StateFile))
 			if err == nil {
 				during = steps.NewState()
@@ -725,16 +778,16 @@ func TestLogKeepsEveryByte(t *testing.T) {
 	}
 	t.Setenv("FX_FILE", file)
 	dir := t.TempDir()
-	for _, batch := range []bool{false, true} {
+	for _, color := range []bool{false, true} {
 		o := fxOptions(fxPlan(t, fxTrack(fx{id: "cat", script: "cat.sh"}), fxPins, "testdata/scripts", dir), dir)
-		o.BatchLines, o.DryRun = batch, true // dry run: no cache, it runs twice
+		o.KeepColor, o.DryRun = color, true // dry run: no cache, it runs twice
 		rep, _ := run(t, o, nil)
 		got, err := os.ReadFile(rep.Steps[0].Log)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, data) || rep.Steps[0].Bytes != int64(len(data)) {
-			t.Errorf("batch=%v: log has %d bytes (report %d), want the %d bytes printed", batch, len(got), rep.Steps[0].Bytes, len(data))
+			t.Errorf("color=%v: log has %d bytes (report %d), want the %d bytes printed", color, len(got), rep.Steps[0].Bytes, len(data))
 		}
 	}
 }

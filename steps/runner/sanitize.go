@@ -59,9 +59,10 @@ type Sanitizer struct {
 	hadCtl   bool   // the line held escape sequences or controls
 	cut      int
 	lineNo   int
-	// raw, when set, takes each line's text (valid only during the call)
-	// instead of emit: the runner batches lines without a string per line.
-	raw func(no int, text []byte, cut int)
+	// raw, when set, takes each line instead of emit, as bytes valid only
+	// during the call: the runner batches lines without a string per line.
+	// screen is the line with its colours (KeepColor), nil when it is text.
+	raw func(no int, text, screen []byte, cut int)
 }
 
 // Write feeds raw bytes and calls emit for every line they complete.
@@ -105,7 +106,7 @@ func (s *Sanitizer) wholeLine(p []byte, i, j int, emit func(Line)) int {
 	}
 	s.lineNo++
 	if s.raw != nil {
-		s.raw(s.lineNo, p[i:j], 0)
+		s.raw(s.lineNo, p[i:j], nil, 0)
 		return next
 	}
 	l := Line{No: s.lineNo, Text: string(p[i:j])}
@@ -383,16 +384,20 @@ func (s *Sanitizer) endLine(emit func(Line)) {
 }
 
 func (s *Sanitizer) emit(emit func(Line)) {
-	if s.raw != nil {
-		s.raw(s.lineNo+1, s.text, s.cut)
-		return
-	}
-	l := Line{No: s.lineNo + 1, Text: string(s.text), Cut: s.cut}
+	var screen []byte
 	if s.KeepColor {
 		if s.sgr {
 			s.color = append(s.color, "\x1b[0m"...)
 		}
-		l.Color = string(s.color)
+		screen = s.color
+	}
+	if s.raw != nil {
+		s.raw(s.lineNo+1, s.text, screen, s.cut)
+		return
+	}
+	l := Line{No: s.lineNo + 1, Text: string(s.text), Cut: s.cut}
+	if s.KeepColor {
+		l.Color = string(screen)
 	}
 	emit(l)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +26,7 @@ type outcome struct {
 	status   string
 	exitCode int
 	err      error
+	result   stepResult // what a step that exited 0 said it proved
 }
 
 // runOne runs plan step i as the idx-th of total and records it in the
@@ -37,13 +39,14 @@ func (r *Runner) runOne(ctx context.Context, i, idx, total int) error {
 	sr.Status, sr.Started, sr.Log = steps.OutcomeRunning, started, logPath
 	stateErr := r.recordStart(s, logPath, started)
 	repErr := r.writeReport()
-	r.send(Event{Kind: EventStepStarted, Step: s.ID, Title: s.Title, Index: idx, Total: total, Log: logPath,
-		ETA: r.eta(i), Optional: s.Optional, Elapsed: time.Since(r.started)})
+	r.send(StepStarted{Step: s.ID, Title: s.Title, Index: idx, Total: total, Optional: s.Optional, Log: logPath,
+		ETA: r.eta(i), Elapsed: time.Since(r.started), At: started})
 
 	res, out := r.execute(ctx, s, logPath)
 	d := time.Since(started)
 	sr.Status, sr.ExitCode, sr.Duration = out.status, out.exitCode, d
 	sr.Bytes, sr.Lines, sr.Tail, sr.Findings = res.bytes, res.lines, res.tail, res.findings
+	sr.Verified, sr.NotVerified = nonNil(out.result.verified), nonNil(out.result.notVerified)
 	if out.err != nil {
 		sr.Error = out.err.Error()
 	}
@@ -52,10 +55,22 @@ func (r *Runner) runOne(ctx context.Context, i, idx, total int) error {
 	}
 	stateErr = errors.Join(stateErr, r.recordEnd(s, out, started, d))
 	repErr = errors.Join(repErr, r.writeReport())
-	r.send(Event{Kind: EventStepFinished, Step: s.ID, Title: s.Title, Index: idx, Total: total, Status: out.status,
-		ExitCode: out.exitCode, Duration: d, Log: logPath, Err: out.err, Tail: res.tail, Findings: res.findings,
-		Optional: s.Optional, Reason: s.Why, Dropped: r.takeDropped(), Elapsed: time.Since(r.started)})
+	whyOptional := ""
+	if s.Optional {
+		whyOptional = s.Why
+	}
+	r.send(StepFinished{Step: s.ID, Title: s.Title, Index: idx, Total: total, Optional: s.Optional, WhyOptional: whyOptional,
+		Status: out.status, ExitCode: out.exitCode, Duration: d, Elapsed: time.Since(r.started), Log: logPath,
+		Err: out.err, Tail: res.tail, Findings: res.findings, Dropped: res.dropped,
+		Verified: out.result.verified, NotVerified: out.result.notVerified, At: time.Now()})
 	return errors.Join(stateErr, repErr)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // recordStart marks the step running in state.json, so that a crash of
@@ -82,8 +97,11 @@ func (r *Runner) recordEnd(s steps.PlannedStep, out outcome, at time.Time, d tim
 	}
 	ss := r.st.Track(r.plan.Track.ID).Steps[s.ID]
 	ss.Status, ss.ExitCode, ss.Duration = out.status, out.exitCode, d
-	if out.status == steps.OutcomeSucceeded {
+	// A step that could not verify its outcome still ran to its end: the
+	// cache counts it done, and remembers why it is not verified.
+	if out.status == steps.OutcomeSucceeded || out.status == steps.OutcomeNotVerified {
 		r.st.RecordSuccess(r.plan.Track.ID, s, r.runID, at, d)
+		ss.LastSuccess.NotVerified = out.result.notVerified
 	}
 	return r.saveState()
 }
@@ -96,27 +114,52 @@ func (r *Runner) saveState() error {
 }
 
 // execute runs the step's script under a supervisor in a fresh pty and
-// streams its output until it has ended.
+// streams its output until it has ended; a step that exits 0 is then
+// judged by its result file.
 func (r *Runner) execute(ctx context.Context, s steps.PlannedStep, logPath string) (streamResult, outcome) {
 	// The cache dir outlives runs (wheels, clones): scripts may rely on it.
 	if err := os.MkdirAll(filepath.Join(r.o.StateDir, "cache", r.plan.Track.ID), 0o755); err != nil {
 		return streamResult{}, outcome{status: steps.OutcomeFailed, exitCode: -1, err: fmt.Errorf("cache dir: %w", err)}
 	}
+	// Only what this run of the step writes may count.
+	if err := os.Remove(r.resultPath(s.ID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return streamResult{}, outcome{status: steps.OutcomeFailed, exitCode: -1, err: fmt.Errorf("result file: %w", err)}
+	}
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return streamResult{}, outcome{status: steps.OutcomeFailed, exitCode: -1, err: fmt.Errorf("log: %w", err)}
 	}
-	defer logf.Close()
+	res, waitErr, stopped, err := r.inPty(ctx, s, logf, logPath)
+	// The log promises every byte: one that does not close whole fails the step.
+	if cerr := logf.Close(); cerr != nil {
+		res.err = errors.Join(res.err, fmt.Errorf("log %s: %w", logPath, unwrapPath(cerr)))
+	}
+	if err != nil {
+		return res, outcome{status: steps.OutcomeFailed, exitCode: -1, err: errors.Join(err, res.err)}
+	}
+	out := r.outcomeOf(waitErr, stopped, res.err)
+	if out.status == steps.OutcomeSucceeded {
+		out.result = readResult(r.resultPath(s.ID))
+		if len(out.result.notVerified) > 0 {
+			out.status = steps.OutcomeNotVerified
+		}
+	}
+	return res, out
+}
+
+// inPty starts the step in a new pty with its output going to logf, and
+// waits for it and its output; err is set when it could not start.
+func (r *Runner) inPty(ctx context.Context, s steps.PlannedStep, logf *os.File, logPath string) (res streamResult, waitErr error, stopped bool, err error) {
 	master, slave, err := pty.Open()
 	if err != nil {
-		return streamResult{}, outcome{status: steps.OutcomeFailed, exitCode: -1, err: fmt.Errorf("pty: %w", err)}
+		return res, nil, false, fmt.Errorf("pty: %w", err)
 	}
 	defer master.Close()
 	_ = pty.Setsize(master, &pty.Winsize{Cols: r.o.Cols, Rows: r.o.Rows})
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
 		slave.Close()
-		return streamResult{}, outcome{status: steps.OutcomeFailed, exitCode: -1, err: err}
+		return res, nil, false, err
 	}
 	defer ctlW.Close()
 	slaveName := slave.Name()
@@ -125,15 +168,14 @@ func (r *Runner) execute(ctx context.Context, s steps.PlannedStep, logPath strin
 	slave.Close() // the children hold it now; EIO on master means they are all gone
 	ctlR.Close()
 	if err != nil {
-		return streamResult{}, outcome{status: steps.OutcomeFailed, exitCode: -1, err: fmt.Errorf("start %s: %w", s.ScriptPath, err)}
+		return res, nil, false, fmt.Errorf("start %s: %w", s.ScriptPath, err)
 	}
 	st := newStream(master, logf, logPath, r, s)
 	go st.read()
 	go st.process()
-	stopped, waitErr := r.wait(ctx, cmd, ctlW)
+	stopped, waitErr = r.wait(ctx, cmd, ctlW)
 	st.stopReader(slaveName, drainAfterExit)
-	res := st.result()
-	return res, r.outcomeOf(waitErr, stopped, res.err)
+	return st.result(), waitErr, stopped, nil
 }
 
 // command is the supervisor running the step's script in the pty, as the
@@ -225,6 +267,7 @@ func (r *Runner) stepEnv(s steps.PlannedStep) []string {
 		"HALOFORGE_TOOLBOX_DIR": r.o.ToolboxDir,
 		"HALOFORGE_CACHE_KEY":   s.CacheKey,
 		"HALOFORGE_PINS_FILE":   r.o.PinsFile,
+		ResultEnv:               r.resultPath(s.ID),
 		"HALOFORGE_DRY_RUN":     "",
 		"HALOFORGE_RESUME":      "",
 	}

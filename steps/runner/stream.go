@@ -33,6 +33,7 @@ type streamResult struct {
 	lines    int
 	tail     []string
 	findings []diagnose.Finding
+	dropped  int   // screen lines not shown at the end of the step
 	err      error // the log could not be written: bytes were lost
 }
 
@@ -62,20 +63,24 @@ type stream struct {
 	tail    [tailLines]string
 	tailN   int
 	lagging bool
-	now     time.Time
 	res     streamResult
-	batch   []string // BatchLines: lines not sent yet
-	batchNo int      // line number of batch[0]
-	rb      rawBatch // BatchLines without colour: the lines of one chunk, as bytes
+	batch   batch
+	dropped int // screen lines not shown since the last Lines that got through
 }
 
-// rawBatch holds a chunk's lines in one buffer, so that a whole chunk
-// costs one string instead of one per line.
-type rawBatch struct {
-	buf      []byte
-	nos      []int
-	textEnds []int // end of the line's text (what the diagnosis reads)
-	ends     []int // end of the line on screen (text plus a cut marker)
+// batch holds the lines of one chunk in one buffer until flush, so that a
+// whole chunk costs one string instead of one or two per line.
+type batch struct {
+	buf   []byte
+	lines []span
+}
+
+// span locates one line in batch.buf: buf[text0:text1] is what the
+// diagnosis and the tail read, buf[screen0:screen1] what a screen shows
+// (the same text, or its copy with colours); cut is the bytes only the log has.
+type span struct {
+	no, cut                        int
+	text0, text1, screen0, screen1 int
 }
 
 func newStream(master, logf *os.File, logPath string, r *Runner, s steps.PlannedStep) *stream {
@@ -211,10 +216,7 @@ func (st *stream) waitReader() {
 func (st *stream) process() {
 	defer close(st.procDone)
 	yieldToTheStep()
-	san := &Sanitizer{KeepColor: st.r.o.KeepColor, MaxLine: st.r.o.MaxLine}
-	if st.r.o.BatchLines && !st.r.o.KeepColor {
-		san.raw = st.rawLine
-	}
+	san := &Sanitizer{KeepColor: st.r.o.KeepColor, MaxLine: st.r.o.MaxLine, raw: st.add}
 	rf, err := os.Open(st.logPath)
 	if err != nil {
 		st.waitReader()
@@ -231,10 +233,9 @@ func (st *stream) process() {
 		if avail := st.written.Load() - off; avail > 0 {
 			n, err := rf.ReadAt(buf[:min(avail, int64(len(buf)))], off)
 			if n > 0 {
-				st.now, st.lagging = time.Now(), st.written.Load()-off > lagLimit
-				san.Write(buf[:n], st.line)
-				st.flushRaw()
-				st.sendBatch()
+				st.lagging = st.written.Load()-off > lagLimit
+				san.Write(buf[:n], nil)
+				st.flush()
 				off += int64(n)
 				if n < len(buf)/2 && !finished {
 					// Let output gather: waking for every pty read costs more
@@ -262,10 +263,9 @@ func (st *stream) process() {
 			st.idle()
 		}
 	}
-	st.now, st.lagging = time.Now(), false
-	san.Flush(st.line)
-	st.flushRaw()
-	st.sendBatch()
+	st.lagging = false
+	san.Flush(nil)
+	st.flush()
 	st.res.bytes = off
 	st.end()
 }
@@ -293,99 +293,76 @@ func yieldToTheStep() {
 	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), processorNice)
 }
 
-// line takes one sanitised line to the diagnosis, the tail and the screen.
-func (st *stream) line(l Line) {
-	st.tail[st.tailN%tailLines] = l.Text
-	st.tailN++
-	st.res.lines = l.No
-	switch {
-	case st.lagging:
-		st.r.dropped++
-	case st.r.o.BatchLines:
-		st.addToBatch(l)
-	case st.r.o.KeepColor:
-		st.r.sendLine(Event{Kind: EventLine, Step: st.step.ID, Line: l.Color, LineNo: l.No, Cut: l.Cut, At: st.now})
-	default:
-		st.r.sendLine(Event{Kind: EventLine, Step: st.step.ID, Line: l.Text, LineNo: l.No, Cut: l.Cut, At: st.now})
-	}
-	// The line goes out before its finding, so a screen shows the cause first.
-	if st.an != nil {
-		if f := st.an.Line(l.No, l.Text); f != nil {
-			st.finding(*f)
-			st.queued()
-		}
-	}
-}
-
-// rawLine keeps a line of the chunk being read (BatchLines, no colour).
-func (st *stream) rawLine(no int, text []byte, cut int) {
-	b := &st.rb
+// add keeps one sanitised line of the chunk being read (the Sanitizer's
+// sink: text and screen are valid only during the call). screen is the
+// line with its colours, nil when it is the text itself.
+func (st *stream) add(no int, text, screen []byte, cut int) {
+	b := &st.batch
+	t0 := len(b.buf)
 	b.buf = append(b.buf, text...)
-	b.textEnds = append(b.textEnds, len(b.buf))
-	if cut > 0 {
-		b.buf = fmt.Appendf(b.buf, " … (%d more bytes in the log)", cut)
+	t1 := len(b.buf)
+	s0 := t0
+	s1 := t1
+	if screen != nil {
+		s0 = t1
+		b.buf = append(b.buf, screen...)
+		s1 = len(b.buf)
 	}
-	b.ends = append(b.ends, len(b.buf))
-	b.nos = append(b.nos, no)
+	b.lines = append(b.lines, span{no: no, cut: cut, text0: t0, text1: t1, screen0: s0, screen1: s1})
 }
 
-// flushRaw turns the chunk's lines into one string, feeds them to the tail
-// and the diagnosis, sends them as one event, then the findings they made.
-func (st *stream) flushRaw() {
-	b := &st.rb
-	if len(b.nos) == 0 {
+// flush is the one way lines leave the stream: it feeds the chunk's lines
+// to the tail and the diagnosis, sends them as one Lines event (or counts
+// them as dropped while the screen lags), then the findings they made, so
+// that a screen shows the cause before the diagnosis of it.
+func (st *stream) flush() {
+	b := &st.batch
+	if len(b.lines) == 0 {
 		return
 	}
 	all := string(b.buf)
-	lines := make([]string, len(b.nos))
 	var found []diagnose.Finding
-	start := 0
-	for i, no := range b.nos {
-		lines[i] = all[start:b.ends[i]]
-		text := all[start:b.textEnds[i]]
-		start = b.ends[i]
+	cut := false
+	for _, l := range b.lines {
+		text := all[l.text0:l.text1]
 		st.tail[st.tailN%tailLines] = text
 		st.tailN++
-		st.res.lines = no
+		st.res.lines = l.no
+		cut = cut || l.cut > 0
 		if st.an != nil {
-			if f := st.an.Line(no, text); f != nil {
-				found = append(found, *f)
-			}
+			found = append(found, st.an.Line(l.no, text)...)
 		}
 	}
 	if st.lagging {
-		st.r.dropped += len(lines)
+		st.dropped += len(b.lines)
 	} else {
-		st.r.sendLine(Event{Kind: EventLine, Step: st.step.ID, Lines: lines, LineNo: b.nos[0], At: st.now})
+		e := Lines{Step: st.step.ID, First: b.lines[0].no, Text: make([]string, len(b.lines))}
+		if cut {
+			e.Cut = make([]int, len(b.lines))
+		}
+		for i, l := range b.lines {
+			e.Text[i] = all[l.screen0:l.screen1]
+			if cut {
+				e.Cut[i] = l.cut
+			}
+		}
+		st.sendLines(e)
 	}
-	b.buf, b.nos, b.textEnds, b.ends = b.buf[:0], b.nos[:0], b.textEnds[:0], b.ends[:0]
+	b.buf, b.lines = b.buf[:0], b.lines[:0]
 	for _, f := range found {
 		st.finding(f)
-		st.queued()
 	}
 }
 
-func (st *stream) addToBatch(l Line) {
-	if len(st.batch) == 0 {
-		st.batchNo = l.No
+// sendLines hands lines to the consumer unless it is behind; then they are
+// counted, and the next Lines that gets through (or StepFinished) says so.
+func (st *stream) sendLines(e Lines) {
+	e.Dropped = st.dropped
+	if st.r.offer(e) {
+		st.dropped = 0
+	} else {
+		st.dropped += len(e.Text)
 	}
-	text := l.Text
-	if st.r.o.KeepColor {
-		text = l.Color
-	}
-	if l.Cut > 0 {
-		text += fmt.Sprintf(" … (%d more bytes in the log)", l.Cut)
-	}
-	st.batch = append(st.batch, text)
-}
-
-// sendBatch hands the lines gathered so far to the consumer, or drops them.
-func (st *stream) sendBatch() {
-	if len(st.batch) == 0 {
-		return
-	}
-	st.r.sendLine(Event{Kind: EventLine, Step: st.step.ID, Lines: st.batch, LineNo: st.batchNo, At: st.now})
-	st.batch = nil // the consumer owns the sent slice
 }
 
 func (st *stream) idle() {
@@ -393,32 +370,18 @@ func (st *stream) idle() {
 	if st.an == nil || since < st.r.o.StallCheck {
 		return
 	}
-	if f := st.an.Idle(since); f != nil {
-		st.finding(*f)
-		st.queued()
-	}
-}
-
-// queued takes the findings an analyser holds back when one line starts
-// several families at once (diagnose.Matcher's Next).
-func (st *stream) queued() {
-	q, ok := st.an.(interface{ Next() *diagnose.Finding })
-	if !ok {
-		return
-	}
-	for f := q.Next(); f != nil; f = q.Next() {
-		st.finding(*f)
+	for _, f := range st.an.Idle(since) {
+		st.finding(f)
 	}
 }
 
 func (st *stream) finding(f diagnose.Finding) {
-	st.sendBatch() // the lines before the finding go first
 	f.Step = st.step.ID
 	if !st.seen[f.Family] {
 		st.seen[f.Family] = true
 		st.res.findings = append(st.res.findings, f)
 	}
-	st.r.send(Event{Kind: EventFinding, Step: st.step.ID, Finding: &f})
+	st.r.send(Found{Step: st.step.ID, Finding: f})
 }
 
 // end asks the analyser for its final word; families it reports that were
@@ -439,7 +402,7 @@ func (st *stream) end() {
 		out = append(out, f)
 		if !st.seen[f.Family] {
 			st.seen[f.Family] = true
-			st.r.send(Event{Kind: EventFinding, Step: st.step.ID, Finding: &f})
+			st.r.send(Found{Step: st.step.ID, Finding: f})
 		}
 	}
 	for _, f := range st.res.findings {
@@ -454,6 +417,7 @@ func (st *stream) end() {
 func (st *stream) result() streamResult {
 	<-st.procDone
 	res := st.res
+	res.dropped = st.dropped
 	select {
 	case <-st.readDone: // werr is final
 		res.err = errors.Join(st.werr, res.err)

@@ -19,6 +19,10 @@ import (
 // anything else runs.
 const SuperviseArg = "__supervise"
 
+// IsSupervise reports whether a process's arguments (os.Args) ask it to be
+// a step's supervisor; then Supervise(args[2:]) is all it should do.
+func IsSupervise(args []string) bool { return len(args) > 1 && args[1] == SuperviseArg }
+
 // Control bytes the runner writes to a supervisor on fd 3. Closing the pipe
 // (haloforge exited, even by kill -9) means ctlStop.
 const (

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/steps"
 )
 
 // TestBundleIsAStrixHalo analyses the demo machine with the real detector: one
@@ -29,8 +30,8 @@ func TestBundleIsAStrixHalo(t *testing.T) {
 	if len(r.GPUs) != 1 || r.Primary() == nil || r.Primary().GFX == nil || *r.Primary().GFX != "gfx1151" {
 		t.Fatalf("want exactly one gfx1151 GPU:\n%s", out)
 	}
-	if r.RecommendedTrack != TrackID {
-		t.Errorf("recommended track %q, want %s", r.RecommendedTrack, TrackID)
+	if rec := steps.RecommendFor(r); rec != TrackID {
+		t.Errorf("recommended track %q, want %s", rec, TrackID)
 	}
 	for _, c := range r.Failed() {
 		t.Errorf("check %s fails on the demo machine: %s", c.ID, c.Summary)

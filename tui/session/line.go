@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
-	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/steps"
-	"github.com/haloforge/haloforge/steps/runner"
 	"github.com/haloforge/haloforge/tui"
+	"github.com/haloforge/haloforge/tui/linemode"
 )
 
 // Outcome is how a line-mode story ended.
@@ -19,6 +18,7 @@ type Outcome struct {
 	Status      string // steps.Outcome* of the last run; "" when nothing ran
 	NoGPU       bool   // detection found no AMD GPU
 	Interrupted bool
+	NotVerified []string // steps of the last run that could not prove their outcome
 }
 
 // StoryOptions say how far the line-mode story goes.
@@ -40,10 +40,11 @@ func (o StoryOptions) resumeHint(track string) string {
 	return "`haloforge build --track " + track + " --resume` continues."
 }
 
-// Story tells the wizard's story without a terminal: detection, the track,
-// its plan and, when asked, the run with every line prefixed by its step;
-// on a failure the diagnosis, the fix the engine knows (the demo's) and a
-// retry. It is what the TUI shows, one line at a time.
+// Story is the wizard's and the demo's line mode: without a terminal it
+// tells what the TUI shows, one line at a time. Detection, the track and
+// its plan, then, when asked, the run as every line mode prints one
+// (tui/linemode, the format `build --plain` has too); on a failure the fix
+// the engine knows (the demo's) and a retry.
 func (e *Engine) Story(ctx context.Context, w io.Writer, o StoryOptions) (Outcome, error) {
 	p := &printer{w: w}
 	det, err := e.Detect(ctx)
@@ -73,23 +74,28 @@ func (e *Engine) Story(ctx context.Context, w io.Writer, o StoryOptions) (Outcom
 
 func (e *Engine) runStory(ctx context.Context, p *printer, out Outcome, o StoryOptions, next []string) (Outcome, error) {
 	req := tui.RunRequest{Track: out.Track}
+	lo := linemode.Options{}
+	if !o.Demo {
+		lo.Resume = "haloforge build --track " + out.Track + " --resume"
+	}
 	for attempt := 0; ; attempt++ {
 		ch, err := e.Start(ctx, req)
 		if err != nil {
 			return out, err
 		}
-		res := p.events(ch)
-		out.Status, out.Interrupted = res.status, res.status == steps.OutcomeInterrupted
+		p.f("\n")
+		res := linemode.Print(p.w, ch, lo)
+		out.Status, out.Interrupted, out.NotVerified = res.Status, res.Status == steps.OutcomeInterrupted, res.NotVerified
 		// Only a failure the engine knows a fix for is worth retrying unattended.
-		if res.failed == "" || res.finding == nil || e.Fix == nil || attempt >= o.Retries || ctx.Err() != nil {
+		if res.Failed == "" || res.Finding == nil || e.Fix == nil || attempt >= o.Retries || ctx.Err() != nil {
 			p.end(out, next, o.resumeHint(out.Track))
 			return out, nil
 		}
-		note, err := e.PrepareRetry(ctx, res.failed, res.finding)
+		note, err := e.PrepareRetry(ctx, res.Failed, res.Finding)
 		if err != nil {
 			return out, err
 		}
-		p.f("\n== %s\n\n", note)
+		p.f("\n== %s\n", note)
 		req.Resume = true
 	}
 }
@@ -113,7 +119,7 @@ func (p *printer) detection(d *tui.Detection) {
 	}
 	for _, c := range d.Checks {
 		p.f("check   %-4s %-19s %s\n", c.Status, c.ID, c.Summary)
-		if c.Fix != "" && (c.Status == tui.CheckWarn || c.Status == tui.CheckFail) {
+		if c.Fix != "" && (c.Status == detect.StatusWarn || c.Status == detect.StatusFail) {
 			for _, l := range strings.Split(c.Fix, "\n") {
 				p.f("             fix: %s\n", l)
 			}
@@ -158,78 +164,15 @@ func (p *printer) plan(pl *tui.Plan) {
 	}
 }
 
-// runResult is what one run's events said.
-type runResult struct {
-	status  string
-	failed  string // first failed step that is not optional
-	finding *diagnose.Finding
-}
-
-// events prints a run: each line prefixed with its step, and on a failure
-// the diagnosis and the log path (DESIGN.md, line mode).
-func (p *printer) events(ch <-chan runner.Event) runResult {
-	var res runResult
-	findings := map[string][]diagnose.Finding{}
-	for e := range ch {
-		switch e.Kind {
-		case runner.EventRunStarted:
-			p.f("\n== Run %s (%d steps)\n", e.RunID, e.Total)
-		case runner.EventNotice:
-			p.f("note: %s\n", e.Reason)
-		case runner.EventStepStarted:
-			p.f("[%s] ── step %d/%d: %s\n", e.Step, e.Index, e.Total, nonEmpty(e.Title, e.Step))
-		case runner.EventStepSkipped:
-			p.f("[%s] skipped: %s\n", e.Step, e.Reason)
-		case runner.EventLine:
-			for _, l := range eventLines(e) {
-				p.f("[%s] %s\n", e.Step, l)
-			}
-		case runner.EventFinding:
-			if e.Finding != nil {
-				findings[e.Step] = append(findings[e.Step], *e.Finding)
-				p.f("[%s] !! %s (line %d): %s\n", e.Step, e.Finding.Family, e.Finding.Line, e.Finding.Summary)
-			}
-		case runner.EventStepFinished:
-			p.stepFinished(e, findings[e.Step], &res)
-		case runner.EventRunFinished:
-			res.status = e.Status
-			if e.Err != nil {
-				p.f("run error: %v\n", e.Err)
-			}
-		}
-	}
-	return res
-}
-
-func (p *printer) stepFinished(e runner.Event, fs []diagnose.Finding, res *runResult) {
-	if e.Status == steps.OutcomeSucceeded {
-		p.f("[%s] ✓ done in %s\n", e.Step, e.Duration.Round(time.Second))
-		return
-	}
-	p.f("[%s] ✗ %s (exit %d) after %s\n", e.Step, e.Status, e.ExitCode, e.Duration.Round(time.Second))
-	if len(fs) == 0 {
-		fs = e.Findings
-	}
-	for _, f := range fs {
-		p.f("[%s]   diagnosis: %s: %s\n", e.Step, f.Family, f.Summary)
-		for _, l := range strings.Split(f.Fix, "\n") {
-			p.f("[%s]   fix: %s\n", e.Step, l)
-		}
-	}
-	p.f("[%s]   log: %s\n", e.Step, e.Log)
-	if res.failed == "" && !e.Optional && e.Status == steps.OutcomeFailed {
-		res.failed = e.Step
-		if len(fs) > 0 {
-			res.finding = &fs[0]
-		}
-	}
-}
-
 // end closes the story; resume says how to go on after an interruption.
 func (p *printer) end(o Outcome, next []string, resume string) {
 	switch o.Status {
-	case steps.OutcomeSucceeded:
-		p.f("\n== %s is built\n", o.Track)
+	case steps.OutcomeSucceeded, steps.OutcomeNotVerified:
+		if len(o.NotVerified) > 0 {
+			p.f("\n== %s is built, not verified: %s\n", o.Track, strings.Join(o.NotVerified, ", "))
+		} else {
+			p.f("\n== %s is built\n", o.Track)
+		}
 		for _, c := range next {
 			p.f("next: %s\n", c)
 		}
@@ -245,12 +188,4 @@ func nonEmpty(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// eventLines returns a line event's screen lines, batched or single.
-func eventLines(e runner.Event) []string {
-	if len(e.Lines) > 0 {
-		return e.Lines
-	}
-	return []string{e.Line}
 }

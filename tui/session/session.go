@@ -67,7 +67,7 @@ func (e *Engine) Detect(ctx context.Context) (*tui.Detection, error) {
 
 // Detection converts a doctor report into what the detection screen shows.
 func Detection(r *detect.Report, source string) *tui.Detection {
-	d := &tui.Detection{Source: source, Recommended: r.RecommendedTrack, Kernel: deref(r.Kernel.Release)}
+	d := &tui.Detection{Source: source, Recommended: steps.RecommendFor(r), Kernel: deref(r.Kernel.Release)}
 	if g := r.Primary(); g != nil {
 		d.GPU = &tui.GPU{
 			Name: deref(g.Name), Gfx: deref(g.GFX), PCIID: deref(g.PCIID),
@@ -147,7 +147,7 @@ func (e *Engine) Start(ctx context.Context, req tui.RunRequest) (<-chan runner.E
 	if err != nil {
 		return nil, err
 	}
-	go func() { _, _ = r.Run(ctx) }() // the outcome arrives as EventRunFinished
+	go func() { _, _ = r.Run(ctx) }() // the outcome arrives as runner.RunFinished
 	return r.Events(), nil
 }
 
@@ -158,17 +158,24 @@ func (e *Engine) newRunner(req tui.RunRequest) (*runner.Runner, error) {
 	}
 	o := runner.Options{
 		Plan: p, StateDir: e.StateDir, ScriptsDir: e.ScriptsDir, ToolboxDir: e.ToolboxDir,
-		PinsFile: e.PinsFile, Grace: e.Grace, Analyzer: analyzer, KeepColor: true,
-		BatchLines: true, // one event per read chunk: the screen folds lines cheaply
+		PinsFile: e.PinsFile, Grace: e.Grace, Analyzer: runner.Diagnosis, KeepColor: true,
 	}
 	if e.Tune != nil {
 		e.Tune(&o)
 	}
+	// A retry continues the run it follows, as build --resume does: the
+	// steps that failed or stopped run again with HALOFORGE_RESUME=1, and
+	// the run says what it resumes. A dry run keeps no state to resume.
+	if req.Resume && !o.DryRun {
+		o.Resume = true
+	}
 	if len(req.Skip) > 0 {
-		o.From, o.Only = "", runnableExcept(p, req.Skip)
-		if len(o.Only) == 0 {
+		// Going on after a skip runs what the plan says is left, minus the
+		// skipped steps: --from and --only were for the first run.
+		if len(runnableExcept(p, req.Skip)) == 0 {
 			return nil, errors.New("nothing left to run")
 		}
+		o.From, o.Only, o.Skip = "", nil, req.Skip
 	}
 	return runner.New(o)
 }
@@ -182,11 +189,6 @@ func runnableExcept(p *steps.Plan, skip []string) []string {
 		}
 	}
 	return ids
-}
-
-// analyzer gives each step its own streaming matcher.
-func analyzer(track, step string) runner.Analyzer {
-	return diagnose.NewMatcher(diagnose.MatcherOptions{Track: track, Step: step})
 }
 
 // PrepareRetry applies the configured fix, if any.

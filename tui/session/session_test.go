@@ -19,7 +19,7 @@ import (
 // TestMain lets this test binary be the runner's step supervisor, as the
 // haloforge binary is (/proc/self/exe __supervise).
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == runner.SuperviseArg {
+	if runner.IsSupervise(os.Args) {
 		os.Exit(runner.Supervise(os.Args[2:]))
 	}
 	os.Exit(m.Run())
@@ -88,8 +88,8 @@ func TestDemoStoryLineMode(t *testing.T) {
 		t.Fatalf("status = %q, want succeeded:\n%s", res.Status, text)
 	}
 	for _, want := range []string{
-		"gfx1151", "[rocm] double free or corruption (!prev)", "[rocm]   diagnosis: " + demo.FailureFamily,
-		"Applied the fix for " + demo.FailureFamily, "[verify] ✓ done", "== therock-toolbox is built",
+		"gfx1151", "[rocm] double free or corruption (!prev)", "\n✗ rocm failed (exit 134) after ", "\n  diagnosis " + demo.FailureFamily,
+		"Applied the fix for " + demo.FailureFamily, "\nnote: resuming run ", ": rocm (failed)\n", "\n✓ verify ", "== therock-toolbox is built",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("story lacks %q:\n%s", want, text)
@@ -98,8 +98,8 @@ func TestDemoStoryLineMode(t *testing.T) {
 	if !demo.FixApplied(e.StateDir) {
 		t.Error("the demo's fix marker is missing after the story")
 	}
-	fail := strings.Index(text, "diagnosis: "+demo.FailureFamily)
-	if done := strings.Index(text, "[verify] ✓ done"); fail < 0 || done < fail {
+	fail := strings.Index(text, "diagnosis "+demo.FailureFamily)
+	if done := strings.Index(text, "\n✓ verify "); fail < 0 || done < fail {
 		t.Error("the story does not fail first and finish after the fix")
 	}
 }
@@ -236,5 +236,16 @@ func TestStoryInterrupted(t *testing.T) {
 	}
 	if s := st.Track(demo.TrackID).Steps["toolbox"]; s == nil || s.Status != steps.OutcomeInterrupted {
 		t.Errorf("state of toolbox: %+v, want interrupted", s)
+	}
+}
+
+// TestStoryEndSaysNotVerified: the story's last word on a run whose outcome
+// could not be proven is "not verified", with the steps, never "built" alone.
+func TestStoryEndSaysNotVerified(t *testing.T) {
+	var out bytes.Buffer
+	p := &printer{w: &out}
+	p.end(Outcome{Track: "therock-toolbox", Status: steps.OutcomeNotVerified, NotVerified: []string{"verify"}}, []string{"distrobox enter x"}, "")
+	if want := "\n== therock-toolbox is built, not verified: verify\nnext: distrobox enter x\n"; out.String() != want {
+		t.Errorf("end = %q, want %q", out.String(), want)
 	}
 }

@@ -6,6 +6,9 @@
 #                          (one in its own session), writes their pids to
 #                          $HALOFORGE_RUN_DIR/pids, touches .../ready and
 #                          waits, until $HALOFORGE_CACHE_DIR/open exists
+#   FX_NOT_VERIFIED=REASON step verify writes its outcome to
+#                          $HALOFORGE_RESULT_FILE: what it proved, and that
+#                          REASON kept it from verifying the rest
 set -Eeuo pipefail
 step="${HALOFORGE_STEP:?run by haloforge}"
 echo "${step}: GPU_TARGET=${GPU_TARGET:-} resume=${HALOFORGE_RESUME:-0}"
@@ -26,8 +29,13 @@ if [[ "${FX_WAIT:-}" == "${step}" && ! -e "${HALOFORGE_CACHE_DIR}/open" ]]; then
   setsid bash -c 'trap "" TERM HUP; exec sleep 600' </dev/null >/dev/null 2>&1 &
   echo "$!" >>"${pids}"
   trap '' TERM
+  echo "waiting" # before ready: the test reads it from the log right after
   touch "${HALOFORGE_RUN_DIR}/ready"
-  echo "waiting"
   wait
+fi
+if [[ "${step}" == verify && -n "${FX_NOT_VERIFIED:-}" ]]; then
+  printf 'verified\t%s\n' "torch imports and sees gfx1151" >>"${HALOFORGE_RESULT_FILE}"
+  printf 'not-verified\t%s\n' "${FX_NOT_VERIFIED}" >>"${HALOFORGE_RESULT_FILE}"
+  echo "verify: not verified: ${FX_NOT_VERIFIED}"
 fi
 echo "${step} done"

@@ -1,9 +1,10 @@
-"""haloforge therock-toolbox verify: torch sees the GPU as the target, SDPA flash attention runs.
+"""haloforge therock-toolbox verify: SDPA flash attention runs on the target GPU.
 
-Usage: python verify_torch.py GFX_TARGET
-Prints one "ok:"/"FAIL:" line per check and exits 1 when a check fails. Like the AOTriton
-seed's backend-check.py: SDPA is forced onto the flash backend, so a silent fallback to the
-math kernel counts as a failure. TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL=1 must be set
+Usage: python verify_sdpa.py GFX_TARGET
+Runs after ../lib/verify_torch.py (device, arch list, a matmul). Prints "verified: …" when
+the flash backend ran and matched the math one, "FAIL: …" and exit 1 otherwise. Like the
+AOTriton seed's backend-check.py: SDPA is forced onto the flash backend, so a silent fallback
+to the math kernel counts as a failure. TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL=1 must be set
 before torch is imported (FAILURES.md sdpa-flash-attn-not-available); it is set here.
 """
 
@@ -51,6 +52,7 @@ def check_sdpa_flash():
     print(f"SDPA flash vs math: max abs diff {err:.2e}")
     if not err < 2e-2:
         return f"SDPA flash attention gives wrong results (max abs diff {err})"
+    print(f"verified: torch SDPA ran on the flash attention backend on {torch.cuda.get_device_properties(0).gcnArchName.split(':')[0]} and matches the math backend (max abs diff {err:.1e})")
     return None
 
 

@@ -1,0 +1,62 @@
+package haloforge
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestArchitectureNamesRealFiles keeps ARCHITECTURE.md's recipes true: every
+// file it names exists, and every test it names is a test of the repository.
+func TestArchitectureNamesRealFiles(t *testing.T) {
+	doc, err := os.ReadFile("ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fence := regexp.MustCompile("(?ms)^```.*?^```$")
+	code := regexp.MustCompile("`([^`\n]+)`")
+	file := regexp.MustCompile(`^[a-zA-Z0-9_./-]+\.(go|md|env|jsonl|sh|bats)$`)
+	test := regexp.MustCompile(`^Test[A-Za-z]+$`)
+	var files, tests []string
+	for _, m := range code.FindAllStringSubmatch(fence.ReplaceAllString(string(doc), ""), -1) {
+		for _, word := range strings.Fields(m[1]) {
+			switch {
+			case file.MatchString(word):
+				files = append(files, word)
+			case test.MatchString(word):
+				tests = append(tests, word)
+			}
+		}
+	}
+	if len(files) < 15 || len(tests) < 5 {
+		t.Fatalf("found %d files and %d tests in ARCHITECTURE.md; the recipes name more", len(files), len(tests))
+	}
+	for _, f := range files {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("ARCHITECTURE.md names %s: %v", f, err)
+		}
+	}
+	defined := map[string]bool{}
+	decl := regexp.MustCompile(`(?m)^func (Test[A-Za-z]+)\(`)
+	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		for _, m := range decl.FindAllStringSubmatch(string(src), -1) {
+			defined[m[1]] = true
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range tests {
+		if !defined[name] {
+			t.Errorf("ARCHITECTURE.md names %s, which no test file defines", name)
+		}
+	}
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/steps/bench"
+)
+
+// benchOptions are the flags of `haloforge bench`.
+type benchOptions struct {
+	from    string // a llama-bench JSON/JSONL or vLLM bench JSON file, "-" for stdin
+	asJSON  bool
+	report  string // FILE.md: also writes FILE.json beside it
+	command string // the command that produced the file, for the report
+}
+
+func newBenchCmd() *cobra.Command {
+	var o benchOptions
+	cmd := &cobra.Command{
+		Use:   "bench --from FILE [--json] [--report FILE.md]",
+		Short: "Say whether benchmark speeds are normal for a Strix Halo, against published references",
+		Long: "bench reads llama-bench output (-o json or -o jsonl; haloforge's llamacpp-distro verify " +
+			"step keeps one in ~/.local/state/haloforge/llamacpp-distro/llama-bench.json) or a vLLM " +
+			"bench result (bench serve --save-result, bench throughput --output-json), puts each result " +
+			"next to the closest published figure of the same model file, quantisation, backend, test and " +
+			"depth on a Radeon 8060S, and says plainly whether it is normal, and if not, the likely " +
+			"causes. --report writes a shareable Markdown report (and the same as JSON) with the fields " +
+			"community guides ask for: device, BIOS UMA, IOMMU, kernel, Mesa, ROCm, backend, build, " +
+			"command and the raw output. Exit 0 when the file was read, 2 when it could not be.",
+		Example: "  llama-bench -m model.gguf -o jsonl -r 3 -fa 1 -ngl 999 > bench.jsonl\n" +
+			"  haloforge bench --from bench.jsonl\n" +
+			"  haloforge bench --from ~/.local/state/haloforge/llamacpp-distro/llama-bench.json --json\n" +
+			"  haloforge bench --from bench.jsonl --report bench.md --command 'llama-bench -m model.gguf -o jsonl'",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd.Context(), cmd, o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.from, "from", "", "benchmark output to read: llama-bench JSON/JSONL or vLLM bench JSON (- for standard input)")
+	f.BoolVar(&o.asJSON, "json", false, `print {"results": [...], "verdict": "..."} as JSON`)
+	f.StringVar(&o.report, "report", "", "write a shareable report to FILE.md and FILE.json")
+	f.StringVar(&o.command, "command", "", "the command that produced the file, recorded in the report")
+	return cmd
+}
+
+func runBench(ctx context.Context, cmd *cobra.Command, o benchOptions) error {
+	if o.from == "" {
+		return usageErr(errors.New("bench needs --from FILE (llama-bench -o json/-o jsonl output, or a vLLM bench result); running a benchmark through a track comes with haloforge serve"))
+	}
+	if o.report != "" && !strings.HasSuffix(o.report, ".md") {
+		return usageErr(fmt.Errorf("--report %s: name the Markdown file (FILE.md); FILE.json is written beside it", o.report))
+	}
+	raw, err := readBenchInput(o.from, cmd.InOrStdin())
+	if err != nil {
+		return usageErr(err)
+	}
+	run, err := bench.Parse(raw)
+	if err != nil {
+		return usageErr(fmt.Errorf("%s: %w", o.from, err))
+	}
+	var host bench.Host
+	if o.report != "" {
+		host = liveHost(ctx)
+	}
+	rep := bench.Compare(run, bench.References(), host)
+	if o.report != "" {
+		if err := writeBenchReport(o, rep, host, raw); err != nil {
+			return failedErr(err)
+		}
+	}
+	out := cmd.OutOrStdout()
+	if o.asJSON {
+		return writeJSON(out, rep.ToJSON())
+	}
+	_, err = io.WriteString(out, rep.Text())
+	if o.report != "" {
+		fmt.Fprintf(out, "report: %s and %s\n", o.report, strings.TrimSuffix(o.report, ".md")+".json")
+	}
+	return err
+}
+
+// readBenchInput reads at most bench.MaxInput bytes of a file or stdin.
+func readBenchInput(from string, stdin io.Reader) ([]byte, error) {
+	var r io.Reader = stdin
+	if from != "-" {
+		f, err := os.Open(from)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.IsDir() {
+			return nil, fmt.Errorf("%s is a directory: give the benchmark output file", from)
+		}
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, bench.MaxInput+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", from, err)
+	}
+	if len(b) > bench.MaxInput {
+		return nil, fmt.Errorf("%s: larger than %d MiB: not a benchmark result", from, bench.MaxInput>>20)
+	}
+	return b, nil
+}
+
+func writeBenchReport(o benchOptions, rep bench.Report, host bench.Host, raw []byte) error {
+	s := bench.NewShareable(rep, host, o.command, raw, time.Now())
+	js, err := s.JSON()
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(o.report, []byte(s.Markdown())); err != nil {
+		return err
+	}
+	return writeFileAtomic(strings.TrimSuffix(o.report, ".md")+".json", append(js, '\n'))
+}
+
+// writeFileAtomic writes through a temporary file in the same directory.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+var (
+	reMesa        = regexp.MustCompile(`driverInfo\s*=\s*(Mesa [^\s(]+)`)
+	reROCmRuntime = regexp.MustCompile(`(?m)^\s*Runtime Version:\s*(\S+)`)
+)
+
+// liveHost collects the report's host facts from this machine through detect
+// (what cannot be known stays empty, shown as "unknown").
+func liveHost(ctx context.Context) bench.Host {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	b, err := detect.Collect(ctx, detect.CollectOptions{Timeout: 2 * time.Second, Version: version})
+	if err != nil {
+		return bench.Host{}
+	}
+	r := detect.Analyse(b)
+	var h bench.Host
+	if g := r.Primary(); g != nil {
+		if g.Name != nil {
+			h.Device = *g.Name
+		}
+		if g.VRAMBytes != nil && g.Integrated != nil && *g.Integrated {
+			h.BIOSUMA = fmt.Sprintf("%d MiB (the APU's VRAM carve-out)", *g.VRAMBytes>>20)
+		}
+	}
+	if r.Kernel.Release != nil {
+		h.Kernel = *r.Kernel.Release
+	}
+	if v, ok := r.Kernel.Cmdline["amd_iommu"]; ok {
+		h.IOMMU = v
+	} else if v, ok := r.Kernel.Cmdline["iommu"]; ok {
+		h.IOMMU = v
+	} else if r.Kernel.Cmdline != nil {
+		h.IOMMU = "default (amd_iommu not on the kernel command line)"
+	}
+	if s, ok := b.Get("vulkaninfo.txt"); ok {
+		if m := reMesa.FindStringSubmatch(s); m != nil {
+			h.Mesa = m[1]
+		}
+	}
+	if s, ok := b.Get("rocminfo.txt"); ok {
+		if m := reROCmRuntime.FindStringSubmatch(s); m != nil {
+			h.ROCm = "HSA runtime " + m[1]
+		}
+	}
+	if p, err := os.ReadFile("/sys/firmware/acpi/platform_profile"); err == nil {
+		h.PowerProfile = strings.TrimSpace(string(p))
+	}
+	return h
+}

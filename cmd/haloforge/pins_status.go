@@ -1,0 +1,441 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/haloforge/haloforge/pins"
+	"github.com/haloforge/haloforge/pins/sets"
+	"github.com/haloforge/haloforge/pins/upstream"
+	"github.com/haloforge/haloforge/steps"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// ---- pins status ------------------------------------------------------------
+
+type pinsStatusOptions struct {
+	file     string
+	json     bool
+	offline  bool
+	stateDir string
+	timeout  time.Duration
+}
+
+func newPinsStatusCmd() *cobra.Command {
+	var o pinsStatusOptions
+	cmd := &cobra.Command{
+		Use:   "status [FILE]",
+		Short: "Does each pin still resolve upstream? (read-only: nothing is installed or pulled)",
+		Long: "Resolve every pin against where it comes from: wheel pins on their simple index (the exact " +
+			"name==version and its gfx device wheel), image pins on their registry (tag → digest, digest " +
+			"still there), git pins with git ls-remote. Each pin is ok, moved (a tag or branch points " +
+			"elsewhere than at the last status), retired (gone upstream), unreachable (no answer) or " +
+			"unchecked (--offline, or a local setting). The result is kept in the state dir: `moved` " +
+			"compares against it and `haloforge plan` warns from it.\n\n" +
+			"Exit codes: 0 nothing retired or moved, 1 something retired or moved, 2 bad input.",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				o.file = args[0]
+			}
+			return runPinsStatus(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&o.offline, "offline", false, "touch no network: every pin is unchecked")
+	cmd.Flags().StringVar(&o.stateDir, "state-dir", "", "state dir (default $XDG_STATE_HOME/haloforge)")
+	cmd.Flags().DurationVar(&o.timeout, "timeout", 30*time.Second, "deadline for the whole check (one request gets at most 10s)")
+	return cmd
+}
+
+type pinsStatusJSON struct {
+	Pins      []upstream.Result      `json:"pins"`
+	PinsFile  string                 `json:"pins_file"`
+	CheckedAt time.Time              `json:"checked_at"`
+	Offline   bool                   `json:"offline"`
+	NoNetwork string                 `json:"no_network,omitempty"`
+	Counts    map[upstream.State]int `json:"counts"`
+}
+
+func runPinsStatus(ctx context.Context, o pinsStatusOptions, stdout, stderr io.Writer) error {
+	if o.timeout <= 0 {
+		return usageErr(fmt.Errorf("--timeout %s: want a positive duration", o.timeout))
+	}
+	pf, err := loadPinsFlags(o.file, nil)
+	if err != nil {
+		return err
+	}
+	if o.stateDir == "" {
+		o.stateDir = defaultStateDir()
+	}
+	prev, err := upstream.LoadCache(o.stateDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "warning: the last status is unreadable and is ignored: %v\n", err)
+		prev = nil
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep := upstream.Check(ctx, pf, upstream.Options{
+		Offline:  o.offline,
+		Deadline: o.timeout,
+		Previous: prev,
+	})
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "interrupted: the status was not saved")
+		return silentExit(exitInterrupted)
+	}
+	if !o.offline {
+		c := upstream.NewCache(rep, pf.Path, prev)
+		if data, err := c.Marshal(); err == nil {
+			if err := steps.WriteFileAtomic(upstream.CachePath(o.stateDir), data); err != nil {
+				fmt.Fprintf(stderr, "warning: could not keep this status for `moved` and `plan`: %v\n", err)
+			}
+		}
+	}
+	counts := rep.Count()
+	if o.json {
+		err = writeJSON(stdout, pinsStatusJSON{Pins: rep.Pins, PinsFile: pf.Path, CheckedAt: rep.CheckedAt,
+			Offline: rep.Offline, NoNetwork: rep.NoNetwork, Counts: counts})
+		if err != nil {
+			return err
+		}
+	} else {
+		printPinsStatus(stdout, pf, rep)
+	}
+	if counts[upstream.Retired]+counts[upstream.Moved] > 0 {
+		return silentExit(exitFailed)
+	}
+	return nil
+}
+
+var stateMarks = map[upstream.State]string{
+	upstream.Retired: "✗", upstream.Moved: "↻", upstream.Unreachable: "?", upstream.OK: "✓", upstream.Unchecked: "·",
+}
+
+// printPinsStatus lists what needs attention first: retired, moved, then
+// what could not be asked, then what is fine; local settings on one line.
+func printPinsStatus(w io.Writer, pf *pins.File, rep *upstream.Report) {
+	fmt.Fprintf(w, "pins status of %s: %d pins, checked %s in %.1fs\n", pf.Path, len(rep.Pins),
+		rep.CheckedAt.UTC().Format("2006-01-02 15:04 MST"), rep.Duration.Seconds())
+	if rep.Offline {
+		fmt.Fprintln(w, "· --offline: nothing was asked; every pin is unchecked")
+		return
+	}
+	if rep.NoNetwork != "" {
+		fmt.Fprintln(w, "? "+rep.NoNetwork)
+	}
+	by := map[upstream.State][]upstream.Result{}
+	for _, r := range rep.Pins {
+		by[r.State] = append(by[r.State], r)
+	}
+	for _, s := range []upstream.State{upstream.Retired, upstream.Moved, upstream.Unreachable, upstream.OK} {
+		if s == upstream.Unreachable && rep.NoNetwork != "" {
+			fmt.Fprintf(w, "? unreachable  %s\n", strings.Join(resultNames(by[s]), ", "))
+			continue
+		}
+		for _, r := range by[s] {
+			fmt.Fprintf(w, "%s %-12s %s=%s\n", stateMarks[s], s, r.Name, r.Value)
+			fmt.Fprintf(w, "               %s\n", r.Detail)
+		}
+	}
+	var local, other []upstream.Result
+	for _, r := range by[upstream.Unchecked] {
+		if r.Method == "none" {
+			local = append(local, r)
+		} else {
+			other = append(other, r)
+		}
+	}
+	for _, r := range other {
+		fmt.Fprintf(w, "· %-12s %s=%s\n               %s\n", upstream.Unchecked, r.Name, r.Value, r.Detail)
+	}
+	if len(local) > 0 {
+		fmt.Fprintf(w, "· unchecked    %d local settings, nothing upstream: %s\n", len(local), strings.Join(resultNames(local), ", "))
+	}
+	c := rep.Count()
+	fmt.Fprintf(w, "\n%d ok, %d moved, %d retired, %d unreachable, %d unchecked\n",
+		c[upstream.OK], c[upstream.Moved], c[upstream.Retired], c[upstream.Unreachable], c[upstream.Unchecked])
+	if c[upstream.Retired]+c[upstream.Moved] > 0 {
+		fmt.Fprintln(w, "known-good sets with their evidence: haloforge pins sets; haloforge pins use SET writes one and shows what rebuilds")
+	}
+}
+
+func resultNames(rs []upstream.Result) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Name
+	}
+	return out
+}
+
+// warnStalePins is what `plan` says about the last `pins status`: the pins
+// of the plan it found retired or moved, how old that is, and the sets.
+func warnStalePins(w io.Writer, stateDir string, pf *pins.File, names []string) {
+	warn, err := upstream.LastWarning(stateDir, pf, names, time.Now())
+	if err != nil {
+		fmt.Fprintf(w, "warning: the last pins status is unreadable: %v\n", err)
+		return
+	}
+	if warn == nil {
+		return
+	}
+	for _, l := range warn.Lines() {
+		fmt.Fprintln(w, l)
+	}
+}
+
+// ---- pins sets ----------------------------------------------------------------
+
+type pinsSetsOptions struct {
+	json bool
+	pins string
+}
+
+func newPinsSetsCmd() *cobra.Command {
+	var o pinsSetsOptions
+	cmd := &cobra.Command{
+		Use:   "sets",
+		Short: "The known-good pin sets, with their evidence, and how your versions.env differs",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runPinsSets(o, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
+	cmd.Flags().StringVar(&o.pins, "pins", "", "pins file to compare with (default ./versions.env, else the built-in copy)")
+	return cmd
+}
+
+type setJSON struct {
+	ID       string            `json:"id"`
+	Title    string            `json:"title"`
+	Status   sets.Status       `json:"status"`
+	Evidence []string          `json:"evidence"`
+	Pins     map[string]string `json:"pins"`
+	Note     string            `json:"note,omitempty"`
+	// Differs lists the set's pins whose value the compared pins file does
+	// not have: empty when the file already is this set.
+	Differs []string `json:"differs"`
+}
+
+func runPinsSets(o pinsSetsOptions, w io.Writer) error {
+	all, err := sets.All()
+	if err != nil {
+		return err
+	}
+	pf, err := loadPinsFlags(o.pins, nil)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Sets     []setJSON `json:"sets"`
+		PinsFile string    `json:"pins_file"`
+	}{PinsFile: pf.Path}
+	for _, s := range all {
+		out.Sets = append(out.Sets, setJSON{ID: s.ID, Title: s.Title, Status: s.Status, Evidence: s.Evidence,
+			Pins: s.Values(), Note: s.Note, Differs: nonNil(s.Differences(pf))})
+	}
+	if o.json {
+		return writeJSON(w, out)
+	}
+	fmt.Fprintf(w, "known-good pin sets (compared with %s; `haloforge pins use SET` writes one):\n", pf.Path)
+	for i, s := range all {
+		sj := out.Sets[i]
+		match := "your pins match this set"
+		if n := len(sj.Differs); n > 0 {
+			match = fmt.Sprintf("%d of its %d pins differ from yours", n, len(s.File.Pins))
+		}
+		fmt.Fprintf(w, "\n%s  [%s]  %s\n  %s\n", s.ID, s.Status, match, s.Title)
+		for _, p := range s.File.Pins {
+			mark := " "
+			if slices.Contains(sj.Differs, p.Name) {
+				mark = "≠"
+			}
+			fmt.Fprintf(w, "  %s %s=%s\n", mark, p.Name, p.Value)
+		}
+		for j, e := range s.Evidence {
+			label := "evidence"
+			if j > 0 {
+				label = "        "
+			}
+			fmt.Fprintf(w, "  %s %s\n", label, e)
+		}
+		if s.Note != "" {
+			fmt.Fprintf(w, "  note     %s\n", s.Note)
+		}
+	}
+	return nil
+}
+
+// ---- pins use -------------------------------------------------------------------
+
+type pinsUseOptions struct {
+	set    string
+	pins   string
+	dryRun bool
+	yes    bool
+	json   bool
+	now    func() time.Time
+}
+
+func newPinsUseCmd() *cobra.Command {
+	var o pinsUseOptions
+	cmd := &cobra.Command{
+		Use:   "use SET",
+		Short: "Write a known-good set into versions.env, after showing what it changes and what rebuilds",
+		Long: "Rewrite versions.env with a set's values (see `haloforge pins sets`): only the values of " +
+			"changed pins change, comments and layout stay, names the file lacks are appended in one " +
+			"marked block. It first prints what `haloforge pins diff` would print for the change, then " +
+			"asks (y/N) on a terminal; --yes writes without asking, and without a terminal nothing is " +
+			"written unless --yes is given. The old file is kept next to it as FILE.bak-<time>; the " +
+			"write is atomic.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.set = args[0]
+			return runPinsUse(o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().StringVar(&o.pins, "pins", "", "pins file to rewrite (default ./versions.env)")
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "show the change and what rebuilds; write nothing")
+	cmd.Flags().BoolVarP(&o.yes, "yes", "y", false, "write without asking")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print the change as `pins diff --json` does (questions go to stderr)")
+	return cmd
+}
+
+func runPinsUse(o pinsUseOptions, stdin io.Reader, stdout, stderr io.Writer) error {
+	if o.now == nil {
+		o.now = time.Now
+	}
+	set, err := sets.Lookup(o.set)
+	if err != nil {
+		return usageErr(err)
+	}
+	path := o.pins
+	if path == "" {
+		path = "versions.env"
+		if !fileExists(path) {
+			return usageErr(errors.New("no ./versions.env here to rewrite (the built-in copy cannot be): run in the directory of your versions.env, or pass --pins FILE"))
+		}
+	}
+	oldF, err := loadPinsFlags(path, nil)
+	if err != nil {
+		return err
+	}
+	target, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return usageErr(err)
+	}
+	st, err := os.Stat(target)
+	if err != nil {
+		return usageErr(err)
+	}
+	orig, err := os.ReadFile(target)
+	if err != nil {
+		return usageErr(err)
+	}
+	data, err := sets.Apply(path, orig, set, o.now())
+	if err != nil {
+		return usageErr(err)
+	}
+	newF, err := pins.Parse(path, data)
+	if err != nil {
+		return usageErr(err)
+	}
+	tracks := steps.Catalogue()
+	changed := pins.Diff(oldF, newF)
+	d := diffJSON{Changed: changed, Rerun: rerun(tracks, changed)}
+	info := stdout
+	if o.json {
+		if err := writeJSON(stdout, d); err != nil {
+			return err
+		}
+		info = stderr
+	} else {
+		fmt.Fprintf(stdout, "pins use %s  [%s]  %s\nin %s:\n\n", set.ID, set.Status, set.Title, path)
+		printDiff(stdout, d, tracks)
+	}
+	if len(changed) == 0 {
+		fmt.Fprintf(info, "%s already has every pin of %s: nothing to write\n", path, set.ID)
+		return nil
+	}
+	if o.dryRun {
+		fmt.Fprintf(info, "\n--dry-run: %s not written\n", path)
+		return nil
+	}
+	if !o.yes {
+		in, isFile := stdin.(*os.File)
+		if !isFile || !term.IsTerminal(int(in.Fd())) {
+			return usageErr(fmt.Errorf("%s not written: no terminal to ask on; pass --yes to write, or --dry-run to only look", path))
+		}
+		fmt.Fprintf(stderr, "\nwrite %d changed pins into %s (the old file is kept as a backup)? [y/N] ", len(changed), path)
+		answer, _ := bufio.NewReader(io.LimitReader(stdin, 1024)).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+			fmt.Fprintf(stderr, "%s not written\n", path)
+			return nil
+		}
+	}
+	backup, err := writeBackup(target, orig, st.Mode().Perm(), o.now())
+	if err != nil {
+		return failedErr(fmt.Errorf("%s not written: the backup failed: %w", path, err))
+	}
+	if err := steps.WriteFileAtomic(target, data); err != nil {
+		return failedErr(fmt.Errorf("%s not written: %w (the backup %s is a copy of it)", path, err, backup))
+	}
+	if err := os.Chmod(target, st.Mode().Perm()); err != nil {
+		fmt.Fprintf(stderr, "warning: %s: %v\n", path, err)
+	}
+	fmt.Fprintf(info, "\nwrote %s (backup: %s)\n", path, backup)
+	var touched []string
+	for id := range d.Rerun {
+		touched = append(touched, id)
+	}
+	sort.Strings(touched)
+	for _, id := range touched {
+		fmt.Fprintf(info, "  rebuild: haloforge build --track %s\n", id)
+	}
+	return nil
+}
+
+// writeBackup keeps the old file next to the new one, never overwriting an
+// earlier backup.
+func writeBackup(target string, data []byte, mode os.FileMode, now time.Time) (string, error) {
+	base := target + ".bak-" + now.Format("20060102-150405")
+	for i := 0; i < 100; i++ {
+		name := base
+		if i > 0 {
+			name = fmt.Sprintf("%s-%d", base, i)
+		}
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if _, err := f.Write(data); err != nil {
+			f.Close()
+			return "", err
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return "", err
+		}
+		return name, f.Close()
+	}
+	return "", fmt.Errorf("too many backups named %s-*", base)
+}

@@ -1,0 +1,159 @@
+package upstream
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/haloforge/haloforge/pins"
+)
+
+func TestMovedBetween(t *testing.T) {
+	tests := []struct {
+		old, now string
+		moved    bool
+	}{
+		{"sha256:" + strings.Repeat("a", 64), "sha256:" + strings.Repeat("a", 64), false},
+		{"sha256:" + strings.Repeat("a", 64), "sha256:" + strings.Repeat("b", 64), true},
+		{strings.Repeat("1", 40), strings.Repeat("2", 40), true},
+		// wheels: only a file in both that changed is a move
+		{"t-1-cp312.whl=sha256:aa", "t-1-cp312.whl=sha256:aa t-1-cp313.whl=sha256:bb", false},
+		{"t-1-cp312.whl=sha256:aa d-1-py3.whl=sha256:cc", "t-1-cp312.whl=sha256:ab d-1-py3.whl=sha256:cc", true},
+		{"t-1-cp312.whl=sha256:aa", "t-1-cp311.whl=sha256:zz", false},
+	}
+	for _, tc := range tests {
+		if _, _, moved := movedBetween(tc.old, tc.now); moved != tc.moved {
+			t.Errorf("movedBetween(%q, %q) = %v, want %v", tc.old, tc.now, moved, tc.moved)
+		}
+	}
+}
+
+func TestCacheRoundTripAndCarryOver(t *testing.T) {
+	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	first := &Report{CheckedAt: t0, Pins: []Result{
+		{Name: "VLLM_IMAGE", Value: "rocm/vllm:v1", State: OK, Resolved: "sha256:aaa"},
+		{Name: "LLAMACPP_REF", Value: "b10590", State: OK, Resolved: "c1"},
+	}}
+	c1 := NewCache(first, "versions.env", nil)
+	data, err := c1.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseCache(data, "c.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := &Report{CheckedAt: t0.Add(time.Hour), Pins: []Result{
+		{Name: "VLLM_IMAGE", Value: "rocm/vllm:v1", State: Unreachable}, // offline this time
+		{Name: "LLAMACPP_REF", Value: "b10591", State: Unreachable},     // pin edited
+	}}
+	c2 := NewCache(second, "versions.env", back)
+	if p, _ := c2.Get("VLLM_IMAGE"); p.Resolved != "sha256:aaa" || !p.ResolvedAt.Equal(t0) {
+		t.Errorf("an unreachable pin must keep its last resolution: %+v", p)
+	}
+	if p, _ := c2.Get("LLAMACPP_REF"); p.Resolved != "" {
+		t.Errorf("an edited pin must not inherit the old value's resolution: %+v", p)
+	}
+	// a third status that reaches the registry again sees the move
+	third := &Report{Pins: []Result{{Name: "VLLM_IMAGE", Value: "rocm/vllm:v1", State: OK, Resolved: "sha256:bbb", Detail: "tag v1 → sha256:bbb"}}}
+	compareWithPrevious(third, c2)
+	if r := third.Pins[0]; r.State != Moved || !strings.Contains(r.Detail, "moved since the status of 2026-11-20 10:00 UTC: was sha256:aaa, now sha256:bbb") {
+		t.Errorf("third = %s %q", r.State, r.Detail)
+	}
+	for _, bad := range []string{`{}`, `{"version": 2}`, `[`, ``} {
+		if _, err := ParseCache([]byte(bad), "bad.json"); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}
+
+func TestLastWarning(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	if w, err := LastWarning(dir, nil, nil, now); w != nil || err != nil {
+		t.Fatalf("no status yet: %v, %v", w, err)
+	}
+	rep := &Report{CheckedAt: now.Add(-3 * 24 * time.Hour), Pins: []Result{
+		{Name: "LLAMACPP_ROCM_IMAGE", Value: "docker.io/kyuz0/amd-strix-halo-toolboxes:rocm-7.1.1", State: Retired, Detail: "tag rocm-7.1.1 no longer exists"},
+		{Name: "NIGHTLY_IMAGE", Value: "docker.io/rocm/vllm-dev:nightly", State: Moved, Detail: "moved since …"},
+		{Name: "VLLM_REF", Value: "6e448d0ea9bf3d88d898b65449ca6dc2aec170ac", State: Retired, Detail: "gone"},
+		{Name: "ROCM_VERSION", Value: "7.14.0", State: OK},
+	}}
+	data, _ := NewCache(rep, "versions.env", nil).Marshal()
+	if err := os.WriteFile(CachePath(dir), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := pins.Parse("v.env", []byte("LLAMACPP_ROCM_IMAGE=docker.io/kyuz0/amd-strix-halo-toolboxes:rocm-7.1.1\nNIGHTLY_IMAGE=docker.io/rocm/vllm-dev:nightly\nVLLM_REF=0123456789abcdef0123456789abcdef01234567\nROCM_VERSION=7.14.0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := LastWarning(dir, f, nil, now)
+	if err != nil || w == nil {
+		t.Fatalf("%v, %v", w, err)
+	}
+	if len(w.Pins) != 2 || w.Pins[0].Name != "LLAMACPP_ROCM_IMAGE" || w.Pins[1].Name != "NIGHTLY_IMAGE" {
+		t.Errorf("pins = %+v (VLLM_REF was edited since: no warning)", w.Pins)
+	}
+	if len(w.Edited) != 1 || w.Edited[0] != "VLLM_REF" {
+		t.Errorf("edited = %v", w.Edited)
+	}
+	lines := strings.Join(w.Lines(), "\n")
+	for _, want := range []string{"⚠ 2 pins are gone or moved upstream (pins status, checked 3 days ago)",
+		"✗ LLAMACPP_ROCM_IMAGE=docker.io/kyuz0/amd-strix-halo-toolboxes:rocm-7.1.1  retired: tag rocm-7.1.1 no longer exists",
+		"↻ NIGHTLY_IMAGE=", "haloforge pins sets"} {
+		if !strings.Contains(lines, want) {
+			t.Errorf("lines lack %q:\n%s", want, lines)
+		}
+	}
+	if strings.Contains(lines, "the status is old") {
+		t.Error("3 days is not old")
+	}
+	// restricted to a track's pins
+	if w, _ := LastWarning(dir, f, []string{"ROCM_VERSION", "VLLM_REF"}, now); w != nil {
+		t.Errorf("no retired pin of these names is in use: %+v", w)
+	}
+	if w, _ := LastWarning(dir, f, []string{"NIGHTLY_IMAGE"}, now.Add(30*24*time.Hour)); w == nil || !strings.Contains(strings.Join(w.Lines(), "\n"), "checked 33 days ago") || !strings.Contains(strings.Join(w.Lines(), "\n"), "the status is old: haloforge pins status") {
+		t.Errorf("an old status: %+v", w)
+	}
+	if err := os.WriteFile(CachePath(dir), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LastWarning(dir, f, nil, now); err == nil {
+		t.Error("a corrupt cache must be reported")
+	}
+}
+
+func TestAgeText(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		10 * time.Second:     "checked just now",
+		time.Minute:          "checked 1 minute ago",
+		45 * time.Minute:     "checked 45 minutes ago",
+		5 * time.Hour:        "checked 5 hours ago",
+		47 * time.Hour:       "checked 47 hours ago",
+		3 * 24 * time.Hour:   "checked 3 days ago",
+		400 * 24 * time.Hour: "checked 400 days ago",
+	} {
+		if got := AgeText(d); got != want {
+			t.Errorf("AgeText(%s) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func FuzzParseCache(f *testing.F) {
+	f.Add([]byte(`{"version": 1, "checked_at": "2026-11-24T10:00:00Z", "pins": [{"name": "A", "value": "b", "state": "moved", "resolved": "x"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ParseCache(data, "fuzz.json")
+		if err != nil {
+			return
+		}
+		for _, p := range c.Pins {
+			if got, ok := c.Get(p.Name); !ok || got.Name != p.Name {
+				t.Fatalf("Get(%q) = %+v, %v", p.Name, got, ok)
+			}
+		}
+		if _, err := c.Marshal(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -1,0 +1,169 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/haloforge/haloforge/pins"
+)
+
+// blackhole accepts connections and never answers: a host that hangs.
+func blackhole(t *testing.T) (addr string, conns *atomic.Int32) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns = &atomic.Int32{}
+	var mu sync.Mutex
+	var open []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			mu.Lock()
+			open = append(open, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range open {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	return l.Addr().String(), conns
+}
+
+func hungPins(t *testing.T, addr string) (*pins.File, []string) {
+	t.Helper()
+	gitconfig := filepath.Join(t.TempDir(), "gitconfig")
+	if err := os.WriteFile(gitconfig, []byte(fmt.Sprintf("[url \"git://%s/\"]\n\tinsteadOf = https://hung.example/\n", addr)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := fmt.Sprintf(`THEROCK_INDEX_URL=https://%[1]s/simple/
+ROCM_VERSION=7.14.0
+TORCH_VERSION=2.11.0+rocm7.14.0
+VLLM_IMAGE=%[1]s/a/b:1
+NIGHTLY_IMAGE=%[1]s/a/c:nightly
+OLLAMA_IMAGE=%[1]s/a/d:1
+TOOLBOX_IMAGE=%[1]s/a/e:1
+VLLM_REPO=https://hung.example/vllm.git
+VLLM_REF=b10590
+GPU_TARGET=gfx1151
+`, addr)
+	f, err := pins.Parse("hung.env", []byte(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, []string{"GIT_CONFIG_GLOBAL=" + gitconfig, "GIT_CONFIG_NOSYSTEM=1"}
+}
+
+// TestHungHostsAreBounded: hosts that accept and never answer cost one
+// request timeout, not one per pin, and the run ends by its deadline.
+func TestHungHostsAreBounded(t *testing.T) {
+	addr, conns := blackhole(t)
+	f, gitEnv := hungPins(t, addr)
+	start := time.Now()
+	rep := Check(context.Background(), f, Options{Deadline: 20 * time.Second, RequestTimeout: time.Second, Parallel: 2, GitEnv: gitEnv})
+	took := time.Since(start)
+	for _, r := range rep.Pins {
+		if r.Name == "GPU_TARGET" {
+			if r.State != Unchecked {
+				t.Errorf("GPU_TARGET = %s", r.State)
+			}
+			continue
+		}
+		if r.State != Unreachable || !strings.Contains(r.Detail, "no answer in time") {
+			t.Errorf("%s = %s %q; want unreachable, no answer in time", r.Name, r.State, r.Detail)
+		}
+	}
+	// one host for HTTP (index and registry share 127.0.0.1:port) and one
+	// for git: the first timeout marks each down, the rest are not tried
+	if n := conns.Load(); n > 4 {
+		t.Errorf("%d connections to the hung host; the first timeout should stop the others", n)
+	}
+	if took > 15*time.Second {
+		t.Errorf("took %s with a 1 s request timeout", took)
+	}
+	if !strings.Contains(rep.NoNetwork, "no upstream answered") || !strings.Contains(rep.NoNetwork, "no answer in time") {
+		t.Errorf("NoNetwork = %q", rep.NoNetwork)
+	}
+}
+
+// TestDeadlineEndsTheRun: a deadline shorter than a request ends
+// everything in flight, and says that it was the deadline.
+func TestDeadlineEndsTheRun(t *testing.T) {
+	addr, _ := blackhole(t)
+	f, gitEnv := hungPins(t, addr)
+	start := time.Now()
+	rep := Check(context.Background(), f, Options{Deadline: 500 * time.Millisecond, RequestTimeout: time.Minute, GitEnv: gitEnv})
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("took %s with a 0.5 s deadline", took)
+	}
+	for _, r := range rep.Pins {
+		if r.Method != methodNone && (r.State != Unreachable || !strings.Contains(r.Detail, "deadline")) {
+			t.Errorf("%s = %s %q; want unreachable by the deadline", r.Name, r.State, r.Detail)
+		}
+	}
+}
+
+// TestOfflineTouchesNothing: --offline answers unchecked and opens no connection.
+func TestOfflineTouchesNothing(t *testing.T) {
+	addr, conns := blackhole(t)
+	f, gitEnv := hungPins(t, addr)
+	rep := Check(context.Background(), f, Options{Offline: true, GitEnv: gitEnv})
+	for _, r := range rep.Pins {
+		if r.State != Unchecked {
+			t.Errorf("%s = %s offline", r.Name, r.State)
+		}
+	}
+	if find(rep, "VLLM_IMAGE").Detail != "not checked (--offline)" || find(rep, "GPU_TARGET").Detail != "local setting: nothing upstream" {
+		t.Errorf("details: %q, %q", find(rep, "VLLM_IMAGE").Detail, find(rep, "GPU_TARGET").Detail)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := conns.Load(); n != 0 {
+		t.Errorf("%d connections offline", n)
+	}
+	if rep.NoNetwork != "" {
+		t.Errorf("NoNetwork offline: %q", rep.NoNetwork)
+	}
+}
+
+// TestUnresolvableHost: a name that does not resolve is one short reason.
+func TestUnresolvableHost(t *testing.T) {
+	f, err := pins.Parse("dns.env", []byte("VLLM_IMAGE=registry.invalid/a/b:1\nOLLAMA_IMAGE=registry.invalid/a/c:1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := Check(context.Background(), f, Options{Deadline: 20 * time.Second})
+	for _, r := range rep.Pins {
+		if r.State != Unreachable || r.Detail != "registry.invalid: could not resolve host" {
+			t.Errorf("%s = %s %q", r.Name, r.State, r.Detail)
+		}
+	}
+}
+
+func TestPrintableDropsControlBytes(t *testing.T) {
+	got := clean(Result{Detail: "evil \x1b]52;c;AAAA\x07 \u202e txt\nline2\x00"})
+	if strings.ContainsAny(got.Detail, "\x1b\x07\x00\n\u202e") {
+		t.Errorf("detail kept control bytes: %q", got.Detail)
+	}
+	long := clean(Result{Detail: strings.Repeat("x", 1000)})
+	if n := len([]rune(long.Detail)); n > 401 {
+		t.Errorf("detail of %d runes", n)
+	}
+}

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# llamacpp-distro step "toolbox": create the distrobox box the distribution's llama.cpp
+# lives in. Runs on the host, as your normal user (distrobox refuses root).
+#
+# Pins: LLAMACPP_DISTRO_BOX, LLAMACPP_DISTRO_IMAGE (Debian sid, Ubuntu 26.04 or Fedora).
+# Options (environment):
+#   HALOFORGE_ALLOW_NO_GPU=1    go on without /dev/dri and /dev/kfd (tests, CI)
+#   HALOFORGE_DISTROBOX_ROOT=1  rootful podman through sudo (distrobox --root)
+#   HALOFORGE_RECREATE_BOX=1    replace a box that was created from another image
+# Idempotent: a box with the right image is reused as it is.
+# Vulkan needs only /dev/dri; HIP also needs /dev/kfd: each is passed when the host has it.
+
+# shellcheck source=../lib/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+# shellcheck source=./lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+hf_init "$@"
+require_env LLAMACPP_DISTRO_BOX LLAMACPP_DISTRO_IMAGE
+distro_init
+
+root_word() {
+  if [[ "${HALOFORGE_DISTROBOX_ROOT:-0}" == 1 ]]; then
+    printf ' --root'
+  fi
+}
+
+if [[ $(id -u) -eq 0 ]]; then
+  msg="running as root: distrobox refuses that (\"Running distrobox-create as sudo is not supported\"). Run haloforge as your normal user; for rootful podman set HALOFORGE_DISTROBOX_ROOT=1"
+  is_dry_run || die "$msg"
+  log_warn "$msg"
+fi
+
+# device_flags: FLAGS gets the GPU devices this host has, and keep-groups so the user's
+# render and video groups still open them (FACTS.md "Containers").
+device_flags() {
+  FLAGS=()
+  local dev
+  for dev in /dev/dri /dev/kfd; do
+    [[ -e "$dev" ]] && FLAGS+=(--device "$dev")
+  done
+  if ((${#FLAGS[@]} == 0)); then
+    if [[ "${HALOFORGE_ALLOW_NO_GPU:-0}" == 1 ]]; then
+      log_warn "HALOFORGE_ALLOW_NO_GPU=1: this host has no /dev/dri and no /dev/kfd; the box gets no GPU (Vulkan will only find llvmpipe, a CPU device)"
+      return 0
+    fi
+    is_dry_run || die "neither /dev/dri nor /dev/kfd exists: the amdgpu driver is not loaded (or nomodeset is on the kernel command line); run haloforge doctor. For a test without a GPU set HALOFORGE_ALLOW_NO_GPU=1"
+    log_warn "no /dev/dri or /dev/kfd on this machine (a real run stops here)"
+    return 0
+  fi
+  FLAGS+=(--group-add keep-groups)
+  [[ -e /dev/kfd ]] && FLAGS+=(--security-opt seccomp=unconfined)
+  return 0
+}
+
+# reuse_or_explain: 0 to reuse the box, 1 to create it; stops with the exact commands when
+# the box exists from another image (unless HALOFORGE_RECREATE_BOX=1).
+reuse_or_explain() {
+  local have
+  have=$(box_image "$TOOLBOX_NAME") || return 1
+  if same_image "$have" "$LLAMACPP_DISTRO_IMAGE"; then
+    log_ok "box $TOOLBOX_NAME exists with image $have: reused"
+    return 0
+  fi
+  if [[ "${HALOFORGE_RECREATE_BOX:-0}" == 1 ]]; then
+    log_warn "box $TOOLBOX_NAME was created from $have, the pin says $LLAMACPP_DISTRO_IMAGE: HALOFORGE_RECREATE_BOX=1, removing it"
+    distrobox_run rm --force "$TOOLBOX_NAME"
+    return 1
+  fi
+  is_dry_run && {
+    log_warn "box $TOOLBOX_NAME was created from $have, not from $LLAMACPP_DISTRO_IMAGE: a real run stops here"
+    return 1
+  }
+  die "box $TOOLBOX_NAME exists but was created from $have, not from the pinned $LLAMACPP_DISTRO_IMAGE. To replace it: distrobox rm$(root_word) --force $TOOLBOX_NAME (or re-run with HALOFORGE_RECREATE_BOX=1); to keep it: --set LLAMACPP_DISTRO_IMAGE=$have, or pick another LLAMACPP_DISTRO_BOX"
+}
+
+log_step "Box $TOOLBOX_NAME from $LLAMACPP_DISTRO_IMAGE"
+device_flags
+if ! is_dry_run; then
+  require distrobox
+  command -v podman >/dev/null 2>&1 || command -v docker >/dev/null 2>&1 \
+    || die "neither podman nor docker found; install podman ($(_hf_install_hint podman))"
+fi
+if reuse_or_explain; then
+  exit 0
+fi
+
+create=(create --yes --name "$TOOLBOX_NAME" --image "$LLAMACPP_DISTRO_IMAGE")
+if ((${#FLAGS[@]})); then
+  create+=(--additional-flags "${FLAGS[*]}")
+fi
+distrobox_run "${create[@]}"
+
+# explain_first_start: a failed first start, with the cause when it is a known one.
+explain_first_start() {
+  local -a mgr
+  read -r -a mgr <<<"$(box_manager)"
+  if "${mgr[@]}" logs "$TOOLBOX_NAME" 2>&1 | grep -q 'invalid password hash'; then
+    die "distrobox $(distrobox version 2>/dev/null | awk '{print $NF}') cannot set up your user in $LLAMACPP_DISTRO_IMAGE: its chpasswd rejects the random password older distrobox seeds (\"chpasswd: invalid password hash\", fixed in distrobox 1.8.2). Update distrobox to 1.8.2 or newer, then: distrobox rm$(root_word) --force $TOOLBOX_NAME and run this step again"
+  fi
+  die "the first start of $TOOLBOX_NAME failed; its log: $(box_manager) logs $TOOLBOX_NAME"
+}
+
+log_step "First start of $TOOLBOX_NAME (distrobox sets up the user inside)"
+in_box true || explain_first_start
+if ! is_dry_run; then
+  box_exists "$TOOLBOX_NAME" || die "distrobox create finished but there is no container $TOOLBOX_NAME"
+  log_ok "box $TOOLBOX_NAME ready: distrobox enter$(root_word) $TOOLBOX_NAME"
+fi

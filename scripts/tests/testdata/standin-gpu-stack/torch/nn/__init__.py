@@ -1,0 +1,1 @@
+from . import functional, attention  # noqa: F401

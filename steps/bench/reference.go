@@ -1,0 +1,96 @@
+package bench
+
+import (
+	_ "embed"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Reference is one published figure measured on a Strix Halo box.
+type Reference struct {
+	Label       string // short, e.g. "kyuz0 vulkan-radv"
+	Source      string // URL of the file at a commit
+	Date        string
+	System      string
+	GPU         string
+	Kernel      string
+	Host        string // host profile (power, IOMMU) as the source states it; "unknown"
+	Backend     string // Vulkan or ROCm
+	Build       int
+	BuildCommit string
+	ModelFile   string
+	Test        string // pp512, pp2048, tg128
+	Depth       int
+	TokensPerS  float64
+}
+
+// Kind is "prompt" or "generation", from the test name.
+func (r Reference) Kind() string {
+	if strings.HasPrefix(r.Test, "tg") {
+		return kindGeneration
+	}
+	return kindPrompt
+}
+
+// Size is the test's token count (512 of pp512).
+func (r Reference) Size() int {
+	n, _ := strconv.Atoi(strings.TrimLeft(r.Test, "ptg"))
+	return n
+}
+
+//go:embed references.tsv
+var referencesTSV string
+
+// References returns the built-in reference table.
+func References() []Reference {
+	refs, err := ParseReferences(referencesTSV)
+	if err != nil {
+		panic("bench: the built-in references.tsv is broken: " + err.Error()) // a test guards it
+	}
+	return refs
+}
+
+// ParseReferences reads the tab-separated reference table: comment lines
+// (#), one header line, then one figure a line.
+func ParseReferences(text string) ([]Reference, error) {
+	var refs []Reference
+	header := false
+	for i, line := range strings.Split(text, "\n") {
+		line = strings.TrimRight(line, "\r")
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Split(line, "\t")
+		if !header {
+			if len(f) != 14 || f[0] != "label" {
+				return nil, fmt.Errorf("line %d: want the header line label, source, …, tokens_per_s", i+1)
+			}
+			header = true
+			continue
+		}
+		if len(f) != 14 {
+			return nil, fmt.Errorf("line %d: %d fields, want 14", i+1, len(f))
+		}
+		r := Reference{Label: f[0], Source: f[1], Date: f[2], System: f[3], GPU: f[4], Kernel: f[5], Host: f[6],
+			Backend: f[7], BuildCommit: f[9], ModelFile: f[10], Test: f[11]}
+		var err error
+		if r.Build, err = strconv.Atoi(f[8]); err != nil {
+			return nil, fmt.Errorf("line %d: build %q", i+1, f[8])
+		}
+		if r.Depth, err = strconv.Atoi(f[12]); err != nil {
+			return nil, fmt.Errorf("line %d: depth %q", i+1, f[12])
+		}
+		if r.TokensPerS, err = strconv.ParseFloat(f[13], 64); err != nil || r.TokensPerS <= 0 {
+			return nil, fmt.Errorf("line %d: tokens_per_s %q", i+1, f[13])
+		}
+		if !strings.HasPrefix(r.Source, "https://") || r.Size() == 0 || (r.Backend != "Vulkan" && r.Backend != "ROCm") {
+			return nil, fmt.Errorf("line %d: want an https source, a test such as pp512 or tg128, backend Vulkan or ROCm", i+1)
+		}
+		refs = append(refs, r)
+	}
+	if !header {
+		return nil, fmt.Errorf("no header line")
+	}
+	return refs, nil
+}

@@ -1,0 +1,340 @@
+// Package linemode prints a run as line mode shows it: `haloforge build
+// --plain` (and any build without a terminal, such as CI), the wizard's and
+// the demo's line mode. It is the one place outside the TUI where runner
+// events become text, so every line mode speaks one format, the one
+// README.md documents under "Line mode output" for those who parse it.
+// It imports no Bubble Tea package.
+package linemode
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/runner"
+)
+
+// Options shape line mode.
+type Options struct {
+	Color bool // colour the status marks (a terminal without NO_COLOR)
+	// Resume is the command that resumes the run, suggested after a
+	// failure or a stop; "" suggests nothing.
+	Resume string
+}
+
+// Result is what a run's events said, for the caller's next move.
+type Result struct {
+	Status string // the run's steps.Outcome*; "" when the events ended without RunFinished
+	RunDir string
+	Err    error // RunFinished's: the run's own machinery
+	// Failed is the first failed step that is not optional ("" for none),
+	// and Finding its first finding (nil when no rule knew the failure).
+	Failed  string
+	Finding *diagnose.Finding
+	// NotVerified lists the steps that ran to their end without proving
+	// their outcome (steps.OutcomeNotVerified).
+	NotVerified []string
+}
+
+// SGR colours of the status marks.
+const (
+	sgrGreen  = "\x1b[32m"
+	sgrRed    = "\x1b[31m"
+	sgrYellow = "\x1b[33m"
+	sgrDim    = "\x1b[2m"
+	sgrBold   = "\x1b[1m"
+	sgrReset  = "\x1b[0m"
+)
+
+// printer is line mode's state between events.
+type printer struct {
+	w     *bufio.Writer
+	o     Options
+	track string
+	found map[string][]diagnose.Finding // live findings by step, for Result
+	res   Result
+}
+
+// Print writes a run's events until the channel closes: a line when the
+// run starts, a status line per step, each output line prefixed with its
+// step, findings as they come, the last lines, the diagnosis and the log of
+// a failure, and the run's outcome.
+func Print(w io.Writer, events <-chan runner.Event, o Options) Result {
+	p := &printer{w: bufio.NewWriterSize(w, 64<<10), o: o, found: map[string][]diagnose.Finding{}}
+	// Step lines are flushed at most every flushEvery: a write per line
+	// would cost a fast step more than the step itself. Status lines and
+	// findings are flushed at once.
+	tick := time.NewTicker(flushEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				p.w.Flush()
+				return p.res
+			}
+			if !p.event(e) {
+				continue
+			}
+			// While a step pours out lines, take them in bursts: a reader
+			// that waits on the channel for every chunk makes the runner
+			// wake it for every chunk, and those wake-ups cost more than
+			// the lines.
+			if !p.drain(events) {
+				p.w.Flush()
+				return p.res
+			}
+			time.Sleep(burstPause)
+		case <-tick.C:
+			p.w.Flush()
+		}
+	}
+}
+
+// burstPause lets lines gather between bursts; far below what an eye sees,
+// far above the cost of a wake-up.
+const burstPause = time.Millisecond
+
+// flushEvery bounds how long a printed step line may wait in the buffer.
+const flushEvery = 50 * time.Millisecond
+
+// drain handles the events already waiting; false when the channel closed.
+func (p *printer) drain(events <-chan runner.Event) bool {
+	for range len(events) {
+		e, ok := <-events
+		if !ok {
+			return false
+		}
+		p.event(e)
+	}
+	return true
+}
+
+// event prints one event and reports whether it was step output; anything
+// else is flushed at once.
+func (p *printer) event(e runner.Event) (output bool) {
+	switch e := e.(type) {
+	case runner.Lines:
+		p.lines(e)
+		return true
+	case runner.RunStarted:
+		p.track = e.Track
+		fmt.Fprintf(p.w, "%s: %s to run · run %s\n", e.Track, plural(e.Total, "step"), e.RunID)
+	case runner.Notice:
+		fmt.Fprintf(p.w, "%s %s\n", p.paint(sgrYellow, "note:"), e.Text)
+	case runner.StepSkipped:
+		fmt.Fprintf(p.w, "%s %s skipped: %s\n", p.paint(sgrDim, "-"), e.Step, e.WhySkipped)
+	case runner.StepStarted:
+		p.started(e)
+	case runner.Found:
+		f := e.Finding
+		p.found[e.Step] = append(p.found[e.Step], f)
+		fmt.Fprintf(p.w, "%s [%s] %s: %s (line %d)\n", p.paint(sgrYellow, "!"), e.Step, f.Family, f.Summary, f.Line)
+	case runner.StepFinished:
+		p.finished(e)
+	case runner.RunFinished:
+		p.runFinished(e)
+	}
+	p.w.Flush()
+	return false
+}
+
+func (p *printer) started(e runner.StepStarted) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s [%d/%d] %s: %s", p.paint(sgrBold, "▶"), e.Index, e.Total, e.Step, e.Title)
+	if e.Optional && !strings.Contains(e.Title, "optional") {
+		b.WriteString(" (optional)")
+	}
+	fmt.Fprintf(&b, " · elapsed %s", FormatDuration(e.Elapsed))
+	if e.ETA > 0 {
+		fmt.Fprintf(&b, " · ETA %s", FormatDuration(e.ETA))
+	}
+	fmt.Fprintln(p.w, b.String())
+}
+
+func (p *printer) lines(e runner.Lines) {
+	p.dropped(e.Step, e.Dropped)
+	for i, l := range e.Text {
+		p.w.WriteString("[")
+		p.w.WriteString(e.Step)
+		p.w.WriteString("] ")
+		p.w.WriteString(l)
+		if e.Cut != nil && e.Cut[i] > 0 {
+			p.w.WriteString(cutNote(e.Cut[i]))
+		}
+		p.w.WriteByte('\n')
+	}
+}
+
+// CutLine is how every screen shows line i of e: its text, and for a line
+// cut at the runner's MaxLine how many bytes only the log has.
+func CutLine(e runner.Lines, i int) string {
+	if e.Cut == nil || e.Cut[i] <= 0 {
+		return e.Text[i]
+	}
+	return e.Text[i] + cutNote(e.Cut[i])
+}
+
+func cutNote(n int) string { return fmt.Sprintf(" … (%d more bytes in the log)", n) }
+
+// dropped says how many lines the screen did not get.
+func (p *printer) dropped(step string, n int) {
+	if n > 0 {
+		fmt.Fprintf(p.w, "[%s] %s\n", step, p.paint(sgrDim, fmt.Sprintf("… %s not shown here (all in the log)", plural(n, "line"))))
+	}
+}
+
+func (p *printer) finished(e runner.StepFinished) {
+	p.dropped(e.Step, e.Dropped)
+	switch e.Status {
+	case steps.OutcomeSucceeded:
+		fmt.Fprintf(p.w, "%s %s %s\n", p.paint(sgrGreen, "✓"), e.Step, FormatDuration(e.Duration))
+		p.verified(e.Verified)
+		return
+	case steps.OutcomeNotVerified:
+		p.res.NotVerified = append(p.res.NotVerified, e.Step)
+		for _, why := range e.NotVerified {
+			fmt.Fprintf(p.w, "%s %s not verified: %s\n", p.paint(sgrYellow, "⚠"), e.Step, why)
+		}
+		p.verified(e.Verified)
+	case steps.OutcomeInterrupted:
+		fmt.Fprintf(p.w, "%s %s interrupted after %s\n", p.paint(sgrYellow, "■"), e.Step, FormatDuration(e.Duration))
+	default:
+		opt := ""
+		if e.Optional {
+			opt = " (optional: the build goes on)"
+		}
+		fmt.Fprintf(p.w, "%s %s failed (exit %d) after %s%s\n", p.paint(sgrRed, "✗"), e.Step, e.ExitCode, FormatDuration(e.Duration), opt)
+		if e.Optional && e.WhyOptional != "" {
+			fmt.Fprintf(p.w, "  why it is optional: %s\n", e.WhyOptional)
+		}
+		p.failure(e)
+	}
+	if e.Err != nil {
+		fmt.Fprintf(p.w, "  error: %v\n", e.Err)
+	}
+	fmt.Fprintf(p.w, "  log: %s\n", e.Log)
+}
+
+// verified lists what a step proved.
+func (p *printer) verified(what []string) {
+	for _, v := range what {
+		fmt.Fprintf(p.w, "  verified: %s\n", v)
+	}
+}
+
+// failure prints the last lines and the diagnosis of a failed step, and
+// remembers the first failure that fails the run.
+func (p *printer) failure(e runner.StepFinished) {
+	if len(e.Tail) > 0 {
+		fmt.Fprintf(p.w, "  last lines of %s:\n", e.Step)
+		for _, l := range e.Tail {
+			fmt.Fprintf(p.w, "  │ %s\n", l)
+		}
+	}
+	fs := e.Findings
+	if len(fs) == 0 {
+		fs = p.found[e.Step]
+	}
+	if len(fs) == 0 {
+		fmt.Fprintf(p.w, "  diagnosis: no known failure recognised in the log\n")
+		p.suspects(e.Log)
+	}
+	for _, f := range fs {
+		p.diagnosis(f)
+	}
+	if p.res.Failed == "" && !e.Optional && e.Status == steps.OutcomeFailed {
+		p.res.Failed = e.Step
+		if len(fs) > 0 {
+			p.res.Finding = &fs[0]
+		}
+	}
+}
+
+// suspects points at the lines of an unrecognised failure that look like
+// its error, so the reader starts there rather than at the last lines.
+func (p *printer) suspects(log string) {
+	if log == "" {
+		return
+	}
+	ss, err := diagnose.Suspects(log, 3)
+	if err != nil || len(ss) == 0 {
+		return
+	}
+	fmt.Fprintf(p.w, "  the error may be at:\n")
+	for _, s := range ss {
+		fmt.Fprintf(p.w, "    line %d: %s\n", s.Line, s.Text)
+	}
+}
+
+func (p *printer) diagnosis(f diagnose.Finding) {
+	fmt.Fprintf(p.w, "  %s %s: %s\n", p.paint(sgrYellow, "diagnosis"), f.Family, f.Summary)
+	if f.Text != "" {
+		fmt.Fprintf(p.w, "    line %d: %s\n", f.Line, f.Text)
+	}
+	for i, l := range strings.Split(strings.TrimSpace(f.Fix), "\n") {
+		label := "fix:"
+		if i > 0 {
+			label = "    "
+		}
+		fmt.Fprintf(p.w, "    %s %s\n", label, l)
+	}
+	// A hang has no error line to fix, so line mode shows the same ladder
+	// as diagnose, the wizard and TUTORIAL.md.
+	if rungs := diagnose.LadderLines(f.Family); len(rungs) > 0 {
+		fmt.Fprintf(p.w, "    %s:\n", diagnose.LadderTitle)
+		for _, r := range rungs {
+			fmt.Fprintf(p.w, "      %s\n", r)
+		}
+	}
+	for _, link := range f.Links {
+		fmt.Fprintf(p.w, "    see: %s\n", link)
+	}
+}
+
+func (p *printer) runFinished(e runner.RunFinished) {
+	p.res.Status, p.res.RunDir, p.res.Err = e.Status, e.RunDir, e.Err
+	switch e.Status {
+	case steps.OutcomeSucceeded:
+		fmt.Fprintf(p.w, "%s %s done in %s\n", p.paint(sgrGreen, "✓"), p.track, FormatDuration(e.Duration))
+	case steps.OutcomeNotVerified:
+		fmt.Fprintf(p.w, "%s %s done in %s, not verified: %s\n", p.paint(sgrYellow, "⚠"), p.track, FormatDuration(e.Duration),
+			strings.Join(p.res.NotVerified, ", "))
+	case steps.OutcomeInterrupted:
+		fmt.Fprintf(p.w, "%s %s interrupted after %s\n", p.paint(sgrYellow, "■"), p.track, FormatDuration(e.Duration))
+		p.resumeHint()
+	default:
+		fmt.Fprintf(p.w, "%s %s failed after %s\n", p.paint(sgrRed, "✗"), p.track, FormatDuration(e.Duration))
+		p.resumeHint()
+	}
+	if e.Err != nil {
+		fmt.Fprintf(p.w, "error: %v\n", e.Err)
+	}
+	if e.RunDir != "" {
+		fmt.Fprintf(p.w, "report: %s/%s\n", e.RunDir, runner.ReportFile)
+	}
+}
+
+func (p *printer) resumeHint() {
+	if p.o.Resume != "" {
+		fmt.Fprintf(p.w, "  resume with: %s\n", p.o.Resume)
+	}
+}
+
+func (p *printer) paint(sgr, s string) string {
+	if !p.o.Color {
+		return s
+	}
+	return sgr + s + sgrReset
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

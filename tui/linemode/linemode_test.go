@@ -1,0 +1,212 @@
+package linemode
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/runner"
+)
+
+// printAll prints events as a run would deliver them.
+func printAll(events []runner.Event, o Options) (string, Result) {
+	ch := make(chan runner.Event, len(events))
+	for _, e := range events {
+		ch <- e
+	}
+	close(ch)
+	var out bytes.Buffer
+	res := Print(&out, ch, o)
+	return out.String(), res
+}
+
+func TestPrint(t *testing.T) {
+	f := diagnose.Finding{Family: "hip-no-binary-for-gpu", Line: 3, Text: "hipErrorNoBinaryForGpu", Summary: "no code object for this GPU",
+		Fix: "export PYTORCH_ROCM_ARCH=gfx1151\npip install …", Links: []string{"https://example.invalid/1"}}
+	events := []runner.Event{
+		runner.RunStarted{Track: "fx", RunID: "r1", RunDir: "/s/runs/r1", Total: 3},
+		runner.Notice{Text: "resuming run r0: b (interrupted)"},
+		runner.StepSkipped{Step: "a", WhySkipped: "up to date (succeeded 2026-11-20 10:00)"},
+		runner.StepStarted{Step: "b", Title: "Build B", Index: 1, Total: 3, Optional: true, Elapsed: 2 * time.Second, ETA: 3*time.Minute + 12*time.Second},
+		runner.Lines{Step: "b", First: 1, Text: []string{"one"}},
+		runner.Lines{Step: "b", First: 7, Text: []string{"two", "three"}, Cut: []int{100, 0}, Dropped: 5},
+		runner.Found{Step: "b", Finding: f},
+		runner.StepFinished{Step: "b", Status: steps.OutcomeFailed, ExitCode: 2, Duration: 75 * time.Second, Optional: true, WhyOptional: "CDNA only",
+			Log: "/s/runs/r1/b.log", Tail: []string{"two", "three"}, Findings: []diagnose.Finding{f}, Dropped: 2},
+		runner.StepStarted{Step: "d", Title: "Build D", Index: 2, Total: 3, Elapsed: 77 * time.Second},
+		runner.StepFinished{Step: "d", Status: steps.OutcomeSucceeded, Duration: 400 * time.Millisecond},
+		runner.StepStarted{Step: "c", Title: "Build C (optional)", Index: 3, Total: 3, Optional: true},
+		runner.StepFinished{Step: "c", Status: steps.OutcomeInterrupted, Duration: time.Hour + 2*time.Minute, Log: "/s/runs/r1/c.log", Err: errors.New("log incomplete")},
+		runner.RunFinished{RunID: "r1", RunDir: "/s/runs/r1", Status: steps.OutcomeInterrupted, Duration: 2 * time.Hour},
+	}
+	got, res := printAll(events, Options{Resume: "haloforge build --track fx --resume"})
+	want := `fx: 3 steps to run · run r1
+note: resuming run r0: b (interrupted)
+- a skipped: up to date (succeeded 2026-11-20 10:00)
+▶ [1/3] b: Build B (optional) · elapsed 2s · ETA 3m12s
+[b] one
+[b] … 5 lines not shown here (all in the log)
+[b] two … (100 more bytes in the log)
+[b] three
+! [b] hip-no-binary-for-gpu: no code object for this GPU (line 3)
+[b] … 2 lines not shown here (all in the log)
+✗ b failed (exit 2) after 1m15s (optional: the build goes on)
+  why it is optional: CDNA only
+  last lines of b:
+  │ two
+  │ three
+  diagnosis hip-no-binary-for-gpu: no code object for this GPU
+    line 3: hipErrorNoBinaryForGpu
+    fix: export PYTORCH_ROCM_ARCH=gfx1151
+         pip install …
+    see: https://example.invalid/1
+  log: /s/runs/r1/b.log
+▶ [2/3] d: Build D · elapsed 1m17s
+✓ d 0s
+▶ [3/3] c: Build C (optional) · elapsed 0s
+■ c interrupted after 1h02m
+  error: log incomplete
+  log: /s/runs/r1/c.log
+■ fx interrupted after 2h00m
+  resume with: haloforge build --track fx --resume
+report: /s/runs/r1/report.json
+`
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("line mode (-want +got):\n%s", diff)
+	}
+	// An optional failure is not what failed the run.
+	if want := (Result{Status: steps.OutcomeInterrupted, RunDir: "/s/runs/r1"}); !cmp.Equal(res, want, cmp.Comparer(func(a, b error) bool { return a == b })) {
+		t.Errorf("result %+v, want %+v", res, want)
+	}
+}
+
+func TestPrintColoursOnlyTheMarks(t *testing.T) {
+	got, _ := printAll([]runner.Event{
+		runner.Lines{Step: "b", First: 1, Text: []string{"\x1b[32mok\x1b[0m"}},
+		runner.StepFinished{Step: "b", Status: steps.OutcomeSucceeded, Duration: 2 * time.Second},
+	}, Options{Color: true})
+	if want := "[b] \x1b[32mok\x1b[0m\n" + sgrGreen + "✓" + sgrReset + " b 2s\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestPrintResultNamesTheFailure is what the demo's line mode retries on:
+// the first failed step that is not optional and its first finding, from
+// the step's final findings or else the live ones.
+func TestPrintResultNamesTheFailure(t *testing.T) {
+	live := diagnose.Finding{Family: "therock-amdsmi-double-free", Line: 3, Summary: "double free", Fix: "pip uninstall -y amdsmi"}
+	out, res := printAll([]runner.Event{
+		runner.RunStarted{Track: "t", RunID: "r", RunDir: "/r", Total: 2},
+		runner.StepFinished{Step: "aiter", Optional: true, Status: steps.OutcomeFailed, ExitCode: 1, Findings: []diagnose.Finding{{Family: "x", Fix: "y"}}},
+		runner.Found{Step: "rocm", Finding: live},
+		runner.StepFinished{Step: "rocm", Status: steps.OutcomeFailed, ExitCode: 134},
+		runner.RunFinished{RunID: "r", RunDir: "/r", Status: steps.OutcomeFailed, Duration: time.Second},
+	}, Options{})
+	if res.Status != steps.OutcomeFailed || res.Failed != "rocm" || res.Finding == nil || res.Finding.Family != live.Family {
+		t.Errorf("result %+v", res)
+	}
+	if !strings.Contains(out, "  diagnosis therock-amdsmi-double-free: double free\n") || !strings.Contains(out, "✗ t failed after 1s\n") {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
+// TestPrintPointsAtAnUnknownError checks the fallback for a failure no
+// rule knows: the lines that look like its error, with the log's line
+// numbers, after the last lines.
+func TestPrintPointsAtAnUnknownError(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "b.log")
+	text := "[1/9] Building HIP object kern.o\nkern.hip:3:1: error: unknown type name 'hipFoo'\nFAILED: kern.o\nninja: build stopped\n"
+	if err := os.WriteFile(log, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := printAll([]runner.Event{
+		runner.StepFinished{Step: "b", Status: steps.OutcomeFailed, ExitCode: 1, Log: log, Tail: []string{"ninja: build stopped"}},
+	}, Options{})
+	want := "  diagnosis: no known failure recognised in the log\n" +
+		"  the error may be at:\n" +
+		"    line 2: kern.hip:3:1: error: unknown type name 'hipFoo'\n" +
+		"    line 3: FAILED: kern.o\n"
+	if !strings.Contains(got, want) {
+		t.Errorf("output lacks the suspects:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0: "0s", 400 * time.Millisecond: "0s", 600 * time.Millisecond: "1s", 12 * time.Second: "12s",
+		59499 * time.Millisecond: "59s", 59500 * time.Millisecond: "1m00s", 3*time.Minute + 12*time.Second: "3m12s",
+		time.Hour + 2*time.Minute + 59*time.Second: "1h02m",
+	} {
+		if got := FormatDuration(d); got != want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// TestPrintNotVerified: a step that ran to its end without proving its
+// outcome says why, with a ⚠, and so does the run's end; never ✓.
+func TestPrintNotVerified(t *testing.T) {
+	got, res := printAll([]runner.Event{
+		runner.RunStarted{Track: "therock-toolbox", RunID: "r1", RunDir: "/s/runs/r1", Total: 2},
+		runner.StepFinished{Step: "vllm", Status: steps.OutcomeSucceeded, Duration: 3 * time.Second, Verified: []string{"vllm imports"}},
+		runner.StepFinished{Step: "verify", Status: steps.OutcomeNotVerified, Duration: 2 * time.Second, Log: "/s/runs/r1/verify.log",
+			Verified:    []string{"a kernel ran on gfx1151", "the platform is ROCm"},
+			NotVerified: []string{"offline: no model to generate with", "no llama-bench"}},
+		runner.RunFinished{RunID: "r1", RunDir: "/s/runs/r1", Status: steps.OutcomeNotVerified, Duration: 5 * time.Second},
+	}, Options{Resume: "haloforge build --track therock-toolbox --resume"})
+	want := `therock-toolbox: 2 steps to run · run r1
+✓ vllm 3s
+  verified: vllm imports
+⚠ verify not verified: offline: no model to generate with
+⚠ verify not verified: no llama-bench
+  verified: a kernel ran on gfx1151
+  verified: the platform is ROCm
+  log: /s/runs/r1/verify.log
+⚠ therock-toolbox done in 5s, not verified: verify
+report: /s/runs/r1/report.json
+`
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("line mode (-want +got):\n%s", diff)
+	}
+	if res.Status != steps.OutcomeNotVerified || res.Failed != "" || !cmp.Equal(res.NotVerified, []string{"verify"}) {
+		t.Errorf("result %+v", res)
+	}
+}
+
+// TestPrintShowsTheHangLadder: a hang family has no error line to fix, so
+// line mode prints the same ladder as diagnose and the wizard, in order.
+func TestPrintShowsTheHangLadder(t *testing.T) {
+	const family = "llamacpp-rocm-load-hang-sdma"
+	rungs := diagnose.LadderLines(family)
+	if len(rungs) < 2 {
+		t.Fatalf("%s has %d rungs, want a ladder", family, len(rungs))
+	}
+	f := diagnose.Finding{Family: family, Line: 9, Summary: "stalled after the async upload", Fix: "HSA_ENABLE_SDMA=0"}
+	out, _ := printAll([]runner.Event{
+		runner.RunStarted{Track: "t", RunID: "r", RunDir: "/r", Total: 1},
+		runner.StepFinished{Step: "bench", Status: steps.OutcomeFailed, ExitCode: 1, Findings: []diagnose.Finding{f}},
+		runner.RunFinished{RunID: "r", RunDir: "/r", Status: steps.OutcomeFailed},
+	}, Options{})
+	want := "    " + diagnose.LadderTitle + ":\n"
+	for _, r := range rungs {
+		want += "      " + r + "\n"
+	}
+	if !strings.Contains(out, want) {
+		t.Errorf("the ladder is missing or out of order; want\n%s\nin\n%s", want, out)
+	}
+	// A family without a ladder prints none.
+	out, _ = printAll([]runner.Event{
+		runner.StepFinished{Step: "rocm", Status: steps.OutcomeFailed, ExitCode: 1, Findings: []diagnose.Finding{{Family: "hip-no-binary-for-gpu", Fix: "x"}}},
+	}, Options{})
+	if strings.Contains(out, diagnose.LadderTitle) {
+		t.Errorf("a ladder for a family without one:\n%s", out)
+	}
+}

@@ -1,0 +1,183 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/haloforge/haloforge/steps"
+)
+
+// everyScreen builds one of each screen. A new screen adds a row here;
+// TestEveryScreenIsInTheTable fails until it does.
+func everyScreen(t *testing.T) map[string]screen {
+	t.Helper()
+	c, f := testCommon(), newFakeBackend(t)
+	tr, _ := steps.Lookup("therock-toolbox")
+	plan := &Plan{Track: tr, Steps: []PlanStep{{ID: "toolbox", Title: "Toolbox", WillRun: true, Reason: "never ran"}}}
+	rs := newRunState(plan)
+	return map[string]screen{
+		"detect":       newDetectScreen(c),
+		"track":        newPickerScreen(c, steps.Catalogue(), ""),
+		"plan":         newPlanScreen(c, plan, nil),
+		"run":          newRunScreen(context.Background(), c, f, plan),
+		"summary":      newSummaryScreen(c, rs, tr),
+		"troubleshoot": newTroubleshootScreen(c, f, "", nil),
+	}
+}
+
+// TestEveryScreenHasACrumb: each screen names itself, and the header shows
+// that name, within the flow or on its own.
+func TestEveryScreenHasACrumb(t *testing.T) {
+	for want, s := range everyScreen(t) {
+		t.Run(want, func(t *testing.T) {
+			if got := s.Crumb(); got != want {
+				t.Fatalf("%T.Crumb() = %q, want %q", s, got, want)
+			}
+			m := newSized(t, newFakeBackend(t), 100, 30)
+			m.open(s)
+			header, _, _ := strings.Cut(plain(m), "\n")
+			if !strings.Contains(header, want) {
+				t.Errorf("header %q lacks the crumb %q", header, want)
+			}
+			inFlow := slices.Contains(flowCrumbs, want)
+			if shows := strings.Contains(header, "detect › track"); shows != inFlow {
+				t.Errorf("header %q: flow shown %v, want %v (the flow is for its own steps)", header, shows, inFlow)
+			}
+		})
+	}
+}
+
+// TestEveryScreenIsInTheTable finds, in the package's source, every type
+// that declares Crumb, so that a new screen cannot skip the crumb test.
+func TestEveryScreenIsInTheTable(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var declared []string
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv == nil || fn.Name.Name != "Crumb" {
+				continue
+			}
+			recv := fn.Recv.List[0].Type
+			if star, ok := recv.(*ast.StarExpr); ok {
+				recv = star.X
+			}
+			declared = append(declared, recv.(*ast.Ident).Name)
+		}
+	}
+	var tabled []string
+	for _, s := range everyScreen(t) {
+		tabled = append(tabled, reflect.TypeOf(s).Elem().Name())
+	}
+	sort.Strings(declared)
+	sort.Strings(tabled)
+	if !slices.Equal(declared, tabled) {
+		t.Errorf("screens declaring Crumb: %v; screens in everyScreen: %v", declared, tabled)
+	}
+}
+
+// TestViewOnlyReads: drawing a screen changes none of its fields; layout
+// and scroll clamping happen in Update and SetSize.
+func TestViewOnlyReads(t *testing.T) {
+	for name, s := range everyScreen(t) {
+		t.Run(name, func(t *testing.T) {
+			s.SetSize(100, 12)
+			if d, ok := s.(*detectScreen); ok {
+				d.Update(detectedMsg{det: strixHalo()})
+			}
+			for range 40 {
+				s.Update(press("down"))
+			}
+			before := fields(s)
+			s.View()
+			if after := fields(s); after != before {
+				t.Errorf("View changed the screen:\nbefore %s\nafter  %s", before, after)
+			}
+		})
+	}
+}
+
+func fields(s screen) string { return fmt.Sprintf("%+v", reflect.ValueOf(s).Elem().Interface()) }
+
+// TestScrollIsClampedInUpdate: past the end, one key up moves the view at
+// once, without a frame drawn in between to clamp it.
+func TestScrollIsClampedInUpdate(t *testing.T) {
+	det := strixHalo()
+	for i := range 30 {
+		det.Checks = append(det.Checks, Check{ID: "extra-" + itoa(i), Summary: "fine"})
+	}
+	s := newDetectScreen(testCommon())
+	s.SetSize(100, 14)
+	s.Update(detectedMsg{det: det})
+	for range 100 {
+		s.Update(press("down"))
+	}
+	bottom := ansi.Strip(s.View())
+	s.Update(press("up"))
+	if ansi.Strip(s.View()) == bottom {
+		t.Errorf("up after scrolling past the end did not move:\n%s", bottom)
+	}
+
+	tr, _ := steps.Lookup("therock-toolbox")
+	var ps []PlanStep
+	for i := range 30 {
+		ps = append(ps, PlanStep{ID: "step" + itoa(i), Title: "Step", WillRun: true, Reason: "never ran"})
+	}
+	sum := newSummaryScreen(testCommon(), newRunState(&Plan{Track: tr, Steps: ps}), tr)
+	sum.SetSize(100, 10)
+	top := ansi.Strip(sum.View())
+	sum.Update(press("pgdown"))
+	if v := ansi.Strip(sum.View()); v == top || !strings.Contains(v, "step") {
+		t.Errorf("the summary does not page down:\n%s", v)
+	}
+	for range 100 {
+		sum.Update(press("pgdown"))
+	}
+	if sum.offset != len(sum.lines)-10 {
+		t.Errorf("summary offset %d past its %d lines", sum.offset, len(sum.lines))
+	}
+}
+
+// TestPrompt: Enter submits and leaves closing to the caller, Esc cancels
+// and closes, other keys edit.
+func TestPrompt(t *testing.T) {
+	k := DefaultKeyMap()
+	p := newPrompt("/", "", "find", "cancel")
+	p.Open()
+	for _, r := range "rocm" {
+		if res, _ := p.Key(press(string(r)).(tea.KeyPressMsg), k); res != promptEditing {
+			t.Fatalf("typing %q gave %v", r, res)
+		}
+	}
+	if res, _ := p.Key(press("enter").(tea.KeyPressMsg), k); res != promptSubmitted || p.Value() != "rocm" || !p.IsOpen() {
+		t.Errorf("enter: %v, value %q, open %v", res, p.Value(), p.IsOpen())
+	}
+	if res, _ := p.Key(press("esc").(tea.KeyPressMsg), k); res != promptCancelled || p.IsOpen() {
+		t.Errorf("esc: %v, open %v", res, p.IsOpen())
+	}
+	if h := p.Help(k); len(h) != 2 || h[0].Help().Desc != "find" || h[1].Help().Desc != "cancel" {
+		t.Errorf("help %v", h)
+	}
+}
