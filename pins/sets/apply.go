@@ -57,7 +57,8 @@ func Apply(path string, orig []byte, s Set, now time.Time) ([]byte, error) {
 		return nil, fmt.Errorf("rewriting %s: %w", path, err)
 	}
 	for _, p := range s.File.Pins {
-		if _, ok := f.Get(p.Name); !ok {
+		// An empty value needs no line: an absent pin is empty already.
+		if _, ok := f.Get(p.Name); !ok && want[p.Name] != "" {
 			added = append(added, p.Name)
 		}
 	}

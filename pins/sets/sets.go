@@ -211,7 +211,9 @@ func (s Set) Differences(f *pins.File) []string {
 	have := f.Values()
 	var out []string
 	for _, p := range s.File.Pins {
-		if v, ok := have[p.Name]; !ok || v != p.Value {
+		// An absent pin reads as empty in the scripts, so a set's empty
+		// value (an optional pin cleared) matches a file without the name.
+		if v, ok := have[p.Name]; (!ok && p.Value != "") || (ok && v != p.Value) {
 			out = append(out, p.Name)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -137,6 +138,14 @@ func TestApply(t *testing.T) {
 			"GPU_TARGET=gfx1151",
 			"GPU_TARGET=gfx1151\nTHEROCK_REF=418cd5f63abb7a604bad5874cd7b2e29334e640f\nLLAMA_STALL_TIMEOUT=600\n",
 			"GPU_TARGET=gfx1151\n\n# ---- added by `haloforge pins use test-set` on 2026-11-24 ----\n# A test set (https://example.org/evidence)\nTHEROCK_REF=418cd5f63abb7a604bad5874cd7b2e29334e640f\nLLAMA_STALL_TIMEOUT=600\n"},
+		{"an empty optional pin the file lacks is already right: no line added",
+			"GPU_TARGET=gfx1151\n",
+			"GPU_TARGET=gfx1151\nTORCH_INDEX_URL=\n",
+			"GPU_TARGET=gfx1151\n"},
+		{"an empty optional pin the file sets is cleared in place",
+			"TORCH_INDEX_URL=https://example.org/simple/\nGPU_TARGET=gfx1151\n",
+			"TORCH_INDEX_URL=\n",
+			"TORCH_INDEX_URL=\nGPU_TARGET=gfx1151\n"},
 		{"nothing to change leaves every byte",
 			"# c\nGPU_TARGET=gfx1151\n\n",
 			"GPU_TARGET=gfx1151\n",
@@ -248,4 +257,28 @@ func FuzzApply(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDifferencesAbsentIsEmpty: the scripts read an absent pin as empty, so
+// a set that clears an optional pin matches a file without that name, and
+// differs from one that sets it.
+func TestDifferencesAbsentIsEmpty(t *testing.T) {
+	s := mustSet(t, "GPU_TARGET=gfx1151\nTORCH_INDEX_URL=\n")
+	for _, tc := range []struct {
+		file string
+		want []string
+	}{
+		{"GPU_TARGET=gfx1151\n", nil},
+		{"GPU_TARGET=gfx1151\nTORCH_INDEX_URL=\n", nil},
+		{"GPU_TARGET=gfx1151\nTORCH_INDEX_URL=https://example.org/simple/\n", []string{"TORCH_INDEX_URL"}},
+		{"TORCH_INDEX_URL=\n", []string{"GPU_TARGET"}},
+	} {
+		f, err := pins.Parse("versions.env", []byte(tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Differences(f); !slices.Equal(got, tc.want) {
+			t.Errorf("%q: differences %v, want %v", tc.file, got, tc.want)
+		}
+	}
 }
