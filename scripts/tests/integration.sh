@@ -3,7 +3,7 @@
 # Integration test of the therock-toolbox track with real podman and distrobox (make integration).
 #
 # As root on a throwaway test machine (FACTS.md "Real podman + distrobox on these test
-# machines"): installs podman, distrobox, runc, debootstrap, sudo and uidmap when missing;
+# machines"): installs podman, distrobox, runc, debootstrap, sudo, uidmap and python3 when missing;
 # gives podman the ulimits and runc it needs in /etc/containers/containers.conf; builds a
 # Debian base image with debootstrap + podman import (no registry is reachable; cached);
 # creates the normal user haloforge-it with passwordless sudo; serves a PEP 503 index on
@@ -69,14 +69,14 @@ need_root() {
 
 install_packages() {
   local p missing=()
-  for p in podman distrobox runc debootstrap sudo uidmap; do
+  for p in podman distrobox runc debootstrap sudo uidmap python3; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done
   if ((${#missing[@]})); then
     run env DEBIAN_FRONTEND=noninteractive apt-get update -qq
     run env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
   else
-    log_ok "podman, distrobox, runc, debootstrap, sudo, uidmap installed"
+    log_ok "podman, distrobox, runc, debootstrap, sudo, uidmap, python3 installed"
   fi
 }
 
@@ -141,7 +141,9 @@ make_user() {
   grep -q "^$IT_USER:" /etc/subuid || usermod --add-subuids 200000-265535 --add-subgids 200000-265535 "$IT_USER"
 }
 
-# make_tmp: the test's own directory, readable by the test user whatever root's umask.
+# make_tmp: the test's own directory, readable by the test user whatever root's umask. It is
+# under /var/tmp, not /tmp or the home: the box sees it as /run/host/var/tmp/…, so the pins
+# file (HF_PYTHON_PINS) reaches 01 inside the box only through box.sh's hand-over of host paths.
 make_tmp() {
   IT_TMP=$(mktemp -d /var/tmp/haloforge-it.XXXXXX)
   chmod 0755 "$IT_TMP"
