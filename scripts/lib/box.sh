@@ -92,11 +92,23 @@ box_path() {
   esac
 }
 
+# The host's settings for reaching Python packages through a mirror or a proxy, handed over
+# whole when exported: pip reads every PIP_<OPTION> (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL,
+# PIP_FIND_LINKS, PIP_CERT, …; a list is whitespace separated), the *_proxy variables and
+# REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE; Python's ssl reads SSL_CERT_FILE / SSL_CERT_DIR;
+# HF_PYTHON_PINS is pip.sh's pins file. distrobox forwards most of the environment itself but
+# drops a value holding ", ` or $ (a proxy password) and, in Debian 12's 1.4.2, one holding a
+# space (two extra indexes), so they go through the env file too.
+_HF_PASS_ENV='^(PIP_[A-Z0-9_]+|HF_PYTHON_PINS|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|SSL_CERT_FILE|SSL_CERT_DIR|(http|https|ftp|all|no)_proxy|(HTTP|HTTPS|FTP|ALL|NO)_PROXY)$'
+# Those whose values name files: each absolute path in them becomes the box's view of it.
+_HF_PATH_ENV='^(PIP_[A-Z0-9_]+|HF_PYTHON_PINS|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|SSL_CERT_FILE|SSL_CERT_DIR)$'
+
 # _hf_env_names: the variables a step hands over to its half inside the box: the runner's
-# HALOFORGE_*, every pin, the toolbox build variables and a few build knobs.
+# HALOFORGE_*, every pin, the toolbox build variables, a few build knobs and the exported
+# package-access settings above.
 _hf_env_names() {
   local f names=()
-  mapfile -t names < <(compgen -e | grep -E '^HALOFORGE_' || true)
+  mapfile -t names < <(compgen -e | grep -E '^HALOFORGE_|'"$_HF_PASS_ENV" || true)
   for f in "$(pins_file)" "${HALOFORGE_TOOLBOX_DIR:-}/toolbox.env"; do
     [[ -n "$f" && -r "$f" ]] || continue
     mapfile -t -O "${#names[@]}" names < <(sed -nE 's/^([A-Za-z_][A-Za-z0-9_]*)=.*/\1/p' "$f")
@@ -105,21 +117,46 @@ _hf_env_names() {
   printf '%s\n' "${names[@]}" | awk '!seen[$0]++'
 }
 
-# write_box_env FILE: the step's environment as export lines a shell can source.
+# _hf_box_paths VALUE: VALUE with each whitespace-separated absolute path (or file:// URL)
+# as the box sees it; a value naming no path comes back unchanged.
+_hf_box_paths() {
+  local word changed=0
+  local -a words=() out=()
+  read -r -d '' -a words <<<"$1" || true
+  for word in "${words[@]}"; do
+    case $word in
+      /*) word=$(box_path "$word") changed=1 ;;
+      file:///*) word=file://$(box_path "${word#file://}") changed=1 ;;
+    esac
+    out+=("$word")
+  done
+  if ((changed)); then
+    printf '%s\n' "${out[*]}"
+  else
+    printf '%s\n' "$1"
+  fi
+}
+
+# write_box_env FILE: the step's environment as export lines a shell can source; only the
+# user can read it (a proxy URL may carry a password).
 write_box_env() {
   local name
-  {
+  (
+    umask 077
+    rm -f -- "$1"
     for name in $(_hf_env_names); do
       [[ "$name" == HALOFORGE_IN_BOX || "$name" == HALOFORGE_ENV_FILE ]] && continue
       [[ -n "${!name+set}" ]] || continue
       local value=${!name}
-      # Host paths of the runner's contract, as the box sees them.
+      # Host paths of the runner's contract and of the package settings, as the box sees them.
       if [[ "$name" =~ ^HALOFORGE_.*_(DIR|FILE)$ && "$value" == /* ]]; then
         value=$(box_path "$value")
+      elif [[ "$name" =~ $_HF_PATH_ENV ]]; then
+        value=$(_hf_box_paths "$value")
       fi
       printf 'export %s=%q\n' "$name" "$value"
-    done
-  } >"$1"
+    done >"$1"
+  )
 }
 
 # enter_box ARGS...: make the rest of the script run inside the box (see the file header).

@@ -211,6 +211,43 @@ hf() {
   [ "$output" = "a b" ]
 }
 
+@test "write_box_env hands over pip's mirror and proxy settings whole, host paths as the box sees them" {
+  run env HOME=/home/u HALOFORGE_TRACK=t \
+    PIP_INDEX_URL=http://127.0.0.1:8080/simple/ \
+    PIP_EXTRA_INDEX_URL='https://a.example/simple https://b.example/simple' \
+    PIP_FIND_LINKS='/srv/wheels file:///srv/more /home/u/w /tmp/w https://c.example/links' \
+    PIP_CERT=/etc/ssl/corp.pem REQUESTS_CA_BUNDLE=/home/u/ca.pem SSL_CERT_FILE=/etc/ssl/corp.pem \
+    https_proxy='http://user:pa$$"w@proxy:3128' NO_PROXY=localhost,127.0.0.1 \
+    HF_PYTHON_PINS=/var/tmp/it/pins.txt PIPX_HOME=/srv/pipx UNRELATED=1 \
+    bash -c ". \"\$LIB/common.sh\"; write_box_env '$T/e'"
+  [ "$status" -eq 0 ]
+  # Only the user reads it: a proxy URL may carry a password.
+  [ "$(stat -c %a "$T/e")" = 600 ]
+  run env -i bash -c ". '$T/e'; printf '%s\n' \"\$PIP_INDEX_URL\" \"\$PIP_EXTRA_INDEX_URL\" \"\$PIP_FIND_LINKS\" \"\$PIP_CERT\" \"\$REQUESTS_CA_BUNDLE\" \"\$SSL_CERT_FILE\" \"\$https_proxy\" \"\$NO_PROXY\" \"\$HF_PYTHON_PINS\" \"\${PIPX_HOME-unset}\" \"\${UNRELATED-unset}\""
+  [ "$status" -eq 0 ]
+  [ "${lines[0]}" = http://127.0.0.1:8080/simple/ ]
+  [ "${lines[1]}" = 'https://a.example/simple https://b.example/simple' ]
+  [ "${lines[2]}" = '/run/host/srv/wheels file:///run/host/srv/more /home/u/w /tmp/w https://c.example/links' ]
+  [ "${lines[3]}" = /run/host/etc/ssl/corp.pem ]
+  [ "${lines[4]}" = /home/u/ca.pem ]
+  [ "${lines[5]}" = /run/host/etc/ssl/corp.pem ]
+  [ "${lines[6]}" = 'http://user:pa$$"w@proxy:3128' ]
+  [ "${lines[7]}" = localhost,127.0.0.1 ]
+  [ "${lines[8]}" = /run/host/var/tmp/it/pins.txt ]
+  [ "${lines[9]}" = unset ]
+  [ "${lines[10]}" = unset ]
+}
+
+@test "write_box_env leaves unexported pip settings and a value without paths as they are" {
+  run env HOME=/home/u PIP_TRUSTED_HOST=$'mirror.lan\tother.lan' \
+    bash -c ". \"\$LIB/common.sh\"; PIP_NO_INDEX=1; write_box_env '$T/e'"
+  [ "$status" -eq 0 ]
+  run grep -c PIP_NO_INDEX "$T/e"
+  [ "$output" = 0 ]
+  run env -i bash -c ". '$T/e'; printf '%s' \"\$PIP_TRUSTED_HOST\""
+  [ "$output" = $'mirror.lan\tother.lan' ]
+}
+
 @test "cache_prune keeps the current key and the most recent others" {
   for k in k1 k2 k3 k4; do
     mkdir -p "$T/c/wheels/vllm/$k"
