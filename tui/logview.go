@@ -31,6 +31,7 @@ func (b *logBuffer) Append(line string) {
 	if !utf8.ValidString(line) {
 		line = strings.ToValidUTF8(line, "\uFFFD")
 	}
+	line = keepOnlySGR(line)
 	if b.n < len(b.lines) {
 		b.lines[(b.start+b.n)%len(b.lines)] = line
 		b.n++
