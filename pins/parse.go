@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -50,15 +49,6 @@ type Pin struct {
 type File struct {
 	Path string
 	Pins []Pin
-}
-
-// Load reads and parses a pins file.
-func Load(path string) (*File, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return Parse(path, data)
 }
 
 // Parse parses and validates versions.env content. Nothing in it is ever
