@@ -285,8 +285,6 @@ func describeMode(m fs.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "a directory"
-	case m&fs.ModeSymlink != 0:
-		return "a symlink"
 	case m&fs.ModeNamedPipe != 0:
 		return "a FIFO (named pipe)"
 	case m&fs.ModeSocket != 0:
@@ -438,6 +436,8 @@ func tarKind(h *tar.Header) string {
 		return "a FIFO (named pipe)"
 	case tar.TypeDir:
 		return "a directory"
+	case tar.TypeGNUSparse:
+		return "a GNU sparse file"
 	}
 	return fmt.Sprintf("an entry of type %q", h.Typeflag)
 }
