@@ -55,6 +55,7 @@ func Analyse(b *Bundle) *Report {
 	mergeGPUs(f, r)
 	kernelFacts(f, r)
 	hostFacts(f, r)
+	r.Notes = append(r.Notes, b.Notes()...)
 	r.Checks = runChecks(f, r)
 	r.Sources = make([]string, 0, len(f.used))
 	for k := range f.used {

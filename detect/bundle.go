@@ -3,10 +3,7 @@ package detect
 import (
 	"archive/tar"
 	"compress/gzip"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -14,10 +11,6 @@ import (
 	"strings"
 	"time"
 )
-
-// maxBundleFile bounds one file of a bundle: command outputs are small, and a
-// pasted or hostile archive must not exhaust memory.
-const maxBundleFile = 8 << 20
 
 // Bundle is the raw facts of one machine: files by slash-separated relative
 // path. Every file is optional and holds a command's output or a file's
@@ -29,9 +22,16 @@ const maxBundleFile = 8 << 20
 // df.txt (`df -P` of the build disk), podman.txt, docker.txt, distrobox.txt
 // (`--version`), kfd-topology.txt (a pasted `cat nodes/*/properties`) and
 // collect.txt (what the collector did with each command: ok, not found, …).
+//
+// ReadBundle keeps only these files (bundleFiles); Set takes any name.
 type Bundle struct {
 	files map[string][]byte
+	notes []string // what reading the bundle left out, for the report
 }
+
+// Notes says what reading the bundle left out (a log cut to its tail), in
+// words for the report's notes; nil when nothing was.
+func (b *Bundle) Notes() []string { return b.notes }
 
 // NewBundle returns an empty bundle.
 func NewBundle() *Bundle { return &Bundle{files: map[string][]byte{}} }
@@ -83,111 +83,6 @@ func cleanBundlePath(name string) (string, error) {
 		return "", fmt.Errorf("bundle path %q leaves the bundle", name)
 	}
 	return p, nil
-}
-
-// ReadBundle reads a bundle directory, or a .tar.gz / .tgz archive of one.
-// An archive with a single top directory is read from inside it.
-func ReadBundle(p string) (*Bundle, error) {
-	st, err := os.Stat(p)
-	if err != nil {
-		return nil, fmt.Errorf("read bundle: %w", err)
-	}
-	if st.IsDir() {
-		return readBundleDir(p)
-	}
-	if strings.HasSuffix(p, ".tar.gz") || strings.HasSuffix(p, ".tgz") {
-		return readBundleTarGz(p)
-	}
-	return nil, fmt.Errorf("read bundle %s: not a directory or a .tar.gz", p)
-}
-
-func readBundleDir(dir string) (*Bundle, error) {
-	b := NewBundle()
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		data, err := readLimited(p)
-		if err != nil {
-			return err
-		}
-		return b.Set(rel, data)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read bundle %s: %w", dir, err)
-	}
-	return b, nil
-}
-
-func readLimited(p string) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, maxBundleFile))
-}
-
-func readBundleTarGz(p string) (*Bundle, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, fmt.Errorf("read bundle: %w", err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return nil, fmt.Errorf("read bundle %s: %w", p, err)
-	}
-	tr := tar.NewReader(zr)
-	b := NewBundle()
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read bundle %s: %w", p, err)
-		}
-		if h.Typeflag != tar.TypeReg {
-			continue
-		}
-		data, err := io.ReadAll(io.LimitReader(tr, maxBundleFile))
-		if err != nil {
-			return nil, fmt.Errorf("read bundle %s: %w", p, err)
-		}
-		if err := b.Set(h.Name, data); err != nil {
-			return nil, fmt.Errorf("read bundle %s: %w", p, err)
-		}
-	}
-	return b.stripTopDir(), nil
-}
-
-// stripTopDir drops a single leading directory shared by every file, so that
-// `tar czf x.tar.gz bundle/` reads the same as the directory.
-func (b *Bundle) stripTopDir() *Bundle {
-	top := ""
-	for k := range b.files {
-		d, _, ok := strings.Cut(k, "/")
-		if !ok || d == "sys" || (top != "" && d != top) {
-			return b
-		}
-		top = d
-	}
-	if top == "" {
-		return b
-	}
-	out := NewBundle()
-	for k, v := range b.files {
-		out.files[strings.TrimPrefix(k, top+"/")] = v
-	}
-	return out
 }
 
 // WriteDir writes every file under dir, creating directories as needed.

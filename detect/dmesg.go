@@ -109,16 +109,31 @@ func joinWrapped(lines []string) []string {
 	if stamped*2 < len(lines) {
 		return lines
 	}
+	// Pieces are joined once per line: appending them one by one would copy
+	// the growing line again for every piece, quadratic in a hostile log.
 	out := make([]string, 0, len(lines))
+	var parts []string // a line and the wrapped pieces after it
+	flush := func() {
+		switch len(parts) {
+		case 0:
+		case 1:
+			out = append(out, parts[0])
+		default:
+			out = append(out, strings.Join(parts, ""))
+		}
+		parts = parts[:0]
+	}
 	for _, l := range lines {
 		if l == "" {
 			continue
 		}
-		if len(out) > 0 && !dmesgTSRe.MatchString(l) {
-			out[len(out)-1] += l
+		if len(parts) > 0 && !dmesgTSRe.MatchString(l) {
+			parts = append(parts, l)
 			continue
 		}
-		out = append(out, l)
+		flush()
+		parts = append(parts, l)
 	}
+	flush()
 	return out
 }

@@ -1,7 +1,11 @@
 package detect
 
 import (
+	"archive/tar"
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -197,6 +201,29 @@ func FuzzReadBundle(f *testing.F) {
 		f.Add(fixtureAt(f, p))
 	}
 	f.Add("\x1f\x8b\x08\x00\x00\x00\x00\x00")
+	// The reliability review's hostile archives (F1), small: links and
+	// devices under known names, a header claiming a gigabyte, a member
+	// leaving the bundle, a dmesg over the line cap, many members.
+	for _, ms := range [][]member{
+		{{name: "bundle/dmesg.txt", typ: tar.TypeSymlink, link: "/etc/shadow"}, {name: "bundle/uname.txt", data: []byte("6.18.4\n")}},
+		{{name: "rocminfo.txt", typ: tar.TypeLink, link: "/etc/passwd"}},
+		{{name: "lspci.txt", typ: tar.TypeChar}, {name: "p.log", typ: tar.TypeFifo}},
+		{{name: "bundle/../../escaped.txt", data: []byte("x")}},
+		{{name: "bundle/dmesg.txt", data: bytes.Repeat([]byte("\n"), MaxBundleLines+2)}},
+		{{name: "rocminfo.txt", data: bytes.Repeat([]byte("a\n"), MaxBundleLines+1)}},
+		many(64, func(i int) string { return fmt.Sprintf("bundle/sys/class/kfd/kfd/topology/nodes/%d/properties", i) }, 0),
+	} {
+		p := filepath.Join(f.TempDir(), "hostile.tar.gz")
+		writeTarGz(f, p, ms)
+		f.Add(fixtureAt(f, p))
+	}
+	big := filepath.Join(f.TempDir(), "big.tar.gz")
+	writeTarGz(f, big, []member{{name: "bundle/rocminfo.txt", size: 1 << 30}})
+	raw, err := os.ReadFile(big)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(string(raw[:4096])) // a gigabyte claimed, a few bytes there
 	f.Fuzz(func(t *testing.T, data string) {
 		p := filepath.Join(t.TempDir(), "b.tar.gz")
 		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
@@ -204,12 +231,28 @@ func FuzzReadBundle(f *testing.F) {
 		}
 		b, err := ReadBundle(p)
 		if err != nil {
+			var be *BundleError
+			if !errors.As(err, &be) || be.Bundle != p {
+				t.Fatalf("error %v is not a *BundleError naming the bundle", err)
+			}
 			return
 		}
+		kept := 0
 		for _, n := range b.Names() {
 			if strings.HasPrefix(n, "../") || strings.HasPrefix(n, "/") || n == ".." {
 				t.Fatalf("file %q escapes the bundle", n)
 			}
+			spec, ok := knownBundleFile(n)
+			if !ok {
+				t.Fatalf("file %q is not one the analysis reads", n)
+			}
+			if int64(len(b.files[n])) > spec.limit || bytes.Count(b.files[n], []byte{'\n'}) > MaxBundleLines {
+				t.Fatalf("file %q kept over its caps: %d bytes", n, len(b.files[n]))
+			}
+			kept += len(b.files[n])
+		}
+		if kept > MaxBundleKept || len(b.Names()) > MaxBundleFiles {
+			t.Fatalf("%d files, %d bytes kept", len(b.Names()), kept)
 		}
 		Analyse(b)
 	})

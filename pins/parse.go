@@ -7,7 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -52,15 +52,6 @@ type File struct {
 	Pins []Pin
 }
 
-// Load reads and parses a pins file.
-func Load(path string) (*File, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return Parse(path, data)
-}
-
 // Parse parses and validates versions.env content. Nothing in it is ever
 // executed: the shell syntax tree is only inspected.
 func Parse(path string, data []byte) (*File, error) {
@@ -72,9 +63,15 @@ func Parse(path string, data []byte) (*File, error) {
 	if err != nil {
 		var pe syntax.ParseError
 		if errors.As(err, &pe) {
+			if e := openQuote(path, data, int(pe.Pos.Line())); e != nil {
+				return nil, e
+			}
 			return nil, &Error{Path: path, Line: int(pe.Pos.Line()), Col: int(pe.Pos.Col()), Reason: "not valid shell: " + pe.Text}
 		}
 		return nil, &Error{Path: path, Line: 1, Reason: err.Error()}
+	}
+	if e := multiLineQuote(path, tree); e != nil {
+		return nil, e
 	}
 	f := &File{Path: path}
 	comments := commentsByLine(data)
@@ -104,9 +101,103 @@ func Parse(path string, data []byte) (*File, error) {
 	return f, nil
 }
 
+// unclosedQuote is the reason given at a quote that its line does not close.
+func unclosedQuote(q byte) string {
+	return fmt.Sprintf("not valid shell: the %c opened here is not closed on this line (a value must fit on one line)", q)
+}
+
+// openQuote finds the first quote that a line opens and does not close,
+// at or above the line where the shell parser failed. Values never span
+// lines, so that quote is where the error really is: the parser pairs it
+// with a quote lines further down and notices a problem only there.
+func openQuote(path string, data []byte, failLine int) error {
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		if i+1 > failLine {
+			break
+		}
+		if col, q := unclosedOn(line); col > 0 {
+			return &Error{Path: path, Line: i + 1, Col: col, Reason: unclosedQuote(q)}
+		}
+	}
+	return nil
+}
+
+// unclosedOn returns the 1-based column and the quote character of a quote
+// the line leaves open, or 0. It knows just enough shell to find quotes:
+// comments, backslash escapes, '…', $'…' and "…".
+func unclosedOn(line []byte) (int, byte) {
+	var quote byte // 0 outside quotes; '\'', '$' for $'…', or '"'
+	open, wordStart := 0, true
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch quote {
+		case 0:
+			switch {
+			case c == '#' && wordStart:
+				return 0, 0
+			case c == '\\':
+				i++
+			case c == '\'' && i > 0 && line[i-1] == '$':
+				quote, open = '$', i-1 // at the $, as the parser reports $'…'
+			case c == '\'' || c == '"':
+				quote, open = c, i
+			}
+			wordStart = bytes.IndexByte([]byte(" \t;&|()<>"), c) >= 0
+		case '\'':
+			if c == '\'' {
+				quote = 0
+			}
+		default: // '"' and $'…' both take backslash escapes
+			switch {
+			case c == '\\':
+				i++
+			case c == '"' && quote == '"', c == '\'' && quote == '$':
+				quote = 0
+			}
+		}
+	}
+	switch quote {
+	case 0:
+		return 0, 0
+	case '$':
+		return open + 1, '\''
+	}
+	return open + 1, quote
+}
+
+// multiLineQuote refuses a quoted part that spans lines in a file the shell
+// parser accepted: an unbalanced quote that happened to pair with a quote
+// further down. Reporting it alone keeps the later, misparsed lines out of
+// the message.
+func multiLineQuote(path string, tree *syntax.File) error {
+	var found error
+	syntax.Walk(tree, func(n syntax.Node) bool {
+		if found != nil {
+			return false
+		}
+		var q byte
+		switch n.(type) {
+		case *syntax.SglQuoted:
+			q = '\''
+		case *syntax.DblQuoted:
+			q = '"'
+		default:
+			return true
+		}
+		if n.Pos().Line() != n.End().Line() {
+			found = &Error{Path: path, Line: int(n.Pos().Line()), Col: int(n.Pos().Col()), Reason: unclosedQuote(q)}
+		}
+		return false
+	})
+	return found
+}
+
 // checkBytes refuses what a text editor would not produce, before the shell
 // parser sees it, with the line it happens on.
 func checkBytes(path string, data []byte) error {
+	if bytes.HasPrefix(data, []byte("\ufeff")) {
+		return &Error{Path: path, Line: 1, Col: 1, Reason: "UTF-8 byte-order mark: `source` would read it as part of the first word; save the file without a BOM"}
+	}
 	for i, line := range bytes.Split(data, []byte("\n")) {
 		n := i + 1
 		switch {
@@ -298,6 +389,7 @@ func isName(s string) bool {
 func (f *File) resolve() error {
 	values := map[string]string{}
 	first := map[string]int{}
+	invalid := map[string]bool{} // refused already: names that refer to them are not blamed again
 	var errs []error
 	for i := range f.Pins {
 		p := &f.Pins[i]
@@ -306,8 +398,13 @@ func (f *File) resolve() error {
 			continue
 		}
 		first[p.Name] = p.Line
+		if slices.ContainsFunc(p.refs, func(r string) bool { return invalid[r] }) {
+			invalid[p.Name] = true
+			continue
+		}
 		v, err := expand(p.Raw, p.refs, values)
 		if err != nil {
+			invalid[p.Name] = true
 			errs = append(errs, &Error{Path: f.Path, Line: p.Line, Col: p.Col, Reason: fmt.Sprintf("%s: %v", p.Name, err)})
 			continue
 		}
@@ -315,6 +412,7 @@ func (f *File) resolve() error {
 		spec, _ := Lookup(p.Name)
 		floating, err := validate(spec, v)
 		if err != nil {
+			invalid[p.Name] = true
 			errs = append(errs, &Error{Path: f.Path, Line: p.Line, Col: p.Col, Reason: fmt.Sprintf("%s=%q: %v", p.Name, v, err)})
 			continue
 		}

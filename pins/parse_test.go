@@ -2,9 +2,11 @@ package pins
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -97,6 +99,9 @@ func TestParseRejects(t *testing.T) {
 		{"image with spaces", "VLLM_IMAGE='rocm/vllm dev'\n", 1, "image reference"},
 		{"append", "GPU_TARGET+=gfx1100\n", 1, "plain NAME=value"},
 		{"glob", "TOOLBOX_NAME=box*\n", 1, "glob"},
+		{"byte-order mark", "\ufeff# pins\nGPU_TARGET=gfx1151\n", 1, "byte-order mark"},
+		{"URL with a look-alike host", "THEROCK_INDEX_URL=https://r\u0435po.amd.com/rocm/\n", 1, "non-ASCII character"},
+		{"URL with shell characters", "THEROCK_INDEX_URL='https://repo.amd.com/x;id|y&z>w<v(u)'\n", 1, "shell's special characters"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,6 +124,63 @@ func TestParseRejects(t *testing.T) {
 				t.Fatal("the pins file executed a command")
 			}
 		})
+	}
+}
+
+// TestParseQuoteLine: an unbalanced quote is reported where it opens, in a
+// file where the shell parser only notices it dozens of lines further down
+// (the reliability review's unbal-dq.env and unbal-sq.env), and alone.
+func TestParseQuoteLine(t *testing.T) {
+	real := repoVersionsEnv(t)
+	lines := strings.Split(string(real), "\n")
+	at := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "ROCM_VERSION=") })
+	if at < 0 {
+		t.Fatal("versions.env has no ROCM_VERSION line")
+	}
+	value := strings.TrimPrefix(lines[at], "ROCM_VERSION=")
+	col := len("ROCM_VERSION=") + 1
+	tests := []struct{ name, line string }{
+		{"double quote", `ROCM_VERSION="` + value},
+		{"single quote", `ROCM_VERSION='` + value},
+		{"double quote with a command on the next line", `ROCM_VERSION="` + value + "\ntouch pwned\""},
+		{"$'…' string", `ROCM_VERSION=$'` + value},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			edited := slices.Clone(lines)
+			edited[at] = tc.line
+			_, err := Parse("unbal.env", []byte(strings.Join(edited, "\n")))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			msg := err.Error()
+			want := fmt.Sprintf("unbal.env:%d:%d: ", at+1, col)
+			if !strings.HasPrefix(msg, want) || !strings.Contains(msg, "not closed on this line") {
+				t.Errorf("error %q, want it to start with %q and say the quote is not closed", msg, want)
+			}
+			if strings.Contains(msg, "\n") {
+				t.Errorf("one error expected, not the misparsed lines below it:\n%s", msg)
+			}
+		})
+	}
+	// A quote inside a comment, a $'…' escape and "…" with an escaped quote
+	// are balanced and must not be blamed.
+	ok := "# don't panic\nTOOLBOX_NAME=\"a\\\"b\" # it's fine\n"
+	if _, err := Parse("ok.env", []byte(ok)); err == nil || strings.Contains(err.Error(), "not closed") {
+		t.Errorf("balanced quotes blamed: %v", err)
+	}
+}
+
+// TestParseNoCascade: a pin that refers to a refused pin is not reported
+// again: the one real error is the message.
+func TestParseNoCascade(t *testing.T) {
+	in := "GPU_TARGET=gfx1151\nROCM_VERSION=latest\nTORCH_VERSION=2.11.0+rocm${ROCM_VERSION}\nTORCHVISION_VERSION=0.26.0+rocm${ROCM_VERSION}\n"
+	_, err := Parse("c.env", []byte(in))
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	if msg := err.Error(); !strings.HasPrefix(msg, "c.env:2:1: ROCM_VERSION") || strings.Contains(msg, "\n") {
+		t.Errorf("want exactly the ROCM_VERSION error, got:\n%s", msg)
 	}
 }
 
@@ -168,6 +230,33 @@ func TestValidateKinds(t *testing.T) {
 		{KindURL, "http://repo.amd.com/", false, false},
 		{KindURL, "https://user:pw@host/", false, false},
 		{KindURL, "file:///etc/passwd", false, false},
+		{KindURL, "https://localhost:8443/simple/", true, false},
+		{KindURL, "https://10.0.0.2/whl/?x=1", true, false},
+		{KindURL, "https://github.com/ROCm/aiter.git", true, false},
+		{KindURL, "https://xn--rpo-bed.amd.com/rocm/", true, false}, // punycode: ASCII, cannot pass for repo.amd.com
+		{KindURL, "https://r\u0435po.amd.com/rocm/", false, false},  // Cyrillic е
+		{KindURL, "https://repo.amd.com/r\u00f6cm/", false, false},  // raw non-ASCII in the path too
+		{KindURL, "https://repo.amd.com\uff0frocm/", false, false},  // full-width solidus
+		{KindURL, "https://r%D0%B5po.amd.com/", false, false},       // the look-alike, percent-escaped
+		{KindURL, "https://repo.amd.com/x;id", false, false},
+		{KindURL, "https://repo.amd.com/x|y", false, false},
+		{KindURL, "https://repo.amd.com/x&y", false, false},
+		{KindURL, "https://repo.amd.com/x>y", false, false},
+		{KindURL, "https://repo.amd.com/x<y", false, false},
+		{KindURL, "https://repo.amd.com/x(y)", false, false},
+		{KindURL, "https://repo.amd.com/x y", false, false},
+		{KindURL, "https://repo.amd.com/x\ty", false, false},
+		{KindURL, "https://repo.amd.com/$HOME", false, false},
+		{KindURL, "https://repo.amd.com/x*", false, false},
+		{KindURL, "https://repo.amd.com/{a,b}", false, false},
+		{KindURL, "https://[::1]/x", false, false},
+		{KindURL, "https://repo.amd.com:0/", false, false},
+		{KindURL, "https://repo.amd.com:99999/", false, false},
+		{KindURL, "https://-repo.amd.com/", false, false},
+		{KindURL, "https://repo..amd.com/", false, false},
+		{KindURL, "https:repo.amd.com/x", false, false},
+		{KindURL, "HTTPS://repo.amd.com/", false, false},
+		{KindURL, "https://user@repo.amd.com/", false, false},
 		{KindVersion, "2.11.0+rocm7.14.0", true, false},
 		{KindVersion, "latest", false, false},
 		{KindInt, "300", true, false},
@@ -225,7 +314,11 @@ func TestDiff(t *testing.T) {
 
 func FuzzParse(f *testing.F) {
 	f.Add(repoVersionsEnv(f))
-	for _, s := range []string{"A=$(x)", "GPU_TARGET=gfx1151\n", "VLLM_REF=\"${GPU_TARGET}\"\n", "x=`y`", "\x00", "'", "GPU_TARGET=gfx1151 # c\n"} {
+	for _, s := range []string{"A=$(x)", "GPU_TARGET=gfx1151\n", "VLLM_REF=\"${GPU_TARGET}\"\n", "x=`y`", "\x00", "'", "GPU_TARGET=gfx1151 # c\n",
+		// the reliability review's hostile inputs (F12)
+		"ROCM_VERSION=\"7.14.0\nGPU_TARGET=\"gfx1151\"\n", "ROCM_VERSION='7.14.0\n# don't\n",
+		"THEROCK_INDEX_URL=https://r\u0435po.amd.com/rocm/\n", "THEROCK_INDEX_URL='https://repo.amd.com/x;id|y&z>w<v(u)'\n",
+		"THEROCK_INDEX_URL=https://xn--rpo-bed.amd.com/rocm/\n", "\ufeffGPU_TARGET=gfx1151\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -246,6 +339,9 @@ func FuzzParse(f *testing.F) {
 			}
 			if strings.ContainsAny(p.Value, "$`\\\n\x00") {
 				t.Fatalf("shell metacharacter reached a value: %q", p.Value)
+			}
+			if p.Kind == KindURL && strings.ContainsFunc(p.Value, func(r rune) bool { return r > 0x7e || r < 0x80 && !urlByte(byte(r)) }) {
+				t.Fatalf("a URL with a non-ASCII or shell character was accepted: %q", p.Value)
 			}
 		}
 	})

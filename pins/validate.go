@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -106,7 +107,30 @@ func validImage(v string) (bool, error) {
 	return floatingTags[tag] || strings.Contains(tag, "nightl"), nil
 }
 
+// URL pins are fetched by pip, git and curl inside the step scripts, so a
+// URL must name the host a reader sees and stay one inert word for a shell:
+//   - only printable ASCII: a raw non-ASCII character is how a look-alike
+//     host (a Cyrillic "е" in "rеpo.amd.com") passes for the real one. An
+//     international host is still possible in its xn-- (punycode) form: it is
+//     ASCII, and shown as written it cannot pass for an ASCII name, which is
+//     the same defence browsers use for mixed-script hosts;
+//   - none of the characters a shell gives a meaning to (; | & < > ( ) $ `
+//     ' " \ * ! { } [ ] and white space), wherever they are: every script
+//     quotes the value today, and this keeps it harmless in one that forgets;
+//   - https only, a host of DNS labels (no IP-literal brackets, no percent
+//     escapes that would hide what the host is), an optional numeric port, no
+//     user or password.
 func validURL(v string) error {
+	for i, r := range v {
+		switch {
+		case r > 0x7e:
+			return fmt.Errorf("non-ASCII character %q (%U) at byte %d: a look-alike host is refused; write an international host in its xn-- (punycode) form", r, r, i+1)
+		case r <= ' ':
+			return fmt.Errorf("white space or a control character at byte %d: want a URL without spaces", i+1)
+		case !urlByte(byte(r)):
+			return fmt.Errorf("character %q at byte %d: white space and the shell's special characters ; | & < > ( ) $ ` ' \" \\ * ! { } [ ] are not allowed in a URL pin", r, i+1)
+		}
+	}
 	u, err := url.Parse(v)
 	if err != nil {
 		return fmt.Errorf("not a URL: %w", err)
@@ -114,8 +138,56 @@ func validURL(v string) error {
 	if u.Scheme != "https" {
 		return fmt.Errorf("want an https URL (got scheme %q): pins must not be fetched in clear text", u.Scheme)
 	}
-	if u.Host == "" || u.User != nil || strings.ContainsAny(v, " \t'\"`$\\") {
-		return fmt.Errorf("want a plain https URL with a host")
+	if !strings.HasPrefix(v, "https://") || u.Host == "" || u.Opaque != "" {
+		return fmt.Errorf("want an https URL with a host, such as https://repo.amd.com/rocm/")
+	}
+	if u.User != nil {
+		return fmt.Errorf("a user or password in a URL pin is not allowed: pins are shared and logged")
+	}
+	authority, _, _ := strings.Cut(strings.TrimPrefix(v, "https://"), "/")
+	authority, _, _ = strings.Cut(authority, "?")
+	authority, _, _ = strings.Cut(authority, "#")
+	host, port, hasPort := strings.Cut(authority, ":")
+	if !validHostname(host) {
+		return fmt.Errorf("host %q: want a host name of ASCII letters, digits, '-' and '.'", host)
+	}
+	if hasPort && !validPort(port) {
+		return fmt.Errorf("port %q: want a number from 1 to 65535", port)
 	}
 	return nil
+}
+
+// urlByte says whether an ASCII byte may appear in a URL pin: RFC 3986's
+// characters without the shell's special ones (see validURL).
+func urlByte(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	}
+	return strings.IndexByte("-._~:/?#@+,=%", c) >= 0
+}
+
+// validHostname accepts DNS labels (letters, digits, inner hyphens, 1 to 63
+// bytes each, 253 in all); an all-digit name such as an IPv4 address passes.
+func validHostname(h string) bool {
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(h, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			c := label[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535 && p[0] != '0' && p[0] != '+'
 }
