@@ -99,6 +99,24 @@ var bundleFiles = []bundleFile{
 	{"sys/module/amdgpu/version", 64 << 10, false},
 	{"sys/module/amdgpu/initstate", 64 << 10, false},
 	{"sys/module/amdgpu/parameters/cwsr_enable", 64 << 10, false},
+	// Boot evidence, read by detect/hostfix for `doctor --plan --bundle`:
+	// how the machine boots and the files a plan would edit.
+	{"bootloader.txt", 1 << 20, false},
+	{"etc/default/grub", 1 << 20, false},
+	{"etc/default/grub.d/*.cfg", 1 << 20, false},
+	{"etc/kernel/cmdline", 64 << 10, false},
+	{"etc/kernel/install.conf", 64 << 10, false},
+	{"etc/modprobe.d/*.conf", 1 << 20, false},
+	{"efi/loader/entries/*.conf", 64 << 10, false},
+	{"boot/efi/loader/entries/*.conf", 64 << 10, false},
+	{"boot/loader/entries/*.conf", 64 << 10, false},
+}
+
+// IsBundleFile reports whether a bundle's reader keeps a file of this
+// slash-separated name; a package that adds a file to bundles checks it.
+func IsBundleFile(name string) bool {
+	_, ok := knownBundleFile(path.Clean(strings.TrimPrefix(name, "/")))
+	return ok
 }
 
 // knownBundleFile returns the spec of a cleaned, slash-separated name.
