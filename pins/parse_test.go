@@ -218,6 +218,11 @@ func TestValidateKinds(t *testing.T) {
 		{KindRef, "release/2.6", true, true},
 		{KindRef, "../etc", false, false},
 		{KindRef, "-x", false, false},
+		{KindPath, "--help", false, false}, // LLAMA_MODEL=--help would reach llama-bench as an option
+		{KindPath, "-rf", false, false},
+		{KindPath, "/models/a-b.gguf", true, false}, // a dash inside is fine
+		{KindName, "-box", false, false},
+		{KindModel, "-Qwen/Qwen3-0.6B", false, false},
 		{KindImage, "docker.io/rocm/vllm-dev:nightly", true, true},
 		{KindImage, "docker.io/library/ubuntu:24.04", true, false},
 		{KindImage, "ubuntu", true, true},

@@ -35,6 +35,11 @@ func validate(s Spec, v string) (floating bool, err error) {
 		}
 		return false, fmt.Errorf("empty value (a %s is required)", s.Kind)
 	}
+	// No kind of pin starts with '-', and such a value would reach the
+	// scripts' commands as an option (LLAMA_MODEL=--help, a name of -rf).
+	if strings.HasPrefix(v, "-") {
+		return false, fmt.Errorf("a value may not start with '-': the commands that use it would read it as an option")
+	}
 	switch s.Kind {
 	case KindSHA:
 		return false, must(reSHA.MatchString(v), "want a full 40-hex git commit SHA")

@@ -4,6 +4,7 @@ package steps
 
 import (
 	"fmt"
+	"github.com/haloforge/haloforge/pins"
 	"slices"
 	"strings"
 )
@@ -87,6 +88,21 @@ func (t Track) PinNames() []string {
 		}
 	}
 	return names
+}
+
+// MissingPins lists the pins the track's steps read that values lacks; an
+// optional pin may be absent (the scripts read it as empty).
+func (t Track) MissingPins(values map[string]string) []string {
+	var missing []string
+	for _, name := range t.PinNames() {
+		if spec, known := pins.Lookup(name); known && spec.Optional {
+			continue
+		}
+		if _, ok := values[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	return missing
 }
 
 // Downstream returns, in track order, the given steps and every step that

@@ -51,13 +51,7 @@ func NewPlan(t Track, pf *pins.File, scripts fs.FS, st *State) (*Plan, error) {
 		st = NewState()
 	}
 	values := pf.Values()
-	var missingPins []string
-	for _, name := range t.PinNames() {
-		if _, ok := values[name]; !ok {
-			missingPins = append(missingPins, name)
-		}
-	}
-	if len(missingPins) > 0 {
+	if missingPins := t.MissingPins(values); len(missingPins) > 0 {
 		return nil, fmt.Errorf("%s does not define %s (needed by track %s)", pf.Path, strings.Join(missingPins, ", "), t.ID)
 	}
 	p := &Plan{Track: t, Env: planEnv(t, values)}

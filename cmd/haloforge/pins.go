@@ -47,10 +47,26 @@ func runPinsCheck(cmd *cobra.Command, o pinsCheckOpts) error {
 		return err
 	}
 	w := cmd.OutOrStdout()
-	fmt.Fprintf(w, "%s: %d pins, all valid\n", pf.Path, len(pf.Pins))
+	values := pf.Values()
+	var complete []string
+	var incomplete []string
+	for _, t := range steps.Catalogue() {
+		if missing := t.MissingPins(values); len(missing) > 0 {
+			incomplete = append(incomplete, fmt.Sprintf("  ⚠ not enough for %s: missing %s", t.ID, strings.Join(missing, ", ")))
+		} else {
+			complete = append(complete, t.ID)
+		}
+	}
+	fmt.Fprintf(w, "%s: %d pins, all valid; complete for %d of %d tracks\n", pf.Path, len(pf.Pins), len(complete), len(steps.Catalogue()))
 	for _, name := range pf.Floating() {
 		p, _ := pf.Get(name)
 		fmt.Fprintf(w, "  ⚠ %s=%s floats (not reproducible: pin a digest or commit)\n", name, p.Value)
+	}
+	// Valid but partial is fine for a file meant for some tracks; saying
+	// which tracks it cannot build keeps "all valid" from promising more
+	// than build will accept.
+	for _, l := range incomplete {
+		fmt.Fprintln(w, l)
 	}
 	return nil
 }
