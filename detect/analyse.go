@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // facts is everything the parsers read out of a bundle, before merging.
@@ -348,6 +349,11 @@ func hostFacts(f *facts, r *Report) {
 	if v := f.manifest["collected-by"]; v != "" {
 		h.CollectedBy = &v
 	}
+	for _, c := range commands {
+		if p := commandStatusProblem(c.args[0], f.manifest[c.args[0]]); p != "" {
+			r.note("%s: what it reports is missing from this report", p)
+		}
+	}
 }
 
 func toolVersion(f *facts, tool string) *string {
@@ -357,6 +363,49 @@ func toolVersion(f *facts, tool string) *string {
 		}
 	}
 	return nil
+}
+
+// commandProblem says which of the collector's commands did not give an
+// answer, as one line ("could not run distrobox --version in 5 s"), or ""
+// when all did, or the bundle was not collected by haloforge.
+func (f *facts) commandProblem(tools ...string) string {
+	var out []string
+	for _, t := range tools {
+		if p := commandStatusProblem(t, f.manifest[t]); p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// commandStatusProblem turns one collect.txt status into a sentence; ""
+// when the command answered (or was not there: that is an answer too).
+func commandStatusProblem(tool, status string) string {
+	line := tool
+	if c, ok := commandFor(tool); ok {
+		line = strings.Join(c.args, " ")
+	}
+	switch {
+	case strings.HasPrefix(status, "timed out after "):
+		d, err := time.ParseDuration(strings.TrimPrefix(status, "timed out after "))
+		if err != nil {
+			return "could not run " + line + " in time"
+		}
+		return "could not run " + line + " in " + fmtSeconds(d)
+	case strings.HasPrefix(status, "exit: "):
+		return line + " failed (" + strings.TrimPrefix(status, "exit: ") + ")"
+	case strings.HasPrefix(status, "not finished") || strings.HasPrefix(status, "not run"):
+		return line + " did not finish (doctor was interrupted)"
+	}
+	return ""
+}
+
+// fmtSeconds prints a budget as people read it: "5 s", "0.8 s".
+func fmtSeconds(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%d s", d/time.Second)
+	}
+	return fmt.Sprintf("%.1f s", d.Seconds())
 }
 
 // toolMissing is true only when the collector looked for the tool and it

@@ -12,36 +12,40 @@ import (
 // report; runChecks stamps the check's ID on it.
 type checkFunc func(f *facts, r *Report) Check
 
-// checkDef is one host check: its identity, its name for people and the
-// function that judges it.
+// checkDef is one host check: its identity, its name for people, the
+// function that judges it and the commands whose output it reads.
 type checkDef struct {
 	ID    string    // DESIGN.md's check ID, as doctor --json prints it
 	Title string    // the check's name in doctor's text output
 	Run   checkFunc // the verdict
 	Doc   string    // one line: what the check looks at
+	// Needs are the collector's commands (program names) the check reads: when
+	// one timed out or failed and the check could not judge, doctor says so
+	// instead of quietly skipping it.
+	Needs []string
 }
 
 // checks are every host check, in the order doctor prints them (goreleaser's
 // pipeline as a slice). To add a check: add a row here and write its
 // function; CheckIDs, the order and the titles follow from this table.
 var checks = []checkDef{
-	{"gpu", "GPU", checkGPU, "an AMD GPU is there and listed by what was collected"},
-	{"gfx-support", "GPU target", checkGFXSupport, "the GPU's LLVM target is one current ROCm builds for"},
-	{"kernel-version", "Kernel", checkKernel, "the kernel is new enough for gfx1151's KFD/CWSR fixes (6.18.4)"},
-	{"mes-firmware", "MES firmware", checkMES, "the MES firmware is not the one that hangs gfx1151 (0x83)"},
-	{"cwsr", "CWSR", checkCWSR, "the kernel has the gfx1151 CWSR fix, or CWSR is off as a stop-gap"},
-	{"gtt-size", "GTT size", checkGTT, "an integrated GPU may use most of RAM as GTT (ttm.pages_limit)"},
-	{"gttsize-deprecated", "amdgpu.gttsize", checkGTTSizeDeprecated, "no deprecated or misspelt amdgpu.gttsize fights the TTM limit"},
-	{"ttm-module", "TTM module", checkTTMModule, "GTT settings go on the TTM module in use (ttm or amdgpu-dkms's amdttm)"},
-	{"carveout", "BIOS carve-out", checkCarveout, "the BIOS carve-out is small, so memory stays with the OS and GTT"},
-	{"kfd-access", "/dev/kfd", checkKFDAccess, "this user can open /dev/kfd"},
-	{"render-groups", "Groups", checkGroups, "the user is in the render and video groups"},
-	{"hsa-override", "HSA override", checkHSAOverride, "no HSA_OVERRIDE_GFX_VERSION spoofs a native GPU"},
-	{"iommu", "IOMMU", checkIOMMU, "the IOMMU setting and its NPU/VFIO trade-off on Strix Halo"},
-	{"container-engine", "Container engine", checkContainerEngine, "podman or docker is installed"},
-	{"distrobox", "distrobox", checkDistrobox, "distrobox is installed (therock-toolbox needs it)"},
-	{"disk-space", "Disk space", checkDisk, "the state dir's disk has room for a build (60 GB)"},
-	{"build-memory", "Build memory", checkBuildMemory, "RAM is enough to compile vLLM and flash-attention"},
+	{"gpu", "GPU", checkGPU, "an AMD GPU is there and listed by what was collected", []string{"lspci", "rocminfo"}},
+	{"gfx-support", "GPU target", checkGFXSupport, "the GPU's LLVM target is one current ROCm builds for", nil},
+	{"kernel-version", "Kernel", checkKernel, "the kernel is new enough for gfx1151's KFD/CWSR fixes (6.18.4)", nil},
+	{"mes-firmware", "MES firmware", checkMES, "the MES firmware is not the one that hangs gfx1151 (0x83)", nil},
+	{"cwsr", "CWSR", checkCWSR, "the kernel has the gfx1151 CWSR fix, or CWSR is off as a stop-gap", nil},
+	{"gtt-size", "GTT size", checkGTT, "an integrated GPU may use most of RAM as GTT (ttm.pages_limit)", []string{"dmesg"}},
+	{"gttsize-deprecated", "amdgpu.gttsize", checkGTTSizeDeprecated, "no deprecated or misspelt amdgpu.gttsize fights the TTM limit", []string{"dmesg"}},
+	{"ttm-module", "TTM module", checkTTMModule, "GTT settings go on the TTM module in use (ttm or amdgpu-dkms's amdttm)", []string{"lsmod", "modinfo"}},
+	{"carveout", "BIOS carve-out", checkCarveout, "the BIOS carve-out is small, so memory stays with the OS and GTT", nil},
+	{"kfd-access", "/dev/kfd", checkKFDAccess, "this user can open /dev/kfd", []string{"rocminfo"}},
+	{"render-groups", "Groups", checkGroups, "the user is in the render and video groups", nil},
+	{"hsa-override", "HSA override", checkHSAOverride, "no HSA_OVERRIDE_GFX_VERSION spoofs a native GPU", nil},
+	{"iommu", "IOMMU", checkIOMMU, "the IOMMU setting and its NPU/VFIO trade-off on Strix Halo", nil},
+	{"container-engine", "Container engine", checkContainerEngine, "podman or docker is installed", []string{"podman", "docker"}},
+	{"distrobox", "distrobox", checkDistrobox, "distrobox is installed (therock-toolbox needs it)", []string{"distrobox"}},
+	{"disk-space", "Disk space", checkDisk, "the state dir's disk has room for a build (60 GB)", nil},
+	{"build-memory", "Build memory", checkBuildMemory, "RAM is enough to compile vLLM and flash-attention", nil},
 }
 
 // CheckIDs are DESIGN.md's check IDs, in the order doctor prints them.
@@ -69,10 +73,22 @@ func runChecks(f *facts, r *Report) []Check {
 	out := make([]Check, 0, len(checks))
 	for _, def := range checks {
 		c := def.Run(f, r)
+		if p := f.commandProblem(def.Needs...); c.Status == StatusSkip && p != "" {
+			c = unchecked(p, c.Summary)
+		}
 		c.ID = def.ID
 		out = append(out, c)
 	}
 	return out
+}
+
+// unchecked is the verdict of a check whose command did not finish: a
+// warning that says which command and why, never a silent skip.
+func unchecked(problem, why string) Check {
+	return Check{Status: StatusWarn,
+		Summary: problem + ", so this was not checked",
+		Fix:     "The machine may have been busy. Run the command yourself to see whether it hangs or fails,\nthen run haloforge doctor again.",
+		Detail:  "Without it: " + why}
 }
 
 func skip(summary string) Check { return Check{Status: StatusSkip, Summary: summary} }

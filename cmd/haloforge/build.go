@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -274,7 +273,7 @@ func blockingChecks(ctx context.Context, out io.Writer, t steps.Track, stateDir 
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	b, err := detect.Collect(ctx, detect.CollectOptions{Root: "/", Timeout: 800 * time.Millisecond, Version: version, DiskDir: stateDir})
+	b, err := detect.Collect(ctx, detect.CollectOptions{Root: "/", Version: version, DiskDir: stateDir})
 	if err != nil {
 		return failedErr(fmt.Errorf("doctor checks: %w", err))
 	}

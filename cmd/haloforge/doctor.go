@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -86,7 +85,7 @@ func doctorBundle(ctx context.Context, o doctorOpts) (*detect.Bundle, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	b, err := detect.Collect(ctx, detect.CollectOptions{Root: "/", Timeout: 800 * time.Millisecond, Version: version})
+	b, err := detect.Collect(ctx, detect.CollectOptions{Root: "/", Version: version})
 	if err != nil {
 		return nil, failedErr(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -113,7 +112,7 @@ func newEngine(pf *pins.File, scriptsFlag, stateDir string, runs bool) (*session
 
 // liveReport collects this machine's facts and analyses them, as doctor does.
 func liveReport(ctx context.Context) (*detect.Report, error) {
-	b, err := detect.Collect(ctx, detect.CollectOptions{Root: "/", Timeout: 800 * time.Millisecond, Version: version})
+	b, err := detect.Collect(ctx, detect.CollectOptions{Root: "/", Version: version})
 	if err != nil {
 		return nil, err
 	}
