@@ -19,6 +19,7 @@ type facts struct {
 	amdsmi   SMI
 	rocmsmi  SMI
 	lspci    []PCIDevice
+	pci      []PCISysDevice // /sys/bus/pci/devices copies
 	vulkan   []VulkanDevice
 	dmesg    Dmesg
 	cmdline  *Cmdline
@@ -69,6 +70,7 @@ func gather(b *Bundle) *facts {
 	f := &facts{b: b, used: map[string]bool{}}
 	f.kfd = readKFD(f)
 	f.drm = readDRM(f)
+	f.pci = readPCISys(f)
 	if s, ok := f.read("rocminfo.txt"); ok {
 		f.rocminfo = ParseRocminfo(s)
 	}

@@ -139,7 +139,7 @@ func checkGPU(f *facts, r *Report) Check {
 	}
 	// Only a source that lists GPUs can tell that there is none; a live
 	// collection looked at sysfs and PCI, so finding nothing is an answer.
-	listing := len(f.kfd) > 0 || f.manifest != nil
+	listing := len(f.kfd) > 0 || len(f.pci) > 0 || f.manifest != nil
 	for _, name := range []string{"rocminfo.txt", "lspci.txt", "amd-smi.txt", "rocm-smi.txt", "vulkaninfo.txt"} {
 		listing = listing || f.b.Has(name)
 	}
@@ -153,19 +153,41 @@ func checkGPU(f *facts, r *Report) Check {
 		return Check{Status: StatusWarn,
 			Summary: "amdgpu driver is loaded but no GPU could be listed (device nodes not reachable?)",
 			Fix:     "Run haloforge doctor on the host itself, not in a container or sandbox without /dev/kfd and /dev/dri;\nsee the kfd-access check."}
+	case len(r.OtherGPUs) == 0 && len(f.pci) == 0 && f.commandProblem("lspci", "rocminfo") != "":
+		// Nothing listed the GPUs: that says nothing about whether there are any.
+		return unchecked(f.commandProblem("lspci", "rocminfo"), "no GPU was listed")
 	}
-	s := "no AMD GPU found"
-	if len(r.OtherGPUs) > 0 {
-		var names []string
-		for _, o := range r.OtherGPUs {
-			if o.Name != nil {
-				names = append(names, *o.Name)
-			}
+	bios := "it is enabled in the BIOS and that the amdgpu driver binds to it:\n" +
+		"  lspci -nnk | grep -A3 -E 'VGA|Display|3D'   (or: grep -H . /sys/bus/pci/devices/*/class)"
+	var seen, foreign []string
+	for _, o := range r.OtherGPUs {
+		name := strOr(o.Name, "display controller")
+		if v := vendorTitle(o.Vendor); v != "" && !strings.Contains(strings.ToLower(name), strings.ToLower(v)) {
+			name = v + " " + name
 		}
-		s += "; found " + strings.Join(names, ", ")
+		if o.PCIID != nil && !strings.Contains(name, *o.PCIID) {
+			name += " (" + *o.PCIID + ")"
+		}
+		seen = append(seen, name)
+		if o.Vendor != "amd" {
+			foreign = append(foreign, name)
+		}
 	}
-	return Check{Status: StatusFail, Summary: s,
-		Fix: "haloforge targets AMD GPUs (Strix Halo gfx1151 first). Check that the GPU is enabled in the BIOS and\nthat the amdgpu driver binds to it: lspci -nnk | grep -A3 -E 'VGA|Display|3D'"}
+	if len(seen) == 0 {
+		return Check{Status: StatusFail, Summary: "no AMD GPU found",
+			Fix: "haloforge targets AMD GPUs (Strix Halo gfx1151 first). If this machine has one, check that " + bios}
+	}
+	sum := "no AMD GPU found; this machine has " + strings.Join(seen, ", ")
+	if len(foreign) == len(seen) {
+		// Only other vendors' GPUs: say plainly what haloforge is for, not
+		// BIOS advice that cannot help (issue 14: the NVIDIA H100 machine).
+		return Check{Status: StatusFail, Summary: sum,
+			Fix: "haloforge sets up AMD GPUs (Strix Halo, gfx1151, first); it cannot drive " + strings.Join(foreign, ", ") + ".\n" +
+				"To see what it does on a Strix Halo, run: haloforge demo\n" +
+				"If this machine also has an AMD GPU, check that " + bios}
+	}
+	return Check{Status: StatusFail, Summary: sum,
+		Fix: "haloforge targets AMD GPUs that ROCm or Vulkan can drive (Strix Halo gfx1151 first). If this machine has one, check that " + bios}
 }
 
 // rocmGFX are the targets current ROCm builds for (and that tracks use).

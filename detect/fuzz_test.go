@@ -131,6 +131,28 @@ func FuzzVulkaninfo(f *testing.F) {
 	})
 }
 
+// FuzzPCISysfs feeds one text as every attribute of a PCI device: IDs come
+// out as fixed-width lower-case hex or not at all.
+func FuzzPCISysfs(f *testing.F) {
+	seeds(f, "sys/bus/pci/devices/0000:18:00.0/uevent", "$ cat /sys/bus/pci/devices/0000:c5:00.0/class\n0x038000\n", "0x", "PCI_ID=10DE:\nPCI_CLASS=3020000000\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		files := map[string]string{}
+		for _, name := range pciFiles {
+			files[name] = s
+		}
+		d := ParsePCISysDevice("0000:18:00.0", files)
+		for _, v := range []struct {
+			got   string
+			width int
+		}{{d.Class, 6}, {d.Vendor, 4}, {d.Device, 4}, {d.SubVendor, 4}, {d.SubDevice, 4}, {d.Revision, 2}} {
+			if v.got != "" && (len(v.got) != v.width || strings.ToLower(v.got) != v.got || strings.Trim(v.got, "0123456789abcdef") != "") {
+				t.Fatalf("bad hex %q in %+v", v.got, d)
+			}
+		}
+		_ = pciName(d.Vendor, d.Device)
+	})
+}
+
 // FuzzSmallParsers covers the one-value sources: uname, lsmod, free,
 // meminfo, groups, env, df, tool versions, dev and the sysfs value reader.
 func FuzzSmallParsers(f *testing.F) {

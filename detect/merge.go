@@ -31,16 +31,18 @@ type sourceGPU struct {
 	cus        *int
 	render     *int
 	cwsr       *bool
+	legacy     bool // an AMD display device ROCm cannot drive (radeon driver)
 }
 
 // mergeGPUs builds r.GPUs in precedence order: KFD sysfs, rocminfo,
-// amd-smi/rocm-smi, lspci/vulkaninfo, names. Lower sources only fill gaps.
+// amd-smi/rocm-smi, lspci, PCI sysfs, vulkaninfo, names. Lower sources only
+// fill gaps.
 func mergeGPUs(f *facts, r *Report) {
 	var cands []*cand
 	var others []*cand
-	for _, src := range [][]sourceGPU{kfdGPUs(f), drmGPUs(f), rocminfoGPUs(f), smiGPUs(f.amdsmi, "amd-smi"), smiGPUs(f.rocmsmi, "rocm-smi"), lspciGPUs(f), vulkanGPUs(f)} {
+	for _, src := range [][]sourceGPU{kfdGPUs(f), drmGPUs(f), rocminfoGPUs(f), smiGPUs(f.amdsmi, "amd-smi"), smiGPUs(f.rocmsmi, "rocm-smi"), lspciGPUs(f), pciSysGPUs(f), vulkanGPUs(f)} {
 		for _, s := range src {
-			if s.vendor != "" && s.vendor != "amd" || s.vendor == "amd" && isPreGCN(s.name) && s.gfx == "" {
+			if s.vendor != "" && s.vendor != "amd" || s.vendor == "amd" && (s.legacy || isPreGCN(s.name) && s.gfx == "") {
 				others = addOther(others, s)
 				continue
 			}
