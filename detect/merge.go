@@ -172,16 +172,16 @@ func finish(c *cand, r *Report) {
 		// so a small carve-out with a 4x larger GTT is an APU even below 8 GiB GTT.
 		c.Integrated = ptr(v > 0 && v <= 4<<30 && g >= 4*v && (g >= 8<<30 || v <= 1<<30))
 	}
+	if c.GFX == nil && c.Name != nil {
+		if g := gfxFromName(*c.Name); g != "" {
+			c.GFX = ptr(g)
+		}
+	}
 	if c.Integrated == nil && c.GFX != nil && apuOnlyGFX[*c.GFX] {
 		c.Integrated = ptr(true)
 	}
 	if c.Integrated != nil && !*c.Integrated && c.VRAMBytes == nil && c.PoolBytes != nil && c.Source == "rocminfo" {
 		c.VRAMBytes = c.PoolBytes // a discrete GPU's global pool is its VRAM
-	}
-	if c.GFX == nil && c.Name != nil {
-		if g := gfxFromName(*c.Name); g != "" {
-			c.GFX = ptr(g)
-		}
 	}
 	if c.RuntimeGFX != nil && c.hwGFX != "" && *c.RuntimeGFX != c.hwGFX && c.Source != "kfd" {
 		r.note("rocminfo reports %s but the hardware is %s: the runtime is overridden (HSA_OVERRIDE_GFX_VERSION)", *c.RuntimeGFX, c.hwGFX)
