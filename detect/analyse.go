@@ -57,6 +57,7 @@ func Analyse(b *Bundle) *Report {
 	mergeGPUs(f, r)
 	kernelFacts(f, r)
 	hostFacts(f, r)
+	npuFacts(f, r)
 	r.Checks = runChecks(f, r)
 	r.Sources = make([]string, 0, len(f.used))
 	for k := range f.used {
@@ -240,10 +241,24 @@ func kernelFacts(f *facts, r *Report) {
 		}
 	}
 	r.Driver.Loaded = driverLoaded(f)
+	watchdogFacts(f, r)
 	if s, ok := f.read("firmware.txt"); ok {
 		if mes := ParseFirmwareMES(s); mes != "" {
 			r.Firmware.MES = &mes
 		}
+	}
+	if r.Firmware.MES == nil {
+		// amdgpu's sysfs copy of the same number, readable without root.
+		for _, name := range f.b.Glob("sys/class/drm/card*/device/fw_version/mes_fw_version") {
+			s, _ := f.read(name)
+			if v := sysHex(sysValue(s, "mes_fw_version"), 8); v != "" && strings.Trim(v, "0") != "" {
+				r.Firmware.MES = ptr("0x" + v)
+				break
+			}
+		}
+	}
+	if s, ok := f.read("firmware-package.txt"); ok {
+		r.Firmware.Package = amdgpuFirmwarePackage(ParseFirmwarePackages(s))
 	}
 }
 

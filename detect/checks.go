@@ -46,6 +46,9 @@ var checks = []checkDef{
 	{"distrobox", "distrobox", checkDistrobox, "distrobox is installed (therock-toolbox needs it)", []string{"distrobox"}},
 	{"disk-space", "Disk space", checkDisk, "the state dir's disk has room for a build (60 GB)", nil},
 	{"build-memory", "Build memory", checkBuildMemory, "RAM is enough to compile vLLM and flash-attention", nil},
+	{"firmware-kernel-pair", "Firmware/kernel", checkFirmwarePair, "the kernel and linux-firmware are not a known-bad pair (20251125; 7.2.x with 20260810)", []string{"dpkg-query", "rpm", "pacman"}},
+	{"lockup-timeout", "GPU watchdog", checkLockupTimeout, "long GPU jobs are not reset by amdgpu's watchdog (amdgpu.lockup_timeout)", []string{"dmesg"}},
+	{"npu", "NPU", checkNPU, "the XDNA NPU, when present, is usable with this IOMMU setting", []string{"lspci", "lsmod"}},
 }
 
 // CheckIDs are DESIGN.md's check IDs, in the order doctor prints them.
@@ -257,9 +260,9 @@ func checkMES(_ *facts, r *Report) Check {
 	if !strixHalo(r) {
 		return skip("MES firmware advice is for gfx1151")
 	}
-	const how = "sudo grep MES /sys/kernel/debug/dri/*/amdgpu_firmware_info"
+	const how = "cat /sys/class/drm/card*/device/fw_version/mes_fw_version   (kernel 6.6+; older: sudo grep MES /sys/kernel/debug/dri/*/amdgpu_firmware_info)"
 	if r.Firmware.MES == nil {
-		return Check{Status: StatusSkip, Summary: "MES firmware version unknown (reading it needs root)",
+		return Check{Status: StatusSkip, Summary: "MES firmware version unknown (not collected: sysfs fw_version/mes_fw_version, or debugfs as root)",
 			Fix: "Check it with: " + how + "\n0x00000080 is good; 0x00000083 (linux-firmware 20251125) hangs the GPU."}
 	}
 	mes := *r.Firmware.MES

@@ -407,6 +407,9 @@ func devState(root string) string {
 	for _, a := range accels {
 		out += "/dev/accel/" + filepath.Base(a) + " present\n"
 	}
+	if len(accels) == 0 {
+		out += "/dev/accel absent\n"
+	}
 	return out
 }
 

@@ -153,6 +153,41 @@ func FuzzPCISysfs(f *testing.F) {
 	})
 }
 
+// FuzzFirmwarePackages: any text gives known firmware packages whose
+// release, when set, is a real YYYYMMDD date at the start of the version.
+func FuzzFirmwarePackages(f *testing.F) {
+	seeds(f, "firmware-package.txt", "ii  firmware-amd-graphics 1:20230210-5 all x\n", "amd-gpu-firmware.noarch 20251111-1.fc43 @updates\n",
+		"/nix/store/q0v3mxbzlqz8rk3d1cx8f9yjvn1y0dpa-linux-firmware-20260810-zstd/lib\n", "linux-firmware-20251399-1.fc43.noarch\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, p := range ParseFirmwarePackages(s) {
+			if !firmwarePackageName(p.Name) || p.Version == "" {
+				t.Fatalf("bad package %+v", p)
+			}
+			if p.Release != "" && (len(p.Release) != 8 || !strings.Contains(p.Version, p.Release)) {
+				t.Fatalf("release %q not from version %q", p.Release, p.Version)
+			}
+		}
+		_ = amdgpuFirmwarePackage(ParseFirmwarePackages(s))
+	})
+}
+
+// FuzzLockupTimeout: amdgpu.lockup_timeout as the kernel reads it; a value
+// accepted as set is a positive number of milliseconds or -1 (disabled).
+func FuzzLockupTimeout(f *testing.F) {
+	for _, s := range []string{"", "0", "20000", "-1", "0x4e20", "10000,60000,10000,10000", ",", "-0", "99999999999999999999", "010"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ms, set, ok := parseLockupTimeout(s)
+		if set && (!ok || (ms <= 0 && ms != -1)) {
+			t.Fatalf("parseLockupTimeout(%q) = %d %v %v", s, ms, set, ok)
+		}
+		if !ok && set {
+			t.Fatalf("rejected yet set: %q", s)
+		}
+	})
+}
+
 // FuzzSmallParsers covers the one-value sources: uname, lsmod, free,
 // meminfo, groups, env, df, tool versions, dev and the sysfs value reader.
 func FuzzSmallParsers(f *testing.F) {
@@ -186,7 +221,10 @@ func FuzzAnalyse(f *testing.F) {
 		for _, name := range []string{"rocminfo.txt", "lspci.txt", "cmdline.txt", "uname.txt", "dmesg.txt", "lsmod.txt",
 			"modinfo-amdgpu.txt", "amd-smi.txt", "rocm-smi.txt", "vulkaninfo.txt", "firmware.txt", "meminfo.txt", "free.txt",
 			"groups.txt", "env.txt", "df.txt", "dev.txt", "kfd-topology.txt", "sys/class/kfd/kfd/topology/nodes/1/properties",
-			"sys/class/drm/card0/device/mem_info_gtt_total", "sys/module/ttm/parameters/pages_limit"} {
+			"sys/class/drm/card0/device/mem_info_gtt_total", "sys/module/ttm/parameters/pages_limit",
+			"firmware-package.txt", "collect.txt", "sys/module/amdgpu/parameters/lockup_timeout", "sys/class/drm/card0/device/fw_version/mes_fw_version",
+			"sys/bus/pci/devices/0000:c5:00.0/class", "sys/bus/pci/devices/0000:c5:00.0/vendor", "sys/bus/pci/devices/0000:c5:00.0/device",
+			"sys/bus/pci/devices/0000:c6:00.1/uevent"} {
 			_ = b.Set(name, []byte(s))
 		}
 		r := Analyse(b)
