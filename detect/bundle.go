@@ -29,6 +29,7 @@ const maxBundleFile = 8 << 20
 // df.txt (`df -P` of the build disk), podman.txt, docker.txt, distrobox.txt
 // (`--version`), kfd-topology.txt (a pasted `cat nodes/*/properties`) and
 // collect.txt (what the collector did with each command: ok, not found, …).
+// Also firmware-package.txt (`dpkg-query -W`/`rpm -q`/`pacman -Q` transcript).
 type Bundle struct {
 	files map[string][]byte
 }
