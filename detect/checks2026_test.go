@@ -10,6 +10,26 @@ import (
 // strixKFD is a gfx1151 KFD node (values of the fixtures' prose, see INDEX.md).
 const strixKFD = "gfx_target_version 110501\nsimd_count 80\nsimd_per_cu 2\nvendor_id 4098\ndevice_id 5510\ndrm_render_minor 128\ncwsr_size 1\nctl_stack_size 1\n"
 
+// checkCase is one row of a check's table test: the files, the status, a
+// text the summary must hold and one the fix (or detail) must hold.
+type checkCase struct {
+	name   string
+	files  map[string]string
+	status Status
+	want   string
+	fix    string
+}
+
+// analyseStrix analyses a gfx1151 host (its KFD node) with these files added.
+func analyseStrix(t *testing.T, files map[string]string) *Report {
+	t.Helper()
+	all := map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": strixKFD}
+	for k, v := range files {
+		all[k] = v
+	}
+	return Analyse(bundleOf(t, all))
+}
+
 // TestParseFirmwarePackages reads every way the firmware package reaches a
 // bundle: the collector's transcript per package manager, and what users paste.
 func TestParseFirmwarePackages(t *testing.T) {
@@ -71,13 +91,7 @@ func TestFirmwarePairCheck(t *testing.T) {
 	rpm := func(v string) string {
 		return "$ rpm -q linux-firmware amd-gpu-firmware\namd-gpu-firmware-" + v + ".noarch\n"
 	}
-	tests := []struct {
-		name   string
-		files  map[string]string
-		status Status
-		want   string // in the summary
-		fix    string // in the fix
-	}{
+	tests := []checkCase{
 		{"20251125 on gfx1151", map[string]string{"firmware-package.txt": rpm("20251125-1.fc43"), "uname.txt": "6.18.9-200.fc43.x86_64\n"},
 			StatusFail, "amd-gpu-firmware 20251125-1.fc43 is linux-firmware 20251125", "sudo dnf upgrade --refresh amd-gpu-firmware"},
 		{"20251125 but MES 0x80 running", map[string]string{"firmware-package.txt": rpm("20251125-2.fc43"), "sys/class/drm/card1/device/fw_version/mes_fw_version": "0x00000080\n"},
@@ -100,11 +114,7 @@ func TestFirmwarePairCheck(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			files := map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": strixKFD}
-			for k, v := range tc.files {
-				files[k] = v
-			}
-			r := Analyse(bundleOf(t, files))
+			r := analyseStrix(t, tc.files)
 			c := mustCheck(t, r, "firmware-kernel-pair", tc.status)
 			if !strings.Contains(c.Summary, tc.want) || !strings.Contains(c.Fix, tc.fix) {
 				t.Errorf("summary %q\nfix:\n%s\nwant %q / %q", c.Summary, c.Fix, tc.want, tc.fix)
@@ -152,39 +162,31 @@ func TestLockupTimeoutCheck(t *testing.T) {
 	mesHang := fixtureAt(t, "testdata/logs/f058-mes-hang-dmesg.txt")
 	slowJob := strings.Join(strings.Split(mesHang, "\n")[:5], "\n") + "\n" // the timeout, before any MES error
 	tests := []struct {
-		name   string
-		files  map[string]string
-		status Status
-		want   string
-		fix    string
-		gfxMS  int64
+		checkCase
+		gfxMS int64 // the effective watchdog the facts must show (0: not asserted)
 	}{
-		{"default on 7.0 (sysfs empty)", map[string]string{"uname.txt": "7.0.0-31-generic\n", "sys/module/amdgpu/parameters/lockup_timeout": "\n"},
-			StatusOK, "amdgpu.lockup_timeout not set: the kernel's 2 s GPU watchdog; dmesg not read", "", 2000},
-		{"default on 6.18", map[string]string{"uname.txt": "6.18.9-200.fc43.x86_64\n", "cmdline.txt": "ro quiet\n", "dmesg.txt": "[    0.0] Linux version 6.18.9-200.fc43.x86_64\n"},
-			StatusOK, "not on the kernel command line: the kernel's 10 s GPU watchdog; no GPU job timeouts in dmesg", "amdgpu.lockup_timeout=20000", 10000},
-		{"nothing says how it is set", map[string]string{"uname.txt": "7.0.0-31-generic\n"},
-			StatusSkip, "amdgpu.lockup_timeout unknown", "cat /sys/module/amdgpu/parameters/lockup_timeout", 0},
-		{"LLMKube's 20000", map[string]string{"uname.txt": "7.1.3-100.fc43.x86_64\n", "cmdline.txt": "ro amdgpu.lockup_timeout=20000\n"},
-			StatusOK, "amdgpu.lockup_timeout=20000: a GPU job may run 20 s", "", 20000},
-		{"per-queue list", map[string]string{"sys/module/amdgpu/parameters/lockup_timeout": "30000,60000,10000,10000\n"},
-			StatusOK, "a GPU job may run 30 s", "", 30000},
-		{"disabled (-1)", map[string]string{"cmdline.txt": "ro amdgpu.lockup_timeout=-1\n"},
-			StatusWarn, "the GPU watchdog is off", `--remove-args="amdgpu.lockup_timeout"`, -1},
-		{"not a number", map[string]string{"cmdline.txt": "ro amdgpu.lockup_timeout=20s\n"},
-			StatusFail, "amdgpu refuses to start", "amdgpu.lockup_timeout=20000", 0},
-		{"a slow job reset the GPU", map[string]string{"uname.txt": "7.0.0-31-generic\n", "cmdline.txt": "ro quiet\n", "dmesg.txt": slowJob},
-			StatusWarn, "1 GPU job timeout(s) (\"ring gfx_0.0.0 timeout\"): a job ran longer than the 2 s watchdog", "amdgpu.lockup_timeout=20000", 2000},
-		{"the MES hang is not a slow job", map[string]string{"uname.txt": "7.0.0-31-generic\n", "cmdline.txt": "ro quiet\n", "dmesg.txt": mesHang},
-			StatusWarn, "1 GPU job timeout(s) with 1 MES error(s)", "firmware-kernel-pair", 2000},
+		{checkCase{"default on 7.0 (sysfs empty)", map[string]string{"uname.txt": "7.0.0-31-generic\n", "sys/module/amdgpu/parameters/lockup_timeout": "\n"},
+			StatusOK, "amdgpu.lockup_timeout not set: the kernel's 2 s GPU watchdog; dmesg not read", ""}, 2000},
+		{checkCase{"default on 6.18", map[string]string{"uname.txt": "6.18.9-200.fc43.x86_64\n", "cmdline.txt": "ro quiet\n", "dmesg.txt": "[    0.0] Linux version 6.18.9-200.fc43.x86_64\n"},
+			StatusOK, "not on the kernel command line: the kernel's 10 s GPU watchdog; no GPU job timeouts in dmesg", "amdgpu.lockup_timeout=20000"}, 10000},
+		{checkCase{"nothing says how it is set", map[string]string{"uname.txt": "7.0.0-31-generic\n"},
+			StatusSkip, "amdgpu.lockup_timeout unknown", "cat /sys/module/amdgpu/parameters/lockup_timeout"}, 0},
+		{checkCase{"LLMKube's 20000", map[string]string{"uname.txt": "7.1.3-100.fc43.x86_64\n", "cmdline.txt": "ro amdgpu.lockup_timeout=20000\n"},
+			StatusOK, "amdgpu.lockup_timeout=20000: a GPU job may run 20 s", ""}, 20000},
+		{checkCase{"per-queue list", map[string]string{"sys/module/amdgpu/parameters/lockup_timeout": "30000,60000,10000,10000\n"},
+			StatusOK, "a GPU job may run 30 s", ""}, 30000},
+		{checkCase{"disabled (-1)", map[string]string{"cmdline.txt": "ro amdgpu.lockup_timeout=-1\n"},
+			StatusWarn, "the GPU watchdog is off", `--remove-args="amdgpu.lockup_timeout"`}, -1},
+		{checkCase{"not a number", map[string]string{"cmdline.txt": "ro amdgpu.lockup_timeout=20s\n"},
+			StatusFail, "amdgpu refuses to start", "amdgpu.lockup_timeout=20000"}, 0},
+		{checkCase{"a slow job reset the GPU", map[string]string{"uname.txt": "7.0.0-31-generic\n", "cmdline.txt": "ro quiet\n", "dmesg.txt": slowJob},
+			StatusWarn, "1 GPU job timeout(s) (\"ring gfx_0.0.0 timeout\"): a job ran longer than the 2 s watchdog", "amdgpu.lockup_timeout=20000"}, 2000},
+		{checkCase{"the MES hang is not a slow job", map[string]string{"uname.txt": "7.0.0-31-generic\n", "cmdline.txt": "ro quiet\n", "dmesg.txt": mesHang},
+			StatusWarn, "1 GPU job timeout(s) with 1 MES error(s)", "firmware-kernel-pair"}, 2000},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			files := map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": strixKFD}
-			for k, v := range tc.files {
-				files[k] = v
-			}
-			r := Analyse(bundleOf(t, files))
+			r := analyseStrix(t, tc.files)
 			c := mustCheck(t, r, "lockup-timeout", tc.status)
 			if !strings.Contains(c.Summary, tc.want) || !strings.Contains(c.Fix+c.Detail, tc.fix) {
 				t.Errorf("summary %q\nfix:\n%s\ndetail:\n%s\nwant %q / %q", c.Summary, c.Fix, c.Detail, tc.want, tc.fix)
@@ -226,13 +228,7 @@ func TestParseLockupTimeout(t *testing.T) {
 // TestNPUCheck: the XDNA NPU and what amd_iommu=off costs it.
 func TestNPUCheck(t *testing.T) {
 	lspci := fixture(t, "gfx1151-no-devkfd/lspci.txt")
-	tests := []struct {
-		name   string
-		files  map[string]string
-		status Status
-		want   string
-		fix    string
-	}{
+	tests := []checkCase{
 		{"NPU and amd_iommu=off", map[string]string{"lspci.txt": lspci, "cmdline.txt": fixture(t, "gfx1151-kernel72-fw20260810/cmdline.txt") + " amd_iommu=off\n"},
 			StatusWarn, "XDNA NPU 1022:17f0 at c6:00.1 present, but amd_iommu=off leaves it unusable", `--remove-args="amd_iommu"`},
 		{"NPU and iommu=off", map[string]string{"lspci.txt": lspci, "cmdline.txt": "ro iommu=off\n"},

@@ -307,14 +307,14 @@ func copyFiles(root string, set func(string, []byte)) {
 		}
 	}
 	for src, dst := range files {
-		if data, err := readSmall(filepath.Join(root, src)); err == nil && len(data) > 0 {
+		if data, err := readLimited(filepath.Join(root, src)); err == nil && len(data) > 0 {
 			set(dst, data)
 		}
 	}
 	// amdgpu_firmware_info lives in debugfs: readable by root only.
 	fw, _ := filepath.Glob(filepath.Join(root, "sys/kernel/debug/dri/*/amdgpu_firmware_info"))
 	for _, m := range fw {
-		if data, err := readSmall(m); err == nil {
+		if data, err := readLimited(m); err == nil {
 			set("firmware.txt", data)
 			break
 		}
@@ -323,7 +323,7 @@ func copyFiles(root string, set func(string, []byte)) {
 
 // copyRel copies one file into the bundle at its path under root.
 func copyRel(root, p string, set func(string, []byte)) {
-	data, err := readSmall(p)
+	data, err := readLimited(p)
 	if err != nil || len(data) == 0 {
 		return
 	}
@@ -332,22 +332,12 @@ func copyRel(root, p string, set func(string, []byte)) {
 	}
 }
 
-// readSmall reads a file up to the bundle's bound per file.
-func readSmall(p string) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, maxBundleFile))
-}
-
 // copyPCI copies the PCI attributes of every display controller and NPU
 // from sysfs, so a machine without lspci still says which GPUs it has.
 func copyPCI(root string, set func(string, []byte)) {
 	devs, _ := filepath.Glob(filepath.Join(root, "sys/bus/pci/devices/*"))
 	for _, d := range devs {
-		class, err := readSmall(filepath.Join(d, "class"))
+		class, err := readLimited(filepath.Join(d, "class"))
 		if err != nil || !pciWanted(string(class)) {
 			continue
 		}
@@ -362,7 +352,7 @@ func copyPCI(root string, set func(string, []byte)) {
 // links into the linux-firmware store path, whose name carries the version.
 // It returns what `readlink` on the MES firmware (or its directory) prints.
 func nixFirmware(root string) string {
-	raw, err := readSmall(filepath.Join(root, "sys/module/firmware_class/parameters/path"))
+	raw, err := readLimited(filepath.Join(root, "sys/module/firmware_class/parameters/path"))
 	dir := strings.TrimSpace(string(raw))
 	if err != nil || !strings.HasPrefix(dir, "/nix/store/") {
 		return ""
