@@ -205,7 +205,7 @@ func Collect(ctx context.Context, o CollectOptions) (*Bundle, error) {
 		}
 	}
 	copyFiles(o.Root, set)
-	copyPCI(o.Root, set)
+	walked, copied := copyPCI(o.Root, set)
 	set("dev.txt", []byte(devState(o.Root)))
 	if g := groupsText(); g != "" {
 		set("groups.txt", []byte(g))
@@ -236,6 +236,8 @@ func Collect(ctx context.Context, o CollectOptions) (*Bundle, error) {
 	for name, data := range transcripts {
 		set(name, data)
 	}
+	// That the PCI walk happened is itself a fact: no NPU among the devices is an answer.
+	manifest["pci-sysfs"] = fmt.Sprintf("ok, %d devices walked, %d display or NPU copied", walked, copied)
 	manifest["collected-by"] = "haloforge " + o.Version
 	set("collect.txt", []byte(manifestText(manifest)))
 	return b, nil
@@ -333,18 +335,25 @@ func copyRel(root, p string, set func(string, []byte)) {
 }
 
 // copyPCI copies the PCI attributes of every display controller and NPU
-// from sysfs, so a machine without lspci still says which GPUs it has.
-func copyPCI(root string, set func(string, []byte)) {
+// from sysfs, so a machine without lspci still says which GPUs it has. It
+// returns how many devices it looked at and how many it copied.
+func copyPCI(root string, set func(string, []byte)) (walked, copied int) {
 	devs, _ := filepath.Glob(filepath.Join(root, "sys/bus/pci/devices/*"))
 	for _, d := range devs {
 		class, err := readLimited(filepath.Join(d, "class"))
-		if err != nil || !pciWanted(string(class)) {
+		if err != nil {
 			continue
 		}
+		walked++
+		if !pciWanted(string(class)) {
+			continue
+		}
+		copied++
 		for _, f := range pciFiles {
 			copyRel(root, filepath.Join(d, f), set)
 		}
 	}
+	return walked, copied
 }
 
 // nixFirmware finds the linux-firmware version on NixOS, where no package

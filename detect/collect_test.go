@@ -210,6 +210,10 @@ func TestCollectPCISysfsNvidiaOnly(t *testing.T) {
 	if !strings.Contains(first, "haloforge sets up AMD GPUs") || !strings.Contains(c.Fix, "haloforge demo") || strings.Contains(first, "BIOS") {
 		t.Errorf("fix must say what haloforge is for and offer the demo before any BIOS advice:\n%s", c.Fix)
 	}
+	// The walk of PCI sysfs saw both devices and no NPU: that is an answer.
+	if n := mustCheck(t, r, "npu", StatusSkip); n.Summary != "no XDNA NPU on this machine" {
+		t.Errorf("npu %q", n.Summary)
+	}
 }
 
 // TestPCISysfsNames: a device the table lacks is named by its vendor and IDs.
@@ -254,5 +258,8 @@ func TestCollectPCISysfsStrixHalo(t *testing.T) {
 	mustCheck(t, r, "gpu", StatusOK)
 	if !b.Has("sys/bus/pci/devices/0000:c6:00.1/uevent") {
 		t.Errorf("the NPU's attributes were not copied: %v", b.Names())
+	}
+	if c := mustCheck(t, r, "npu", StatusOK); !strings.HasPrefix(c.Summary, "XDNA NPU 1022:17f0 at c6:00.1 (amdxdna bound)") {
+		t.Errorf("npu %q, npu facts %s", c.Summary, jsonOf(r.NPU))
 	}
 }

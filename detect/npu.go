@@ -94,13 +94,19 @@ func npuFacts(f *facts, r *Report) {
 	switch {
 	case len(n.Sources) > 0:
 		n.Present = ptr(true)
-	case f.b.Has("lspci.txt") && len(f.lspci) > 3 || len(f.pci) > 0 && f.manifest != nil:
+	case f.b.Has("lspci.txt") && len(f.lspci) > 3 || pciWalked(f):
 		// A whole lspci, or a live walk of PCI sysfs, without one. (rocminfo
 		// lists the NPU only with a recent ROCm: its silence proves nothing.)
 		n.Present = ptr(false)
 	}
 	n.driverKnown = driverKnown || n.Driver != nil
 	r.NPU = n
+}
+
+// pciWalked is true when the collector walked PCI sysfs and saw devices.
+func pciWalked(f *facts) bool {
+	st := f.manifest["pci-sysfs"]
+	return strings.HasPrefix(st, "ok, ") && !strings.HasPrefix(st, "ok, 0 devices")
 }
 
 // iommuOff says whether the command line turns the IOMMU off, and how.

@@ -52,7 +52,7 @@ type GPU struct {
 	RuntimeGFX   *string `json:"runtime_gfx"` // what rocminfo reported, when it differs from the hardware
 	PoolBytes    *int64  `json:"rocm_pool_bytes"`
 	RenderMinor  *int    `json:"drm_render_minor"`
-	Vendor       string  `json:"vendor"`   // amd, nvidia, intel
+	Vendor       string  `json:"vendor"`   // amd, nvidia, intel, aspeed, matrox, vmware, virtio, qemu, microsoft, cirrus, other
 	Source       string  `json:"source"`   // the highest-precedence source that listed it
 	CWSR         *bool   `json:"cwsr_fix"` // KFD node lists cwsr_size and ctl_stack_size
 }
