@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // facts is everything the parsers read out of a bundle, before merging.
@@ -18,6 +19,7 @@ type facts struct {
 	amdsmi   SMI
 	rocmsmi  SMI
 	lspci    []PCIDevice
+	pci      []PCISysDevice // /sys/bus/pci/devices copies
 	vulkan   []VulkanDevice
 	dmesg    Dmesg
 	cmdline  *Cmdline
@@ -56,6 +58,7 @@ func Analyse(b *Bundle) *Report {
 	kernelFacts(f, r)
 	hostFacts(f, r)
 	r.Notes = append(r.Notes, b.Notes()...)
+	npuFacts(f, r)
 	r.Checks = runChecks(f, r)
 	r.Sources = make([]string, 0, len(f.used))
 	for k := range f.used {
@@ -69,6 +72,7 @@ func gather(b *Bundle) *facts {
 	f := &facts{b: b, used: map[string]bool{}}
 	f.kfd = readKFD(f)
 	f.drm = readDRM(f)
+	f.pci = readPCISys(f)
 	if s, ok := f.read("rocminfo.txt"); ok {
 		f.rocminfo = ParseRocminfo(s)
 	}
@@ -238,10 +242,24 @@ func kernelFacts(f *facts, r *Report) {
 		}
 	}
 	r.Driver.Loaded = driverLoaded(f)
+	watchdogFacts(f, r)
 	if s, ok := f.read("firmware.txt"); ok {
 		if mes := ParseFirmwareMES(s); mes != "" {
 			r.Firmware.MES = &mes
 		}
+	}
+	if r.Firmware.MES == nil {
+		// amdgpu's sysfs copy of the same number, readable without root.
+		for _, name := range f.b.Glob("sys/class/drm/card*/device/fw_version/mes_fw_version") {
+			s, _ := f.read(name)
+			if v := sysHex(sysValue(s, "mes_fw_version"), 8); v != "" && strings.Trim(v, "0") != "" {
+				r.Firmware.MES = ptr("0x" + v)
+				break
+			}
+		}
+	}
+	if s, ok := f.read("firmware-package.txt"); ok {
+		r.Firmware.Package = amdgpuFirmwarePackage(ParseFirmwarePackages(s))
 	}
 }
 
@@ -349,6 +367,11 @@ func hostFacts(f *facts, r *Report) {
 	if v := f.manifest["collected-by"]; v != "" {
 		h.CollectedBy = &v
 	}
+	for _, c := range commands {
+		if p := commandStatusProblem(c.args[0], f.manifest[c.args[0]]); p != "" {
+			r.note("%s: what it reports is missing from this report", p)
+		}
+	}
 }
 
 func toolVersion(f *facts, tool string) *string {
@@ -358,6 +381,49 @@ func toolVersion(f *facts, tool string) *string {
 		}
 	}
 	return nil
+}
+
+// commandProblem says which of the collector's commands did not give an
+// answer, as one line ("could not run distrobox --version in 5 s"), or ""
+// when all did, or the bundle was not collected by haloforge.
+func (f *facts) commandProblem(tools ...string) string {
+	var out []string
+	for _, t := range tools {
+		if p := commandStatusProblem(t, f.manifest[t]); p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// commandStatusProblem turns one collect.txt status into a sentence; ""
+// when the command answered (or was not there: that is an answer too).
+func commandStatusProblem(tool, status string) string {
+	line := tool
+	if c, ok := commandFor(tool); ok {
+		line = strings.Join(c.args, " ")
+	}
+	switch {
+	case strings.HasPrefix(status, "timed out after "):
+		d, err := time.ParseDuration(strings.TrimPrefix(status, "timed out after "))
+		if err != nil {
+			return "could not run " + line + " in time"
+		}
+		return "could not run " + line + " in " + fmtSeconds(d)
+	case strings.HasPrefix(status, "exit: "):
+		return line + " failed (" + strings.TrimPrefix(status, "exit: ") + ")"
+	case strings.HasPrefix(status, "not finished") || strings.HasPrefix(status, "not run"):
+		return line + " did not finish (doctor was interrupted)"
+	}
+	return ""
+}
+
+// fmtSeconds prints a budget as people read it: "5 s", "0.8 s".
+func fmtSeconds(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprintf("%d s", d/time.Second)
+	}
+	return fmt.Sprintf("%.1f s", d.Seconds())
 }
 
 // toolMissing is true only when the collector looked for the tool and it

@@ -2,6 +2,7 @@ package detect
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -372,4 +373,34 @@ func BenchmarkCollectLive(b *testing.B) {
 		Analyse(bundle)
 	}
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/doctor")
+}
+
+// TestGorgonHalo: the Ryzen AI Max+ PRO 495's Radeon 8065S is recognised by
+// name as gfx1151 (ROCm 10.0.0 release notes) and gets the same memory math
+// at 192 GB: RAM minus the 8 GiB OS reserve, in 4 KiB TTM pages.
+func TestGorgonHalo(t *testing.T) {
+	if g := gfxFromName("AMD Radeon 8065S Graphics"); g != "gfx1151" {
+		t.Errorf("8065S -> %q, want gfx1151", g)
+	}
+	// 192 GiB of LPDDR5X less a 512 MiB carve-out, as MemTotal in kB.
+	ram := int64(192*1024*1024-512*1024) * 1024
+	p := planGTT(ram)
+	if p.GiB != 183 || p.ReserveGiB != 8 || p.Pages != 183*262144 {
+		t.Fatalf("plan for 191.5 GiB: %+v, want 183 GiB (8 GiB reserve) = 47972352 pages", p)
+	}
+	r := Analyse(bundleOf(t, map[string]string{
+		"amd-smi.txt": "GPU: 0\n    ASIC:\n        MARKET_NAME: AMD Radeon 8065S Graphics\n        NUM_COMPUTE_UNITS: 40\n",
+		"meminfo.txt": fmt.Sprintf("MemTotal:       %d kB\n", ram/1024),
+		// The kernel's default: about half of RAM.
+		"sys/module/ttm/parameters/pages_limit": fmt.Sprintf("%d\n", ram/4096/2),
+	}))
+	g := r.Primary()
+	if g == nil || *g.GFX != "gfx1151" || !*g.Integrated {
+		t.Fatalf("GPU %s", jsonOf(r.GPUs))
+	}
+	mustCheck(t, r, "gfx-support", StatusOK)
+	c := mustCheck(t, r, "gtt-size", StatusWarn)
+	if !strings.Contains(c.Fix, "ttm.pages_limit=47972352") || !strings.Contains(c.Fix, "183 GiB") {
+		t.Errorf("192 GB fix:\n%s", c.Fix)
+	}
 }

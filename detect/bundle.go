@@ -22,6 +22,7 @@ import (
 // df.txt (`df -P` of the build disk), podman.txt, docker.txt, distrobox.txt
 // (`--version`), kfd-topology.txt (a pasted `cat nodes/*/properties`) and
 // collect.txt (what the collector did with each command: ok, not found, …).
+// Also firmware-package.txt (`dpkg-query -W`/`rpm -q`/`pacman -Q` transcript).
 //
 // ReadBundle keeps only these files (bundleFiles); Set takes any name.
 type Bundle struct {

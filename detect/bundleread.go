@@ -99,6 +99,19 @@ var bundleFiles = []bundleFile{
 	{"sys/module/amdgpu/version", 64 << 10, false},
 	{"sys/module/amdgpu/initstate", 64 << 10, false},
 	{"sys/module/amdgpu/parameters/cwsr_enable", 64 << 10, false},
+	{"sys/module/amdgpu/parameters/lockup_timeout", 64 << 10, false},
+	{"sys/module/firmware_class/parameters/path", 64 << 10, false},
+	{"sys/class/drm/card*/device/fw_version/mes_fw_version", 64 << 10, false},
+	// PCI attributes of display controllers and NPUs (collect.go pciFiles).
+	{"sys/bus/pci/devices/*/class", 64 << 10, false},
+	{"sys/bus/pci/devices/*/vendor", 64 << 10, false},
+	{"sys/bus/pci/devices/*/device", 64 << 10, false},
+	{"sys/bus/pci/devices/*/subsystem_vendor", 64 << 10, false},
+	{"sys/bus/pci/devices/*/subsystem_device", 64 << 10, false},
+	{"sys/bus/pci/devices/*/revision", 64 << 10, false},
+	{"sys/bus/pci/devices/*/uevent", 64 << 10, false},
+	// The installed linux-firmware package (dpkg-query/rpm/pacman transcript).
+	{"firmware-package.txt", 1 << 20, false},
 	// Boot evidence, read by detect/hostfix for `doctor --plan --bundle`:
 	// how the machine boots and the files a plan would edit.
 	{"bootloader.txt", 1 << 20, false},

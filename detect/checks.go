@@ -12,36 +12,43 @@ import (
 // report; runChecks stamps the check's ID on it.
 type checkFunc func(f *facts, r *Report) Check
 
-// checkDef is one host check: its identity, its name for people and the
-// function that judges it.
+// checkDef is one host check: its identity, its name for people, the
+// function that judges it and the commands whose output it reads.
 type checkDef struct {
 	ID    string    // DESIGN.md's check ID, as doctor --json prints it
 	Title string    // the check's name in doctor's text output
 	Run   checkFunc // the verdict
 	Doc   string    // one line: what the check looks at
+	// Needs are the collector's commands (program names) the check reads: when
+	// one timed out or failed and the check could not judge, doctor says so
+	// instead of quietly skipping it.
+	Needs []string
 }
 
 // checks are every host check, in the order doctor prints them (goreleaser's
 // pipeline as a slice). To add a check: add a row here and write its
 // function; CheckIDs, the order and the titles follow from this table.
 var checks = []checkDef{
-	{"gpu", "GPU", checkGPU, "an AMD GPU is there and listed by what was collected"},
-	{"gfx-support", "GPU target", checkGFXSupport, "the GPU's LLVM target is one current ROCm builds for"},
-	{"kernel-version", "Kernel", checkKernel, "the kernel is new enough for gfx1151's KFD/CWSR fixes (6.18.4)"},
-	{"mes-firmware", "MES firmware", checkMES, "the MES firmware is not the one that hangs gfx1151 (0x83)"},
-	{"cwsr", "CWSR", checkCWSR, "the kernel has the gfx1151 CWSR fix, or CWSR is off as a stop-gap"},
-	{"gtt-size", "GTT size", checkGTT, "an integrated GPU may use most of RAM as GTT (ttm.pages_limit)"},
-	{"gttsize-deprecated", "amdgpu.gttsize", checkGTTSizeDeprecated, "no deprecated or misspelt amdgpu.gttsize fights the TTM limit"},
-	{"ttm-module", "TTM module", checkTTMModule, "GTT settings go on the TTM module in use (ttm or amdgpu-dkms's amdttm)"},
-	{"carveout", "BIOS carve-out", checkCarveout, "the BIOS carve-out is small, so memory stays with the OS and GTT"},
-	{"kfd-access", "/dev/kfd", checkKFDAccess, "this user can open /dev/kfd"},
-	{"render-groups", "Groups", checkGroups, "the user is in the render and video groups"},
-	{"hsa-override", "HSA override", checkHSAOverride, "no HSA_OVERRIDE_GFX_VERSION spoofs a native GPU"},
-	{"iommu", "IOMMU", checkIOMMU, "the IOMMU setting and its NPU/VFIO trade-off on Strix Halo"},
-	{"container-engine", "Container engine", checkContainerEngine, "podman or docker is installed"},
-	{"distrobox", "distrobox", checkDistrobox, "distrobox is installed (therock-toolbox needs it)"},
-	{"disk-space", "Disk space", checkDisk, "the state dir's disk has room for a build (60 GB)"},
-	{"build-memory", "Build memory", checkBuildMemory, "RAM is enough to compile vLLM and flash-attention"},
+	{"gpu", "GPU", checkGPU, "an AMD GPU is there and listed by what was collected", []string{"lspci", "rocminfo"}},
+	{"gfx-support", "GPU target", checkGFXSupport, "the GPU's LLVM target is one current ROCm builds for", nil},
+	{"kernel-version", "Kernel", checkKernel, "the kernel is new enough for gfx1151's KFD/CWSR fixes (6.18.4)", nil},
+	{"mes-firmware", "MES firmware", checkMES, "the MES firmware is not the one that hangs gfx1151 (0x83)", nil},
+	{"cwsr", "CWSR", checkCWSR, "the kernel has the gfx1151 CWSR fix, or CWSR is off as a stop-gap", nil},
+	{"gtt-size", "GTT size", checkGTT, "an integrated GPU may use most of RAM as GTT (ttm.pages_limit)", []string{"dmesg"}},
+	{"gttsize-deprecated", "amdgpu.gttsize", checkGTTSizeDeprecated, "no deprecated or misspelt amdgpu.gttsize fights the TTM limit", []string{"dmesg"}},
+	{"ttm-module", "TTM module", checkTTMModule, "GTT settings go on the TTM module in use (ttm or amdgpu-dkms's amdttm)", []string{"lsmod", "modinfo"}},
+	{"carveout", "BIOS carve-out", checkCarveout, "the BIOS carve-out is small, so memory stays with the OS and GTT", nil},
+	{"kfd-access", "/dev/kfd", checkKFDAccess, "this user can open /dev/kfd", []string{"rocminfo"}},
+	{"render-groups", "Groups", checkGroups, "the user is in the render and video groups", nil},
+	{"hsa-override", "HSA override", checkHSAOverride, "no HSA_OVERRIDE_GFX_VERSION spoofs a native GPU", nil},
+	{"iommu", "IOMMU", checkIOMMU, "the IOMMU setting and its NPU/VFIO trade-off on Strix Halo", nil},
+	{"container-engine", "Container engine", checkContainerEngine, "podman or docker is installed", []string{"podman", "docker"}},
+	{"distrobox", "distrobox", checkDistrobox, "distrobox is installed (therock-toolbox needs it)", []string{"distrobox"}},
+	{"disk-space", "Disk space", checkDisk, "the state dir's disk has room for a build (60 GB)", nil},
+	{"build-memory", "Build memory", checkBuildMemory, "RAM is enough to compile vLLM and flash-attention", nil},
+	{"firmware-kernel-pair", "Firmware/kernel", checkFirmwarePair, "the kernel and linux-firmware are not a known-bad pair (20251125; 7.2.x with 20260810)", []string{"dpkg-query", "rpm", "pacman"}},
+	{"lockup-timeout", "GPU watchdog", checkLockupTimeout, "long GPU jobs are not reset by amdgpu's watchdog (amdgpu.lockup_timeout)", []string{"dmesg"}},
+	{"npu", "NPU", checkNPU, "the XDNA NPU, when present, is usable with this IOMMU setting", []string{"lspci", "lsmod"}},
 }
 
 // CheckIDs are DESIGN.md's check IDs, in the order doctor prints them.
@@ -69,10 +76,22 @@ func runChecks(f *facts, r *Report) []Check {
 	out := make([]Check, 0, len(checks))
 	for _, def := range checks {
 		c := def.Run(f, r)
+		if p := f.commandProblem(def.Needs...); c.Status == StatusSkip && p != "" {
+			c = unchecked(p, c.Summary)
+		}
 		c.ID = def.ID
 		out = append(out, c)
 	}
 	return out
+}
+
+// unchecked is the verdict of a check whose command did not finish: a
+// warning that says which command and why, never a silent skip.
+func unchecked(problem, why string) Check {
+	return Check{Status: StatusWarn,
+		Summary: problem + ", so this was not checked",
+		Fix:     "The machine may have been busy. Run the command yourself to see whether it hangs or fails,\nthen run haloforge doctor again.",
+		Detail:  "Without it: " + why}
 }
 
 func skip(summary string) Check { return Check{Status: StatusSkip, Summary: summary} }
@@ -123,7 +142,7 @@ func checkGPU(f *facts, r *Report) Check {
 	}
 	// Only a source that lists GPUs can tell that there is none; a live
 	// collection looked at sysfs and PCI, so finding nothing is an answer.
-	listing := len(f.kfd) > 0 || f.manifest != nil
+	listing := len(f.kfd) > 0 || len(f.pci) > 0 || f.manifest != nil
 	for _, name := range []string{"rocminfo.txt", "lspci.txt", "amd-smi.txt", "rocm-smi.txt", "vulkaninfo.txt"} {
 		listing = listing || f.b.Has(name)
 	}
@@ -137,19 +156,41 @@ func checkGPU(f *facts, r *Report) Check {
 		return Check{Status: StatusWarn,
 			Summary: "amdgpu driver is loaded but no GPU could be listed (device nodes not reachable?)",
 			Fix:     "Run haloforge doctor on the host itself, not in a container or sandbox without /dev/kfd and /dev/dri;\nsee the kfd-access check."}
+	case len(r.OtherGPUs) == 0 && len(f.pci) == 0 && f.commandProblem("lspci", "rocminfo") != "":
+		// Nothing listed the GPUs: that says nothing about whether there are any.
+		return unchecked(f.commandProblem("lspci", "rocminfo"), "no GPU was listed")
 	}
-	s := "no AMD GPU found"
-	if len(r.OtherGPUs) > 0 {
-		var names []string
-		for _, o := range r.OtherGPUs {
-			if o.Name != nil {
-				names = append(names, *o.Name)
-			}
+	bios := "it is enabled in the BIOS and that the amdgpu driver binds to it:\n" +
+		"  lspci -nnk | grep -A3 -E 'VGA|Display|3D'   (or: grep -H . /sys/bus/pci/devices/*/class)"
+	var seen, foreign []string
+	for _, o := range r.OtherGPUs {
+		name := strOr(o.Name, "display controller")
+		if v := vendorTitle(o.Vendor); v != "" && !strings.Contains(strings.ToLower(name), strings.ToLower(v)) {
+			name = v + " " + name
 		}
-		s += "; found " + strings.Join(names, ", ")
+		if o.PCIID != nil && !strings.Contains(name, *o.PCIID) {
+			name += " (" + *o.PCIID + ")"
+		}
+		seen = append(seen, name)
+		if o.Vendor != "amd" {
+			foreign = append(foreign, name)
+		}
 	}
-	return Check{Status: StatusFail, Summary: s,
-		Fix: "haloforge targets AMD GPUs (Strix Halo gfx1151 first). Check that the GPU is enabled in the BIOS and\nthat the amdgpu driver binds to it: lspci -nnk | grep -A3 -E 'VGA|Display|3D'"}
+	if len(seen) == 0 {
+		return Check{Status: StatusFail, Summary: "no AMD GPU found",
+			Fix: "haloforge targets AMD GPUs (Strix Halo gfx1151 first). If this machine has one, check that " + bios}
+	}
+	sum := "no AMD GPU found; this machine has " + strings.Join(seen, ", ")
+	if len(foreign) == len(seen) {
+		// Only other vendors' GPUs: say plainly what haloforge is for, not
+		// BIOS advice that cannot help (issue 14: the NVIDIA H100 machine).
+		return Check{Status: StatusFail, Summary: sum,
+			Fix: "haloforge sets up AMD GPUs (Strix Halo, gfx1151, first); it cannot drive " + strings.Join(foreign, ", ") + ".\n" +
+				"To see what it does on a Strix Halo, run: haloforge demo\n" +
+				"If this machine also has an AMD GPU, check that " + bios}
+	}
+	return Check{Status: StatusFail, Summary: sum,
+		Fix: "haloforge targets AMD GPUs that ROCm or Vulkan can drive (Strix Halo gfx1151 first). If this machine has one, check that " + bios}
 }
 
 // rocmGFX are the targets current ROCm builds for (and that tracks use).
@@ -219,9 +260,9 @@ func checkMES(_ *facts, r *Report) Check {
 	if !strixHalo(r) {
 		return skip("MES firmware advice is for gfx1151")
 	}
-	const how = "sudo grep MES /sys/kernel/debug/dri/*/amdgpu_firmware_info"
+	const how = "cat /sys/class/drm/card*/device/fw_version/mes_fw_version   (kernel 6.6+; older: sudo grep MES /sys/kernel/debug/dri/*/amdgpu_firmware_info)"
 	if r.Firmware.MES == nil {
-		return Check{Status: StatusSkip, Summary: "MES firmware version unknown (reading it needs root)",
+		return Check{Status: StatusSkip, Summary: "MES firmware version unknown (not collected: sysfs fw_version/mes_fw_version, or debugfs as root)",
 			Fix: "Check it with: " + how + "\n0x00000080 is good; 0x00000083 (linux-firmware 20251125) hangs the GPU."}
 	}
 	mes := *r.Firmware.MES

@@ -58,7 +58,10 @@ var amdDevices = map[string]knownDevice{
 
 // nameGFX maps product and code names to targets, the weakest source.
 var nameGFX = []struct{ sub, gfx string }{
-	{"8060s", "gfx1151"}, {"8050s", "gfx1151"}, {"strix halo", "gfx1151"},
+	// Strix Halo (8060S/8050S/8040S) and Gorgon Halo (Ryzen AI Max PRO 400:
+	// 8065S/8050S) are all gfx1151 (ROCm 10.0.0 release notes' GPU table).
+	{"8065s", "gfx1151"}, {"8060s", "gfx1151"}, {"8050s", "gfx1151"}, {"8040s", "gfx1151"},
+	{"strix halo", "gfx1151"}, {"gorgon halo", "gfx1151"},
 	{"890m", "gfx1150"}, {"880m", "gfx1150"}, {"strix point", "gfx1150"},
 	{"7900 xtx", "gfx1100"}, {"7900 xt", "gfx1100"}, {"navi 31", "gfx1100"},
 	{"7800 xt", "gfx1101"}, {"navi 32", "gfx1101"}, {"navi 33", "gfx1102"},

@@ -21,6 +21,12 @@ type Dmesg struct {
 	PCISlot           string   // first "amdgpu 0000:c5:00.0:" prefix
 	DeviceID          string   // "initializing kernel modesetting (VEGA10 0x1002:0x6863 …)"
 	ComputeUnits      *int     // "SE 2, SH per SE 2, CU per SH 10, active_cu_number 40"
+	RingTimeouts      []string // rings of "ring gfx_0.0.0 timeout" lines: a GPU job outlived the watchdog
+	MESErrors         int      // "MES failed to respond" / "MES might be in unrecoverable state"
+	LockupDisabled    bool     // "lockup timeout disabled": amdgpu.lockup_timeout is negative
+	LockupInvalid     bool     // "invalid lockup_timeout parameter syntax": amdgpu did not start
+	XDNASeen          bool     // a line of the amdxdna NPU driver
+	XDNASVAFailed     bool     // "SVA bind device failed": the NPU cannot map memory (needs the IOMMU)
 }
 
 var (
@@ -33,6 +39,9 @@ var (
 	dmesgMismatch  = regexp.MustCompile(`GTT size has been set as (\d+) but TTM size has been set as (\d+)`)
 	dmesgCURe      = regexp.MustCompile(`active_cu_number (\d+)`)
 	dmesgModeRe    = regexp.MustCompile(`initializing kernel modesetting \((.+?) 0x1002:0x([0-9A-Fa-f]{4})`)
+	// "amdgpu: ring gfx_0.0.0 timeout, signaled seq=…" (6.x) and
+	// "*ERROR* ring gfx timeout, signaled seq=…" (older kernels).
+	dmesgRingTimeoutRe = regexp.MustCompile(`\bring (\S+) timeout\b`)
 )
 
 // ParseDmesg reads dmesg output. Lines a terminal wrapped (no timestamp while
@@ -88,6 +97,21 @@ func parseDmesgLine(d *Dmesg, l string) {
 		if n, err := strconv.Atoi(m[1]); err == nil && n < 1<<16 {
 			d.ComputeUnits = &n
 		}
+	}
+	if m := dmesgRingTimeoutRe.FindStringSubmatch(l); m != nil && len(d.RingTimeouts) < 1000 {
+		d.RingTimeouts = append(d.RingTimeouts, strings.TrimSuffix(m[1], ","))
+	}
+	switch {
+	case strings.Contains(l, "MES failed to respond") || strings.Contains(l, "MES might be in unrecoverable state"):
+		d.MESErrors++
+	case strings.Contains(l, "lockup timeout disabled"):
+		d.LockupDisabled = true
+	case strings.Contains(l, "invalid lockup_timeout parameter syntax"):
+		d.LockupInvalid = true
+	}
+	if strings.Contains(l, "amdxdna") {
+		d.XDNASeen = true
+		d.XDNASVAFailed = d.XDNASVAFailed || strings.Contains(l, "SVA bind device failed")
 	}
 	if m := dmesgModeRe.FindStringSubmatch(l); m != nil && d.DeviceID == "" {
 		d.DeviceID = strings.ToLower(m[2])

@@ -33,15 +33,23 @@ func planGTT(ramBytes int64) gttPlan {
 // options. The wizard prints it; it never runs it.
 func kernelArgsFix(add, remove []string, osID string) string {
 	var fedora, debian, modprobe []string
+	var addF, addD, remF, remD []string
 	if len(add) > 0 {
-		fedora = append(fedora, fmt.Sprintf(`sudo grubby --update-kernel=ALL --args="%s"`, strings.Join(add, " ")))
-		debian = append(debian, fmt.Sprintf(`sudo sed -i 's/^GRUB_CMDLINE_LINUX_DEFAULT="/&%s /' /etc/default/grub`, strings.Join(add, " ")))
+		addF = append(addF, fmt.Sprintf(`sudo grubby --update-kernel=ALL --args="%s"`, strings.Join(add, " ")))
+		addD = append(addD, fmt.Sprintf(`sudo sed -i 's/^GRUB_CMDLINE_LINUX_DEFAULT="/&%s /' /etc/default/grub`, strings.Join(add, " ")))
 	}
 	if len(remove) > 0 {
-		fedora = append(fedora, fmt.Sprintf(`sudo grubby --update-kernel=ALL --remove-args="%s"`, strings.Join(remove, " ")))
+		remF = append(remF, fmt.Sprintf(`sudo grubby --update-kernel=ALL --remove-args="%s"`, strings.Join(remove, " ")))
 		for _, r := range remove {
-			debian = append(debian, fmt.Sprintf(`sudo sed -i -E 's/ ?%s=[^ "]*//g' /etc/default/grub`, strings.ReplaceAll(r, ".", `\.`)))
+			remD = append(remD, fmt.Sprintf(`sudo sed -i -E 's/ ?%s=[^ "]*//g' /etc/default/grub`, strings.ReplaceAll(r, ".", `\.`)))
 		}
+	}
+	if replaces(add, remove) {
+		// A new value for a parameter already set: the old one goes first,
+		// or the removal would take the new one with it.
+		fedora, debian = append(remF, addF...), append(remD, addD...)
+	} else {
+		fedora, debian = append(addF, remF...), append(addD, remD...)
 	}
 	debian = append(debian, "sudo update-grub")
 	modprobe = modprobeLines(add, remove)
@@ -56,6 +64,19 @@ func kernelArgsFix(add, remove []string, osID string) string {
 		blocks = append(blocks, "Or as module options (any distro; then rebuild the initramfs: sudo dracut -f on Fedora, sudo update-initramfs -u on Ubuntu/Debian):\n  "+strings.Join(modprobe, "\n  "))
 	}
 	return strings.Join(blocks, "\n") + "\nThen reboot."
+}
+
+// replaces is true when a parameter is both removed and added (a new value).
+func replaces(add, remove []string) bool {
+	for _, a := range add {
+		k, _, _ := strings.Cut(a, "=")
+		for _, r := range remove {
+			if k == r {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // modprobeLines turns module parameters (ttm.pages_limit=N) into
@@ -74,16 +95,19 @@ func modprobeLines(add, remove []string) []string {
 		}
 		byMod[mod] = append(byMod[mod], param+"="+v)
 	}
-	var out []string
+	var adds, removes []string
 	for _, mod := range order {
-		out = append(out, fmt.Sprintf(`echo "options %s %s" | sudo tee /etc/modprobe.d/%s.conf`, mod, strings.Join(byMod[mod], " "), mod))
+		adds = append(adds, fmt.Sprintf(`echo "options %s %s" | sudo tee /etc/modprobe.d/%s.conf`, mod, strings.Join(byMod[mod], " "), mod))
 	}
 	for _, r := range remove {
 		if mod, param, ok := strings.Cut(r, "."); ok {
-			out = append(out, fmt.Sprintf(`sudo sed -i '/^options %s .*%s=/d' /etc/modprobe.d/*.conf`, mod, param))
+			removes = append(removes, fmt.Sprintf(`sudo sed -i '/^options %s .*%s=/d' /etc/modprobe.d/*.conf`, mod, param))
 		}
 	}
-	return out
+	if replaces(add, remove) {
+		return append(removes, adds...)
+	}
+	return append(adds, removes...)
 }
 
 // gttArgs are the parameters that size GTT, on amdttm too when dkms is loaded.

@@ -135,6 +135,63 @@ func FuzzVulkaninfo(f *testing.F) {
 	})
 }
 
+// FuzzPCISysfs feeds one text as every attribute of a PCI device: IDs come
+// out as fixed-width lower-case hex or not at all.
+func FuzzPCISysfs(f *testing.F) {
+	seeds(f, "sys/bus/pci/devices/0000:18:00.0/uevent", "$ cat /sys/bus/pci/devices/0000:c5:00.0/class\n0x038000\n", "0x", "PCI_ID=10DE:\nPCI_CLASS=3020000000\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		files := map[string]string{}
+		for _, name := range pciFiles {
+			files[name] = s
+		}
+		d := ParsePCISysDevice("0000:18:00.0", files)
+		for _, v := range []struct {
+			got   string
+			width int
+		}{{d.Class, 6}, {d.Vendor, 4}, {d.Device, 4}, {d.SubVendor, 4}, {d.SubDevice, 4}, {d.Revision, 2}} {
+			if v.got != "" && (len(v.got) != v.width || strings.ToLower(v.got) != v.got || strings.Trim(v.got, "0123456789abcdef") != "") {
+				t.Fatalf("bad hex %q in %+v", v.got, d)
+			}
+		}
+		_ = pciName(d.Vendor, d.Device)
+	})
+}
+
+// FuzzFirmwarePackages: any text gives known firmware packages whose
+// release, when set, is a real YYYYMMDD date at the start of the version.
+func FuzzFirmwarePackages(f *testing.F) {
+	seeds(f, "firmware-package.txt", "ii  firmware-amd-graphics 1:20230210-5 all x\n", "amd-gpu-firmware.noarch 20251111-1.fc43 @updates\n",
+		"/nix/store/q0v3mxbzlqz8rk3d1cx8f9yjvn1y0dpa-linux-firmware-20260810-zstd/lib\n", "linux-firmware-20251399-1.fc43.noarch\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, p := range ParseFirmwarePackages(s) {
+			if !firmwarePackageName(p.Name) || p.Version == "" {
+				t.Fatalf("bad package %+v", p)
+			}
+			if p.Release != "" && (len(p.Release) != 8 || !strings.Contains(p.Version, p.Release)) {
+				t.Fatalf("release %q not from version %q", p.Release, p.Version)
+			}
+		}
+		_ = amdgpuFirmwarePackage(ParseFirmwarePackages(s))
+	})
+}
+
+// FuzzLockupTimeout: amdgpu.lockup_timeout as the kernel reads it; a value
+// accepted as set is a positive number of milliseconds or -1 (disabled).
+func FuzzLockupTimeout(f *testing.F) {
+	for _, s := range []string{"", "0", "20000", "-1", "0x4e20", "10000,60000,10000,10000", ",", "-0", "99999999999999999999", "010"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ms, set, ok := parseLockupTimeout(s)
+		if set && (!ok || (ms <= 0 && ms != -1)) {
+			t.Fatalf("parseLockupTimeout(%q) = %d %v %v", s, ms, set, ok)
+		}
+		if !ok && set {
+			t.Fatalf("rejected yet set: %q", s)
+		}
+	})
+}
+
 // FuzzSmallParsers covers the one-value sources: uname, lsmod, free,
 // meminfo, groups, env, df, tool versions, dev and the sysfs value reader.
 func FuzzSmallParsers(f *testing.F) {
@@ -168,7 +225,10 @@ func FuzzAnalyse(f *testing.F) {
 		for _, name := range []string{"rocminfo.txt", "lspci.txt", "cmdline.txt", "uname.txt", "dmesg.txt", "lsmod.txt",
 			"modinfo-amdgpu.txt", "amd-smi.txt", "rocm-smi.txt", "vulkaninfo.txt", "firmware.txt", "meminfo.txt", "free.txt",
 			"groups.txt", "env.txt", "df.txt", "dev.txt", "kfd-topology.txt", "sys/class/kfd/kfd/topology/nodes/1/properties",
-			"sys/class/drm/card0/device/mem_info_gtt_total", "sys/module/ttm/parameters/pages_limit"} {
+			"sys/class/drm/card0/device/mem_info_gtt_total", "sys/module/ttm/parameters/pages_limit",
+			"firmware-package.txt", "collect.txt", "sys/module/amdgpu/parameters/lockup_timeout", "sys/class/drm/card0/device/fw_version/mes_fw_version",
+			"sys/bus/pci/devices/0000:c5:00.0/class", "sys/bus/pci/devices/0000:c5:00.0/vendor", "sys/bus/pci/devices/0000:c5:00.0/device",
+			"sys/bus/pci/devices/0000:c6:00.1/uevent"} {
 			_ = b.Set(name, []byte(s))
 		}
 		r := Analyse(b)

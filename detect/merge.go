@@ -31,16 +31,18 @@ type sourceGPU struct {
 	cus        *int
 	render     *int
 	cwsr       *bool
+	legacy     bool // an AMD display device ROCm cannot drive (radeon driver)
 }
 
 // mergeGPUs builds r.GPUs in precedence order: KFD sysfs, rocminfo,
-// amd-smi/rocm-smi, lspci/vulkaninfo, names. Lower sources only fill gaps.
+// amd-smi/rocm-smi, lspci, PCI sysfs, vulkaninfo, names. Lower sources only
+// fill gaps.
 func mergeGPUs(f *facts, r *Report) {
 	var cands []*cand
 	var others []*cand
-	for _, src := range [][]sourceGPU{kfdGPUs(f), drmGPUs(f), rocminfoGPUs(f), smiGPUs(f.amdsmi, "amd-smi"), smiGPUs(f.rocmsmi, "rocm-smi"), lspciGPUs(f), vulkanGPUs(f)} {
+	for _, src := range [][]sourceGPU{kfdGPUs(f), drmGPUs(f), rocminfoGPUs(f), smiGPUs(f.amdsmi, "amd-smi"), smiGPUs(f.rocmsmi, "rocm-smi"), lspciGPUs(f), pciSysGPUs(f), vulkanGPUs(f)} {
 		for _, s := range src {
-			if s.vendor != "" && s.vendor != "amd" || s.vendor == "amd" && isPreGCN(s.name) && s.gfx == "" {
+			if s.vendor != "" && s.vendor != "amd" || s.vendor == "amd" && (s.legacy || isPreGCN(s.name) && s.gfx == "") {
 				others = addOther(others, s)
 				continue
 			}
@@ -170,16 +172,16 @@ func finish(c *cand, r *Report) {
 		// so a small carve-out with a 4x larger GTT is an APU even below 8 GiB GTT.
 		c.Integrated = ptr(v > 0 && v <= 4<<30 && g >= 4*v && (g >= 8<<30 || v <= 1<<30))
 	}
+	if c.GFX == nil && c.Name != nil {
+		if g := gfxFromName(*c.Name); g != "" {
+			c.GFX = ptr(g)
+		}
+	}
 	if c.Integrated == nil && c.GFX != nil && apuOnlyGFX[*c.GFX] {
 		c.Integrated = ptr(true)
 	}
 	if c.Integrated != nil && !*c.Integrated && c.VRAMBytes == nil && c.PoolBytes != nil && c.Source == "rocminfo" {
 		c.VRAMBytes = c.PoolBytes // a discrete GPU's global pool is its VRAM
-	}
-	if c.GFX == nil && c.Name != nil {
-		if g := gfxFromName(*c.Name); g != "" {
-			c.GFX = ptr(g)
-		}
 	}
 	if c.RuntimeGFX != nil && c.hwGFX != "" && *c.RuntimeGFX != c.hwGFX && c.Source != "kfd" {
 		r.note("rocminfo reports %s but the hardware is %s: the runtime is overridden (HSA_OVERRIDE_GFX_VERSION)", *c.RuntimeGFX, c.hwGFX)

@@ -377,3 +377,29 @@ func TestSysValueTranscript(t *testing.T) {
 		t.Errorf("plain file = %q", v)
 	}
 }
+
+// TestParsePCISysDevice reads a device's sysfs attributes as the kernel
+// writes them, as a pasted `cat`, and from uevent alone.
+func TestParsePCISysDevice(t *testing.T) {
+	dir := "nvidia-h100-sysfs/sys/bus/pci/devices/0000:18:00.0/"
+	files := map[string]string{}
+	for _, f := range []string{"class", "vendor", "device", "subsystem_vendor", "subsystem_device", "uevent"} {
+		files[f] = fixture(t, dir+f)
+	}
+	want := PCISysDevice{Slot: "18:00.0", Class: "030200", Vendor: "10de", Device: "2330", SubVendor: "10de", SubDevice: "16c1", Driver: "nvidia"}
+	if d := cmp.Diff(want, ParsePCISysDevice("0000:18:00.0", files)); d != "" {
+		t.Errorf("attribute files (-want +got):\n%s", d)
+	}
+	onlyUevent := map[string]string{"uevent": files["uevent"]}
+	if d := cmp.Diff(want, ParsePCISysDevice("0000:18:00.0", onlyUevent)); d != "" {
+		t.Errorf("uevent alone (-want +got):\n%s", d)
+	}
+	for v, text := range pasteVariants(files["vendor"], "cat /sys/bus/pci/devices/0000:18:00.0/vendor") {
+		if got := ParsePCISysDevice("0000:18:00.0", map[string]string{"vendor": text}); got.Vendor != "10de" {
+			t.Errorf("vendor pasted %s: %q", v, got.Vendor)
+		}
+	}
+	if d := ParsePCISysDevice("x", map[string]string{"class": "0x0302000000\n", "vendor": "nvidia\n"}); d.Class != "" || d.Vendor != "" {
+		t.Errorf("junk read as IDs: %+v", d)
+	}
+}

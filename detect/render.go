@@ -65,7 +65,7 @@ func (r *Report) verdict() string {
 	} else if r.Primary() != nil {
 		s += "\nGPU target unknown, so no track is recommended: run haloforge doctor on the machine itself."
 	} else {
-		s += "\nNo track fits this machine yet: haloforge needs an AMD GPU."
+		s += "\nNo track fits this machine yet: haloforge needs an AMD GPU (haloforge demo shows it on a Strix Halo)."
 	}
 	return s
 }
@@ -87,7 +87,11 @@ func (r *Report) writeFacts(b *strings.Builder) {
 		fmt.Fprintf(b, " [from %s]\n", g.Source)
 	}
 	for _, g := range r.OtherGPUs {
-		fmt.Fprintf(b, "  other display device: %s (%s)\n", strOr(g.Name, "unnamed"), g.Vendor)
+		id := ""
+		if g.PCIID != nil {
+			id = ", " + *g.PCIID
+		}
+		fmt.Fprintf(b, "  other display device: %s (%s%s) [from %s]\n", strOr(g.Name, "unnamed"), g.Vendor, id, g.Source)
 	}
 	fmt.Fprintf(b, "  kernel: %s\n", strOr(r.Kernel.Release, "unknown"))
 	if r.Kernel.Cmdline != nil {

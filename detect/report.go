@@ -27,6 +27,7 @@ type Report struct {
 	Kernel    Kernel   `json:"kernel"`
 	Firmware  Firmware `json:"firmware"`
 	Memory    Memory   `json:"memory"`
+	NPU       NPU      `json:"npu"` // the XDNA NPU, when a source shows one
 	Host      Host     `json:"host"`
 	Checks    []Check  `json:"checks"`
 	// RecommendedTrack is filled by the caller from steps.RecommendFor:
@@ -51,7 +52,7 @@ type GPU struct {
 	RuntimeGFX   *string `json:"runtime_gfx"` // what rocminfo reported, when it differs from the hardware
 	PoolBytes    *int64  `json:"rocm_pool_bytes"`
 	RenderMinor  *int    `json:"drm_render_minor"`
-	Vendor       string  `json:"vendor"`   // amd, nvidia, intel
+	Vendor       string  `json:"vendor"`   // amd, nvidia, intel, aspeed, matrox, vmware, virtio, qemu, microsoft, cirrus, other
 	Source       string  `json:"source"`   // the highest-precedence source that listed it
 	CWSR         *bool   `json:"cwsr_fix"` // KFD node lists cwsr_size and ctl_stack_size
 }
@@ -63,11 +64,15 @@ type Kernel struct {
 	TTMModule     *string           `json:"ttm_module"`
 	AMDGPUDKMS    *bool             `json:"amdgpu_dkms"`
 	TTMPagesLimit *int64            `json:"ttm_pages_limit"` // from /sys/module/<ttm>/parameters
+	Watchdog      *Watchdog         `json:"watchdog"`        // amdgpu.lockup_timeout and the GPU resets dmesg shows; null when unknown
 }
 
-// Firmware holds GPU firmware versions.
+// Firmware holds GPU firmware versions and the package that installed them.
 type Firmware struct {
-	MES *string `json:"mes"`
+	MES *string `json:"mes"` // the running MES firmware: sysfs fw_version/mes_fw_version, or debugfs (root)
+	// Package is the installed package carrying the amdgpu firmware (null
+	// when no package manager answered): what a plan pins or rolls back.
+	Package *FirmwarePackage `json:"package"`
 }
 
 // Memory holds the OS-visible RAM.
@@ -160,14 +165,19 @@ func (r *Report) Failed() []Check {
 }
 
 // ROCmBroken reports whether ROCm cannot work on this host: the amdgpu
-// driver is not loaded, or the MES firmware is the one that hangs the GPU.
-// A sandbox that hides /dev/kfd says nothing about the host, so it does not count.
+// driver is not loaded, or the MES firmware is the one that hangs the GPU
+// (running, or installed as linux-firmware 20251125). A sandbox that hides
+// /dev/kfd says nothing about the host, so it does not count.
 func (r *Report) ROCmBroken() bool {
 	if r.Driver.Loaded != nil && !*r.Driver.Loaded {
 		return true
 	}
-	c, ok := r.Check("mes-firmware")
-	return ok && c.Status == StatusFail
+	for _, id := range []string{"mes-firmware", "firmware-kernel-pair"} {
+		if c, ok := r.Check(id); ok && c.Status == StatusFail {
+			return true
+		}
+	}
+	return false
 }
 
 // CannotBuild reports whether the host lacks the disk or the RAM to compile

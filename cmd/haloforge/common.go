@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -80,7 +79,8 @@ func cmdContext(cmd *cobra.Command) context.Context {
 // judged where builds write, the state dir, or the nearest directory above
 // it that exists yet.
 func collectOptions(stateDir string) detect.CollectOptions {
-	return detect.CollectOptions{Root: "/", Timeout: 800 * time.Millisecond, Version: version, DiskDir: existingDir(stateDir)}
+	// No Timeout: the collector gives each command its own fair limit.
+	return detect.CollectOptions{Root: "/", Version: version, DiskDir: existingDir(stateDir)}
 }
 
 // existingDir is dir, or its nearest ancestor that exists.

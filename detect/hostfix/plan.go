@@ -115,6 +115,12 @@ func Build(r *detect.Report, e *Evidence, o Options) (*Plan, error) {
 	p := &Plan{Version: PlanVersion, CreatedBy: "haloforge " + o.Version, Source: o.Source, Actions: []Action{}, Script: []string{}, Files: []FileDiff{}}
 	p.Boot = DetectBoot(e)
 	p.Bootloader = p.Boot.Name
+	// Without an AMD GPU there is nothing for haloforge to set up: no
+	// kernel argument, group or package on such a host serves it.
+	if status(r, "gpu") == detect.StatusFail {
+		skippedChecks(p, r, nil)
+		return p, nil
+	}
 	wants, err := wantedArgs(r, o, p)
 	if err != nil {
 		return nil, err

@@ -71,11 +71,14 @@ func TestPlanPerBundle(t *testing.T) {
 		"holdout/freeze-notes-70725043048": {"set:ttm.pages_limit", "set:ttm.page_pool_size", "remove:amdgpu.gttsize"},
 		"holdout/rocm-6143": {"remove:amdgpu.gttsize", "set:amdttm.pages_limit", "set:amdttm.page_pool_size", "set:amdgpu.cwsr_enable",
 			"package:kernel", "firmware:bios-carveout"},
-		"bundles/gfx1151-amdttm-wrapped":     {"set:ttm.pages_limit", "set:ttm.page_pool_size", "remove:amdgpu.gttsize"},
-		"bundles/gfx1151-carveout-96g":       {"firmware:bios-carveout"},
-		"bundles/gfx1151-gttsize-deprecated": {"remove:amdgpu.gtt_size"},
-		"bundles/gfx1151-no-devkfd":          {"set:amdgpu.cwsr_enable", "package:kernel"},
-		"demo":                               {"set:ttm.pages_limit", "set:ttm.page_pool_size"},
+		"bundles/gfx1151-amdttm-wrapped":      {"set:ttm.pages_limit", "set:ttm.page_pool_size", "remove:amdgpu.gttsize"},
+		"bundles/gfx1151-carveout-96g":        {"firmware:bios-carveout"},
+		"bundles/gfx1151-gttsize-deprecated":  {"remove:amdgpu.gtt_size"},
+		"bundles/gfx1151-no-devkfd":           {"set:amdgpu.cwsr_enable", "package:kernel"},
+		"demo":                                {"set:ttm.pages_limit", "set:ttm.page_pool_size"},
+		"holdout/rocm-5180-zw963":             {"firmware:kernel-pair"},
+		"bundles/gfx1151-fw20251125":          {"set:amdgpu.cwsr_enable", "package:kernel", "firmware:kernel-pair"},
+		"bundles/gfx1151-kernel72-fw20260810": {"firmware:kernel-pair"},
 	}
 	skipped := map[string][]string{
 		"holdout/aura-gpu-2":         {"gfx-support"},
@@ -88,6 +91,7 @@ func TestPlanPerBundle(t *testing.T) {
 		"bundles/gfx900-7gpus":       {"gfx-support"},
 		"bundles/no-kfd":             {"gpu", "kfd-access"},
 		"bundles/nvidia-only":        {"gpu"},
+		"bundles/nvidia-h100-sysfs":  {"gpu", "container-engine", "distrobox"}, // no AMD GPU: no install advice, only why
 	}
 	dirs, _ := filepath.Glob("../testdata/holdout/*")
 	more, _ := filepath.Glob("../testdata/bundles/*")
