@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Input is one thing `haloforge diagnose` reads: a log, standard input, a
@@ -194,4 +195,44 @@ func scanTarGz(path string) ([]Finding, error) {
 		return nil, fmt.Errorf("%s: no .log or .txt files to diagnose", path)
 	}
 	return all, nil
+}
+
+// openRegular opens path for reading only when it is a regular file. The
+// open does not block (a FIFO without a writer would hang os.Open) and the
+// check is made on the opened file, so a name swapped for a FIFO or a
+// device between a Stat and the open is refused too.
+func openRegular(path string) (*os.File, fs.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %s, not a regular file", path, fileKind(info.Mode()))
+	}
+	return f, info, nil
+}
+
+// fileKind names what a non-regular file is, for messages.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m.IsDir():
+		return "a directory"
+	}
+	return "not a regular file"
 }
