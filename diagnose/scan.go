@@ -84,34 +84,61 @@ type chunkState struct {
 	line    int // line number at offset counted
 }
 
+// searchWays is how many parts fast splits a large region into.
+const searchWays = 4
+
 // fast scans text[from:to] (whole lines, no escapes) for literals and
-// evaluates the lines that hold one. Large regions are split in two at a
-// line start and searched together (see next2); the second half's lines
-// are evaluated after the first half's, so lines are seen in order.
+// evaluates the lines that hold one. Large regions are split in parts at
+// line starts and searched together (see next4); the later parts' lines
+// are evaluated after the first part's, so lines are seen in order.
 func (c *chunkState) fast(from, to int) {
-	mid := lineStart(c.text, from+(to-from)/2)
-	if to-from < splitMin || mid <= from {
+	if to-from < splitMin {
 		c.fastOne(from, to)
 		return
 	}
 	set := engine.set
-	x, y := search{text: c.text[from:mid]}, search{text: c.text[mid:to]}
-	set.restart(&x, 0)
-	set.restart(&y, 0)
-	var later []int // line starts of the second half's candidates
-	for {
-		which, at := set.next2(&x, &y)
-		switch which {
-		case 0:
-			set.restart(&x, c.evalAt(lineStart(c.text, from+at))-from)
+	var parts [searchWays]search
+	var base [searchWays]int
+	var later [searchWays][]int // line starts of the later parts' candidates
+	active := make([]int, 0, searchWays)
+	for k, start := 1, from; k <= searchWays; k++ {
+		end := to
+		if k < searchWays {
+			end = lineStart(c.text, from+(to-from)*k/searchWays)
+		}
+		if end <= start {
+			continue // a long line: it goes to the next part
+		}
+		i := len(active)
+		parts[i], base[i] = search{text: c.text[start:end]}, start
+		set.restart(&parts[i], 0)
+		active = append(active, i)
+		start = end
+	}
+	for len(active) > 0 {
+		var j, at int
+		switch len(active) {
+		case 4:
+			j, at = set.next4(&parts[active[0]], &parts[active[1]], &parts[active[2]], &parts[active[3]])
 		case 1:
-			later = append(later, lineStart(c.text, mid+at))
-			set.restart(&y, lineEnd(c.text, mid+at)+1-mid)
+			at = set.next1(&parts[active[0]])
+		default: // with three, the third waits for one of the first two to end
+			j, at = set.next2(&parts[active[0]], &parts[active[1]])
+		}
+		k := active[j]
+		switch {
+		case at < 0:
+			active = append(active[:j], active[j+1:]...)
+		case k == 0:
+			set.restart(&parts[0], c.evalAt(lineStart(c.text, base[0]+at))-base[0])
 		default:
-			for _, ls := range later {
-				c.evalAt(ls)
-			}
-			return
+			later[k] = append(later[k], lineStart(c.text, base[k]+at))
+			set.restart(&parts[k], lineEnd(c.text, base[k]+at)+1-base[k])
+		}
+	}
+	for _, lss := range later[1:] {
+		for _, ls := range lss {
+			c.evalAt(ls)
 		}
 	}
 }
