@@ -168,19 +168,25 @@ func (s *literalSet) at(text []byte, pos int, id int32) (int, bool) {
 	return start, start >= 0 && start+len(p) <= len(text) && string(text[start:start+len(p)]) == p
 }
 
-// each calls f with the id and start of every occurrence of every pattern.
+// each calls f with the id and start of every occurrence of every
+// pattern, in order of where their windows end. It jumps as index does:
+// a shift never passes a place where a window may end, so no occurrence
+// is skipped, and a long line costs a pass, not a step per byte.
 func (s *literalSet) each(text []byte, f func(id, at int)) {
-	m := s.m
-	for pos := m - 1; pos < len(text); pos++ {
-		h := blockHash(packBlock(text[pos-2], text[pos-1], text[pos]))
-		if s.shift[h] != 0 {
+	for pos := s.m - 1; pos < len(text); {
+		h := blockHash(binary.LittleEndian.Uint32(text[pos-3:pos+1]) >> 8)
+		if sh := s.shift[h]; sh != 0 {
+			pos += int(sh)
 			continue
 		}
-		for _, id := range s.buckets[h] {
-			if start, ok := s.at(text, pos, id); ok {
-				f(int(id), start)
+		if s.maybe(text, pos) {
+			for _, id := range s.buckets[h] {
+				if start, ok := s.at(text, pos, id); ok {
+					f(int(id), start)
+				}
 			}
 		}
+		pos += int(s.after[h])
 	}
 }
 
@@ -294,16 +300,24 @@ func (s *literalSet) next4(a, b, c, d *search) (int, int) {
 }
 
 // next1 is next2 for one search: the candidate's start, or -1 when the
-// search ended.
+// search ended. It searches the whole text from the current window on, so
+// a pattern whose window is not its start is found even when it starts
+// before that window.
 func (s *literalSet) next1(x *search) int {
-	if x.pos >= len(x.text) {
-		return -1
+	shift, after := s.shift, s.after
+	t := x.text
+	for p := x.pos; p < len(t); {
+		h := blockHash(binary.LittleEndian.Uint32(t[p-3:p+1]) >> 8)
+		sh := int(shift[h])
+		if sh == 0 {
+			if at, id := s.verify(t, p, h); id >= 0 {
+				x.pos = p
+				return at
+			}
+			sh = int(after[h])
+		}
+		p += sh
 	}
-	from := x.pos - s.m + 1
-	at, _ := s.index(x.text[from:])
-	if at < 0 {
-		x.pos = len(x.text)
-		return -1
-	}
-	return from + at
+	x.pos = len(t)
+	return -1
 }
