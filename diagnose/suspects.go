@@ -55,7 +55,7 @@ func Suspects(path string, limit int) ([]Suspect, error) {
 	if info, err := os.Stat(path); err != nil || !info.Mode().IsRegular() || isTarGz(path) {
 		return nil, err
 	}
-	f, info, err := openRegular(path)
+	f, info, err := openRegular(path, 0)
 	if err != nil {
 		return nil, err
 	}
