@@ -345,18 +345,7 @@ func TestScanMatchesLineLarge(t *testing.T) {
 				b.WriteString(row.Log + "\n")
 			}
 		}
-		log := b.String()
-		fs, err := Scan(strings.NewReader(log), MatcherOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := NewMatcher(MatcherOptions{})
-		for i, l := range strings.Split(log, "\n") {
-			m.Line(i+1, l)
-		}
-		if diff := cmp.Diff(m.End(), fs); diff != "" {
-			t.Errorf("Scan and Line differ on %d MB, %d filler lines (-line +scan):\n%s", len(log)>>20, fillerLines, diff)
-		}
+		fs := scanMatchesLine(t, b.String(), fmt.Sprintf("%d filler lines", fillerLines))
 		if len(fs) < 30 {
 			t.Errorf("only %d families in a log holding every excerpt", len(fs))
 		}
@@ -386,18 +375,7 @@ func TestScanSplitRegionsInOrder(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "[%d/%d] Building HIP object CMakeFiles/_C.dir/csrc/cache_kernels.hip.o\n", i, lines)
 	}
-	log := b.String()
-	fs, err := Scan(strings.NewReader(log), MatcherOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := NewMatcher(MatcherOptions{})
-	for i, l := range strings.Split(log, "\n") {
-		m.Line(i+1, l)
-	}
-	if diff := cmp.Diff(m.End(), fs); diff != "" {
-		t.Errorf("Scan and Line differ (-line +scan):\n%s", diff)
-	}
+	fs := scanMatchesLine(t, b.String(), "signatures in every part")
 	want := map[string][2]int{"hip-no-binary-for-gpu": {2_000, 3}, "therock-amdsmi-double-free": {6_000, 3}}
 	for _, f := range fs {
 		if w, ok := want[f.Family]; !ok || f.Line != w[0] || f.Count != w[1] {
@@ -407,4 +385,22 @@ func TestScanSplitRegionsInOrder(t *testing.T) {
 	if len(fs) != len(want) {
 		t.Errorf("%d findings, want %d", len(fs), len(want))
 	}
+}
+
+// scanMatchesLine scans log with Scan and line by line with Line, reports
+// any difference, and returns Scan's findings.
+func scanMatchesLine(t *testing.T, log, what string) []Finding {
+	t.Helper()
+	fs, err := Scan(strings.NewReader(log), MatcherOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMatcher(MatcherOptions{})
+	for i, l := range strings.Split(log, "\n") {
+		m.Line(i+1, l)
+	}
+	if diff := cmp.Diff(m.End(), fs); diff != "" {
+		t.Errorf("%s, %d MB: Scan and Line differ (-line +scan):\n%s", what, len(log)>>20, diff)
+	}
+	return fs
 }
