@@ -26,7 +26,7 @@ type Input struct {
 // Scan reads the input offline and returns its findings, each with File
 // (and Step, for a run's step logs) set.
 func (in Input) Scan() ([]Finding, error) {
-	return in.scan(func(note string) { *in.skipped = append(*in.skipped, note) })
+	return in.scan(func(note string) { *in.skipped = append(*in.skipped, label(note)) })
 }
 
 // Skipped returns one line for each file the input holds that looked
@@ -168,7 +168,7 @@ func dirInput(in Input, lim limits) (Input, error) {
 		p := filepath.Join(dir, rel)
 		info, why := dirEntryFile(root, dir, rel, d)
 		if why != "" {
-			*in.skipped = append(*in.skipped, p+": "+why)
+			*in.skipped = append(*in.skipped, label(p+": "+why))
 			return nil
 		}
 		if len(files) == lim.files {
@@ -206,7 +206,7 @@ func dirInput(in Input, lim limits) (Input, error) {
 		var all []Finding
 		for _, rel := range files {
 			p := filepath.Join(dir, rel)
-			o := MatcherOptions{File: p, Track: track}
+			o := MatcherOptions{File: label(p), Track: track}
 			if run {
 				o.Step = strings.TrimSuffix(filepath.Base(rel), ".log")
 			}
@@ -329,7 +329,7 @@ func scanTarGz(path string, r io.Reader, lim limits, skip func(string)) ([]Findi
 		if entries++; entries > lim.files {
 			return nil, fmt.Errorf("%s: more than %d entries: diagnose reads at most %d entries of an archive", path, lim.files, lim.files)
 		}
-		name := path + ":" + strings.TrimPrefix(h.Name, "./")
+		name := path + ":" + label(strings.TrimPrefix(h.Name, "./"))
 		isLog := strings.HasSuffix(h.Name, ".txt") || strings.HasSuffix(h.Name, ".log")
 		if isLog && h.Typeflag == tar.TypeReg && h.Size > lim.logBytes {
 			return nil, fmt.Errorf("%s: %s: diagnose reads archive members of at most %s", name, size(h.Size), size(lim.logBytes))
@@ -355,6 +355,13 @@ func scanTarGz(path string, r io.Reader, lim limits, skip func(string)) ([]Findi
 		return nil, fmt.Errorf("%s: no .log or .txt files to diagnose", path)
 	}
 	return all, nil
+}
+
+// label makes a file or member name safe to print: a name in an archive or
+// a directory is anyone's bytes, and escape sequences in it must not reach
+// the terminal.
+func label(name string) string {
+	return printable(strings.ToValidUTF8(name, "\uFFFD"))
 }
 
 // tarKind names a non-regular archive entry, for notes.

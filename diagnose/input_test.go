@@ -151,6 +151,7 @@ func TestOpenInputDirReadsOnlyItsRegularFiles(t *testing.T) {
 	symlink(t, "../bdir/logs/build.log", filepath.Join(dir, "round.log"))
 	symlink(t, "missing.log", filepath.Join(dir, "broken.log"))
 	mkfifo(t, filepath.Join(dir, "p.log"))
+	mkfifo(t, filepath.Join(dir, "\x1b[2Jq.log")) // its note must not clear a screen
 	mkfifo(t, filepath.Join(dir, "inner-fifo"))
 	symlink(t, "inner-fifo", filepath.Join(dir, "to-fifo.log"))
 	l, err := net.Listen("unix", filepath.Join(dir, "s.log"))
@@ -182,13 +183,14 @@ func TestOpenInputDirReadsOnlyItsRegularFiles(t *testing.T) {
 		t.Errorf("findings in %v, want %v", files, want)
 	}
 	want := map[string]string{
-		"out.txt":     "a symbolic link that leads out of " + dir,
-		"zero.log":    "a symbolic link that leads out of " + dir,
-		"round.log":   "a symbolic link that leads out of " + dir,
-		"broken.log":  "a broken symbolic link",
-		"p.log":       "a FIFO, not a regular file",
-		"s.log":       "a socket, not a regular file",
-		"to-fifo.log": "a symbolic link to a FIFO, not to a regular file",
+		"out.txt":        "a symbolic link that leads out of " + dir,
+		"zero.log":       "a symbolic link that leads out of " + dir,
+		"round.log":      "a symbolic link that leads out of " + dir,
+		"broken.log":     "a broken symbolic link",
+		"p.log":          "a FIFO, not a regular file",
+		"\uFFFD[2Jq.log": "a FIFO, not a regular file",
+		"s.log":          "a socket, not a regular file",
+		"to-fifo.log":    "a symbolic link to a FIFO, not to a regular file",
 	}
 	got := map[string]string{}
 	for _, note := range in.Skipped() {
@@ -395,11 +397,13 @@ func TestOpenInputTarGzBounds(t *testing.T) {
 			{name: "bundle/zero.log", typ: tar.TypeChar},
 			{name: "bundle/p.log", typ: tar.TypeFifo},
 			{name: "bundle/sys/link", typ: tar.TypeSymlink}, // not a log name: no note
+			{name: "bundle/\x1b]0;pwned\x07\x1b[2J.log", typ: tar.TypeSymlink},
 		}, lim, "", []string{
 			"shadow.log: a symbolic link in the archive, not a regular file",
 			"passwd.txt: a hard link in the archive, not a regular file",
 			"zero.log: a character device in the archive, not a regular file",
 			"p.log: a FIFO in the archive, not a regular file",
+			"\uFFFD]0;pwned\uFFFD\uFFFD[2J.log: a symbolic link in the archive, not a regular file", // no escape reaches a terminal
 		}},
 		{"a member at the limit is read", []tarEntry{{name: "bundle/big.log", body: mb[:len(mb)-len(oom)] + oom}}, lim, "", nil},
 		{"a member over the limit", []tarEntry{{name: "bundle/x.log", size: 10 << 30}}, defaultLimits,
