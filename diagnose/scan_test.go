@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -50,32 +51,44 @@ func (c *cycle) Read(p []byte) (int, error) {
 
 // scanWork scans size bytes of pattern read n bytes at a time and returns
 // the bytes the scan looked at (searched, checked or handed on), the
-// largest heap seen while it ran, and how long it took. It gives up with
-// ok false after limit, so a scan that went quadratic fails the test
-// instead of hanging it.
-func scanWork(pattern string, size, n int, limit time.Duration) (work int64, heap uint64, took time.Duration, ok bool) {
+// largest heap seen while it ran, and the CPU time the process spent on
+// it. It gives up with ok false after wait, so a scan that went quadratic
+// fails the test instead of hanging it.
+func scanWork(pattern string, size, n int, wait time.Duration) (work int64, heap uint64, cpu time.Duration, ok bool) {
 	r := &smallReads{r: repeatReader(pattern, size), n: n}
 	m := NewMatcher(MatcherOptions{})
 	done := make(chan error, 1)
-	start := time.Now()
+	start := processCPU()
 	go func() { done <- m.scan(r) }()
 	select {
 	case err := <-done:
-		return m.scanned, r.peakHeap, time.Since(start), err == nil
-	case <-time.After(limit):
-		return 0, 0, limit, false // the scan goroutine is left to the end of the test binary
+		return m.scanned, r.peakHeap, processCPU() - start, err == nil
+	case <-time.After(wait):
+		return 0, 0, 0, false // the scan goroutine is left to the end of the test binary
 	}
+}
+
+// processCPU is the user and system time of this process so far: unlike
+// the wall clock it does not grow while other work has the CPU.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // TestScanWorkIsLinear feeds the offline scan N and 8N bytes of input
 // without newlines, with one long line, and with short lines, in the small
 // reads of a pipe or an archive, and checks that the work (bytes searched
 // or checked) grows as the input does and stays a small multiple of it,
-// and that the heap stays bounded. Before the fix, each 4 KiB read of a
+// and that the heap stays bounded; 8N must also take less than 24x N's CPU
+// time (the old read loop took 64x). Before the fix, each 4 KiB read of a
 // line without a newline searched the whole buffer again (a 16 MiB line
 // cost 32 GiB of searching), and a long line was checked against a rule
 // once per occurrence of its literal, each check reading the whole line
-// (issue 15 F6: 71 s for a 1 GiB NUL member of a 1 MB .tar.gz).
+// (issue 15 F6: 71 s for a 1 GiB NUL member of a 1 MB .tar.gz); that one
+// does not finish N in a minute.
 func TestScanWorkIsLinear(t *testing.T) {
 	// 8n is maxLine: a line without newlines fills the buffer, which is
 	// then checked as one piece (TestScanOverlongLine covers the pieces)
@@ -92,16 +105,18 @@ func TestScanWorkIsLinear(t *testing.T) {
 	for _, tt := range tests {
 		for _, read := range []int{4 << 10, 64 << 10} {
 			t.Run(fmt.Sprintf("%s, %d KiB reads", tt.name, read>>10), func(t *testing.T) {
-				small, _, took, ok := scanWork(tt.pattern, n, read, 20*time.Second)
+				small, _, cpuSmall, ok := scanWork(tt.pattern, n, read, time.Minute)
 				if !ok {
-					t.Fatalf("%d bytes not scanned in 20 s", n)
+					t.Fatalf("%d bytes not scanned in a minute", n)
 				}
-				// linear: 8x the input in about 8x the time; 24x leaves room
-				// for a shared machine, quadratic would be 64x
-				limit := max(24*took, 2*time.Second)
-				large, heap, _, ok := scanWork(tt.pattern, 8*n, read, limit)
+				large, heap, cpuLarge, ok := scanWork(tt.pattern, 8*n, read, 2*time.Minute)
 				if !ok {
-					t.Fatalf("%d bytes took %v, %d bytes not scanned in %v", n, took, 8*n, limit)
+					t.Fatalf("%d bytes scanned in %v of CPU, %d bytes not in 2 minutes", n, cpuSmall, 8*n)
+				}
+				// linear: 8x the input in about 8x the CPU time; 24x leaves
+				// room for the collector and a coarse clock, quadratic is 64x
+				if cpuLarge > 24*cpuSmall+100*time.Millisecond {
+					t.Errorf("%d bytes took %v of CPU, 8x the input %v", n, cpuSmall, cpuLarge)
 				}
 				t.Logf("work %d bytes for %d, %d for %d; heap at most %d MiB", small, n, large, 8*n, heap>>20)
 				if small > 16*n || large > 16*8*n {
