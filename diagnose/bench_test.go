@@ -2,10 +2,14 @@ package diagnose
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -27,31 +31,105 @@ func writeBuildLog(tb testing.TB, path string, size int) int {
 			}
 		}
 	}
+	sprinkled := 0
+	writeLogFile(tb, path, func(w io.Writer) {
+		written, next := 0, 4<<20
+		for i := 0; written < size; i++ {
+			block := healthy[i%len(healthy)]
+			if written >= next {
+				block = failing[sprinkled%len(failing)]
+				sprinkled++
+				next += 4 << 20
+			}
+			n, _ := io.WriteString(w, block+"\n")
+			written += n
+		}
+	})
+	return sprinkled
+}
+
+// writeLogFile creates path and writes it through a large buffer.
+func writeLogFile(tb testing.TB, path string, write func(w io.Writer)) {
+	tb.Helper()
 	f, err := os.Create(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	written, sprinkled, next := 0, 0, 4<<20
-	for i := 0; written < size; i++ {
-		block := healthy[i%len(healthy)]
-		if written >= next {
-			block = failing[sprinkled%len(failing)]
-			sprinkled++
-			next += 4 << 20
-		}
-		n, _ := io.WriteString(w, block+"\n")
-		written += n
-	}
+	write(w)
 	if err := w.Flush(); err != nil {
 		tb.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
 		tb.Fatal(err)
 	}
-	return sprinkled
 }
 
+// vllmBuildLog is one cycle of a healthy vLLM + flash-attention ROCm
+// wheel build (hipify, ninja, clang's loop-unroll and occupancy warnings,
+// setuptools' copying and adding lines): the log shape of issue 12.
+const vllmBuildLog = "testdata/vllm-build.log"
+
+// ninjaProgress is ninja's "[n/N] " line prefix.
+var ninjaProgress = regexp.MustCompile(`^\[\d+/\d+\] `)
+
+// writeVLLMLog writes a healthy vLLM build log of about size bytes: the
+// cycle of vllmBuildLog repeated, ninja's counter running on across
+// cycles. Nothing in it is a failure, so diagnose reads all of it and then
+// looks for suspect lines, as on a real healthy log.
+func writeVLLMLog(tb testing.TB, path string, size int) {
+	tb.Helper()
+	data, err := os.ReadFile(vllmBuildLog)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var cycle []string
+	for _, l := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		if !strings.HasPrefix(l, "# ") {
+			cycle = append(cycle, l)
+		}
+	}
+	steps := 0
+	for _, l := range cycle {
+		if ninjaProgress.MatchString(l) {
+			steps++
+		}
+	}
+	total := steps * (size/len(data) + 1)
+	writeLogFile(tb, path, func(w io.Writer) {
+		for written, step := 0, 0; written < size; {
+			for _, l := range cycle {
+				if loc := ninjaProgress.FindStringIndex(l); loc != nil {
+					step++
+					l = fmt.Sprintf("[%d/%d] %s", step, total, l[loc[1]:])
+				}
+				n, _ := io.WriteString(w, l+"\n")
+				written += n
+			}
+		}
+	})
+}
+
+// logShape is a kind of build log the speed is measured on.
+type logShape struct {
+	name  string
+	write func(tb testing.TB, path string, size int)
+	// failing: the log holds known failures (diagnose exits 1 and lists
+	// them); else it is healthy (exit 0, then the suspect-line search).
+	failing bool
+}
+
+var logShapes = []logShape{
+	{"corpus", func(tb testing.TB, path string, size int) {
+		if writeBuildLog(tb, path, size) == 0 {
+			tb.Fatal("no failure excerpt sprinkled")
+		}
+	}, true},
+	{"vllm", writeVLLMLog, false},
+}
+
+// scanTimed is the in-process work of `diagnose FILE` on one log: Scan,
+// and Suspects when nothing is recognised.
 func scanTimed(tb testing.TB, path string) ([]Finding, time.Duration) {
 	tb.Helper()
 	f, err := os.Open(path)
@@ -64,10 +142,17 @@ func scanTimed(tb testing.TB, path string) ([]Finding, time.Duration) {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	if len(fs) == 0 {
+		if _, err := Suspects(path, 3); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	return fs, time.Since(start)
 }
 
-// grepFile times the reference pass: one `grep -c -E 'error|fail|fatal'`.
+// grepFile times the reference pass: one `grep -c -E 'error|fail|fatal'`,
+// its output on a pipe (with stdout on /dev/null GNU grep stops at the
+// first match).
 func grepFile(tb testing.TB, grep, path string) time.Duration {
 	tb.Helper()
 	start := time.Now()
@@ -96,32 +181,69 @@ func speedRatio(tb testing.TB, grep, path string, runs int) (ratio float64, scan
 	return float64(bestGrep) / float64(bestScan), bestScan, fs
 }
 
-// BenchmarkMatcherVsGrep runs every rule (through Scan) over a 200 MB build
-// log and one grep pass over the same file, in the same run, and reports
-// x_grep_speed = grep time / Scan time. Run with `make bench` or
+// haloforgeBinary builds cmd/haloforge once per benchmark run.
+func haloforgeBinary(tb testing.TB) string {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), "haloforge")
+	cmd := exec.Command("go", "build", "-o", bin, "../cmd/haloforge")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		tb.Fatalf("go build: %v", err)
+	}
+	return bin
+}
+
+// diagnoseTimed times `haloforge diagnose FILE` end to end, its output on
+// a pipe, and checks it said what the shape holds.
+func diagnoseTimed(tb testing.TB, bin, path string, sh logShape) time.Duration {
+	tb.Helper()
+	start := time.Now()
+	out, err := exec.Command(bin, "diagnose", path).Output()
+	d := time.Since(start)
+	var exit *exec.ExitError
+	switch {
+	case sh.failing && errors.As(err, &exit) && exit.ExitCode() == 1 && bytes.Contains(out, []byte("known failures found")):
+	case !sh.failing && err == nil && bytes.HasPrefix(out, []byte("No known failure found")):
+	default:
+		tb.Fatalf("haloforge diagnose on the %s log: %v\n%.2000s", sh.name, err, out)
+	}
+	return d
+}
+
+// BenchmarkMatcherVsGrep runs `haloforge diagnose FILE` (every rule, then
+// the suspect-line search when nothing is recognised) on a 200 MB build
+// log of each shape, and one grep pass over the same file, alternating,
+// best of benchRuns each, and reports x_grep_speed = grep time / diagnose time
+// per shape. Run with `make bench` or
 // `go test ./diagnose -run '^$' -bench MatcherVsGrep -benchtime 1x`.
 func BenchmarkMatcherVsGrep(b *testing.B) {
+	// Each run is about 0.1 s; on a shared 2-core machine one in three
+	// lands on a busy moment, so the best of seven is a quiet one.
+	const benchRuns = 7
 	grep, err := exec.LookPath("grep")
 	if err != nil {
 		b.Skip("grep not installed")
 	}
-	path := filepath.Join(b.TempDir(), "build.log")
+	bin := haloforgeBinary(b)
 	const size = 200 << 20
-	failures := writeBuildLog(b, path, size)
-	b.ResetTimer()
-	var ratio float64
-	var scan time.Duration
-	var fs []Finding
-	for range b.N {
-		ratio, scan, fs = speedRatio(b, grep, path, 3)
+	for _, sh := range logShapes {
+		b.Run(sh.name, func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), sh.name+".log")
+			sh.write(b, path, size)
+			best, bestGrep := time.Duration(1<<62), time.Duration(1<<62)
+			b.ResetTimer()
+			for range b.N {
+				for range benchRuns {
+					best = min(best, diagnoseTimed(b, bin, path, sh))
+					bestGrep = min(bestGrep, grepFile(b, grep, path))
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(bestGrep)/float64(best), "x_grep_speed")
+			b.ReportMetric(float64(size)/1e6/best.Seconds(), "diagnose_MB/s")
+			b.ReportMetric(float64(size)/1e6/bestGrep.Seconds(), "grep_MB/s")
+		})
 	}
-	b.StopTimer()
-	if len(fs) == 0 || failures == 0 {
-		b.Fatalf("no findings in a log with %d failure excerpts", failures)
-	}
-	b.ReportMetric(ratio, "x_grep_speed")
-	b.ReportMetric(float64(size)/1e6/scan.Seconds(), "scan_MB/s")
-	b.ReportMetric(float64(len(fs)), "families")
 }
 
 // BenchmarkLine measures the live path: one call per line, as the runner
@@ -141,9 +263,11 @@ func BenchmarkLine(b *testing.B) {
 	}
 }
 
-// TestSpeedAgainstGrep is the quick guard in the default test run: all
-// rules over a 16 MB log must not fall far behind one grep pass. The bar is
-// lower than the benchmark's target because the machine is shared.
+// TestSpeedAgainstGrep is the quick guard in the default test run: the
+// work of `diagnose FILE` (every rule; on a healthy log, the suspect-line
+// search too) over a 16 MB log of each shape must not fall far behind one
+// grep pass. The bar is lower than the benchmark's target because the
+// machine is shared and 16 MB is short next to the suspects' fixed 4 MB.
 func TestSpeedAgainstGrep(t *testing.T) {
 	if testing.Short() || raceOn || testing.CoverMode() != "" {
 		t.Skip("timing test: not under -short, -race or -cover")
@@ -152,15 +276,19 @@ func TestSpeedAgainstGrep(t *testing.T) {
 	if err != nil {
 		t.Skip("grep not installed")
 	}
-	path := filepath.Join(t.TempDir(), "build.log")
-	writeBuildLog(t, path, 16<<20)
-	ratio, scan, fs := speedRatio(t, grep, path, 3)
-	t.Logf("Scan %v (%.0f MB/s), %.2fx grep's speed, %d families", scan, 16/scan.Seconds(), ratio, len(fs))
-	if len(fs) == 0 {
-		t.Error("no findings in a log with failure excerpts")
-	}
-	if ratio < 0.25 {
-		t.Errorf("Scan at %.2fx grep's speed", ratio)
+	for _, sh := range logShapes {
+		t.Run(sh.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "build.log")
+			sh.write(t, path, 16<<20)
+			ratio, scan, fs := speedRatio(t, grep, path, 3)
+			t.Logf("%v (%.0f MB/s), %.2fx grep's speed, %d families", scan, 16/scan.Seconds(), ratio, len(fs))
+			if sh.failing != (len(fs) > 0) {
+				t.Errorf("%d families in the %s log", len(fs), sh.name)
+			}
+			if ratio < 0.25 {
+				t.Errorf("%.2fx grep's speed", ratio)
+			}
+		})
 	}
 }
 

@@ -17,7 +17,7 @@ const maxTextLen = 400
 // Lines without ESC or CR are returned as they are, without allocating.
 func cleanLine(raw []byte) []byte {
 	raw = bytes.TrimRight(raw, "\r\n")
-	if i := bytes.LastIndexByte(raw, '\r'); i >= 0 {
+	if i := lastIndexByte(raw, '\r'); i >= 0 {
 		raw = raw[i+1:]
 	}
 	if bytes.IndexByte(raw, 0x1b) < 0 {

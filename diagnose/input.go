@@ -11,18 +11,48 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Input is one thing `haloforge diagnose` reads: a log, standard input, a
-// run directory, or a diagnostics bundle (a directory or a .tar.gz).
+// FIFO, a run directory, or a diagnostics bundle (a directory or a
+// .tar.gz).
 type Input struct {
-	Name string // as given on the command line
-	scan func() ([]Finding, error)
+	Name    string // as given on the command line
+	scan    func(skip func(string)) ([]Finding, error)
+	skipped *[]string
 }
 
 // Scan reads the input offline and returns its findings, each with File
 // (and Step, for a run's step logs) set.
-func (in Input) Scan() ([]Finding, error) { return in.scan() }
+func (in Input) Scan() ([]Finding, error) {
+	return in.scan(func(note string) { *in.skipped = append(*in.skipped, label(note)) })
+}
+
+// Skipped returns one line for each file the input holds that looked
+// like a log but was not read, with the reason: a symbolic link leading
+// out of a directory, a FIFO, a device, a socket, a link inside an
+// archive. Opening finds those of a directory, Scan those of an archive.
+func (in Input) Skipped() []string {
+	if in.skipped == nil {
+		return nil
+	}
+	return *in.skipped
+}
+
+// limits bound what diagnose reads from one input, so that no stream,
+// archive or directory makes it run without end. Memory does not depend
+// on them: Scan holds at most one line of maxLine bytes whatever it reads.
+type limits struct {
+	logBytes   int64 // of one log read from a stream (stdin, a FIFO) or one archive member
+	totalBytes int64 // of all the logs of a directory, or all the members of an archive
+	files      int   // logs in a directory, entries in an archive
+}
+
+// defaultLimits: 4 GiB is ten times the longest build log we have seen
+// (a verbose PyTorch build) and takes diagnose a few seconds; /dev/zero is
+// not a log. A bundle from doctor --collect holds about a hundred files.
+var defaultLimits = limits{logBytes: 4 << 30, totalBytes: 8 << 30, files: 10_000}
 
 // runReport is the part of a run's report.json that diagnosis needs.
 type runReport struct {
@@ -31,57 +61,123 @@ type runReport struct {
 
 // OpenInput resolves a command-line argument. It checks that everything
 // can be read before anything is scanned, so an error means nothing was
-// claimed. "-" reads stdin.
+// claimed. "-" reads stdin. A FIFO is read as a stream, like stdin; a
+// device or a socket is refused.
 func OpenInput(arg string, stdin io.Reader) (Input, error) {
+	return openInput(arg, stdin, defaultLimits)
+}
+
+func openInput(arg string, stdin io.Reader, lim limits) (Input, error) {
+	in := Input{Name: arg, skipped: new([]string)}
 	if arg == "-" {
-		return Input{Name: arg, scan: func() ([]Finding, error) {
-			return Scan(stdin, MatcherOptions{File: "-"})
-		}}, nil
+		in.scan = func(func(string)) ([]Finding, error) {
+			fs, err := Scan(capStream(stdin, "-", lim.logBytes), MatcherOptions{File: "-"})
+			if err != nil {
+				return nil, fmt.Errorf("-: %w", err)
+			}
+			return fs, nil
+		}
+		return in, nil
 	}
 	info, err := os.Stat(arg)
 	if err != nil {
 		return Input{}, err
 	}
+	mode := info.Mode()
 	switch {
 	case info.IsDir():
-		return dirInput(arg)
-	case isTarGz(arg):
-		return Input{Name: arg, scan: func() ([]Finding, error) { return scanTarGz(arg) }}, nil
-	case !info.Mode().IsRegular():
-		return Input{}, fmt.Errorf("%s: not a regular file or directory", arg)
+		return dirInput(in, lim)
+	case mode&(fs.ModeDevice|fs.ModeCharDevice|fs.ModeSocket|fs.ModeIrregular) != 0:
+		return Input{}, fmt.Errorf("%s: %s, not a log (to read a stream, pipe it: ... | haloforge diagnose -)", arg, fileKind(mode))
+	case mode&fs.ModeNamedPipe != 0:
+		// A FIFO is opened when it is read: the open waits for a writer,
+		// as cat's does.
+		in.scan = func(skip func(string)) ([]Finding, error) {
+			f, err := os.Open(arg)
+			if err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			if isTarGz(arg) {
+				return scanTarGz(arg, f, lim, skip)
+			}
+			fs, err := Scan(capStream(f, arg, lim.logBytes), MatcherOptions{File: arg})
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", arg, err)
+			}
+			return fs, nil
+		}
+		return in, nil
 	}
-	f, err := os.Open(arg)
+	f, _, err := openRegular(arg, 0)
 	if err != nil {
 		return Input{}, err
 	}
 	if err := f.Close(); err != nil {
 		return Input{}, err
 	}
+	if isTarGz(arg) {
+		in.scan = func(skip func(string)) ([]Finding, error) {
+			f, _, err := openRegular(arg, 0)
+			if err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			return scanTarGz(arg, f, lim, skip)
+		}
+		return in, nil
+	}
 	o := MatcherOptions{File: arg}
 	if dir := filepath.Dir(arg); isRunDir(dir) && strings.HasSuffix(arg, ".log") {
 		o.Track, o.Step = runTrack(dir), strings.TrimSuffix(filepath.Base(arg), ".log")
 	}
-	return Input{Name: arg, scan: func() ([]Finding, error) { return scanFile(arg, o) }}, nil
+	in.scan = func(func(string)) ([]Finding, error) { return scanFile(arg, o) }
+	return in, nil
 }
 
 // dirInput reads a run directory (its step logs, <step>.log, with the
 // track from report.json) or a bundle directory (every .txt and .log).
-func dirInput(dir string) (Input, error) {
-	var files []string
+// Only regular files are read, and only inside the directory: a symbolic
+// link is followed while its path stays in the tree ("../dir/x.log" does
+// not), and a link leading out of it, a FIFO, a device or a socket is
+// skipped with a note. Files are opened through an os.Root of the
+// directory, so a link swapped in after the walk cannot lead out either.
+func dirInput(in Input, lim limits) (Input, error) {
+	dir := in.Name
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return Input{}, err
+	}
+	defer root.Close()
+	var files []string // relative to dir
+	var total int64
 	run := isRunDir(dir)
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() {
-			if run && p != dir {
-				return filepath.SkipDir // a run's logs are at its top level
+			if run && rel != "." {
+				return fs.SkipDir // a run's logs are at its top level
 			}
 			return nil
 		}
-		if strings.HasSuffix(p, ".log") || !run && strings.HasSuffix(p, ".txt") {
-			files = append(files, p)
+		if !(strings.HasSuffix(rel, ".log") || !run && strings.HasSuffix(rel, ".txt")) {
+			return nil
 		}
+		p := filepath.Join(dir, rel)
+		info, why := dirEntryFile(root, dir, rel, d)
+		if why != "" {
+			*in.skipped = append(*in.skipped, label(p+": "+why))
+			return nil
+		}
+		if len(files) == lim.files {
+			return fmt.Errorf("%s: more than %d .log and .txt files: diagnose reads at most %d files of a directory", dir, lim.files, lim.files)
+		}
+		if total += info.Size(); total > lim.totalBytes {
+			return fmt.Errorf("%s: more than %s of .log and .txt files: diagnose reads at most %s of a directory", dir, size(lim.totalBytes), size(lim.totalBytes))
+		}
+		files = append(files, rel)
 		return nil
 	})
 	if err != nil {
@@ -90,10 +186,10 @@ func dirInput(dir string) (Input, error) {
 	if len(files) == 0 {
 		return Input{}, fmt.Errorf("%s: no .log or .txt files to diagnose", dir)
 	}
-	for _, p := range files {
-		f, err := os.Open(p)
+	for _, rel := range files {
+		f, _, err := openRegularIn(root, rel)
 		if err != nil {
-			return Input{}, err
+			return Input{}, fmt.Errorf("%s: %w", filepath.Join(dir, rel), err)
 		}
 		f.Close()
 	}
@@ -101,35 +197,84 @@ func dirInput(dir string) (Input, error) {
 	if run {
 		track = runTrack(dir)
 	}
-	return Input{Name: dir, scan: func() ([]Finding, error) {
+	in.scan = func(func(string)) ([]Finding, error) {
+		root, err := os.OpenRoot(dir)
+		if err != nil {
+			return nil, err
+		}
+		defer root.Close()
 		var all []Finding
-		for _, p := range files {
-			o := MatcherOptions{File: p, Track: track}
+		for _, rel := range files {
+			p := filepath.Join(dir, rel)
+			o := MatcherOptions{File: label(p), Track: track}
 			if run {
-				o.Step = strings.TrimSuffix(filepath.Base(p), ".log")
+				o.Step = strings.TrimSuffix(filepath.Base(rel), ".log")
 			}
-			fs, err := scanFile(p, o)
+			f, _, err := openRegularIn(root, rel)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("%s: %w", p, err)
+			}
+			fs, err := Scan(f, o)
+			f.Close()
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", p, err)
 			}
 			all = append(all, fs...)
 		}
 		return all, nil
-	}}, nil
+	}
+	return in, nil
+}
+
+// dirEntryFile returns what a log-named entry of a directory is, or why
+// it is not read.
+func dirEntryFile(root *os.Root, dir, rel string, d fs.DirEntry) (fs.FileInfo, string) {
+	switch {
+	case d.Type().IsRegular():
+		info, err := d.Info()
+		if err != nil {
+			return nil, err.Error()
+		}
+		return info, ""
+	case d.Type()&fs.ModeSymlink == 0:
+		return nil, fileKind(d.Type()) + ", not a regular file"
+	}
+	// a symbolic link: Root.Stat follows it only inside the tree
+	info, err := root.Stat(rel)
+	switch {
+	case err == nil && info.Mode().IsRegular():
+		return info, ""
+	case err == nil:
+		return nil, "a symbolic link to " + fileKind(info.Mode()) + ", not to a regular file"
+	}
+	if _, err := os.Stat(filepath.Join(dir, rel)); err != nil {
+		return nil, "a broken symbolic link"
+	}
+	return nil, "a symbolic link that leads out of " + dir
 }
 
 // isRunDir reports whether dir is a run directory of the runner:
 // <state-dir>/runs/<run-id>/, which holds report.json.
 func isRunDir(dir string) bool {
-	if _, err := os.Stat(filepath.Join(dir, "report.json")); err == nil {
+	if _, err := os.Lstat(filepath.Join(dir, "report.json")); err == nil {
 		return true
 	}
 	return filepath.Base(filepath.Dir(filepath.Clean(dir))) == "runs"
 }
 
-// runTrack reads the track of a run from its report.json, when it has one.
+// maxReport bounds the report.json read for a run's track: the runner
+// writes a few kilobytes.
+const maxReport = 1 << 20
+
+// runTrack reads the track of a run from its report.json, when it has one
+// that is a regular file in the run directory.
 func runTrack(dir string) string {
-	data, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	f, _, err := openRegular(filepath.Join(dir, "report.json"), syscall.O_NOFOLLOW)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxReport))
 	if err != nil {
 		return ""
 	}
@@ -141,7 +286,7 @@ func runTrack(dir string) string {
 }
 
 func scanFile(path string, o MatcherOptions) ([]Finding, error) {
-	f, err := os.Open(path)
+	f, _, err := openRegular(path, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -157,21 +302,22 @@ func isTarGz(path string) bool {
 	return strings.HasSuffix(path, ".tar.gz") || strings.HasSuffix(path, ".tgz")
 }
 
-// scanTarGz diagnoses the .txt and .log members of a bundle archive, as
-// `haloforge doctor --collect FILE.tar.gz` writes it.
-func scanTarGz(path string) ([]Finding, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
+// scanTarGz diagnoses the .txt and .log members of a bundle archive read
+// from r, as `haloforge doctor --collect FILE.tar.gz` writes it. Only
+// regular members are read (others are noted and skipped; nothing is
+// written anywhere), and the archive is bounded: entries, bytes of one
+// member, bytes of all members (skipped ones too, since decompressing
+// them costs the same). Sizes come from the headers, so an archive over a
+// limit is refused before its members are read.
+func scanTarGz(path string, r io.Reader, lim limits, skip func(string)) ([]Finding, error) {
+	zr, err := gzip.NewReader(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	tr := tar.NewReader(zr)
 	var all []Finding
-	members := 0
+	var total int64
+	entries, members := 0, 0
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -180,13 +326,28 @@ func scanTarGz(path string) ([]Finding, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		if h.Typeflag != tar.TypeReg || !(strings.HasSuffix(h.Name, ".txt") || strings.HasSuffix(h.Name, ".log")) {
+		if entries++; entries > lim.files {
+			return nil, fmt.Errorf("%s: more than %d entries: diagnose reads at most %d entries of an archive", path, lim.files, lim.files)
+		}
+		name := path + ":" + label(strings.TrimPrefix(h.Name, "./"))
+		isLog := strings.HasSuffix(h.Name, ".txt") || strings.HasSuffix(h.Name, ".log")
+		if isLog && h.Typeflag == tar.TypeReg && h.Size > lim.logBytes {
+			return nil, fmt.Errorf("%s: %s: diagnose reads archive members of at most %s", name, size(h.Size), size(lim.logBytes))
+		}
+		if total += max(h.Size, 0); total > lim.totalBytes {
+			return nil, fmt.Errorf("%s: more than %s of members: diagnose reads at most %s of an archive", path, size(lim.totalBytes), size(lim.totalBytes))
+		}
+		if !isLog {
+			continue
+		}
+		if h.Typeflag != tar.TypeReg {
+			skip(name + ": " + tarKind(h.Typeflag) + " in the archive, not a regular file")
 			continue
 		}
 		members++
-		fs, err := Scan(tr, MatcherOptions{File: path + ":" + strings.TrimPrefix(h.Name, "./")})
+		fs, err := Scan(tr, MatcherOptions{File: name})
 		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", path, h.Name, err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		all = append(all, fs...)
 	}
@@ -194,4 +355,134 @@ func scanTarGz(path string) ([]Finding, error) {
 		return nil, fmt.Errorf("%s: no .log or .txt files to diagnose", path)
 	}
 	return all, nil
+}
+
+// label makes a file or member name safe to print: a name in an archive or
+// a directory is anyone's bytes, and escape sequences in it must not reach
+// the terminal.
+func label(name string) string {
+	return printable(strings.ToValidUTF8(name, "\uFFFD"))
+}
+
+// tarKind names a non-regular archive entry, for notes.
+func tarKind(t byte) string {
+	switch t {
+	case tar.TypeSymlink:
+		return "a symbolic link"
+	case tar.TypeLink:
+		return "a hard link"
+	case tar.TypeChar:
+		return "a character device"
+	case tar.TypeBlock:
+		return "a block device"
+	case tar.TypeFifo:
+		return "a FIFO"
+	case tar.TypeDir:
+		return "a directory"
+	}
+	return fmt.Sprintf("an entry of type %q", t)
+}
+
+// capStream passes at most limit bytes of a stream on; a longer stream
+// ends in an error that names the limit.
+func capStream(r io.Reader, name string, limit int64) io.Reader {
+	if f, ok := r.(*os.File); ok {
+		if info, err := f.Stat(); err == nil && info.Mode().IsRegular() {
+			return r // a file redirected to stdin has an end
+		}
+	}
+	return &cappedReader{r: r, left: limit, limit: limit}
+}
+
+// cappedReader is capStream's reader.
+type cappedReader struct {
+	r           io.Reader
+	left, limit int64
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.left == 0 {
+		// one byte more tells a stream of exactly the limit from a longer one
+		var one [1]byte
+		n, err := c.r.Read(one[:])
+		if n > 0 {
+			return 0, fmt.Errorf("stopped after %s: diagnose reads at most %s of a log from a pipe, FIFO or device (save it to a file to diagnose it whole)", size(c.limit), size(c.limit))
+		}
+		return 0, err
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+// size writes a byte count for messages: "4 GiB", "512 MiB", "10.0 GiB".
+func size(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// openRegular opens path for reading only when it is a regular file. The
+// open does not block (a FIFO without a writer would hang os.Open) and the
+// check is made on the opened file, so a name swapped for a FIFO or a
+// device between a Stat and the open is refused too. flag adds to the
+// open flags (syscall.O_NOFOLLOW: not through a final symbolic link).
+func openRegular(path string, flag int) (*os.File, fs.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|flag, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return checkRegular(f, path)
+}
+
+// openRegularIn is openRegular inside a directory tree.
+func openRegularIn(root *os.Root, rel string) (*os.File, fs.FileInfo, error) {
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return checkRegular(f, rel)
+}
+
+func checkRegular(f *os.File, name string) (*os.File, fs.FileInfo, error) {
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %s, not a regular file", name, fileKind(info.Mode()))
+	}
+	return f, info, nil
+}
+
+// fileKind names what a non-regular file is, for messages.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m.IsDir():
+		return "a directory"
+	}
+	return "a special file"
 }

@@ -30,9 +30,12 @@ type Matcher struct {
 	findings []Finding
 	queue    []int // new findings not yet returned by Line/Idle/Next
 	scratch  []litHit
+	litStamp []uint64 // by literal: the stamp of the last line it was seen on
+	stamp    uint64   // one per line evaluated
 
-	lines          int // newline-terminated lines consumed by Scan
-	lastMeaningful int // line number of the last line with content
+	lines          int   // newline-terminated lines consumed by Scan
+	scanned        int64 // bytes searched, checked or handed on: the work, linear in the input
+	lastMeaningful int   // line number of the last line with content
 	marker         struct {
 		line, rule int
 		text       string
@@ -54,6 +57,7 @@ func NewMatcher(o MatcherOptions) *Matcher {
 		m.active[i] = r.applies(o.Track, o.Step)
 		m.byRule[i] = -1
 	}
+	m.litStamp = make([]uint64, len(engine.set.pats))
 	m.ctxSeen = make([]int, len(engine.ctxIDs))
 	for i := range m.ctxSeen {
 		m.ctxSeen[i] = -1
@@ -129,17 +133,33 @@ func (m *Matcher) stall() {
 
 // eval checks one clean line against every rule.
 func (m *Matcher) eval(n int, line []byte) {
+	m.scanned += int64(len(line))
 	if p, _ := engine.set.index(line); p < 0 {
 		return
 	}
+	// One hit per literal: a pattern's check (its regexp, its exclusions)
+	// is about the whole line, so a literal that occurs again on the same
+	// line changes nothing, and checking it at each occurrence made a long
+	// line with many occurrences quadratic (issue 15 F6).
+	m.stamp++
 	hits := m.scratch[:0]
-	engine.set.each(line, func(id, at int) { hits = append(hits, litHit{id, at}) })
+	engine.set.each(line, func(id, at int) {
+		if m.litStamp[id] != m.stamp {
+			m.litStamp[id] = m.stamp
+			hits = append(hits, litHit{id, at})
+		}
+	})
 	m.scratch = hits
+	m.scanned += int64(len(line))
 	matched := -1 // last rule recorded on this line, to count a line once
 	for _, h := range hits {
 		for _, pi := range engine.litPats[h.id] {
 			c := &engine.pats[pi]
-			if !m.active[c.rule] || !m.contextOK(c, n) || !c.check(line) {
+			if !m.active[c.rule] || !m.contextOK(c, n) {
+				continue
+			}
+			m.scanned += int64(len(line))
+			if !c.check(line) {
 				continue
 			}
 			if c.marker {

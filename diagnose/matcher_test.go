@@ -3,6 +3,7 @@ package diagnose
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"regexp"
@@ -329,16 +330,67 @@ func TestEveryFailuresFamilyHasARule(t *testing.T) {
 	}
 }
 
-// TestScanMatchesLineLarge repeats the check on a multi-megabyte log where
-// findings fall in both halves of split regions and across read chunks.
+// TestScanMatchesLineLarge repeats the check on multi-megabyte logs where
+// findings fall in every part of split regions (see fast) and across read
+// chunks: excerpts far apart, and close enough that each part holds
+// several and families repeat across parts (their counts must agree).
 func TestScanMatchesLineLarge(t *testing.T) {
-	var b strings.Builder
-	filler := strings.Repeat("[ 12%] Building CXX object caffe2/CMakeFiles/torch_cpu.dir/x.cpp.o\n", 3000)
-	for _, row := range append(loadSamples(t, "testdata/corpus.jsonl"), loadSamples(t, "testdata/holdout.jsonl")...) {
-		b.WriteString(filler)
-		b.WriteString(row.Log + "\n")
+	rows := append(loadSamples(t, "testdata/corpus.jsonl"), loadSamples(t, "testdata/holdout.jsonl")...)
+	for _, fillerLines := range []int{3000, 250, 40} {
+		var b strings.Builder
+		filler := strings.Repeat("[ 12%] Building CXX object caffe2/CMakeFiles/torch_cpu.dir/x.cpp.o\n", fillerLines)
+		for range 3000 / fillerLines {
+			for _, row := range rows {
+				b.WriteString(filler)
+				b.WriteString(row.Log + "\n")
+			}
+		}
+		fs := scanMatchesLine(t, b.String(), fmt.Sprintf("%d filler lines", fillerLines))
+		if len(fs) < 30 {
+			t.Errorf("only %d families in a log holding every excerpt", len(fs))
+		}
 	}
-	log := b.String()
+}
+
+// TestScanSplitRegionsInOrder places signatures in every part of one
+// large region without escapes, which fast searches as interleaved parts:
+// a family's first line, its count and a context seen in an earlier part
+// must come out as the line path sees them.
+func TestScanSplitRegionsInOrder(t *testing.T) {
+	const lines = 40_000 // ~2.7 MB: more than one read chunk, each split in parts
+	// a read chunk (1 MiB) holds about 15 000 of these lines, a part a quarter
+	signatures := map[int]string{
+		2_000:  "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!",
+		6_000:  "double free or corruption (!prev)",
+		9_000:  "double free or corruption (!prev)",
+		10_000: "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!",
+		13_000: "double free or corruption (!prev)",
+		33_000: "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!",
+	}
+	var b strings.Builder
+	for i := 1; i <= lines; i++ {
+		if s, ok := signatures[i]; ok {
+			b.WriteString(s + "\n")
+			continue
+		}
+		fmt.Fprintf(&b, "[%d/%d] Building HIP object CMakeFiles/_C.dir/csrc/cache_kernels.hip.o\n", i, lines)
+	}
+	fs := scanMatchesLine(t, b.String(), "signatures in every part")
+	want := map[string][2]int{"hip-no-binary-for-gpu": {2_000, 3}, "therock-amdsmi-double-free": {6_000, 3}}
+	for _, f := range fs {
+		if w, ok := want[f.Family]; !ok || f.Line != w[0] || f.Count != w[1] {
+			t.Errorf("finding %s at line %d, %d lines; want %v", f.Family, f.Line, f.Count, w)
+		}
+	}
+	if len(fs) != len(want) {
+		t.Errorf("%d findings, want %d", len(fs), len(want))
+	}
+}
+
+// scanMatchesLine scans log with Scan and line by line with Line, reports
+// any difference, and returns Scan's findings.
+func scanMatchesLine(t *testing.T, log, what string) []Finding {
+	t.Helper()
 	fs, err := Scan(strings.NewReader(log), MatcherOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -348,9 +400,7 @@ func TestScanMatchesLineLarge(t *testing.T) {
 		m.Line(i+1, l)
 	}
 	if diff := cmp.Diff(m.End(), fs); diff != "" {
-		t.Errorf("Scan and Line differ on %d MB (-line +scan):\n%s", len(log)>>20, diff)
+		t.Errorf("%s, %d MB: Scan and Line differ (-line +scan):\n%s", what, len(log)>>20, diff)
 	}
-	if len(fs) < 30 {
-		t.Errorf("only %d families in a log holding every excerpt", len(fs))
-	}
+	return fs
 }

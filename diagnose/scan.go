@@ -28,33 +28,51 @@ func Scan(r io.Reader, o MatcherOptions) ([]Finding, error) {
 // scan feeds the matcher in large chunks of whole lines. Only lines that
 // hold a rule's literal are split out and cleaned; the rest of the text is
 // skipped by the literal set, which is what keeps it near grep's speed.
+//
+// Every byte is looked at a bounded number of times whatever the reads
+// and lines: the buffer is filled before it is searched (pipes and
+// archives return 4-64 KiB a read), and only the bytes after the carried
+// part of a line are searched for its end (the carried part has none).
+// Searching the whole buffer after each read made a 16 MiB line of a
+// gzip member cost hundreds of passes over it (issue 15 F6).
 func (m *Matcher) scan(r io.Reader) error {
 	buf := make([]byte, 0, scanBuf)
+	carried := 0 // bytes at the start of buf known to hold no newline
 	for {
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
-		if errors.Is(err, io.EOF) {
-			m.chunk(buf)
-			return nil
-		}
 		if err != nil {
+			m.chunkCounted(buf) // what was read counts, even before a read error
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
 			return err
-		}
-		if nl := bytes.LastIndexByte(buf, newlineByte); nl >= 0 {
-			m.chunk(buf[:nl+1])
-			buf = buf[:copy(buf, buf[nl+1:])]
-			continue
 		}
 		if len(buf) < cap(buf) {
 			continue
 		}
-		if cap(buf) < maxLine {
-			buf = append(make([]byte, 0, 2*cap(buf)), buf...)
+		m.scanned += int64(len(buf) - carried)
+		if nl := lastIndexByte(buf[carried:], newlineByte); nl >= 0 {
+			nl += carried
+			m.chunkCounted(buf[:nl+1])
+			buf = buf[:copy(buf, buf[nl+1:])]
+			carried = len(buf)
 			continue
 		}
-		m.chunk(buf) // a piece of an overlong line: the line number stays
-		buf = buf[:0]
+		if cap(buf) < maxLine {
+			buf = append(make([]byte, 0, 2*cap(buf)), buf...)
+			carried = len(buf)
+			continue
+		}
+		m.chunkCounted(buf) // a piece of an overlong line: the line number stays
+		buf, carried = buf[:0], 0
 	}
+}
+
+// chunkCounted is chunk, counting the bytes it is given as scanned.
+func (m *Matcher) chunkCounted(text []byte) {
+	m.scanned += int64(len(text))
+	m.chunk(text)
 }
 
 // chunk checks text that starts at a line start; it ends at a line end
@@ -84,34 +102,61 @@ type chunkState struct {
 	line    int // line number at offset counted
 }
 
+// searchWays is how many parts fast splits a large region into.
+const searchWays = 4
+
 // fast scans text[from:to] (whole lines, no escapes) for literals and
-// evaluates the lines that hold one. Large regions are split in two at a
-// line start and searched together (see next2); the second half's lines
-// are evaluated after the first half's, so lines are seen in order.
+// evaluates the lines that hold one. Large regions are split in parts at
+// line starts and searched together (see next4); the later parts' lines
+// are evaluated after the first part's, so lines are seen in order.
 func (c *chunkState) fast(from, to int) {
-	mid := lineStart(c.text, from+(to-from)/2)
-	if to-from < splitMin || mid <= from {
+	if to-from < splitMin {
 		c.fastOne(from, to)
 		return
 	}
 	set := engine.set
-	x, y := search{text: c.text[from:mid]}, search{text: c.text[mid:to]}
-	set.restart(&x, 0)
-	set.restart(&y, 0)
-	var later []int // line starts of the second half's candidates
-	for {
-		which, at := set.next2(&x, &y)
-		switch which {
-		case 0:
-			set.restart(&x, c.evalAt(lineStart(c.text, from+at))-from)
+	var parts [searchWays]search
+	var base [searchWays]int
+	var later [searchWays][]int // line starts of the later parts' candidates
+	active := make([]int, 0, searchWays)
+	for k, start := 1, from; k <= searchWays; k++ {
+		end := to
+		if k < searchWays {
+			end = lineStart(c.text, from+(to-from)*k/searchWays)
+		}
+		if end <= start {
+			continue // a long line: it goes to the next part
+		}
+		i := len(active)
+		parts[i], base[i] = search{text: c.text[start:end]}, start
+		set.restart(&parts[i], 0)
+		active = append(active, i)
+		start = end
+	}
+	for len(active) > 0 {
+		var j, at int
+		switch len(active) {
+		case 4:
+			j, at = set.next4(&parts[active[0]], &parts[active[1]], &parts[active[2]], &parts[active[3]])
 		case 1:
-			later = append(later, lineStart(c.text, mid+at))
-			set.restart(&y, lineEnd(c.text, mid+at)+1-mid)
+			at = set.next1(&parts[active[0]])
+		default: // with three, the third waits for one of the first two to end
+			j, at = set.next2(&parts[active[0]], &parts[active[1]])
+		}
+		k := active[j]
+		switch {
+		case at < 0:
+			active = append(active[:j], active[j+1:]...)
+		case k == 0:
+			set.restart(&parts[0], c.evalAt(lineStart(c.text, base[0]+at))-base[0])
 		default:
-			for _, ls := range later {
-				c.evalAt(ls)
-			}
-			return
+			later[k] = append(later[k], lineStart(c.text, base[k]+at))
+			set.restart(&parts[k], lineEnd(c.text, base[k]+at)+1-base[k])
+		}
+	}
+	for _, lss := range later[1:] {
+		for _, ls := range lss {
+			c.evalAt(ls)
 		}
 	}
 }
@@ -146,7 +191,24 @@ func (c *chunkState) evalAt(ls int) int {
 }
 
 func lineStart(text []byte, i int) int {
-	return bytes.LastIndexByte(text[:i], newlineByte) + 1
+	return lastIndexByte(text[:i], newlineByte) + 1
+}
+
+// lastIndexByte is bytes.LastIndexByte at the speed of bytes.IndexByte,
+// which is vectorised where LastIndexByte reads a byte at a time: a line
+// without newlines is searched back to its start at ~1 GB/s otherwise.
+// It looks at blocks from the end and only reads a block backwards once it
+// knows the byte is in it.
+func lastIndexByte(b []byte, c byte) int {
+	const block = 4 << 10
+	for end := len(b); end > 0; {
+		start := max(0, end-block)
+		if bytes.IndexByte(b[start:end], c) >= 0 {
+			return start + bytes.LastIndexByte(b[start:end], c)
+		}
+		end = start
+	}
+	return -1
 }
 
 // tail finds the last line with content in a chunk, walking back from its

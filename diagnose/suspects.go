@@ -8,6 +8,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"unsafe"
 )
 
 // Suspect is a line that looks like the error of a failure no rule
@@ -46,27 +47,20 @@ var (
 // that ends last in the log, from its first line on, so a compiler's own
 // message comes before the build tool's report of it. Lines that only look
 // weakly like an error count when there is no strong one. It reads the
-// last suspectTail bytes and counts lines over the whole file, so the line
-// numbers are the log's own. A directory or a bundle archive is not one
-// log, so it has no suspects.
+// last suspectTail bytes and, when it found suspects there, counts the
+// lines before them, so the line numbers are the log's own. A directory, a
+// bundle archive or a stream (a FIFO, a device) is not one log on disk,
+// so it has no suspects.
 func Suspects(path string, limit int) ([]Suspect, error) {
-	f, err := os.Open(path)
+	if info, err := os.Stat(path); err != nil || !info.Mode().IsRegular() || isTarGz(path) {
+		return nil, err
+	}
+	f, info, err := openRegular(path, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !info.Mode().IsRegular() || isTarGz(path) {
-		return nil, nil
-	}
 	start := max(0, info.Size()-suspectTail)
-	before, err := countLines(io.NewSectionReader(f, 0, start))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
 	tail := make([]byte, info.Size()-start)
 	if _, err := f.ReadAt(tail, start); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -78,17 +72,34 @@ func Suspects(path string, limit int) ([]Suspect, error) {
 			tail, first = tail[i+1:], 2
 		}
 	}
-	return pickSuspects(strings.Split(string(tail), "\n"), before+first, limit), nil
+	// tail is not changed after this: its lines are read in place
+	out := pickSuspects(strings.Split(unsafe.String(unsafe.SliceData(tail), len(tail)), "\n"), first, limit)
+	if len(out) == 0 || start == 0 {
+		return out, nil
+	}
+	before, err := countLines(io.NewSectionReader(f, 0, start))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for i := range out {
+		out[i].Line += before
+	}
+	return out, nil
 }
 
 // pickSuspects does Suspects' choosing on lines numbered from firstNo.
 func pickSuspects(lines []string, firstNo, limit int) []Suspect {
-	clean := make([]string, len(lines))
-	for i, l := range lines {
-		clean[i] = strings.TrimSpace(string(stripTimestamp(cleanLine([]byte(l)))))
+	// Lines are cleaned when first looked at: on a failing log only the
+	// last few are.
+	clean := make([]lineText, len(lines))
+	line := func(i int) *lineText {
+		if l := &clean[i]; !l.cleaned {
+			l.text, l.cleaned = cleanText(lines[i]), true
+		}
+		return &clean[i]
 	}
-	for _, re := range []*regexp.Regexp{strongError, weakError} {
-		hit := func(i int) bool { return looksLike(re, clean[i]) }
+	for _, strong := range []bool{true, false} {
+		hit := func(i int) bool { return line(i).looksLikeError(strong) }
 		last := -1
 		for i := len(clean) - 1; i >= 0; i-- {
 			if hit(i) {
@@ -110,9 +121,9 @@ func pickSuspects(lines []string, firstNo, limit int) []Suspect {
 		var out []Suspect
 		seen := map[string]bool{}
 		for i := from; i <= last && len(out) < limit; i++ {
-			if hit(i) && !seen[clean[i]] {
-				seen[clean[i]] = true
-				out = append(out, Suspect{Line: firstNo + i, Text: capValid(printable(clean[i]))})
+			if hit(i) && !seen[clean[i].text] {
+				seen[clean[i].text] = true
+				out = append(out, Suspect{Line: firstNo + i, Text: capValid(printable(clean[i].text))})
 			}
 		}
 		return out
@@ -121,9 +132,18 @@ func pickSuspects(lines []string, firstNo, limit int) []Suspect {
 }
 
 // looksLike reports whether a clean line holds re's words and none of the
-// false friends.
+// false friends. It is the meaning looksLikeError implements faster.
 func looksLike(re *regexp.Regexp, line string) bool {
 	return line != "" && re.MatchString(line) && !notError.MatchString(line)
+}
+
+// cleanText is a raw line as a terminal shows it, without a CI timestamp
+// and surrounding space. The result shares the line's bytes unless the
+// line holds escapes.
+func cleanText(raw string) string {
+	b := cleanLine(unsafe.Slice(unsafe.StringData(raw), len(raw)))
+	b = bytes.TrimSpace(stripTimestamp(b))
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // printable replaces the control characters a log line may still hold

@@ -58,6 +58,9 @@ func runDiagnose(cmd *cobra.Command, o diagnoseOpts) error {
 	findings := []diagnose.Finding{}
 	for _, in := range inputs {
 		fs, err := in.Scan()
+		for _, s := range in.Skipped() {
+			fmt.Fprintf(cmd.ErrOrStderr(), "haloforge: diagnose: skipped %s\n", s)
+		}
 		if err != nil {
 			return usageErr(err)
 		}
