@@ -30,6 +30,9 @@ type Detection struct {
 	Kernel      string
 	Checks      []Check
 	Recommended string // track ID
+	// HostFixes counts the host changes haloforge can make for the checks
+	// (doctor --plan's actions); the detection screen offers them.
+	HostFixes int
 }
 
 // GPU is the card at the top of the detection screen.
@@ -97,6 +100,15 @@ type Backend interface {
 	Shell() *exec.Cmd
 	// Diagnose scans a log file or a diagnostics bundle for known failures.
 	Diagnose(path string) ([]diagnose.Finding, error)
+
+	// Host fixes (tui/hostfix.go), as doctor --plan and --apply make them.
+	// HostFix plans the fixes for the detected machine, with what applying
+	// them changes now.
+	HostFix(ctx context.Context) (*HostFix, error)
+	// ApplyHostFix makes exactly the changes the user confirmed (fix.Changes),
+	// writing its progress to out; it runs with the terminal handed over,
+	// since sudo asks for a password there. It never reboots.
+	ApplyHostFix(ctx context.Context, fix *HostFix, out io.Writer) (*HostFixResult, error)
 }
 
 // Options configure a wizard session.

@@ -98,6 +98,7 @@ func wizardEngine(o wizardOpts, runs bool) (*session.Engine, error) {
 		return detect.Analyse(b), nil
 	}
 	e.Source = "this machine"
+	e.Version = version // recorded in host-fix plans and backups
 	return e, nil
 }
 

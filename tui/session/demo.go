@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/detect/hostfix"
 	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/tui/demo"
@@ -40,7 +41,22 @@ func NewDemo(dir string) (*Engine, error) {
 	e.Fix = func(_ context.Context, step string, f *diagnose.Finding) (string, error) {
 		return demoFix(stateDir, step, f)
 	}
+	e.HostEvidence, e.HostRefusal = demoBootEvidence, DemoHostRefusal
 	return e, nil
+}
+
+// DemoHostRefusal is the demo's answer to APPLY on the host-fix screen.
+const DemoHostRefusal = "demo: nothing is applied. On your machine, haloforge would now hand the terminal to sudo, " +
+	"back up every file it changes and never reboot."
+
+// demoBootEvidence is how the demo's machine boots, as far as its bundle says.
+func demoBootEvidence() (*hostfix.Evidence, error) {
+	b, err := demo.Bundle()
+	if err != nil {
+		return nil, err
+	}
+	ev, _ := hostfix.FromBundle(b)
+	return ev, nil
 }
 
 // demoCatalogue is the real catalogue with the demo's track in its place.
