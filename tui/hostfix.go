@@ -367,7 +367,9 @@ func hostFixLines(fix *HostFix, width int, st Styles) []string {
 		add(hangLines("Note: "+clean(n), width, 2)...)
 	}
 	if fix.Refusal != "" {
-		add("", st.Warn.Render(clean(fix.Refusal)))
+		add(wrapLines(st.Warn.Render(clean(fix.Refusal)), width)...)
+		add(wrapLines(st.Subtle.Render("On your machine, this screen shows the exact diffs and commands; after you type "+
+			confirmWord+", the terminal goes to sudo for what needs root, every file is backed up first, and nothing is rebooted."), width)...)
 	}
 	if p.Reboot {
 		add("")

@@ -46,8 +46,7 @@ func NewDemo(dir string) (*Engine, error) {
 }
 
 // DemoHostRefusal is the demo's answer to APPLY on the host-fix screen.
-const DemoHostRefusal = "demo: nothing is applied. On your machine, haloforge would now hand the terminal to sudo, " +
-	"back up every file it changes and never reboot."
+const DemoHostRefusal = "demo: nothing is applied (sample data, not this machine)"
 
 // demoBootEvidence is how the demo's machine boots, as far as its bundle says.
 func demoBootEvidence() (*hostfix.Evidence, error) {
