@@ -36,6 +36,10 @@ type fakeBackend struct {
 	hostFix   *HostFix
 	hostFixes int
 	applyErr  error
+	// Pins: the warning plans carry, the sets, and an error for writing.
+	pinWarning []string
+	pinSets    *PinSets
+	useErr     error
 
 	mu       sync.Mutex
 	fixed    bool
@@ -43,6 +47,7 @@ type fakeBackend struct {
 	retried  []string
 	planned  int        // HostFix calls
 	applied  []*HostFix // ApplyHostFix calls
+	used     []string   // UsePinSet calls
 }
 
 func newFakeBackend(t testing.TB) *fakeBackend {
@@ -94,7 +99,12 @@ func (f *fakeBackend) Plan(track string) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Track: t}
+	p := &Plan{Track: t, PinWarning: f.pinWarning}
+	f.mu.Lock()
+	if len(f.used) > 0 { // a set was written: the plan reads its pins
+		p.PinWarning = nil
+	}
+	f.mu.Unlock()
 	for _, s := range t.Steps {
 		p.Steps = append(p.Steps, PlanStep{ID: s.ID, Title: s.Title, Optional: s.Optional, Why: s.Why, WillRun: true,
 			Reason: "never ran", Pins: map[string]string{"GPU_TARGET": "gfx1151"}})
@@ -280,6 +290,30 @@ func (f *fakeBackend) ApplyHostFix(_ context.Context, fix *HostFix, out io.Write
 	}
 	fmt.Fprint(out, "Done. Nothing was rebooted.\n")
 	return &HostFixResult{BackupDir: "/state/host-backups/fake", Commands: []string{"write /etc/default/grub", "update-grub"}}, nil
+}
+
+func (f *fakeBackend) PinSets() (*PinSets, error) {
+	if f.pinSets == nil {
+		return nil, errors.New("fake: no pin sets")
+	}
+	return f.pinSets, nil
+}
+
+// UsePinSet records the set and answers as a write does; it writes nothing
+// (tui/session's tests write real files).
+func (f *fakeBackend) UsePinSet(id string) (*PinSetUsed, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.used = append(f.used, id)
+	if f.useErr != nil {
+		return nil, f.useErr
+	}
+	for _, s := range f.pinSets.Sets {
+		if s.ID == id {
+			return &PinSetUsed{Path: f.pinSets.PinsFile, Backup: f.pinSets.PinsFile + ".bak-20261124-100000", Changed: len(s.Changes)}, nil
+		}
+	}
+	return nil, errors.New("fake: unknown set " + id)
 }
 
 func contains(xs []string, x string) bool {

@@ -258,20 +258,27 @@ func (s *hostFixScreen) layout() {
 }
 
 func (s *hostFixScreen) View() string {
-	visible, off := window(s.lines, s.offset, s.room())
-	body := strings.Join(visible, "\n") + strings.Repeat("\n", max(s.room()-len(visible), 0))
-	pos := ""
-	if len(s.lines) > s.room() {
-		pos = s.Styles.Subtle.Render(fmt.Sprintf("↑/↓ %d–%d of %d   ", off+1, off+len(visible), len(s.lines)))
-	}
-	note := ""
-	if s.note != "" {
-		note = s.Styles.Warn.Render(s.note)
-	}
+	last := s.hint()
 	if s.confirm.IsOpen() {
-		return body + "\n" + ansiCut(pos+note, s.w) + "\n" + ansiCut(s.confirm.View(), s.w)
+		last = s.confirm.View()
 	}
-	return body + "\n" + ansiCut(pos+note, s.w) + "\n" + ansiCut(s.hint(), s.w)
+	return pagedView(s.Styles, s.lines, s.offset, s.room(), s.w, "↑/↓", s.note, last)
+}
+
+// pagedView is a screen of text lines scrolled to offset, room lines high,
+// above two footer lines: where the view is in the text (for the scroll
+// keys named) with a note, and a last line (a hint or a question).
+func pagedView(st Styles, lines []string, offset, room, width int, keys, note, last string) string {
+	visible, off := window(lines, offset, room)
+	body := strings.Join(visible, "\n") + strings.Repeat("\n", max(room-len(visible), 0))
+	pos := ""
+	if len(lines) > room {
+		pos = st.Subtle.Render(fmt.Sprintf("%s %d–%d of %d   ", keys, off+1, off+len(visible), len(lines)))
+	}
+	if note != "" {
+		note = st.Warn.Render(note)
+	}
+	return body + "\n" + ansiCut(pos+note, width) + "\n" + ansiCut(last, width)
 }
 
 // hint says what the keys do now.

@@ -35,6 +35,7 @@ func everyScreen(t *testing.T) map[string]screen {
 		"summary":      newSummaryScreen(c, rs, tr),
 		"troubleshoot": newTroubleshootScreen(c, f, "", nil),
 		"host fixes":   newHostFixScreen(context.Background(), c, f),
+		"pin sets":     newSetsScreen(c, f, tr.ID),
 	}
 }
 

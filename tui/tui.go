@@ -58,6 +58,10 @@ type Plan struct {
 	Track    steps.Track
 	Steps    []PlanStep
 	Floating []string // pin names whose values float
+	// PinWarning is what the last `pins status` found retired or moved
+	// among the track's pins, and how old that is (upstream.Warning's
+	// lines); nil when nothing (tui/sets.go offers the known-good sets).
+	PinWarning []string
 }
 
 // PlanStep is one step of a plan, with what the cache says about it.
@@ -109,6 +113,13 @@ type Backend interface {
 	// writing its progress to out; it runs with the terminal handed over,
 	// since sudo asks for a password there. It never reboots.
 	ApplyHostFix(ctx context.Context, fix *HostFix, out io.Writer) (*HostFixResult, error)
+
+	// Known-good pin sets (tui/sets.go), as pins sets and pins use make them.
+	// PinSets lists the sets against the pins file, with what each changes.
+	PinSets() (*PinSets, error)
+	// UsePinSet writes a set into the pins file (the user said yes), keeping
+	// a backup, and plans from the new pins afterwards.
+	UsePinSet(id string) (*PinSetUsed, error)
 }
 
 // Options configure a wizard session.

@@ -13,11 +13,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/pins"
+	"github.com/haloforge/haloforge/pins/sets"
+	"github.com/haloforge/haloforge/pins/upstream"
 	"github.com/haloforge/haloforge/tui"
 	"github.com/haloforge/haloforge/tui/demo"
 	"github.com/haloforge/haloforge/tui/session"
@@ -398,6 +402,14 @@ func TestTutorialCommandsAreReal(t *testing.T) {
 	}
 }
 
+// newDemoTmux builds haloforge and starts `haloforge demo` in tmux, with
+// a state dir of its own.
+func newDemoTmux(t *testing.T, width, height int) *tmuxSession {
+	t.Helper()
+	bin := buildBinary(t)
+	return newTmux(t, width, height, fmt.Sprintf("env XDG_STATE_HOME=%s %s demo", shellQuote(t.TempDir()), shellQuote(bin)))
+}
+
 // TestTmuxDemoHostFixes: in the demo at 80×24, the detection screen offers
 // the host fixes; a opens them (the bootloader and each action, scrolled
 // with the arrows), a again asks for APPLY, and the demo refuses to apply.
@@ -405,8 +417,7 @@ func TestTmuxDemoHostFixes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and drives it in tmux")
 	}
-	bin := buildBinary(t)
-	tm := newTmux(t, 80, 24, fmt.Sprintf("env XDG_STATE_HOME=%s %s demo", shellQuote(t.TempDir()), shellQuote(bin)))
+	tm := newDemoTmux(t, 80, 24)
 	tm.waitFor("a: apply these fixes", 10*time.Second)
 
 	tm.keys("a")
@@ -561,5 +572,116 @@ func TestTmuxHostFixSudo(t *testing.T) {
 	if got, _ := os.ReadFile(conf); string(got) != orig {
 		t.Errorf("%s changed without sudo: %q", conf, got)
 	}
+	tm.keys("q", "y")
+}
+
+// TestTmuxPlanPinSets: the real wizard, in a directory with a versions.env
+// and a `pins status` of ten days ago that found ROCM_VERSION retired. The
+// plan warns (with the status's age), p opens the known-good sets, u on
+// rocm-10.0 asks y/N, y writes versions.env with a backup, and enter plans
+// the track again from the new pins, without the warning.
+func TestTmuxPlanPinSets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and drives it in tmux")
+	}
+	bin := buildBinary(t)
+	work := t.TempDir()
+	orig, err := os.ReadFile("../../versions.env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	envFile := filepath.Join(work, "versions.env")
+	if err := os.WriteFile(envFile, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pf, err := pins.Load(envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(work, "state")
+	if err := os.MkdirAll(state, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rep := &upstream.Report{CheckedAt: time.Now().Add(-10 * 24 * time.Hour), Pins: []upstream.Result{
+		{Name: "ROCM_VERSION", Value: pf.Values()["ROCM_VERSION"], State: upstream.Retired, Detail: "no torch wheel for it any more"}}}
+	data, err := upstream.NewCache(rep, envFile, nil).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(upstream.CachePath(state), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tm := newTmux(t, 100, 30, fmt.Sprintf("cd %s && %s --track therock-toolbox --state-dir %s",
+		shellQuote(work), shellQuote(bin), shellQuote(state)))
+	tm.waitFor("Checks", 15*time.Second)
+	tm.keys("Enter", "Enter")
+	tm.waitFor("1 pin is gone or moved upstream (pins status, checked 10 days ago)", 5*time.Second)
+	if scr := tm.screen(); !strings.Contains(scr, "ROCM_VERSION=") || !strings.Contains(scr, "p shows the known-good sets") {
+		t.Errorf("the warning lacks the pin or the key:\n%s", scr)
+	}
+
+	tm.keys("p")
+	tm.waitFor("Known-good pin sets", 5*time.Second)
+	for i := 0; i < 6 && !strings.Contains(tm.screen(), "› rocm-10.0"); i++ {
+		tm.keys("Down")
+	}
+	tm.waitFor("haloforge pins use rocm-10.0 changes", 2*time.Second)
+	if scr := tm.screen(); !regexp.MustCompile(`therock-toolbox +rocm, aiter`).MatchString(scr) || !strings.Contains(scr, "Steps to re-run:") {
+		t.Errorf("no rebuild set:\n%s", scr)
+	}
+	tm.keys("u")
+	tm.waitFor("Write 5 changed pins into versions.env, keeping a backup? y yes  N no", 2*time.Second)
+	tm.keys("y")
+	tm.waitFor("✓ Wrote", 5*time.Second)
+
+	now, err := pins.Load(envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := sets.Lookup("rocm-10.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := now.Values()["ROCM_VERSION"], set.Values()["ROCM_VERSION"]; got != want {
+		t.Errorf("versions.env has ROCM_VERSION=%s, want %s", got, want)
+	}
+	backups, _ := filepath.Glob(envFile + ".bak-*")
+	if len(backups) != 1 {
+		t.Fatalf("backups %v", backups)
+	}
+	if b, _ := os.ReadFile(backups[0]); !bytes.Equal(b, orig) {
+		t.Error("the backup is not the old versions.env")
+	}
+
+	tm.keys("Enter")
+	tm.waitFor("enter: start the run", 5*time.Second)
+	if scr := tm.screen(); strings.Contains(scr, "gone or moved upstream") || !strings.Contains(scr, "ROCM_VERSION="+set.Values()["ROCM_VERSION"]) {
+		t.Errorf("the new plan warns, or does not read the new ROCM_VERSION:\n%s", scr)
+	}
+	tm.keys("q", "y")
+}
+
+// TestTmuxDemoPinSets: in the demo, the plan's p shows the sets, and u
+// says that the demo writes nothing.
+func TestTmuxDemoPinSets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and drives it in tmux")
+	}
+	tm := newDemoTmux(t, 80, 24)
+	tm.waitFor("gfx1151", 10*time.Second)
+	tm.keys("Enter", "Enter")
+	tm.waitFor("p pin sets", 5*time.Second)
+	tm.keys("p")
+	tm.waitFor("Known-good pin sets", 5*time.Second)
+	for i := 0; i < 6 && !strings.Contains(tm.screen(), "changes (as pins diff shows it)"); i++ {
+		tm.keys("Down")
+	}
+	tm.keys("u")
+	tm.waitFor("demo: nothing is written", 2*time.Second)
+	if strings.Contains(tm.screen(), "y yes  N no") {
+		t.Errorf("the demo asks to write:\n%s", tm.screen())
+	}
+	tm.keys("Escape")
+	tm.waitFor("enter: start the run", 2*time.Second)
 	tm.keys("q", "y")
 }

@@ -42,11 +42,15 @@ func NewDemo(dir string) (*Engine, error) {
 		return demoFix(stateDir, step, f)
 	}
 	e.HostEvidence, e.HostRefusal = demoBootEvidence, DemoHostRefusal
+	e.PinsRefusal = DemoPinsRefusal
 	return e, nil
 }
 
 // DemoHostRefusal is the demo's answer to APPLY on the host-fix screen.
 const DemoHostRefusal = "demo: nothing is applied (sample data, not this machine)"
+
+// DemoPinsRefusal is why the demo never writes a set into a pins file.
+const DemoPinsRefusal = "demo: nothing is written (sample data); on your machine, u writes the set into your versions.env after a y/N question, as haloforge pins use does."
 
 // demoBootEvidence is how the demo's machine boots, as far as its bundle says.
 func demoBootEvidence() (*hostfix.Evidence, error) {

@@ -64,6 +64,14 @@ type Engine struct {
 	// Version is haloforge's version, recorded in host-fix plans and backups.
 	Version string
 
+	// Pins sets (tui/session/sets.go). ReloadPins reads the pins again after
+	// the wizard wrote a set into PinsFile, with the command line's --set
+	// (nil: PinsFile alone); PinsRefusal, when set, is why this session never
+	// writes the pins file (the demo). Now is the clock (nil: time.Now).
+	ReloadPins  func() (*pins.File, error)
+	PinsRefusal string
+	Now         func() time.Time
+
 	mu     sync.Mutex
 	report *detect.Report // the last detection, which the host fixes plan for
 }
@@ -118,7 +126,9 @@ func (e *Engine) Plan(track string) (*tui.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return PlanView(p, e.StateDir), nil
+	v := PlanView(p, e.StateDir)
+	v.PinWarning = e.pinWarning(p.Track.PinNames())
+	return v, nil
 }
 
 func (e *Engine) newPlan(track string) (*steps.Plan, error) {
