@@ -56,6 +56,9 @@ func (s *detectScreen) ShortHelp() []key.Binding {
 	if s.det == nil {
 		return []key.Binding{s.Keys.Quit}
 	}
+	if s.det.HostFixes > 0 { // tui/hostfix.go
+		return []key.Binding{s.Keys.Enter, s.Keys.Apply, s.Keys.Up, s.Keys.Down, s.Keys.Troubleshoot, s.Keys.Help, s.Keys.Quit}
+	}
 	return []key.Binding{s.Keys.Enter, s.Keys.Up, s.Keys.Down, s.Keys.Troubleshoot, s.Keys.Help, s.Keys.Quit}
 }
 
@@ -90,6 +93,8 @@ func (s *detectScreen) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case key.Matches(msg, s.Keys.Troubleshoot):
 		return openTroubleshoot
+	case key.Matches(msg, s.Keys.Apply) && s.det != nil && s.det.HostFixes > 0:
+		return send(openHostFixMsg{})
 	case key.Matches(msg, s.Keys.Enter):
 		if s.det != nil || s.err != nil {
 			rec := ""
@@ -176,7 +181,11 @@ func gpuCard(d *Detection, st Styles) string {
 func (s *detectScreen) checksView(width int) string {
 	var b strings.Builder
 	ok, warn, fail := countChecks(s.det.Checks)
-	b.WriteString(s.Styles.Bold.Render("Checks") + s.Styles.Subtle.Render(fmt.Sprintf("  %d ok · %d warn · %d fail", ok, warn, fail)) + "\n")
+	b.WriteString(s.Styles.Bold.Render("Checks") + s.Styles.Subtle.Render(fmt.Sprintf("  %d ok · %d warn · %d fail", ok, warn, fail)))
+	if n := s.det.HostFixes; n > 0 { // the host-fix screen (tui/hostfix.go)
+		b.WriteString(s.Styles.Warn.Render(fmt.Sprintf("   a: apply these fixes (%d host changes)", n)))
+	}
+	b.WriteString("\n")
 	for _, c := range s.det.Checks {
 		b.WriteString(" " + checkMark(c.Status, s.Styles) + " " + padRight(c.ID, 20) + c.Summary + "\n")
 		if c.Fix != "" && (c.Status == detect.StatusWarn || c.Status == detect.StatusFail) {

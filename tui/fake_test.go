@@ -3,6 +3,8 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -29,10 +31,23 @@ type fakeBackend struct {
 	detDelay time.Duration
 	clock    time.Time // when set, every event happens at this time (goldens)
 
+	// Host fixes: what HostFix returns, how many the detection offers, and
+	// an error for the apply to return.
+	hostFix   *HostFix
+	hostFixes int
+	applyErr  error
+	// Pins: the warning plans carry, the sets, and an error for writing.
+	pinWarning []string
+	pinSets    *PinSets
+	useErr     error
+
 	mu       sync.Mutex
 	fixed    bool
 	requests []RunRequest
 	retried  []string
+	planned  int        // HostFix calls
+	applied  []*HostFix // ApplyHostFix calls
+	used     []string   // UsePinSet calls
 }
 
 func newFakeBackend(t testing.TB) *fakeBackend {
@@ -72,7 +87,9 @@ func (f *fakeBackend) Detect(ctx context.Context) (*Detection, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	return strixHalo(), nil
+	d := strixHalo()
+	d.HostFixes = f.hostFixes
+	return d, nil
 }
 
 func (f *fakeBackend) Tracks() []steps.Track { return steps.Catalogue() }
@@ -82,7 +99,12 @@ func (f *fakeBackend) Plan(track string) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Track: t}
+	p := &Plan{Track: t, PinWarning: f.pinWarning}
+	f.mu.Lock()
+	if len(f.used) > 0 { // a set was written: the plan reads its pins
+		p.PinWarning = nil
+	}
+	f.mu.Unlock()
 	for _, s := range t.Steps {
 		p.Steps = append(p.Steps, PlanStep{ID: s.ID, Title: s.Title, Optional: s.Optional, Why: s.Why, WillRun: true,
 			Reason: "never ran", Pins: map[string]string{"GPU_TARGET": "gfx1151"}})
@@ -243,6 +265,55 @@ func (f *fakeBackend) Diagnose(path string) ([]diagnose.Finding, error) {
 		return nil, nil // a real file no rule knows
 	}
 	return []diagnose.Finding{{Family: "llamacpp-rocm-load-hang-sdma", Line: 42, Text: "load_all_data: using async uploads for device ROCm0", Summary: "Output stopped during model load", Stall: true}}, nil
+}
+
+func (f *fakeBackend) HostFix(context.Context) (*HostFix, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.planned++
+	if f.hostFix == nil {
+		return nil, errors.New("fake: no host-fix plan")
+	}
+	return f.hostFix, nil
+}
+
+// ApplyHostFix records what was confirmed and answers as an apply does; it
+// changes nothing (the real apply is tested in tui/session on a temp root).
+func (f *fakeBackend) ApplyHostFix(_ context.Context, fix *HostFix, out io.Writer) (*HostFixResult, error) {
+	f.mu.Lock()
+	f.applied = append(f.applied, fix)
+	err := f.applyErr
+	f.mu.Unlock()
+	fmt.Fprint(out, fix.Changes, "Backup: /state/host-backups/fake\nWriting /etc/default/grub\nRunning update-grub\n")
+	if err != nil {
+		return &HostFixResult{}, err
+	}
+	fmt.Fprint(out, "Done. Nothing was rebooted.\n")
+	return &HostFixResult{BackupDir: "/state/host-backups/fake", Commands: []string{"write /etc/default/grub", "update-grub"}}, nil
+}
+
+func (f *fakeBackend) PinSets() (*PinSets, error) {
+	if f.pinSets == nil {
+		return nil, errors.New("fake: no pin sets")
+	}
+	return f.pinSets, nil
+}
+
+// UsePinSet records the set and answers as a write does; it writes nothing
+// (tui/session's tests write real files).
+func (f *fakeBackend) UsePinSet(id string) (*PinSetUsed, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.used = append(f.used, id)
+	if f.useErr != nil {
+		return nil, f.useErr
+	}
+	for _, s := range f.pinSets.Sets {
+		if s.ID == id {
+			return &PinSetUsed{Path: f.pinSets.PinsFile, Backup: f.pinSets.PinsFile + ".bak-20261124-100000", Changed: len(s.Changes)}, nil
+		}
+	}
+	return nil, errors.New("fake: unknown set " + id)
 }
 
 func contains(xs []string, x string) bool {

@@ -10,6 +10,8 @@ type KeyMap struct {
 	Search, NextMatch, PrevMatch, Follow    key.Binding
 	Shell, Retry, Skip, Troubleshoot, Open  key.Binding
 	Help, Quit, ForceQuit, Yes, No          key.Binding
+	// Host fixes and pin sets (tui/hostfix.go, tui/sets.go).
+	Apply, Sets, Use key.Binding
 }
 
 // DefaultKeyMap is the wizard's key layout (help on `?`).
@@ -38,5 +40,9 @@ func DefaultKeyMap() KeyMap {
 		ForceQuit:    key.NewBinding(key.WithKeys("ctrl+c")),
 		Yes:          key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "yes")),
 		No:           key.NewBinding(key.WithKeys("n", "N", "esc"), key.WithHelp("n", "no")),
+		// Host fixes and pin sets.
+		Apply: key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "apply host fixes")),
+		Sets:  key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pin sets")),
+		Use:   key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "use this set")),
 	}
 }

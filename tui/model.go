@@ -130,6 +130,10 @@ func (m *Model) route(msg tea.Msg) tea.Cmd {
 		return m.open(m.run.Summary())
 	case openTroubleshootMsg:
 		return m.open(newTroubleshootScreen(m.common, m.backend, msg.path, msg.findings))
+	case openHostFixMsg:
+		return m.open(newHostFixScreen(m.ctx, m.common, m.backend))
+	case openSetsMsg:
+		return m.open(newSetsScreen(m.common, m.backend, msg.track))
 	case closeScreenMsg:
 		m.pop()
 		return nil

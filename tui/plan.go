@@ -50,6 +50,7 @@ func (s *planScreen) SetSize(w, h int) {
 	if len(s.blocking) > 0 {
 		s.lines = append(s.lines, s.blockingLines()...)
 	}
+	s.lines = append(s.lines, pinWarningLines(s.plan.PinWarning, w, s.Styles)...) // tui/sets.go
 	s.lines = append(s.lines, strings.Split(planText(s.plan, s.Styles, w), "\n")...)
 	s.offset = clampOffset(s.offset, len(s.lines), s.h-1)
 }
@@ -59,7 +60,7 @@ func (s *planScreen) Crumb() string { return "plan" }
 func (s *planScreen) TakesText() bool { return false }
 
 func (s *planScreen) ShortHelp() []key.Binding {
-	return []key.Binding{withHelp(s.Keys.Enter, "start"), s.Keys.Up, s.Keys.Down, s.Keys.Back, s.Keys.Help, s.Keys.Quit}
+	return []key.Binding{withHelp(s.Keys.Enter, "start"), s.Keys.Up, s.Keys.Down, s.Keys.Sets, s.Keys.Back, s.Keys.Help, s.Keys.Quit}
 }
 
 func (s *planScreen) FullHelp() [][]key.Binding { return [][]key.Binding{s.ShortHelp()} }
@@ -78,6 +79,8 @@ func (s *planScreen) Update(msg tea.Msg) tea.Cmd {
 		return send(startRunMsg{plan: s.plan})
 	case key.Matches(k, s.Keys.Back):
 		return closeScreen
+	case key.Matches(k, s.Keys.Sets):
+		return send(openSetsMsg{track: s.plan.Track.ID})
 	case scrollBy(s.Keys, k, &s.offset, s.h):
 		s.offset = clampOffset(s.offset, len(s.lines), s.h-1)
 	}

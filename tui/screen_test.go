@@ -34,6 +34,8 @@ func everyScreen(t *testing.T) map[string]screen {
 		"run":          newRunScreen(context.Background(), c, f, plan),
 		"summary":      newSummaryScreen(c, rs, tr),
 		"troubleshoot": newTroubleshootScreen(c, f, "", nil),
+		"host fixes":   newHostFixScreen(context.Background(), c, f),
+		"pin sets":     newSetsScreen(c, f, tr.ID),
 	}
 }
 

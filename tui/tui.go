@@ -30,6 +30,9 @@ type Detection struct {
 	Kernel      string
 	Checks      []Check
 	Recommended string // track ID
+	// HostFixes counts the host changes haloforge can make for the checks
+	// (doctor --plan's actions); the detection screen offers them.
+	HostFixes int
 }
 
 // GPU is the card at the top of the detection screen.
@@ -55,6 +58,10 @@ type Plan struct {
 	Track    steps.Track
 	Steps    []PlanStep
 	Floating []string // pin names whose values float
+	// PinWarning is what the last `pins status` found retired or moved
+	// among the track's pins, and how old that is (upstream.Warning's
+	// lines); nil when nothing (tui/sets.go offers the known-good sets).
+	PinWarning []string
 }
 
 // PlanStep is one step of a plan, with what the cache says about it.
@@ -97,6 +104,22 @@ type Backend interface {
 	Shell() *exec.Cmd
 	// Diagnose scans a log file or a diagnostics bundle for known failures.
 	Diagnose(path string) ([]diagnose.Finding, error)
+
+	// Host fixes (tui/hostfix.go), as doctor --plan and --apply make them.
+	// HostFix plans the fixes for the detected machine, with what applying
+	// them changes now.
+	HostFix(ctx context.Context) (*HostFix, error)
+	// ApplyHostFix makes exactly the changes the user confirmed (fix.Changes),
+	// writing its progress to out; it runs with the terminal handed over,
+	// since sudo asks for a password there. It never reboots.
+	ApplyHostFix(ctx context.Context, fix *HostFix, out io.Writer) (*HostFixResult, error)
+
+	// Known-good pin sets (tui/sets.go), as pins sets and pins use make them.
+	// PinSets lists the sets against the pins file, with what each changes.
+	PinSets() (*PinSets, error)
+	// UsePinSet writes a set into the pins file (the user said yes), keeping
+	// a backup, and plans from the new pins afterwards.
+	UsePinSet(id string) (*PinSetUsed, error)
 }
 
 // Options configure a wizard session.

@@ -132,25 +132,9 @@ func runPinsDiff(cmd *cobra.Command, o pinsDiffOpts) error {
 	return nil
 }
 
-// rerun maps each track touched by the change to the downstream closure of
-// the steps that read a changed pin.
+// rerun maps each track touched by the change to the steps a rebuild re-runs.
 func rerun(tracks []steps.Track, changed map[string]pins.Change) map[string][]string {
-	out := map[string][]string{}
-	for _, t := range tracks {
-		var direct []string
-		for _, s := range t.Steps {
-			for _, p := range s.Pins {
-				if _, ok := changed[p]; ok {
-					direct = append(direct, s.ID)
-					break
-				}
-			}
-		}
-		if len(direct) > 0 {
-			out[t.ID] = t.Downstream(direct)
-		}
-	}
-	return out
+	return steps.Rebuilds(tracks, changed)
 }
 
 func printDiff(w io.Writer, d diffJSON, tracks []steps.Track) {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -332,33 +331,16 @@ func runPinsUse(o pinsUseOptions, stdin io.Reader, stdout, stderr io.Writer) err
 			return usageErr(errors.New("no ./versions.env here to rewrite (the built-in copy cannot be): run in the directory of your versions.env, or pass --pins FILE"))
 		}
 	}
-	oldF, err := loadPinsFlags(path, nil)
-	if err != nil {
+	if _, err := loadPinsFlags(path, nil); err != nil {
 		return err
 	}
-	target, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return usageErr(err)
-	}
-	st, err := os.Stat(target)
-	if err != nil {
-		return usageErr(err)
-	}
-	orig, err := os.ReadFile(target)
-	if err != nil {
-		return usageErr(err)
-	}
-	data, err := sets.Apply(path, orig, set, o.now())
-	if err != nil {
-		return usageErr(err)
-	}
-	newF, err := pins.Parse(path, data)
-	if err != nil {
-		return usageErr(err)
-	}
 	tracks := steps.Catalogue()
-	changed := pins.Diff(oldF, newF)
-	d := diffJSON{Changed: changed, Rerun: rerun(tracks, changed)}
+	use, err := steps.PreparePinsUse(path, set, tracks, o.now())
+	if err != nil {
+		return usageErr(err)
+	}
+	changed := use.Changed
+	d := diffJSON{Changed: changed, Rerun: use.Rebuild}
 	info := stdout
 	if o.json {
 		if err := writeJSON(stdout, d); err != nil {
@@ -389,15 +371,12 @@ func runPinsUse(o pinsUseOptions, stdin io.Reader, stdout, stderr io.Writer) err
 			return nil
 		}
 	}
-	backup, err := writeBackup(target, orig, st.Mode().Perm(), o.now())
-	if err != nil {
-		return failedErr(fmt.Errorf("%s not written: the backup failed: %w", path, err))
-	}
-	if err := steps.WriteFileAtomic(target, data); err != nil {
-		return failedErr(fmt.Errorf("%s not written: %w (the backup %s is a copy of it)", path, err, backup))
-	}
-	if err := os.Chmod(target, st.Mode().Perm()); err != nil {
-		fmt.Fprintf(stderr, "warning: %s: %v\n", path, err)
+	backup, err := use.Write(o.now())
+	switch {
+	case errors.Is(err, steps.ErrModeNotKept):
+		fmt.Fprintf(stderr, "warning: %v\n", err)
+	case err != nil:
+		return failedErr(err)
 	}
 	fmt.Fprintf(info, "\nwrote %s (backup: %s)\n", path, backup)
 	var touched []string
@@ -409,33 +388,4 @@ func runPinsUse(o pinsUseOptions, stdin io.Reader, stdout, stderr io.Writer) err
 		fmt.Fprintf(info, "  rebuild: haloforge build --track %s\n", id)
 	}
 	return nil
-}
-
-// writeBackup keeps the old file next to the new one, never overwriting an
-// earlier backup.
-func writeBackup(target string, data []byte, mode os.FileMode, now time.Time) (string, error) {
-	base := target + ".bak-" + now.Format("20060102-150405")
-	for i := 0; i < 100; i++ {
-		name := base
-		if i > 0 {
-			name = fmt.Sprintf("%s-%d", base, i)
-		}
-		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-		if errors.Is(err, os.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return "", err
-		}
-		if _, err := f.Write(data); err != nil {
-			f.Close()
-			return "", err
-		}
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return "", err
-		}
-		return name, f.Close()
-	}
-	return "", fmt.Errorf("too many backups named %s-*", base)
 }

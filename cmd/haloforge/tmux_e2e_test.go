@@ -6,15 +6,25 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/pins"
+	"github.com/haloforge/haloforge/pins/sets"
+	"github.com/haloforge/haloforge/pins/upstream"
+	"github.com/haloforge/haloforge/tui"
+	"github.com/haloforge/haloforge/tui/demo"
+	"github.com/haloforge/haloforge/tui/session"
 )
 
 // keyGap is how long tmux and the TUI get to take in one key (FACTS.md).
@@ -390,4 +400,288 @@ func TestTutorialCommandsAreReal(t *testing.T) {
 	if n < 20 {
 		t.Errorf("only %d haloforge command lines found in TUTORIAL.md", n)
 	}
+}
+
+// newDemoTmux builds haloforge and starts `haloforge demo` in tmux, with
+// a state dir of its own.
+func newDemoTmux(t *testing.T, width, height int) *tmuxSession {
+	t.Helper()
+	bin := buildBinary(t)
+	return newTmux(t, width, height, fmt.Sprintf("env XDG_STATE_HOME=%s %s demo", shellQuote(t.TempDir()), shellQuote(bin)))
+}
+
+// TestTmuxDemoHostFixes: in the demo at 80×24, the detection screen offers
+// the host fixes; a opens them (the bootloader and each action, scrolled
+// with the arrows), a again asks for APPLY, and the demo refuses to apply.
+func TestTmuxDemoHostFixes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and drives it in tmux")
+	}
+	tm := newDemoTmux(t, 80, 24)
+	tm.waitFor("a: apply these fixes", 10*time.Second)
+
+	tm.keys("a")
+	tm.waitFor("Bootloader: unknown", 5*time.Second)
+	scr := tm.screen()
+	for _, want := range []string{"host fixes", "set ttm.pages_limit=30670848", "kernel-arg · check gtt-size"} {
+		if !strings.Contains(scr, want) {
+			t.Errorf("the host-fix screen lacks %q:\n%s", want, scr)
+		}
+	}
+	tm.waitFor("↑/↓ 1–", 2*time.Second)
+	tm.keys("Down", "Down")
+	tm.waitFor("↑/↓ 3–", 2*time.Second)
+	tm.keys("G")
+	tm.waitFor("A reboot is needed", 2*time.Second)
+
+	tm.keys("a")
+	tm.waitFor("Type APPLY to make these changes:", 2*time.Second)
+	tm.run("send-keys", "-t", tm.name, "-l", "APPLY")
+	tm.keys("Enter")
+	tm.waitFor("demo: nothing is applied", 2*time.Second)
+	if scr := tm.screen(); strings.Contains(scr, "Host fixes applied") || strings.Contains(scr, "Type APPLY to make") {
+		t.Errorf("the demo applied, or still asks:\n%s", scr)
+	}
+
+	tm.keys("Escape")
+	tm.waitFor("Recommended track", 2*time.Second)
+	tm.keys("q", "y")
+	deadline := time.Now().Add(5 * time.Second)
+	for dead, _ := tm.paneDead(); !dead; dead, _ = tm.paneDead() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the demo still runs after q, y:\n%s", tm.screen())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// hostRootEnv names the system the helper wizard plans its host fixes for.
+const hostRootEnv = "HALOFORGE_TEST_HOST_ROOT"
+
+// TestHelperHostFixWizard is not a test on its own: TestTmuxHostFixSudo runs
+// this test binary in tmux as an unprivileged user, and here it is the wizard
+// on the demo machine's facts, planning host fixes for the system under
+// $HALOFORGE_TEST_HOST_ROOT and applying them with the real runner (sudo).
+func TestHelperHostFixWizard(t *testing.T) {
+	root := os.Getenv(hostRootEnv)
+	if root == "" {
+		t.Skip("run by TestTmuxHostFixSudo")
+	}
+	e := &session.Engine{StateDir: os.Getenv("HALOFORGE_TEST_STATE"), HostRoot: root, Version: "test",
+		Source: "the demo's facts, booting like " + root,
+		Detector: func(context.Context) (*detect.Report, error) {
+			b, err := demo.Bundle()
+			if err != nil {
+				return nil, err
+			}
+			return detect.Analyse(b), nil
+		}}
+	if _, err := tui.Run(context.Background(), e, tui.Options{Input: os.Stdin, Output: os.Stdout}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTmuxHostFixSudo: the apply the wizard starts after APPLY really gets
+// the terminal. As an unprivileged user, changing root's files goes through
+// sudo, whose password prompt shows in the pane and reads what is typed;
+// after three wrong passwords sudo gives up, the wizard takes the screen
+// back and says that the apply failed, and the file is as it was. (A right
+// password would need a sudoer with a known password on this machine.)
+func TestTmuxHostFixSudo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives the wizard and sudo in tmux")
+	}
+	for _, tool := range []string{"tmux", "sudo", "runuser"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed", tool)
+		}
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run the wizard as another user (runuser)")
+	}
+	// Everything the user nobody runs or reads lives under one 0755 dir.
+	top, err := os.MkdirTemp("", "hfwx-sudo-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(top) })
+	if err := os.Chmod(top, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(top, "wizard.test")
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root, state := filepath.Join(top, "root"), filepath.Join(top, "state")
+	conf := filepath.Join(root, "etc/modprobe.d/strix.conf")
+	orig := "options amdgpu gttsize=120000\noptions ttm pages_limit=31457280\n"
+	if err := os.MkdirAll(filepath.Dir(conf), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(conf, []byte(orig), 0o644); err != nil { // root's, read-only to nobody
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(state, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(state, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	cmd := fmt.Sprintf("runuser -u nobody -- env HOME=%s %s=%s HALOFORGE_TEST_STATE=%s %s -test.run '^TestHelperHostFixWizard$'",
+		shellQuote(state), hostRootEnv, shellQuote(root), shellQuote(state), shellQuote(bin))
+	tm := newTmux(t, 100, 30, cmd)
+
+	tm.waitFor("a: apply these fixes", 15*time.Second)
+	tm.keys("a")
+	tm.waitFor("What APPLY changes now", 5*time.Second)
+	tm.keys("a")
+	tm.run("send-keys", "-t", tm.name, "-l", "APPLY")
+	tm.keys("Enter")
+	tm.waitFor("[sudo] password for nobody:", 10*time.Second)
+	if scr := tm.screen(); !strings.Contains(scr, "sudo may ask for your password") {
+		t.Errorf("the handed-over terminal does not say what runs:\n%s", scr)
+	}
+	// Each try waits for its prompt: sudo echoes what is typed while it
+	// checks the last password.
+	prompt := "[sudo] password for nobody:"
+	for try := 1; try <= 3; try++ {
+		deadline := time.Now().Add(10 * time.Second)
+		for strings.Count(tm.screen(), prompt) < try {
+			if time.Now().After(deadline) {
+				t.Fatalf("no prompt for try %d:\n%s", try, tm.screen())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		tm.run("send-keys", "-t", tm.name, "-l", "not-the-password")
+		tm.keys("Enter")
+	}
+	if scr := tm.screen(); strings.Contains(scr, "not-the-password") {
+		t.Errorf("the password was echoed:\n%s", scr)
+	}
+	tm.waitFor("Applying the host fixes failed", 30*time.Second)
+	scr := tm.screen()
+	for _, want := range []string{"sudo", "host fixes", "doctor --rollback"} {
+		if !strings.Contains(scr, want) {
+			t.Errorf("the failure lacks %q:\n%s", want, scr)
+		}
+	}
+	if got, _ := os.ReadFile(conf); string(got) != orig {
+		t.Errorf("%s changed without sudo: %q", conf, got)
+	}
+	tm.keys("q", "y")
+}
+
+// TestTmuxPlanPinSets: the real wizard, in a directory with a versions.env
+// and a `pins status` of ten days ago that found ROCM_VERSION retired. The
+// plan warns (with the status's age), p opens the known-good sets, u on
+// rocm-10.0 asks y/N, y writes versions.env with a backup, and enter plans
+// the track again from the new pins, without the warning.
+func TestTmuxPlanPinSets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and drives it in tmux")
+	}
+	bin := buildBinary(t)
+	work := t.TempDir()
+	orig, err := os.ReadFile("../../versions.env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	envFile := filepath.Join(work, "versions.env")
+	if err := os.WriteFile(envFile, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pf, err := pins.Load(envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(work, "state")
+	if err := os.MkdirAll(state, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rep := &upstream.Report{CheckedAt: time.Now().Add(-10 * 24 * time.Hour), Pins: []upstream.Result{
+		{Name: "ROCM_VERSION", Value: pf.Values()["ROCM_VERSION"], State: upstream.Retired, Detail: "no torch wheel for it any more"}}}
+	data, err := upstream.NewCache(rep, envFile, nil).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(upstream.CachePath(state), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tm := newTmux(t, 100, 30, fmt.Sprintf("cd %s && %s --track therock-toolbox --state-dir %s",
+		shellQuote(work), shellQuote(bin), shellQuote(state)))
+	tm.waitFor("Checks", 15*time.Second)
+	tm.keys("Enter", "Enter")
+	tm.waitFor("1 pin is gone or moved upstream (pins status, checked 10 days ago)", 5*time.Second)
+	if scr := tm.screen(); !strings.Contains(scr, "ROCM_VERSION=") || !strings.Contains(scr, "p shows the known-good sets") {
+		t.Errorf("the warning lacks the pin or the key:\n%s", scr)
+	}
+
+	tm.keys("p")
+	tm.waitFor("Known-good pin sets", 5*time.Second)
+	for i := 0; i < 6 && !strings.Contains(tm.screen(), "› rocm-10.0"); i++ {
+		tm.keys("Down")
+	}
+	tm.waitFor("haloforge pins use rocm-10.0 changes", 2*time.Second)
+	if scr := tm.screen(); !regexp.MustCompile(`therock-toolbox +rocm, aiter`).MatchString(scr) || !strings.Contains(scr, "Steps to re-run:") {
+		t.Errorf("no rebuild set:\n%s", scr)
+	}
+	tm.keys("u")
+	tm.waitFor("Write 5 changed pins into versions.env, keeping a backup? y yes  N no", 2*time.Second)
+	tm.keys("y")
+	tm.waitFor("✓ Wrote", 5*time.Second)
+
+	now, err := pins.Load(envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := sets.Lookup("rocm-10.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := now.Values()["ROCM_VERSION"], set.Values()["ROCM_VERSION"]; got != want {
+		t.Errorf("versions.env has ROCM_VERSION=%s, want %s", got, want)
+	}
+	backups, _ := filepath.Glob(envFile + ".bak-*")
+	if len(backups) != 1 {
+		t.Fatalf("backups %v", backups)
+	}
+	if b, _ := os.ReadFile(backups[0]); !bytes.Equal(b, orig) {
+		t.Error("the backup is not the old versions.env")
+	}
+
+	tm.keys("Enter")
+	tm.waitFor("enter: start the run", 5*time.Second)
+	if scr := tm.screen(); strings.Contains(scr, "gone or moved upstream") || !strings.Contains(scr, "ROCM_VERSION="+set.Values()["ROCM_VERSION"]) {
+		t.Errorf("the new plan warns, or does not read the new ROCM_VERSION:\n%s", scr)
+	}
+	tm.keys("q", "y")
+}
+
+// TestTmuxDemoPinSets: in the demo, the plan's p shows the sets, and u
+// says that the demo writes nothing.
+func TestTmuxDemoPinSets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and drives it in tmux")
+	}
+	tm := newDemoTmux(t, 80, 24)
+	tm.waitFor("gfx1151", 10*time.Second)
+	tm.keys("Enter", "Enter")
+	tm.waitFor("p pin sets", 5*time.Second)
+	tm.keys("p")
+	tm.waitFor("Known-good pin sets", 5*time.Second)
+	for i := 0; i < 6 && !strings.Contains(tm.screen(), "changes (as pins diff shows it)"); i++ {
+		tm.keys("Down")
+	}
+	tm.keys("u")
+	tm.waitFor("demo: nothing is written", 2*time.Second)
+	if strings.Contains(tm.screen(), "y yes  N no") {
+		t.Errorf("the demo asks to write:\n%s", tm.screen())
+	}
+	tm.keys("Escape")
+	tm.waitFor("enter: start the run", 2*time.Second)
+	tm.keys("q", "y")
 }

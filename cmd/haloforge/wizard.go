@@ -98,6 +98,9 @@ func wizardEngine(o wizardOpts, runs bool) (*session.Engine, error) {
 		return detect.Analyse(b), nil
 	}
 	e.Source = "this machine"
+	e.Version = version // recorded in host-fix plans and backups
+	// After the wizard writes a pin set, the pins are read again as here.
+	e.ReloadPins = func() (*pins.File, error) { return loadPinsFlags(o.pins.pins, o.pins.sets) }
 	return e, nil
 }
 

@@ -21,6 +21,9 @@ var (
 	ErrNoTerminal = errors.New("no terminal to confirm on")
 	// ErrDeclined: the user did not type the confirmation (exit 1).
 	ErrDeclined = errors.New("not confirmed: nothing was changed")
+	// ErrChanged: the changes are no longer the ones the user confirmed
+	// (ApplyOptions.Confirmed): the system changed in between (exit 1).
+	ErrChanged = errors.New("the changes differ from the ones you confirmed, so nothing was changed: look at them again")
 )
 
 // ApplyOptions are what Apply and Rollback need besides the host.
@@ -30,7 +33,12 @@ type ApplyOptions struct {
 	// Confirm shows the prompt and reports whether the user typed the word;
 	// it returns ErrNoTerminal when nobody can answer.
 	Confirm func(word string) error
-	Now     func() time.Time
+	// Confirmed, when set, is the Preview text the user confirmed already
+	// (the wizard asks for APPLY on its own screen): Apply goes ahead
+	// without Confirm when its changes are still exactly those, and
+	// changes nothing (ErrChanged) when they are not.
+	Confirmed string
+	Now       func() time.Time
 }
 
 func (o ApplyOptions) now() time.Time {
@@ -38,6 +46,20 @@ func (o ApplyOptions) now() time.Time {
 		return o.Now()
 	}
 	return time.Now()
+}
+
+// confirmApply asks for APPLY, or checks that the changes shown are the
+// ones confirmed before.
+func (o ApplyOptions) confirmApply(shown string) error {
+	switch {
+	case o.Confirmed != "" && o.Confirmed != shown:
+		return ErrChanged
+	case o.Confirmed != "":
+		return nil
+	case o.Confirm == nil:
+		return ErrNoTerminal
+	}
+	return o.Confirm("APPLY")
 }
 
 // fileEdit is one source file to write.
@@ -415,11 +437,13 @@ func Apply(ctx context.Context, p *Plan, h *Host, o ApplyOptions) (string, error
 		}
 		return "", nil
 	}
-	w.show(out, h)
+	var shown strings.Builder
+	w.show(&shown, h)
+	fmt.Fprint(out, shown.String())
 	if err := h.canBecomeRoot(w); err != nil {
 		return "", err
 	}
-	if err := o.Confirm("APPLY"); err != nil {
+	if err := o.confirmApply(shown.String()); err != nil {
 		return "", err
 	}
 	dir, m, err := backup(ctx, h, o, w, "apply", "")

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/detect/hostfix"
 	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/tui/demo"
@@ -40,7 +41,25 @@ func NewDemo(dir string) (*Engine, error) {
 	e.Fix = func(_ context.Context, step string, f *diagnose.Finding) (string, error) {
 		return demoFix(stateDir, step, f)
 	}
+	e.HostEvidence, e.HostRefusal = demoBootEvidence, DemoHostRefusal
+	e.PinsRefusal = DemoPinsRefusal
 	return e, nil
+}
+
+// DemoHostRefusal is the demo's answer to APPLY on the host-fix screen.
+const DemoHostRefusal = "demo: nothing is applied (sample data, not this machine)"
+
+// DemoPinsRefusal is why the demo never writes a set into a pins file.
+const DemoPinsRefusal = "demo: nothing is written (sample data); on your machine, u writes the set into your versions.env after a y/N question, as haloforge pins use does."
+
+// demoBootEvidence is how the demo's machine boots, as far as its bundle says.
+func demoBootEvidence() (*hostfix.Evidence, error) {
+	b, err := demo.Bundle()
+	if err != nil {
+		return nil, err
+	}
+	ev, _ := hostfix.FromBundle(b)
+	return ev, nil
 }
 
 // demoCatalogue is the real catalogue with the demo's track in its place.

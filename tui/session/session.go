@@ -13,9 +13,11 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/detect/hostfix"
 	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
@@ -49,6 +51,29 @@ type Engine struct {
 	// Tune adjusts the runner options of every run (build's --from,
 	// --only, --dry-run, a test's supervisor); nil keeps the defaults.
 	Tune func(*runner.Options)
+
+	// Host fixes (tui/session/hostfix.go). HostRoot is the system they are
+	// planned for and applied to: "" is this machine. HostEvidence reads how
+	// it boots (nil: from HostRoot); HostRunner runs the apply's commands
+	// (nil: for real, through sudo when not root); HostRefusal, when set,
+	// is why this session never applies (the demo).
+	HostRoot     string
+	HostEvidence func() (*hostfix.Evidence, error)
+	HostRunner   hostfix.Runner
+	HostRefusal  string
+	// Version is haloforge's version, recorded in host-fix plans and backups.
+	Version string
+
+	// Pins sets (tui/session/sets.go). ReloadPins reads the pins again after
+	// the wizard wrote a set into PinsFile, with the command line's --set
+	// (nil: PinsFile alone); PinsRefusal, when set, is why this session never
+	// writes the pins file (the demo). Now is the clock (nil: time.Now).
+	ReloadPins  func() (*pins.File, error)
+	PinsRefusal string
+	Now         func() time.Time
+
+	mu     sync.Mutex
+	report *detect.Report // the last detection, which the host fixes plan for
 }
 
 var _ tui.Backend = (*Engine)(nil)
@@ -62,7 +87,10 @@ func (e *Engine) Detect(ctx context.Context) (*tui.Detection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Detection(r, e.Source), nil
+	e.setReport(r)
+	d := Detection(r, e.Source)
+	d.HostFixes = e.hostFixCount(r)
+	return d, nil
 }
 
 // Detection converts a doctor report into what the detection screen shows.
@@ -98,7 +126,9 @@ func (e *Engine) Plan(track string) (*tui.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return PlanView(p, e.StateDir), nil
+	v := PlanView(p, e.StateDir)
+	v.PinWarning = e.pinWarning(p.Track.PinNames())
+	return v, nil
 }
 
 func (e *Engine) newPlan(track string) (*steps.Plan, error) {

@@ -1,0 +1,133 @@
+package steps
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/haloforge/haloforge/pins"
+	"github.com/haloforge/haloforge/pins/sets"
+)
+
+// Rebuilds maps each track the change touches to the steps a rebuild
+// re-runs: the steps that read a changed pin and every step after them
+// (`haloforge pins diff`).
+func Rebuilds(tracks []Track, changed map[string]pins.Change) map[string][]string {
+	out := map[string][]string{}
+	for _, t := range tracks {
+		var direct []string
+		for _, s := range t.Steps {
+			for _, p := range s.Pins {
+				if _, ok := changed[p]; ok {
+					direct = append(direct, s.ID)
+					break
+				}
+			}
+		}
+		if len(direct) > 0 {
+			out[t.ID] = t.Downstream(direct)
+		}
+	}
+	return out
+}
+
+// PinsUse is what `haloforge pins use SET` does to a pins file, computed
+// before anything is written: the file's new content (sets.Apply), the
+// pins that change and what each track then rebuilds. The CLI and the
+// wizard show it, ask, then Write.
+type PinsUse struct {
+	Set      sets.Set
+	Path     string // the pins file as named
+	Target   string // the file written: Path with symlinks resolved
+	Old, New *pins.File
+	Changed  map[string]pins.Change
+	Rebuild  map[string][]string // track -> steps re-run (Rebuilds)
+	orig     []byte
+	data     []byte
+	mode     fs.FileMode
+}
+
+// ErrModeNotKept: the pins file was written but keeps the temporary
+// file's mode; a warning, not a failure.
+var ErrModeNotKept = errors.New("written, but its mode could not be restored")
+
+// PreparePinsUse reads the pins file and computes the set's change to it.
+// Every error is bad input: nothing was written.
+func PreparePinsUse(path string, s sets.Set, tracks []Track, now time.Time) (*PinsUse, error) {
+	oldF, err := pins.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	target, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(target)
+	if err != nil {
+		return nil, err
+	}
+	orig, err := os.ReadFile(target)
+	if err != nil {
+		return nil, err
+	}
+	data, err := sets.Apply(path, orig, s, now)
+	if err != nil {
+		return nil, err
+	}
+	newF, err := pins.Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	changed := pins.Diff(oldF, newF)
+	return &PinsUse{Set: s, Path: path, Target: target, Old: oldF, New: newF, Changed: changed,
+		Rebuild: Rebuilds(tracks, changed), orig: orig, data: data, mode: st.Mode().Perm()}, nil
+}
+
+// Write keeps the old file next to it (FILE.bak-<time>, never overwriting
+// an earlier backup) and replaces the file atomically with its mode. It
+// returns the backup's path.
+func (u *PinsUse) Write(now time.Time) (string, error) {
+	backup, err := writeBackup(u.Target, u.orig, u.mode, now)
+	if err != nil {
+		return "", fmt.Errorf("%s not written: the backup failed: %w", u.Path, err)
+	}
+	if err := WriteFileAtomic(u.Target, u.data); err != nil {
+		return "", fmt.Errorf("%s not written: %w (the backup %s is a copy of it)", u.Path, err, backup)
+	}
+	if err := os.Chmod(u.Target, u.mode); err != nil {
+		return backup, fmt.Errorf("%s %w: %v", u.Path, ErrModeNotKept, err)
+	}
+	return backup, nil
+}
+
+// writeBackup keeps the old file next to the new one, never overwriting an
+// earlier backup.
+func writeBackup(target string, data []byte, mode os.FileMode, now time.Time) (string, error) {
+	base := target + ".bak-" + now.Format("20060102-150405")
+	for i := 0; i < 100; i++ {
+		name := base
+		if i > 0 {
+			name = fmt.Sprintf("%s-%d", base, i)
+		}
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if _, err := f.Write(data); err != nil {
+			f.Close()
+			return "", err
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return "", err
+		}
+		return name, f.Close()
+	}
+	return "", fmt.Errorf("too many backups named %s-*", base)
+}

@@ -1,0 +1,604 @@
+package tui
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/haloforge/haloforge/detect/hostfix"
+	"github.com/haloforge/haloforge/steps/runner"
+)
+
+// HostFix is the host-fix plan as the host-fix screen shows it: the plan
+// `haloforge doctor --plan` makes for the detected machine, and what
+// applying it changes now, as `doctor --apply` shows it.
+type HostFix struct {
+	Plan *hostfix.Plan
+	// Changes is hostfix.Preview's text: the file diffs and the commands run
+	// as root. The user confirms exactly this; "" when it is not known here.
+	Changes string
+	// Applicable is true when applying would change something.
+	Applicable bool
+	// PreviewErr says why Changes could not be computed ("" when it was).
+	PreviewErr string
+	// Refusal says why this session never applies (the demo); "" when it can.
+	Refusal string
+}
+
+// HostFixResult is what applying the host fixes did.
+type HostFixResult struct {
+	BackupDir string   // "" when nothing was changed
+	Commands  []string // what was written and run, in order (the backup's manifest)
+}
+
+// Messages of the host-fix screen.
+type (
+	// openHostFixMsg opens the host-fix screen (the detection screen's a).
+	openHostFixMsg    struct{}
+	hostFixPlannedMsg struct {
+		fix *HostFix
+		err error
+	}
+	hostFixAppliedMsg struct {
+		res    *HostFixResult
+		output string // what the apply printed, its tail
+		err    error
+	}
+)
+
+// confirmWord is what the user types to apply, as `doctor --apply` asks.
+const confirmWord = "APPLY"
+
+// hostFixScreen shows the host fixes doctor found (the bootloader, each
+// action with its command, the diffs and commands applying makes now), asks
+// for APPLY, then applies them through the Backend with the terminal handed
+// over, since sudo asks for its password there, and shows what it did.
+type hostFixScreen struct {
+	*common
+	ctx      context.Context
+	backend  Backend
+	fix      *HostFix
+	planning bool // the plan is being made
+	applied  bool // an apply ran: its result (or error) is shown
+	err      error
+	result   *HostFixResult
+	output   string
+	note     string // the answer to the last key: a refusal, a wrong word
+	confirm  prompt
+	// exec hands the terminal to a command (tea.Exec); tests run it in place.
+	exec   func(tea.ExecCommand, tea.ExecCallback) tea.Cmd
+	lines  []string
+	offset int
+	w, h   int
+}
+
+func newHostFixScreen(ctx context.Context, c *common, b Backend) *hostFixScreen {
+	return &hostFixScreen{
+		common: c, ctx: ctx, backend: b, planning: true, exec: tea.Exec,
+		confirm: newPrompt("Type "+confirmWord+" to make these changes: ", confirmWord, "apply", "cancel"),
+	}
+}
+
+// Init plans the fixes for the detected machine.
+func (s *hostFixScreen) Init() tea.Cmd { return s.plan() }
+
+func (s *hostFixScreen) plan() tea.Cmd {
+	s.planning = true
+	s.layout()
+	b, ctx := s.backend, s.ctx
+	return func() tea.Msg {
+		fix, err := b.HostFix(ctx)
+		return hostFixPlannedMsg{fix: fix, err: err}
+	}
+}
+
+func (s *hostFixScreen) SetSize(w, h int) {
+	s.w, s.h = w, h
+	s.confirm.SetWidth(max(w-40, 10))
+	s.layout()
+}
+
+func (s *hostFixScreen) Crumb() string { return "host fixes" }
+
+func (s *hostFixScreen) TakesText() bool { return s.confirm.IsOpen() }
+
+func (s *hostFixScreen) ShortHelp() []key.Binding {
+	if s.confirm.IsOpen() {
+		return s.confirm.Help(s.Keys)
+	}
+	b := []key.Binding{s.Keys.Up, s.Keys.Down}
+	if s.canConfirm() {
+		b = append(b, withHelp(s.Keys.Apply, "apply (type "+confirmWord+")"))
+	}
+	return append(b, s.Keys.Back, s.Keys.Help, s.Keys.Quit)
+}
+
+func (s *hostFixScreen) FullHelp() [][]key.Binding {
+	return [][]key.Binding{s.ShortHelp(), {s.Keys.PageUp, s.Keys.PageDown, s.Keys.Top, s.Keys.Bottom}}
+}
+
+// canConfirm is true when the APPLY question can be asked: there is
+// something to apply, or the demo, which asks and then refuses.
+func (s *hostFixScreen) canConfirm() bool {
+	return !s.planning && !s.applied && s.fix != nil && (s.fix.Applicable || s.fix.Refusal != "")
+}
+
+func (s *hostFixScreen) Update(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case hostFixPlannedMsg:
+		s.planning, s.fix, s.err = false, msg.fix, msg.err
+		s.layout()
+	case hostFixAppliedMsg:
+		return s.appliedResult(msg)
+	case tea.KeyPressMsg:
+		if s.confirm.IsOpen() {
+			return s.confirmKey(msg)
+		}
+		return s.onKey(msg)
+	}
+	return nil
+}
+
+func (s *hostFixScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
+	if s.scroll(k) {
+		return nil
+	}
+	switch {
+	case key.Matches(k, s.Keys.Back):
+		return closeScreen
+	case key.Matches(k, s.Keys.Apply), key.Matches(k, s.Keys.Enter):
+		if !s.canConfirm() {
+			return nil
+		}
+		s.note = ""
+		s.confirm.SetValue("")
+		cmd := s.confirm.Open()
+		s.layout()
+		return cmd
+	}
+	return nil
+}
+
+// scroll moves the view for the scroll keys; the arrows and page keys
+// scroll while the prompt is open too (they type nothing).
+func (s *hostFixScreen) scroll(k tea.KeyPressMsg) bool {
+	switch {
+	case k.Code == tea.KeyUp || k.Code == tea.KeyDown || k.Code == tea.KeyPgUp || k.Code == tea.KeyPgDown:
+		scrollBy(s.Keys, k, &s.offset, s.room())
+	case s.confirm.IsOpen():
+		return false
+	case key.Matches(k, s.Keys.Top):
+		s.offset = 0
+	case key.Matches(k, s.Keys.Bottom):
+		s.offset = len(s.lines)
+	default:
+		if !scrollBy(s.Keys, k, &s.offset, s.room()) {
+			return false
+		}
+	}
+	s.offset = clampOffset(s.offset, len(s.lines), s.room())
+	return true
+}
+
+func (s *hostFixScreen) confirmKey(k tea.KeyPressMsg) tea.Cmd {
+	if s.scroll(k) {
+		return nil
+	}
+	res, cmd := s.confirm.Key(k, s.Keys)
+	switch res {
+	case promptCancelled:
+		s.note = "Not applied: nothing was changed."
+		s.layout()
+	case promptSubmitted:
+		return s.submit()
+	}
+	return cmd
+}
+
+// submit takes the typed word: APPLY applies (the demo refuses), anything
+// else asks again.
+func (s *hostFixScreen) submit() tea.Cmd {
+	if strings.TrimSpace(s.confirm.Value()) != confirmWord {
+		s.note = "Type " + confirmWord + " in capitals to go ahead, or esc to cancel; nothing was changed."
+		s.confirm.SetValue("")
+		s.layout()
+		return nil
+	}
+	s.confirm.Close()
+	if s.fix.Refusal != "" {
+		s.note = s.fix.Refusal
+		s.layout()
+		return nil
+	}
+	s.note = "Applying: the terminal is handed to the apply while it runs (sudo may ask for your password)."
+	s.layout()
+	a := &applyExec{ctx: context.WithoutCancel(s.ctx), backend: s.backend, fix: s.fix}
+	return s.exec(a, func(error) tea.Msg { return a.msg() })
+}
+
+func (s *hostFixScreen) appliedResult(msg hostFixAppliedMsg) tea.Cmd {
+	s.note = ""
+	if errors.Is(msg.err, hostfix.ErrChanged) {
+		// The system changed after the user looked: show the changes as
+		// they are now and ask again.
+		s.note = "The system changed since you looked, so nothing was applied: here are the changes now."
+		s.offset = 0
+		return s.plan()
+	}
+	s.applied, s.result, s.output, s.err = true, msg.res, msg.output, msg.err
+	s.offset = 0
+	s.layout()
+	return nil
+}
+
+// room is how many lines of the text fit above the two footer lines.
+func (s *hostFixScreen) room() int { return max(s.h-2, 1) }
+
+// layout renders the whole text at the current width and clamps the scroll.
+func (s *hostFixScreen) layout() {
+	width := max(s.w, 20)
+	switch {
+	case s.planning:
+		s.lines = []string{"Planning the host fixes: the bootloader, the kernel arguments, modprobe.d and groups…"}
+	case s.applied:
+		s.lines = s.resultLines(width)
+	case s.err != nil:
+		s.lines = wrapLines(s.Styles.Fail.Render("Planning the host fixes failed: "+clean(s.err.Error())), width)
+	default:
+		s.lines = hostFixLines(s.fix, width, s.Styles)
+	}
+	s.offset = clampOffset(s.offset, len(s.lines), s.room())
+}
+
+func (s *hostFixScreen) View() string {
+	last := s.hint()
+	if s.confirm.IsOpen() {
+		last = s.confirm.View()
+	}
+	return pagedView(s.Styles, s.lines, s.offset, s.room(), s.w, "↑/↓", s.note, last)
+}
+
+// pagedView is a screen of text lines scrolled to offset, room lines high,
+// above two footer lines: where the view is in the text (for the scroll
+// keys named) with a note, and a last line (a hint or a question).
+func pagedView(st Styles, lines []string, offset, room, width int, keys, note, last string) string {
+	visible, off := window(lines, offset, room)
+	body := strings.Join(visible, "\n") + strings.Repeat("\n", max(room-len(visible), 0))
+	pos := ""
+	if len(lines) > room {
+		pos = st.Subtle.Render(fmt.Sprintf("%s %d–%d of %d   ", keys, off+1, off+len(visible), len(lines)))
+	}
+	if note != "" {
+		note = st.Warn.Render(note)
+	}
+	return body + "\n" + ansiCut(pos+note, width) + "\n" + ansiCut(last, width)
+}
+
+// hint says what the keys do now.
+func (s *hostFixScreen) hint() string {
+	st := s.Styles
+	switch {
+	case s.planning:
+		return st.Subtle.Render("esc: back")
+	case s.applied:
+		return st.Subtle.Render("esc: back to the checks")
+	case s.canConfirm():
+		return st.Subtle.Render("a: apply these changes (you type " + confirmWord + ")   esc: back")
+	case s.fix != nil && s.fix.PreviewErr == "" && s.err == nil:
+		return st.Subtle.Render("Nothing for haloforge to change here.   esc: back")
+	}
+	return st.Subtle.Render("esc: back")
+}
+
+// resultLines say what the apply did, or why it failed, then its output.
+func (s *hostFixScreen) resultLines(width int) []string {
+	st := s.Styles
+	var out []string
+	switch {
+	case s.err != nil:
+		out = append(out, wrapLines(st.Fail.Render("✗ Applying the host fixes failed: "+clean(s.err.Error())), width)...)
+	case s.result == nil || s.result.BackupDir == "":
+		out = append(out, st.OK.Render("✓ Nothing was changed: the system already matches the plan."))
+	default:
+		r := s.result
+		out = append(out, st.OK.Render("✓ Host fixes applied. Nothing was rebooted."), "")
+		out = append(out, wrapLines("Backup: "+clean(r.BackupDir), width)...)
+		out = append(out, "Done:")
+		for _, c := range r.Commands {
+			out = append(out, commandLines(clean(c), width, 2)...)
+		}
+		out = append(out, "", st.Bold.Render("Next: reboot, then run haloforge doctor --verify"))
+		out = append(out, commandLines("To undo: haloforge doctor --rollback "+clean(r.BackupDir), width, 0)...)
+	}
+	if s.output != "" {
+		out = append(out, "", st.Subtle.Render("What the apply printed:"))
+		for _, l := range strings.Split(strings.TrimRight(s.output, "\n"), "\n") {
+			out = append(out, hardLines("  "+clean(l), width, 4, func(l string) string { return st.Subtle.Render(l) })...)
+		}
+	}
+	return out
+}
+
+// hostFixLines renders the plan: the bootloader, each action with its
+// command, what APPLY changes now, and what is left to the user.
+func hostFixLines(fix *HostFix, width int, st Styles) []string {
+	p := fix.Plan
+	var out []string
+	add := func(ls ...string) { out = append(out, ls...) }
+	add(st.Title.Render("Host fixes") + st.Subtle.Render(" for "+clean(cmp.Or(p.Source, "this machine"))))
+	add(wrapLines("Bootloader: "+st.Bold.Render(clean(p.Bootloader))+" — "+clean(p.Boot.Reason), width)...)
+	if p.Boot.Problem != "" {
+		add(wrapLines(st.Warn.Render("! haloforge will not change the kernel command line here: "+clean(p.Boot.Problem)), width)...)
+	}
+	if len(p.Actions) == 0 {
+		add("", "Nothing to change: no warning or failing check has a host fix.")
+		return out
+	}
+	add("", st.Bold.Render("Actions"))
+	for i, a := range p.Actions {
+		tag := a.Kind
+		if a.Advice {
+			tag += ", you do it"
+		}
+		add(hangLines(fmt.Sprintf("%2d. %s", i+1, clean(a.Change)), width, 4)...)
+		add(st.Subtle.Render("    " + tag + " · check " + clean(a.Check)))
+		for _, c := range strings.Split(a.Command, "\n") {
+			if c != "" {
+				add(commandLines(clean(c), width, 6)...)
+			}
+		}
+	}
+	add("")
+	switch {
+	case fix.Changes != "" && fix.Applicable:
+		add(st.Bold.Render("What "+confirmWord+" changes now") + st.Subtle.Render(" (as haloforge doctor --apply shows it)"))
+		add(changeLines(fix.Changes, width, st)...)
+	case fix.Changes != "":
+		add(st.Bold.Render("Nothing for haloforge to change here") + st.Subtle.Render(" (as haloforge doctor --apply sees it)"))
+		add(changeLines(fix.Changes, width, st)...)
+	case fix.PreviewErr != "":
+		add(wrapLines(st.Warn.Render("! What applying changes is not known here: "+clean(fix.PreviewErr)), width)...)
+		add(commandLines("haloforge doctor --plan --json > plan.json && haloforge doctor --apply plan.json", width, 2)...)
+	}
+	for _, sk := range p.Skipped {
+		add(hangLines(st.Subtle.Render("Not a host change: "+clean(sk.Check)+" ("+clean(sk.Status)+"): "+clean(sk.Reason)), width, 2)...)
+	}
+	for _, n := range p.Notes {
+		add(hangLines("Note: "+clean(n), width, 2)...)
+	}
+	if fix.Refusal != "" {
+		add(wrapLines(st.Warn.Render(clean(fix.Refusal)), width)...)
+		add(wrapLines(st.Subtle.Render("On your machine, this screen shows the exact diffs and commands; after you type "+
+			confirmWord+", the terminal goes to sudo for what needs root, every file is backed up first, and nothing is rebooted."), width)...)
+	}
+	if p.Reboot {
+		add("")
+		add(wrapLines("A reboot is needed for the kernel changes; haloforge never reboots. After it: haloforge doctor --verify", width)...)
+	}
+	return out
+}
+
+// changeLines renders hostfix.Preview's text: diffs coloured and cut at the
+// width, commands wrapped as shell commands, the rest as prose.
+func changeLines(text string, width int, st Styles) []string {
+	var out []string
+	section := ""
+	for _, l := range strings.Split(strings.TrimRight(clean(text), "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(l, "--- "):
+			section = "diff"
+		case strings.HasPrefix(l, "Commands, as root:"):
+			section = "commands"
+			out = append(out, "  "+l)
+			continue
+		case !strings.HasPrefix(l, " ") && !strings.HasPrefix(l, "+") && !strings.HasPrefix(l, "-") &&
+			!strings.HasPrefix(l, "@@") && !strings.HasPrefix(l, `\`):
+			section = ""
+		}
+		switch section {
+		case "diff":
+			out = append(out, hardLines("  "+l, width, 3, diffStyle(l, st))...)
+		case "commands":
+			cmd, why, _ := strings.Cut(strings.TrimSpace(l), "    # ")
+			out = append(out, commandLines(cmd, width, 4)...)
+			if why != "" {
+				out = append(out, hangLines(st.Subtle.Render("      # "+why), width, 8)...)
+			}
+		default:
+			out = append(out, hangLines("  "+l, width, 4)...)
+		}
+	}
+	return out
+}
+
+// diffStyle colours a unified diff line by its first character.
+func diffStyle(l string, st Styles) func(string) string {
+	style := st.Subtle
+	switch {
+	case strings.HasPrefix(l, "--- "), strings.HasPrefix(l, "+++ "):
+		style = st.Bold
+	case strings.HasPrefix(l, "@@"):
+	case strings.HasPrefix(l, "+"):
+		style = st.OK
+	case strings.HasPrefix(l, "-"):
+		style = st.Fail.UnsetBold()
+	default:
+		return plainText
+	}
+	return func(s string) string { return style.Render(s) }
+}
+
+// plainText leaves a line as it is.
+func plainText(s string) string { return s }
+
+// wrapLines wraps prose at the width.
+func wrapLines(s string, width int) []string { return strings.Split(wrap(s, width), "\n") }
+
+// hangLines wraps prose at the width, continuation lines indented by
+// indent, so that numbered items read as blocks. Words wider than the
+// room are cut.
+func hangLines(s string, width, indent int) []string {
+	lines := strings.Split(ansi.Wrap(s, max(width-indent, 10), ""), "\n")
+	for i := 1; i < len(lines); i++ {
+		lines[i] = strings.Repeat(" ", indent) + lines[i]
+	}
+	return lines
+}
+
+// hardLines cuts a line that must keep every character (a diff line, a
+// command's output) at the width, continuation lines indented by indent.
+func hardLines(l string, width, indent int, style func(string) string) []string {
+	room := max(width-indent, 10)
+	first := ansi.Truncate(l, width, "")
+	out := []string{style(first)}
+	for rest := ansi.TruncateLeft(l, ansi.StringWidth(first), ""); rest != ""; {
+		piece := ansi.Truncate(rest, room, "")
+		out = append(out, strings.Repeat(" ", indent)+style(piece))
+		rest = ansi.TruncateLeft(rest, ansi.StringWidth(piece), "")
+	}
+	return out
+}
+
+// commandLines shows a shell command at the width without breaking it:
+// it breaks only between words outside quotes and ends each broken line
+// with " \", so that the lines still read (and paste) as the one command.
+// A single word wider than the screen is cut where it must be.
+func commandLines(cmd string, width, indent int) []string {
+	pad := strings.Repeat(" ", indent)
+	words := shellWords(cmd)
+	if len(words) == 0 {
+		return nil
+	}
+	var out []string
+	line, cont := pad+words[0], pad+"    "
+	for _, w := range words[1:] {
+		if ansi.StringWidth(line)+1+ansi.StringWidth(w)+2 > width {
+			out = append(out, line+" \\")
+			line = cont + w
+			continue
+		}
+		line += " " + w
+	}
+	out = append(out, line)
+	var cut []string
+	for _, l := range out {
+		cut = append(cut, hardLines(l, width, len(cont), plainText)...)
+	}
+	return cut
+}
+
+// shellWords splits a command line at the blanks outside quotes, keeping
+// the quotes, so that joining the words with one space gives it back.
+func shellWords(cmd string) []string {
+	var words []string
+	var cur strings.Builder
+	var quote byte
+	for i := 0; i < len(cmd); i++ {
+		c := cmd[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			} else if c == '\\' && quote == '"' && i+1 < len(cmd) {
+				cur.WriteByte(c)
+				i++
+				c = cmd[i]
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '\\' && i+1 < len(cmd):
+			cur.WriteByte(c)
+			i++
+			c = cmd[i]
+		case c == ' ' || c == '\t':
+			if cur.Len() > 0 {
+				words = append(words, cur.String())
+				cur.Reset()
+			}
+			continue
+		}
+		cur.WriteByte(c)
+	}
+	if cur.Len() > 0 {
+		words = append(words, cur.String())
+	}
+	return words
+}
+
+// clean makes text from plans, files and commands' output safe for the
+// screen: no escape sequences or control bytes reach the terminal.
+func clean(s string) string {
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		lines = append(lines, runner.SanitizeLine(l, false))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// applyExec runs the apply with the terminal handed over (tea.Exec): the
+// wizard's screen steps aside, sudo asks for its password on the terminal,
+// and the apply's progress shows there as it happens, its tail kept for the
+// result. Errors travel in the message, not as the exec's error.
+type applyExec struct {
+	ctx     context.Context
+	backend Backend
+	fix     *HostFix
+	out     io.Writer
+	log     tailBuffer
+	res     *HostFixResult
+	err     error
+}
+
+func (a *applyExec) SetStdin(io.Reader)    {} // sudo reads the password from the terminal itself
+func (a *applyExec) SetStdout(w io.Writer) { a.out = w }
+func (a *applyExec) SetStderr(io.Writer)   {}
+
+// Run applies; it always returns nil, so that Bubble Tea takes the screen back.
+func (a *applyExec) Run() error {
+	term := a.out
+	if term == nil {
+		term = io.Discard
+	}
+	fmt.Fprintln(term, "\nhaloforge: applying the host fixes you confirmed (sudo may ask for your password)…")
+	a.res, a.err = a.backend.ApplyHostFix(a.ctx, a.fix, io.MultiWriter(term, &a.log))
+	return nil
+}
+
+// msg is the apply's outcome; its output starts with the changes the
+// user saw already, which the result does not repeat.
+func (a *applyExec) msg() tea.Msg {
+	out := strings.TrimPrefix(a.log.String(), a.fix.Changes)
+	return hostFixAppliedMsg{res: a.res, output: out, err: a.err}
+}
+
+// tailBuffer keeps the last bytes written to it (bounded memory for any
+// output), cut at a line start.
+type tailBuffer struct{ buf []byte }
+
+const tailKeep = 32 << 10
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 2*tailKeep {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-tailKeep:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	b := t.buf
+	if len(b) > tailKeep {
+		b = b[len(b)-tailKeep:]
+		if i := strings.IndexByte(string(b), '\n'); i >= 0 {
+			b = b[i+1:]
+		}
+	}
+	return string(b)
+}
