@@ -212,7 +212,11 @@ func NewBenchRunner(b BenchLaunch, o RunOptions) (*runner.Runner, error) {
 	if o.Plan == nil {
 		return nil, fmt.Errorf("bench: no plan of track %s", b.Track)
 	}
-	title := fmt.Sprintf("Benchmark %s with %s", filepath.Base(b.Model), strings.Join(b.Command[:min(3, len(b.Command))], " "))
+	tool := b.Command[0]
+	if tool == "vllm" {
+		tool = "vllm bench serve"
+	}
+	title := fmt.Sprintf("Benchmark %s with %s", filepath.Base(b.Model), tool)
 	p := onePlan(o.Plan, BenchStepID, title, BenchScript(b.Track), map[string]string{"HALOFORGE_BENCH_RESULT": b.Result})
 	ro := runner.Options{Plan: p, StateDir: o.StateDir, ScriptsDir: o.ScriptsDir, ToolboxDir: o.ToolboxDir, PinsFile: o.PinsFile,
 		NoHistory: true, Args: map[string][]string{BenchStepID: b.ScriptArgs()}, Analyzer: runner.Diagnosis, KeepColor: o.KeepColor}
