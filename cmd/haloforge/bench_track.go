@@ -57,26 +57,18 @@ func runBenchTrack(cmd *cobra.Command, o benchOptions) error {
 	if err := runner.CheckStateDir(o.stateDir); err != nil {
 		return usageErr(err)
 	}
-	scripts, err := scriptsRoot(o.scripts, o.stateDir)
+	ro, err := runOptions(cmd, s, o.scripts, o.stateDir, o.pins)
 	if err != nil {
 		return err
 	}
-	toolbox, err := toolboxRoot(o.stateDir)
-	if err != nil {
-		return err
-	}
-	pf, err := loadPinsFlags(o.pins.pins, o.pins.sets)
-	if err != nil {
-		return err
-	}
+	ro.KeepColor = ro.KeepColor && !o.asJSON
 	// With --json, standard output is the JSON alone; the run goes to stderr.
 	log := out
 	if o.asJSON {
 		log = cmd.ErrOrStderr()
 	}
 	printBenchLaunch(log, b)
-	r, err := serve.NewBenchRunner(b, serve.RunOptions{Plan: s.plan, StateDir: o.stateDir, ScriptsDir: scripts, ToolboxDir: toolbox,
-		PinsFile: pinsFileOnDisk(pf), KeepColor: colorOut(cmd) && !o.asJSON})
+	r, err := serve.NewBenchRunner(b, ro)
 	if err != nil {
 		return usageErr(err)
 	}

@@ -148,23 +148,32 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	return serveRun(cmd, o, s, l)
 }
 
+// runOptions are the runner's inputs of a serve or bench run: the scripts
+// and container definitions on disk, the pins file, the track's plan.
+func runOptions(cmd *cobra.Command, s serveSetup, scriptsFlag, stateDir string, pf pinFlags) (serve.RunOptions, error) {
+	scripts, err := scriptsRoot(scriptsFlag, stateDir)
+	if err != nil {
+		return serve.RunOptions{}, err
+	}
+	toolbox, err := toolboxRoot(stateDir)
+	if err != nil {
+		return serve.RunOptions{}, err
+	}
+	pins, err := loadPinsFlags(pf.pins, pf.sets)
+	if err != nil {
+		return serve.RunOptions{}, err
+	}
+	return serve.RunOptions{Plan: s.plan, StateDir: stateDir, ScriptsDir: scripts, ToolboxDir: toolbox,
+		PinsFile: pinsFileOnDisk(pins), KeepColor: colorOut(cmd)}, nil
+}
+
 // serveRun starts the server and follows it until it is stopped or fails.
 func serveRun(cmd *cobra.Command, o serveOptions, s serveSetup, l serve.Launch) error {
-	scripts, err := scriptsRoot(o.scripts, o.stateDir)
+	ro, err := runOptions(cmd, s, o.scripts, o.stateDir, o.pins)
 	if err != nil {
 		return err
 	}
-	toolbox, err := toolboxRoot(o.stateDir)
-	if err != nil {
-		return err
-	}
-	pf, err := loadPinsFlags(o.pins.pins, o.pins.sets)
-	if err != nil {
-		return err
-	}
-	ctx := cmdContext(cmd)
-	w, err := serve.Start(ctx, l, serve.RunOptions{Plan: s.plan, StateDir: o.stateDir, ScriptsDir: scripts, ToolboxDir: toolbox,
-		PinsFile: pinsFileOnDisk(pf), KeepColor: colorOut(cmd)}, serve.WatchOptions{Smoke: !o.noSmoke})
+	w, err := serve.Start(cmdContext(cmd), l, ro, serve.WatchOptions{Smoke: !o.noSmoke})
 	if err != nil {
 		return usageErr(err)
 	}
