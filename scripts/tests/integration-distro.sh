@@ -212,7 +212,6 @@ phase_serve() {
   local report
   report=$(sed -n 's/^report: //p' "$out" | tail -n1)
   check "the run's report.json says succeeded" grep -q '"status": "succeeded"' "${report:-/nonexistent}"
-  cp "$out" "$IT_DIR/../haloforge-distro-it-serve.out" 2>/dev/null || true
 }
 
 phase_bench_track() {
