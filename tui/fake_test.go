@@ -30,6 +30,7 @@ type fakeBackend struct {
 	clock    time.Time // when set, every event happens at this time (goldens)
 
 	mu       sync.Mutex
+	model    string // the serve screen's tiny model (fake_serve_test.go)
 	fixed    bool
 	requests []RunRequest
 	retried  []string

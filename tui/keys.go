@@ -10,6 +10,7 @@ type KeyMap struct {
 	Search, NextMatch, PrevMatch, Follow    key.Binding
 	Shell, Retry, Skip, Troubleshoot, Open  key.Binding
 	Help, Quit, ForceQuit, Yes, No          key.Binding
+	Serve, Bench, Stop, Edit, Less, More    key.Binding
 }
 
 // DefaultKeyMap is the wizard's key layout (help on `?`).
@@ -38,5 +39,11 @@ func DefaultKeyMap() KeyMap {
 		ForceQuit:    key.NewBinding(key.WithKeys("ctrl+c")),
 		Yes:          key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "yes")),
 		No:           key.NewBinding(key.WithKeys("n", "N", "esc"), key.WithHelp("n", "no")),
+		Serve:        key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "serve a model")),
+		Bench:        key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "benchmark")),
+		Stop:         key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "stop the server")),
+		Edit:         key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit")),
+		Less:         key.NewBinding(key.WithKeys("left"), key.WithHelp("←/→", "less/more")),
+		More:         key.NewBinding(key.WithKeys("right")),
 	}
 }

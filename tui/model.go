@@ -130,6 +130,8 @@ func (m *Model) route(msg tea.Msg) tea.Cmd {
 		return m.open(m.run.Summary())
 	case openTroubleshootMsg:
 		return m.open(newTroubleshootScreen(m.common, m.backend, msg.path, msg.findings))
+	case openServeMsg:
+		return m.open(newServeScreen(m.ctx, m.common, m.backend, msg.track))
 	case closeScreenMsg:
 		m.pop()
 		return nil

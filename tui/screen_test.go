@@ -34,6 +34,7 @@ func everyScreen(t *testing.T) map[string]screen {
 		"run":          newRunScreen(context.Background(), c, f, plan),
 		"summary":      newSummaryScreen(c, rs, tr),
 		"troubleshoot": newTroubleshootScreen(c, f, "", nil),
+		"serve":        newServeScreen(context.Background(), c, f, "llamacpp-distro"),
 	}
 }
 

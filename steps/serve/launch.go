@@ -466,9 +466,9 @@ func CeilingOf(r *detect.Report) Ceiling {
 		integrated := g.Integrated != nil && *g.Integrated
 		switch {
 		case integrated && g.GTTBytes != nil && *g.GTTBytes > 0:
-			return Ceiling{Bytes: uint64(*g.GTTBytes), Unified: true, Source: "GTT of the integrated GPU (mem_info_gtt_total)"}
+			return Ceiling{Bytes: uint64(*g.GTTBytes), Unified: true, Source: "the GTT of the integrated GPU"}
 		case !integrated && g.VRAMBytes != nil && *g.VRAMBytes > 0:
-			return Ceiling{Bytes: uint64(*g.VRAMBytes), Source: "VRAM of the GPU"}
+			return Ceiling{Bytes: uint64(*g.VRAMBytes), Source: "the VRAM of the GPU"}
 		}
 	}
 	if r.Memory.TotalBytes != nil && *r.Memory.TotalBytes > 0 {

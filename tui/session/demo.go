@@ -9,6 +9,7 @@ import (
 	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/serve"
 	"github.com/haloforge/haloforge/tui/demo"
 )
 
@@ -40,6 +41,13 @@ func NewDemo(dir string) (*Engine, error) {
 	e.Fix = func(_ context.Context, step string, f *diagnose.Finding) (string, error) {
 		return demoFix(stateDir, step, f)
 	}
+	// The serve screen replays the recorded serve of the llamacpp-distro proof.
+	model, err := demo.WriteTinyModel(filepath.Join(dir, "models"))
+	if err != nil {
+		return nil, err
+	}
+	e.ServeTrack, e.ServeModel, e.ServeNote = demo.ServeTrack, model, demo.ServeNote
+	e.Prober = func() serve.Prober { return demo.Prober(stateDir) }
 	return e, nil
 }
 

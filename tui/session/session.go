@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/haloforge/haloforge/detect"
@@ -20,6 +21,7 @@ import (
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/runner"
+	"github.com/haloforge/haloforge/steps/serve"
 	"github.com/haloforge/haloforge/tui"
 )
 
@@ -49,6 +51,22 @@ type Engine struct {
 	// Tune adjusts the runner options of every run (build's --from,
 	// --only, --dry-run, a test's supervisor); nil keeps the defaults.
 	Tune func(*runner.Options)
+
+	// ServeTrack, when set, is the track every serve and bench uses: the
+	// demo has a recorded run of one track only.
+	ServeTrack string
+	// ServeModel is the model the serve screen offers first ("" for the
+	// track's pin, or the verify step's tiny model).
+	ServeModel string
+	// ServeNote is said above the serve screen's form.
+	ServeNote string
+	// Prober replaces the HTTP probes of a served engine (the demo's
+	// recorded answers); nil probes the real server.
+	Prober func() serve.Prober
+
+	ceilingOnce  sync.Once
+	ceilingValue serve.Ceiling
+	hasGPU       bool
 }
 
 var _ tui.Backend = (*Engine)(nil)
@@ -105,6 +123,11 @@ func (e *Engine) newPlan(track string) (*steps.Plan, error) {
 	if e.Runnable != nil && !slices.Contains(e.Runnable, track) {
 		return nil, fmt.Errorf("the demo only runs %s; %s needs a real machine", strings.Join(e.Runnable, ", "), track)
 	}
+	return e.planOf(track)
+}
+
+// planOf is the track's plan against the state dir's history.
+func (e *Engine) planOf(track string) (*steps.Plan, error) {
 	t, err := e.track(track)
 	if err != nil {
 		return nil, err
