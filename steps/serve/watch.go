@@ -165,16 +165,17 @@ func (w *Watcher) loop() {
 				continue
 			}
 			inflight = true
-			path := w.rd.NextProbe()
-			go func() {
-				status, body, _ := w.o.Prober.Get(w.smokeCtx, path)
-				probes <- probeResult{path: path, status: status, body: body, at: time.Now()}
-			}()
+			go w.probe(w.rd.NextProbe(), probes)
 		case pr := <-probes:
 			inflight = false
 			w.probed(pr, smokes)
-			if w.rd != nil && w.rd.Done() {
+			switch {
+			case w.rd != nil && w.rd.Done():
 				probe.Stop() // a ready or failed server is not probed again
+			case w.rd != nil && w.rd.NextProbe() != pr.path:
+				// /health answered: ask for the model list at once, not a tick later
+				inflight = true
+				go w.probe(w.rd.NextProbe(), probes)
 			}
 		case sr := <-smokes:
 			w.mu.Lock()
@@ -196,6 +197,12 @@ func (w *Watcher) loop() {
 			w.userStop()
 		}
 	}
+}
+
+// probe asks one path and hands the answer to the loop.
+func (w *Watcher) probe(path string, out chan<- probeResult) {
+	status, body, _ := w.o.Prober.Get(w.smokeCtx, path)
+	out <- probeResult{path: path, status: status, body: body, at: time.Now()}
 }
 
 // event passes a runner event on and feeds the readiness machine.

@@ -33,7 +33,14 @@ func TestMain(m *testing.M) {
 type engineServer struct {
 	*httptest.Server
 	healthy     atomic.Bool
+	opened      atomic.Int64 // unix ns when /health began to answer 200
 	firstHealth atomic.Int64 // unix ns of the first 200 on /health
+}
+
+// open makes /health answer 200 from now on.
+func (s *engineServer) open() {
+	s.opened.CompareAndSwap(0, time.Now().UnixNano())
+	s.healthy.Store(true)
 }
 
 func newEngineServer(t testing.TB) *engineServer {
@@ -128,7 +135,7 @@ func serveFixture(t *testing.T, engine, log string, lines int, env map[string]st
 		s.events = append(s.events, ev)
 		if lines, ok := ev.(runner.Lines); ok && slices.ContainsFunc(lines.Text, func(l string) bool { return strings.Contains(l, "listening on") }) {
 			if env["FX_NEVER_HEALTHY"] == "" {
-				srv.healthy.Store(true)
+				srv.open()
 			}
 		}
 		if onEvent != nil {
@@ -238,9 +245,9 @@ func TestWatchStallNamesThePhase(t *testing.T) {
 // The engine's own CPU time keeps a quiet phase from counting as stalled.
 func TestWatchActivityKeepsAQuietPhaseAlive(t *testing.T) {
 	s := serveFixture(t, EngineLlamaCpp, "llama-server-sid-lavapipe.log", 4, map[string]string{"FX_BUSY": "1"},
-		WatchOptions{Budgets: map[PhaseID]time.Duration{PhaseLoading: 400 * time.Millisecond}}, func(e runner.Event, w *Watcher) {
+		WatchOptions{Budgets: map[PhaseID]time.Duration{PhaseLoading: time.Second}}, func(e runner.Event, w *Watcher) {
 			if p, ok := e.(runner.ServePhase); ok && p.Phase == "loading" {
-				time.AfterFunc(1500*time.Millisecond, w.Stop) // four budgets of quiet, busy work
+				time.AfterFunc(3500*time.Millisecond, w.Stop) // three budgets of quiet, busy work
 			}
 		})
 	if s.res.Stalled {
