@@ -22,7 +22,8 @@
 #   - the box is removed, no process of the test user is left.
 # Runs from a copy in a world-readable temp dir (binary, scripts, versions.env), so a
 # checkout in a 0700 directory works. HF_IT_KEEP=1 keeps the box; HALOFORGE_BIN picks the
-# binary (default bin/haloforge, else go build).
+# binary (default bin/haloforge, else go build); HF_IT_SCREENSHOT=DIR also takes the
+# TUTORIAL's screenshots of the serve proof (serve-screenshot.sh, make screenshot-serve).
 
 # shellcheck source=../lib/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
@@ -32,6 +33,8 @@
 . "$(dirname "${BASH_SOURCE[0]}")/integration.sh"
 # shellcheck source=./sid-image.sh
 . "$(dirname "${BASH_SOURCE[0]}")/sid-image.sh"
+# shellcheck source=./serve-screenshot.sh
+. "$(dirname "${BASH_SOURCE[0]}")/serve-screenshot.sh"
 
 REPO=$(cd "$HF_LIB_DIR/../.." && pwd)
 IT_USER=haloforge-distro-it
@@ -252,6 +255,10 @@ main() {
   need_curl
   phase_serve
   phase_bench_track
+  if [[ -n ${HF_IT_SCREENSHOT:-} ]]; then
+    serve_screenshot "$HF_IT_SCREENSHOT"
+    check "no process of $IT_USER is left after the screenshot" bash -c "! pgrep -u $IT_USER >/dev/null"
+  fi
 
   if [[ ${HF_IT_KEEP:-0} != 1 ]]; then
     remove_box
