@@ -178,7 +178,11 @@ func serveRun(cmd *cobra.Command, o serveOptions, s serveSetup, l serve.Launch) 
 		return usageErr(err)
 	}
 	out := cmd.OutOrStdout()
-	stopSignals := onServeStop(out, w.Stop)
+	notes := out // with --json, standard output is the JSON alone
+	if o.asJSON {
+		notes = cmd.ErrOrStderr()
+	}
+	stopSignals := onServeStop(notes, w.Stop)
 	defer stopSignals()
 	stopKeys := stopOnKey(cmd.InOrStdin(), w.Stop)
 	defer stopKeys()

@@ -74,17 +74,17 @@ func DefaultSmoke(model string) SmokeRequest {
 
 // SmokeResult is what the smoke request measured.
 type SmokeResult struct {
-	Endpoint string
-	TTFT     time.Duration
-	Tokens   int
+	Endpoint string        `json:"endpoint"`
+	TTFT     time.Duration `json:"ttft_ns"`
+	Tokens   int           `json:"tokens"`
 	// TokensPerSecond is (tokens after the first) / (time from the first
 	// token to the last): the decode speed, measured here.
-	TokensPerSecond float64
+	TokensPerSecond float64 `json:"tokens_per_s"`
 	// EngineTokensPerSecond is the engine's own decode figure (llama.cpp's
 	// timings.predicted_per_second); 0 when it gives none.
-	EngineTokensPerSecond float64
-	Text                  string
-	Err                   string
+	EngineTokensPerSecond float64 `json:"engine_tokens_per_s"`
+	Text                  string  `json:"text"`
+	Err                   string  `json:"error,omitempty"`
 }
 
 // SmokeEndpoint is where the smoke request goes: the OpenAI completions

@@ -52,21 +52,22 @@ type WatchOptions struct {
 	PIDFile string
 }
 
-// Result is how a watched serve went, complete once Events is closed.
+// Result is how a watched serve went, complete once Events is closed
+// (`serve --json` prints it; durations in nanoseconds, as report.json).
 type Result struct {
-	Ready          bool
-	ReadyAfter     time.Duration
-	SinceHealth    time.Duration // from /health's first 200 to readiness
-	Phase          PhaseID       // the last phase reached
-	Stalled        bool
-	Failed         string // why it failed (a line, a stall, an exit); "" when it did not
-	SuggestContext int    // vLLM's estimated maximum model length, when it said one
-	Smoke          *SmokeResult
-	StoppedByUser  bool
-	Served         time.Duration // from readiness to the stop
+	Ready          bool          `json:"ready"`
+	ReadyAfter     time.Duration `json:"ready_after_ns"`
+	SinceHealth    time.Duration `json:"since_health_ns"` // from /health's first 200 to readiness
+	Phase          PhaseID       `json:"phase"`           // the last phase reached
+	Stalled        bool          `json:"stalled"`
+	Failed         string        `json:"failed,omitempty"`          // why it failed (a line, a stall, an exit)
+	SuggestContext int           `json:"suggest_context,omitempty"` // vLLM's estimated maximum model length
+	Smoke          *SmokeResult  `json:"smoke"`
+	StoppedByUser  bool          `json:"stopped_by_user"`
+	Served         time.Duration `json:"served_ns"` // from readiness to the stop
 	// RunStatus is the run's steps.Outcome* (RunFinished), RunDir its files.
-	RunStatus string
-	RunDir    string
+	RunStatus string `json:"run_status"`
+	RunDir    string `json:"run_dir"`
 }
 
 // Watcher follows one serve run: it passes the runner's events on and adds
