@@ -18,7 +18,7 @@ APT_PROBES := git python3 shellcheck bats tmux script podman distrobox runc debo
 FUZZTIME ?= 5s
 SHFMT_FLAGS ?= -i 2 -ci -bn
 
-.PHONY: test deps vet unit scripts-lint bats fuzz-short integration integration-distro hostfix bench screenshots build clean
+.PHONY: test deps vet unit scripts-lint bats fuzz-short integration integration-distro hostfix bench screenshots screenshot-serve build clean
 
 test: deps vet unit scripts-lint bats fuzz-short integration integration-distro hostfix
 	@echo "make test: all suites passed"
@@ -81,6 +81,14 @@ screenshots: build
 	  export DEBIAN_FRONTEND=noninteractive; apt-get update -qq && apt-get install -y -qq asciinema librsvg2-bin fonts-dejavu-core tmux >/dev/null; }
 	@[ -x /tmp/svgterm/node_modules/.bin/svg-term ] || npm install --silent --prefix /tmp/svgterm svg-term-cli
 	bash tui/demo/screenshots/make.sh
+
+# TUTORIAL's "serve and measure" screenshots, from the real serve proof of integration-distro
+# (the sid box, llama-server on lavapipe) in a fixed-size tmux pane: svg-term-cli, rsvg-convert.
+screenshot-serve: build
+	@command -v rsvg-convert >/dev/null || { \
+	  export DEBIAN_FRONTEND=noninteractive; apt-get update -qq && apt-get install -y -qq librsvg2-bin fonts-dejavu-core tmux >/dev/null; }
+	@[ -x /tmp/svgterm/node_modules/.bin/svg-term ] || npm install --silent --prefix /tmp/svgterm svg-term-cli
+	HALOFORGE_BIN=$(CURDIR)/bin/haloforge HF_IT_SCREENSHOT=$(CURDIR)/tui/demo/proof scripts/tests/integration-distro.sh
 
 clean:
 	rm -rf bin

@@ -545,7 +545,8 @@ var rules = withSignals([]Rule{
 				not: []string{"CUDA", "malloc failed", "Out of memory: Killed"}},
 			// vLLM's own words when the memory it may use is too small
 			{lit: "No available memory for the cache blocks"},
-			{lit: "larger than the available KV cache memory"},
+			// "… larger than the available KV cache memory … estimated maximum
+			// model length is N" is vllm-max-model-len: the context, not the pool.
 			{lit: "is less than desired GPU memory utilization"},
 			{lit: "hipErrorOutOfMemory"},
 			{lit: "cudaMalloc failed: out of memory"},
@@ -925,6 +926,118 @@ var rules = withSignals([]Rule{
 			{lit: "error sending request for url", re: `error sending request for url \(https?://[^)]*(amd\.com|pytorch\.org)`},
 			{lit: "No solution found when resolving dependencies"},
 			{lit: "your requirements are unsatisfiable"},
+		},
+	},
+	// Families of the serve wave (issue 17), from 2026 threads; each has its
+	// excerpts first in testdata/holdout.jsonl (h38-h49) with near misses
+	// that must stay quiet (n14-n19).
+	{
+		ID:      "vllm-max-model-len",
+		Title:   "vLLM's KV cache cannot hold the model's context",
+		Summary: "vLLM refused to start: one request at the configured context length needs more KV cache than the memory it may use holds.",
+		Cause: "max_model_len defaults to the model's trained context (often 32k to 256k tokens); the KV cache left after the weights at this " +
+			"--gpu-memory-utilization is smaller. vLLM says the length that would fit: \"the estimated maximum model length is N\".",
+		Fix: "vllm serve … --max-model-len N   # N: the estimated maximum model length the line gives (V0: the KV cache tokens)\n" +
+			"haloforge serve --track <track> --model <model> --ctx N   # the same through haloforge, which reads N from the log\n" +
+			"# or more room for the cache: --gpu-memory-utilization up to 0.90 on the APU, a larger ttm.pages_limit, --kv-cache-dtype fp8",
+		Links: issues("lemonade-sdk/vllm-rocm#5", "QwenLM/Qwen3#295", "vllm-project/vllm#2418"),
+		pats: []pat{
+			{lit: "estimated maximum model length is"},
+			{lit: "larger than the available KV cache memory"},
+			// vLLM before V1 (vllm/worker/worker.py raise_if_cache_size_invalid)
+			{lit: "larger than the maximum number of tokens that can be stored in KV cache"},
+		},
+	},
+	{
+		ID:      "gpu-ring-timeout-lockup",
+		Title:   "GPU job timed out and was reset on a long prompt (lockup_timeout)",
+		Summary: "The kernel's GPU watchdog timed out a long compute job and reset its queue: the engine lost its device mid-request.",
+		Cause: "amdgpu resets a ring whose job runs longer than amdgpu.lockup_timeout (10 s by default). A long prefill at a deep context, or a " +
+			"large -ub batch, on gfx1151 can take longer than that without being hung; the reset then kills the request or the server.",
+		Fix: "# kernel command line, then reboot: a longer watchdog (milliseconds)\n" +
+			"amdgpu.lockup_timeout=20000   # LLMKube's value; -1 turns the watchdog off and also hides real hangs\n" +
+			"llama-server … -ub 512   # smaller micro-batches: each GPU job ends sooner\n" +
+			"sudo grep MES /sys/kernel/debug/dri/*/amdgpu_firmware_info   # a reset that fails is the MES hang instead (0x83 is bad)",
+		Links: issues("ggml-org/llama.cpp#27076", "Nathanw1014/strix-halo-llamacpp#16", "defilantech/LLMKube#886", "ggml-org/llama.cpp#21724"),
+		pats: []pat{
+			// the compute ring's reset that worked: the job was slow, not the
+			// firmware dead (that reset fails, and is amdgpu-mes-hang)
+			{lit: "reset succeeded", re: `Ring comp_[\d.]+ reset succeeded`},
+			{lit: "reset compute queue"},
+			// RADV in the engine: its submission cancelled by the reset (not
+			// "device lost" alone, which an out-of-memory submission also says)
+			{lit: "the context is lost"},
+		},
+	},
+	{
+		ID:      "ollama-igpu-dropped",
+		Title:   "Ollama dropped the integrated GPU: models run on the CPU",
+		Summary: "Ollama's GPU discovery filtered the integrated GPU out, so every model runs on the CPU.",
+		Cause: "Ollama 0.18 to 0.2x validates each GPU in a runner subprocess that fails on gfx1151 and drops it as not fully initialised " +
+			"(ollama#14921, #15420); 0.30 and later drop integrated GPUs that are not on an allow-list, which has held gfx1151 since 0.30.",
+		Fix: "ollama --version   # 0.18 to 0.2x drop the gfx1151 iGPU: use ≥ 0.30 (OLLAMA_IMAGE=docker.io/ollama/ollama:0.32.15-rocm)\n" +
+			"OLLAMA_IGPU_ENABLE=1 ollama serve   # 0.30+: admit an integrated GPU that is not on the allow-list\n" +
+			"OLLAMA_VULKAN=1 ollama serve   # or let Ollama use the Vulkan backend",
+		Links: issues("ollama/ollama#14921", "ollama/ollama#16701", "ollama/ollama#15420", "ollama/ollama#13920"),
+		pats: []pat{
+			{lit: "filtering device which didn't fully initialize"},
+			{lit: "dropping integrated GPU"},
+		},
+	},
+	{
+		ID:      "hip-vram-carveout-reported",
+		Title:   "The runtime counts the BIOS carve-out as the GPU's memory",
+		Summary: "HIP, and the engines that read it, report the BIOS carve-out (the VRAM pool) as the GPU's total memory instead of the GTT pool the APU uses.",
+		Cause: "On the APU, hipMemGetInfo and hipGetDeviceProperties report the VRAM pool (the BIOS UMA carve-out, or the VRAM aperture) " +
+			"(ROCm/hip#3892; newer ROCm adds GTT when GTT is larger, rocm-systems#5596). A large carve-out also takes that RAM from the OS and from GTT.",
+		Fix: "# BIOS: set the UMA frame buffer (carve-out) to its minimum, 512 MB: the GPU then allocates from GTT\n" +
+			"# kernel command line: ttm.pages_limit=<GiB × 262144>, e.g. 32505856 for 124 GiB (haloforge doctor: carveout, gtt-size)\n" +
+			"# then a ROCm that reports GTT on the APU; for Ollama meanwhile, its Vulkan image sees the whole pool",
+		Links: issues("ROCm/hip#3892", "ollama/ollama#16462", "ROCm/legacy-rocm-build#5444"),
+		pats: []pat{
+			// Ollama 0.30's ROCm backend with a 96 GB carve-out: the device's
+			// total is the carve-out and its driver version unknown (ollama#16462)
+			{lit: "libdirs=ollama,rocm", re: `library=ROCm .*driver=0\.0 total=`},
+		},
+	},
+	{
+		ID:      "vllm-no-rocm-platform",
+		Title:   "vLLM found no ROCm platform (amdsmi)",
+		Summary: "vLLM did not detect ROCm and runs on UnspecifiedPlatform: it cannot use the GPU and cannot infer the device type.",
+		Cause: "vLLM detects ROCm by importing amdsmi and listing its GPUs. The amdsmi Python module is missing (TheRock's wheels do not " +
+			"install it, ROCm/TheRock#3054), or it cannot open the GPU.",
+		Fix: "python -c 'import amdsmi; amdsmi.amdsmi_init(); print(amdsmi.amdsmi_get_processor_handles())'   # must list the GPU\n" +
+			"pip install /opt/rocm/share/amd_smi   # the amdsmi of the installed ROCm; TheRock: its _rocm_sdk_core/share/amd_smi, never the PyPI one (therock-amdsmi-double-free)\n" +
+			"VLLM_LOGGING_LEVEL=DEBUG vllm serve …   # says why each platform is not available",
+		Links: issues("vllm-project/vllm#24576", "ROCm/TheRock#3054", "vllm-project/vllm#39378"),
+		pats: []pat{
+			{lit: "ROCm platform is not available because"},
+			{lit: "vLLM is running on UnspecifiedPlatform"},
+		},
+	},
+	{
+		ID:      "server-port-never-opens",
+		Title:   "The server stalled in start-up and never opened its port",
+		Summary: "The inference server stopped making progress during start-up and never answered on its port.",
+		Cause: "A start-up phase stalled: vLLM's API server waiting for an engine core that never comes up (a crashed or GPU-less worker), " +
+			"weights that never finish loading, a compile or a graph capture that hangs. haloforge serve names the phase.",
+		Fix: "haloforge serve --track <track> --model <model>   # follows the start-up phase by phase and names the one that stalls\n" +
+			"VLLM_LOGGING_LEVEL=DEBUG vllm serve …   # the engine core's own start-up\n" +
+			"vllm serve … --enforce-eager   # no torch.compile or graph capture, when those never end",
+		Links: issues("kyuz0/amd-strix-halo-vllm-toolboxes#12", "Project-HAMi/HAMi-core#261", "noamsto/nix-amd-ai#68"),
+		Steps: []string{"serve"},
+		Stall: true,
+		Ladder: []Rung{
+			{"Name the phase", "haloforge serve prints each start-up phase with its stall budget and names the one it stalled in; the full log is in its run directory"},
+			{"An engine core that never starts", "vLLM repeating \"Waiting for … core engine proc(s) to start\": the engine process died or sees no GPU; read above for its traceback, then haloforge doctor (kfd-access)"},
+			{"Weights that never load", "the model path or download (HF_HOME, free disk); llama.cpp on ROCm: llamacpp-rocm-load-hang-sdma"},
+			{"Compile or graph capture", "a cold torch.compile takes up to 20 minutes on gfx1151; one that never ends: --enforce-eager"},
+			{"Memory", "lower the context or the utilisation: haloforge serve --ctx N --util F checks the fit before it starts"},
+		},
+		pats: []pat{
+			// vLLM's API server's heartbeat while it waits for its engine core
+			// (vllm/v1/engine/utils.py): a log that ends on it never opened the port
+			{lit: "core engine proc(s) to start", marker: true},
 		},
 	},
 })

@@ -42,6 +42,7 @@ type fakeBackend struct {
 	useErr     error
 
 	mu       sync.Mutex
+	model    string // the serve screen's tiny model (fake_serve_test.go)
 	fixed    bool
 	requests []RunRequest
 	retried  []string

@@ -582,20 +582,20 @@ func (a *applyExec) msg() tea.Msg {
 // output), cut at a line start.
 type tailBuffer struct{ buf []byte }
 
-const tailKeep = 32 << 10
+const applyOutputKeep = 32 << 10
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.buf = append(t.buf, p...)
-	if len(t.buf) > 2*tailKeep {
-		t.buf = append([]byte(nil), t.buf[len(t.buf)-tailKeep:]...)
+	if len(t.buf) > 2*applyOutputKeep {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-applyOutputKeep:]...)
 	}
 	return len(p), nil
 }
 
 func (t *tailBuffer) String() string {
 	b := t.buf
-	if len(b) > tailKeep {
-		b = b[len(b)-tailKeep:]
+	if len(b) > applyOutputKeep {
+		b = b[len(b)-applyOutputKeep:]
 		if i := strings.IndexByte(string(b), '\n'); i >= 0 {
 			b = b[i+1:]
 		}

@@ -432,7 +432,7 @@ func TestTailBufferIsBounded(t *testing.T) {
 		b.Write([]byte(line))
 	}
 	s := b.String()
-	if len(s) > tailKeep || !strings.HasPrefix(s, "x") || !strings.HasSuffix(s, "\n") || len(b.buf) > 2*tailKeep {
+	if len(s) > applyOutputKeep || !strings.HasPrefix(s, "x") || !strings.HasSuffix(s, "\n") || len(b.buf) > 2*applyOutputKeep {
 		t.Errorf("tail of %d bytes (buffer %d), starts %q", len(s), len(b.buf), s[:10])
 	}
 }

@@ -11,7 +11,8 @@ type KeyMap struct {
 	Shell, Retry, Skip, Troubleshoot, Open  key.Binding
 	Help, Quit, ForceQuit, Yes, No          key.Binding
 	// Host fixes and pin sets (tui/hostfix.go, tui/sets.go).
-	Apply, Sets, Use key.Binding
+	Apply, Sets, Use                     key.Binding
+	Serve, Bench, Stop, Edit, Less, More key.Binding
 }
 
 // DefaultKeyMap is the wizard's key layout (help on `?`).
@@ -44,5 +45,11 @@ func DefaultKeyMap() KeyMap {
 		Apply: key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "apply host fixes")),
 		Sets:  key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pin sets")),
 		Use:   key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "use this set")),
+		Serve: key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "serve a model")),
+		Bench: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "benchmark")),
+		Stop:  key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "stop the server")),
+		Edit:  key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit")),
+		Less:  key.NewBinding(key.WithKeys("left"), key.WithHelp("←/→", "less/more")),
+		More:  key.NewBinding(key.WithKeys("right")),
 	}
 }

@@ -134,6 +134,8 @@ func (m *Model) route(msg tea.Msg) tea.Cmd {
 		return m.open(newHostFixScreen(m.ctx, m.common, m.backend))
 	case openSetsMsg:
 		return m.open(newSetsScreen(m.common, m.backend, msg.track))
+	case openServeMsg:
+		return m.open(newServeScreen(m.ctx, m.common, m.backend, msg.track))
 	case closeScreenMsg:
 		m.pop()
 		return nil

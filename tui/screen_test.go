@@ -36,6 +36,7 @@ func everyScreen(t *testing.T) map[string]screen {
 		"troubleshoot": newTroubleshootScreen(c, f, "", nil),
 		"host fixes":   newHostFixScreen(context.Background(), c, f),
 		"pin sets":     newSetsScreen(c, f, tr.ID),
+		"serve":        newServeScreen(context.Background(), c, f, "llamacpp-distro"),
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/serve"
 )
 
 // summaryScreen closes a run: each step's result, where the logs and the
@@ -40,7 +41,16 @@ func (s *summaryScreen) Crumb() string { return "summary" }
 func (s *summaryScreen) TakesText() bool { return false }
 
 func (s *summaryScreen) ShortHelp() []key.Binding {
-	return []key.Binding{s.Keys.Up, s.Keys.Down, withHelp(s.Keys.Back, "back to the run"), s.Keys.Troubleshoot, withHelp(s.Keys.Quit, "quit")}
+	b := []key.Binding{s.Keys.Up, s.Keys.Down, withHelp(s.Keys.Back, "back to the run"), s.Keys.Troubleshoot}
+	if s.canServe() {
+		b = append(b, s.Keys.Serve)
+	}
+	return append(b, withHelp(s.Keys.Quit, "quit"))
+}
+
+// canServe says the run built a track haloforge serve can run.
+func (s *summaryScreen) canServe() bool {
+	return s.rs.Failed() == nil && s.rs.Err == nil && serve.EngineOf(s.track.ID) != ""
 }
 
 func (s *summaryScreen) FullHelp() [][]key.Binding { return [][]key.Binding{s.ShortHelp()} }
@@ -55,6 +65,8 @@ func (s *summaryScreen) Update(msg tea.Msg) tea.Cmd {
 		return closeScreen
 	case key.Matches(k, s.Keys.Troubleshoot):
 		return troubleshootRun(s.rs)
+	case key.Matches(k, s.Keys.Serve) && s.canServe():
+		return send(openServeMsg{track: s.track.ID})
 	case scrollBy(s.Keys, k, &s.offset, s.h):
 		s.offset = clampOffset(s.offset, len(s.lines), s.h)
 	}

@@ -19,7 +19,9 @@ import (
 	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/bench"
 	"github.com/haloforge/haloforge/steps/runner"
+	"github.com/haloforge/haloforge/steps/serve"
 )
 
 // Detection is what the detection screen shows: one GPU card and the doctor
@@ -120,6 +122,45 @@ type Backend interface {
 	// UsePinSet writes a set into the pins file (the user said yes), keeping
 	// a backup, and plans from the new pins afterwards.
 	UsePinSet(id string) (*PinSetUsed, error)
+	// ServeSetup is where the serve screen starts for a built track.
+	ServeSetup(ctx context.Context, track string) (*ServeSetup, error)
+	// PlanServe decides a launch and its fit without starting anything;
+	// it is quick (a model header at most), for a live estimate.
+	PlanServe(req ServeRequest) (serve.Launch, error)
+	// Serve starts the server of a request and follows it.
+	Serve(ctx context.Context, req ServeRequest) (Serving, error)
+	// Bench runs the track's benchmark; the channel closes after RunFinished,
+	// whose RunDir holds the results for BenchReport.
+	Bench(ctx context.Context, req ServeRequest) (<-chan runner.Event, error)
+	// BenchReport compares the results of a bench run with the references.
+	BenchReport(runDir string) (*bench.Report, error)
+}
+
+// ServeSetup is where the serve screen starts: the engine the track serves
+// with, its defaults, and how much GPU memory this machine has.
+type ServeSetup struct {
+	Track, Engine string
+	Model         string // the default model ("" when none is known)
+	Context       uint64
+	Util          float64
+	Port          int
+	Ceiling       serve.Ceiling
+	Note          string // said above the form (the demo names what it replays)
+}
+
+// ServeRequest is what the serve screen's form holds.
+type ServeRequest struct {
+	Track, Model string
+	Context      uint64
+	Util         float64
+	Port         int
+}
+
+// Serving is a server the backend started: its events (the runner's and
+// the server's own) close after RunFinished; Stop is the user's stop.
+type Serving interface {
+	Events() <-chan runner.Event
+	Stop()
 }
 
 // Options configure a wizard session.

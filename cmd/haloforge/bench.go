@@ -23,14 +23,25 @@ type benchOptions struct {
 	asJSON  bool
 	report  string // FILE.md: also writes FILE.json beside it
 	command string // the command that produced the file, for the report
+	// bench --track: run the track's benchmark, then compare.
+	track, model, url string
+	depths            []int
+	dryRun            bool
+	scripts, stateDir string
+	pins              pinFlags
 }
 
 func newBenchCmd() *cobra.Command {
 	var o benchOptions
 	cmd := &cobra.Command{
-		Use:   "bench --from FILE [--json] [--report FILE.md]",
+		Use:   "bench --track ID [--model M] | --from FILE  [--json] [--report FILE.md]",
 		Short: "Say whether benchmark speeds are normal for a Strix Halo, against published references",
-		Long: "bench reads llama-bench output (-o json or -o jsonl; haloforge's llamacpp-distro verify " +
+		Long: "bench --track runs the track's benchmark in the track's own box or image: llama-bench " +
+			"(-o jsonl -r 3 -fa 1, all layers on the GPU, mmap off as the build spells it, depths from --depths) " +
+			"on --model, the track's LLAMA_MODEL, or the tiny model its verify step wrote (no speed claim then); " +
+			"for vLLM tracks, `vllm bench serve` against the server `haloforge serve` runs (--url). It runs " +
+			"through the pty runner with the full log, then compares as bench --from does. " +
+			"bench --from reads llama-bench output (-o json or -o jsonl; haloforge's llamacpp-distro verify " +
 			"step keeps one in ~/.local/state/haloforge/llamacpp-distro/llama-bench.json) or a vLLM " +
 			"bench result (bench serve --save-result, bench throughput --output-json), puts each result " +
 			"next to the closest published figure of the same model file, quantisation, backend, test and " +
@@ -38,7 +49,9 @@ func newBenchCmd() *cobra.Command {
 			"causes. --report writes a shareable Markdown report (and the same as JSON) with the fields " +
 			"community guides ask for: device, BIOS UMA, IOMMU, kernel, Mesa, ROCm, backend, build, " +
 			"command and the raw output. Exit 0 when the file was read, 2 when it could not be.",
-		Example: "  llama-bench -m model.gguf -o jsonl -r 3 -fa 1 -ngl 999 > bench.jsonl\n" +
+		Example: "  haloforge bench --track llamacpp-distro --model ~/models/qwen3-30b-a3b-q4_k_m.gguf --depths 0,32768\n" +
+			"  haloforge bench --track therock-toolbox --model Qwen/Qwen3-0.6B --url http://127.0.0.1:8000\n" +
+			"  llama-bench -m model.gguf -o jsonl -r 3 -fa 1 -ngl 999 > bench.jsonl\n" +
 			"  haloforge bench --from bench.jsonl\n" +
 			"  haloforge bench --from ~/.local/state/haloforge/llamacpp-distro/llama-bench.json --json\n" +
 			"  haloforge bench --from bench.jsonl --report bench.md --command 'llama-bench -m model.gguf -o jsonl'",
@@ -50,15 +63,27 @@ func newBenchCmd() *cobra.Command {
 	f.BoolVar(&o.asJSON, "json", false, `print {"results": [...], "verdict": "..."} as JSON`)
 	f.StringVar(&o.report, "report", "", "write a shareable report to FILE.md and FILE.json")
 	f.StringVar(&o.command, "command", "", "the command that produced the file, recorded in the report")
+	trackFlag(cmd, &o.track)
+	f.StringVar(&o.model, "model", "", "with --track: the model (a GGUF file; for vLLM, the served model's name)")
+	f.IntSliceVar(&o.depths, "depths", nil, "with --track: llama-bench context depths, e.g. 0,32768 (default 0)")
+	f.StringVar(&o.url, "url", "", "with a vLLM track: the running server to measure (default: the track's port on 127.0.0.1)")
+	f.BoolVar(&o.dryRun, "dry-run", false, "with --track: print the benchmark command and run nothing")
+	scriptsFlag(cmd, &o.scripts)
+	stateDirFlag(cmd, &o.stateDir)
+	o.pins.bind(cmd)
+	cmd.MarkFlagsMutuallyExclusive("from", "track")
 	return cmd
 }
 
 func runBench(ctx context.Context, cmd *cobra.Command, o benchOptions) error {
-	if o.from == "" {
-		return usageErr(errors.New("bench needs --from FILE (llama-bench -o json/-o jsonl output, or a vLLM bench result); running a benchmark through a track comes with haloforge serve"))
+	if o.from == "" && o.track == "" {
+		return usageErr(errors.New("bench needs --track ID (run the track's benchmark) or --from FILE (llama-bench -o json/-o jsonl output, or a vLLM bench result)"))
 	}
 	if o.report != "" && !strings.HasSuffix(o.report, ".md") {
 		return usageErr(fmt.Errorf("--report %s: name the Markdown file (FILE.md); FILE.json is written beside it", o.report))
+	}
+	if o.track != "" {
+		return runBenchTrack(cmd, o)
 	}
 	raw, err := readBenchInput(o.from, cmd.InOrStdin())
 	if err != nil {
@@ -68,6 +93,12 @@ func runBench(ctx context.Context, cmd *cobra.Command, o benchOptions) error {
 	if err != nil {
 		return usageErr(fmt.Errorf("%s: %w", o.from, err))
 	}
+	return compareAndPrint(ctx, cmd, o, run, raw)
+}
+
+// compareAndPrint compares a parsed run with the references and prints the
+// verdict (text or JSON), writing the shareable report when asked.
+func compareAndPrint(ctx context.Context, cmd *cobra.Command, o benchOptions, run bench.Run, raw []byte) error {
 	var host bench.Host
 	if o.report != "" {
 		host = liveHost(ctx)
@@ -82,7 +113,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, o benchOptions) error {
 	if o.asJSON {
 		return writeJSON(out, rep.ToJSON())
 	}
-	_, err = io.WriteString(out, rep.Text())
+	_, err := io.WriteString(out, rep.Text())
 	if o.report != "" {
 		fmt.Fprintf(out, "report: %s and %s\n", o.report, strings.TrimSuffix(o.report, ".md")+".json")
 	}

@@ -77,6 +77,7 @@ func newRoot() *cobra.Command {
 		newPinsCmd(),     // check versions.env, diff two of them
 		newDemoCmd(),     // the wizard on built-in data
 		newBenchCmd(),    // compare benchmark results with reference numbers
+		newServeCmd(),    // serve a model with a track's engine, prove it answers
 	)
 	return root
 }

@@ -12,10 +12,18 @@
 #   - the Go GGUF reader of steps/serve agrees with the file python3-gguf wrote;
 #   - `haloforge bench --from` reads the real llama-bench JSON and finds no reference for
 #     this device;
+#   - `haloforge serve --track llamacpp-distro` on that tiny model: the fit against this
+#     machine's memory, the exact command, the real llama-server in the box reaching ready
+#     through its phases, /health and /v1/models, a streamed completion with its timings;
+#     haloforge's own CPU time while the server idles (a figure); the user's Ctrl-C (SIGINT)
+#     leaves no process of the test user and none in the box, and the port closed;
+#   - `haloforge bench --track llamacpp-distro`: the real llama-bench in the box, its JSONL
+#     parsed, "no reference for this hardware", and the time haloforge adds (a figure);
 #   - the box is removed, no process of the test user is left.
 # Runs from a copy in a world-readable temp dir (binary, scripts, versions.env), so a
 # checkout in a 0700 directory works. HF_IT_KEEP=1 keeps the box; HALOFORGE_BIN picks the
-# binary (default bin/haloforge, else go build).
+# binary (default bin/haloforge, else go build); HF_IT_SCREENSHOT=DIR also takes the
+# TUTORIAL's screenshots of the serve proof (serve-screenshot.sh, make screenshot-serve).
 
 # shellcheck source=../lib/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
@@ -25,12 +33,15 @@
 . "$(dirname "${BASH_SOURCE[0]}")/integration.sh"
 # shellcheck source=./sid-image.sh
 . "$(dirname "${BASH_SOURCE[0]}")/sid-image.sh"
+# shellcheck source=./serve-screenshot.sh
+. "$(dirname "${BASH_SOURCE[0]}")/serve-screenshot.sh"
 
 REPO=$(cd "$HF_LIB_DIR/../.." && pwd)
 IT_USER=haloforge-distro-it
 IT_BOX=haloforge-distro-it
 IT_DIR=/var/tmp/haloforge-distro-it
 STATE=/home/$IT_USER/.local/state/haloforge
+SERVE_PORT=18573 # the proof's own port, on 127.0.0.1
 START=$SECONDS
 FAILS=0
 
@@ -122,6 +133,110 @@ phase_bench() {
   check "bench --json has results with a null reference" grep -q '"reference": null' <<<"$out"
 }
 
+# need_curl: curl for the probes the test makes itself (not haloforge's).
+need_curl() {
+  command -v curl >/dev/null 2>&1 && return 0
+  run env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends curl
+}
+
+# cpu_ticks PID: user + system CPU time of a process, in clock ticks.
+cpu_ticks() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
+
+# wait_for FILE PATTERN SECONDS PID: until FILE holds PATTERN, PID ends, or time runs out.
+wait_for() {
+  local file=$1 pattern=$2 secs=$3 pid=$4 i
+  for ((i = 0; i < secs * 5; i++)); do
+    grep -qE -- "$pattern" "$file" 2>/dev/null && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.2
+  done
+  return 1
+}
+
+# phases_are FILE LIST: the serve phases line mode printed, in order, are LIST (a,b,…).
+phases_are() {
+  [[ "$(grep -o 'phase [0-9]/[0-9] [a-z-]*' "$1" | awk '{ print $3 }' | paste -sd,)" == "$2" ]]
+}
+
+# has_rows TEXT TEST...: bench printed a line for each TEST.
+has_rows() {
+  local text=$1 t
+  shift
+  for t in "$@"; do
+    grep -q "^$t " <<<"$text" || return 1
+  done
+}
+
+# is_bench_json TEXT: TEXT is bench --json's object, with results and a verdict.
+is_bench_json() {
+  python3 -c 'import json, sys; d = json.load(sys.stdin); assert d["results"] and d["verdict"]' <<<"$1"
+}
+
+phase_serve() {
+  log_step "haloforge serve --track llamacpp-distro (real llama-server in the box, lavapipe)"
+  local model=$STATE/llamacpp-distro/tiny-random.gguf out=$IT_DIR/serve.out sudo_pid hf code=0 t0=$SECONDS
+  as_user "$IT_DIR/haloforge" serve --track llamacpp-distro --model "$model" --port "$SERVE_PORT" \
+    --scripts "$IT_DIR/scripts" --pins "$IT_DIR/versions.env" --state-dir "$STATE" \
+    --set "LLAMACPP_DISTRO_BOX=$IT_BOX" >"$out" 2>&1 &
+  sudo_pid=$!
+  wait_for "$out" 'answered: first token|first request failed|^✗' 240 "$sudo_pid" || true
+  SERVE_SECS=$((SECONDS - t0))
+  hf=$(ps -o pid= --ppid "$sudo_pid" | tr -d ' ' | head -n1)
+  cut -c1-200 "$out" | grep -v '^\[serve\] [0-9]' | head -n 40
+  check "serve printed the fit against this machine" grep -q '^fit: fits: weights 0.7 MiB + KV cache' "$out"
+  check "serve printed the exact command" grep -qF "command: llama-server -m $model --alias tiny-random.gguf --host 127.0.0.1 --port $SERVE_PORT" "$out"
+  check "serve printed the environment: llvmpipe selected" grep -q '^env: GGML_VK_VISIBLE_DEVICES=0$' "$out"
+  check "the phases came in order: starting, loading, model-loaded, health, models" \
+    phases_are "$out" starting,loading,model-loaded,health,models
+  check "serve reached ready (${SERVE_SECS}s to the first answer)" grep -q "ready at http://127.0.0.1:$SERVE_PORT in .*: tiny-random.gguf is served" "$out"
+  check "a streamed completion answered, with its timings" grep -qE 'answered: first token after [0-9]+ ms, [0-9]+ tokens at [0-9.]+ tok/s \(engine: [0-9.]+ tok/s\)' "$out"
+  check "the server answers /health while it is served" curl -sf -o /dev/null "http://127.0.0.1:$SERVE_PORT/health"
+  # haloforge's own CPU while the engine serves (idle here): under 1 % of a core.
+  if [[ -n $hf ]] && [[ -r /proc/$hf/stat ]]; then
+    local a b w=10
+    a=$(cpu_ticks "$hf")
+    sleep "$w"
+    b=$(cpu_ticks "$hf")
+    SERVE_CPU=$(awk -v d=$((b - a)) -v w="$w" 'BEGIN { printf "%.2f", d / (w * 100) * 100 }')
+    check "haloforge uses under 1 % of a core while the server runs (${SERVE_CPU} % over ${w}s)" \
+      awk -v c="$SERVE_CPU" 'BEGIN { exit !(c < 1) }'
+  else
+    check "the haloforge process was found" false
+  fi
+  # The user's Ctrl-C.
+  [[ -n $hf ]] && kill -INT "$hf"
+  wait "$sudo_pid" || code=$?
+  check "serve exits 0 after the stop (got $code)" test "$code" -eq 0
+  check "the step is recorded as served, with why" grep -q '^  why: ready in .*; stopped by you after' "$out"
+  check "what it proved is recorded" grep -q '^  verified: a completion answered on /v1/completions' "$out"
+  check "no process of $IT_USER is left" bash -c "! pgrep -u $IT_USER >/dev/null"
+  check "no llama-server is left in the box" bash -c "! podman exec $IT_BOX pgrep -x llama-server >/dev/null"
+  check "the port is closed" bash -c "! curl -sf -m 2 http://127.0.0.1:$SERVE_PORT/health >/dev/null"
+  local report
+  report=$(sed -n 's/^report: //p' "$out" | tail -n1)
+  check "the run's report.json says succeeded" grep -q '"status": "succeeded"' "${report:-/nonexistent}"
+}
+
+phase_bench_track() {
+  log_step "haloforge bench --track llamacpp-distro (real llama-bench in the box)"
+  local out code=0 t0=$SECONDS
+  out=$(as_user "$IT_DIR/haloforge" bench --track llamacpp-distro --scripts "$IT_DIR/scripts" --pins "$IT_DIR/versions.env" \
+    --state-dir "$STATE" --set "LLAMACPP_DISTRO_BOX=$IT_BOX" 2>&1) || code=$?
+  BENCH_SECS=$((SECONDS - t0))
+  printf '%s\n' "$out" | grep -v '^\[bench\] {' | cut -c1-200 | tail -n 14
+  check "bench --track exits 0 ($code, ${BENCH_SECS}s)" test "$code" -eq 0
+  check "llama-bench ran with JSONL, 3 repetitions, flash attention, mmap off" \
+    contains "$out" "-o jsonl -r 3 -fa 1 -ngl 999 -p 64 -n 16 -d 0 -dev Vulkan0 -lm none"
+  check "its results were parsed: pp64 and tg16 rows" has_rows "$out" pp64 tg16
+  check "bench says there is no reference for this device" contains "$out" "verdict: no reference for this hardware: it ran on llvmpipe"
+  BENCH_ADDED=$(sed -n 's/.*haloforge and the box around it added \([0-9.]*\)s$/\1/p' <<<"$out")
+  check "bench adds under 2 s to the engine's own time (${BENCH_ADDED:-?}s)" awk -v a="${BENCH_ADDED:-99}" 'BEGIN { exit !(a < 2) }'
+  out=$(as_user "$IT_DIR/haloforge" bench --track llamacpp-distro --scripts "$IT_DIR/scripts" --pins "$IT_DIR/versions.env" \
+    --state-dir "$STATE" --set "LLAMACPP_DISTRO_BOX=$IT_BOX" --json 2>/dev/null) || code=$?
+  check "bench --track --json prints DESIGN.md's JSON alone" is_bench_json "$out"
+  check "no process of $IT_USER is left after bench" bash -c "! pgrep -u $IT_USER >/dev/null"
+}
+
 main() {
   need_root
   log_step "Setup (packages, podman config, sid image, test user, staged copy)"
@@ -137,6 +252,13 @@ main() {
   phase_build
   phase_rerun
   phase_bench
+  need_curl
+  phase_serve
+  phase_bench_track
+  if [[ -n ${HF_IT_SCREENSHOT:-} ]]; then
+    serve_screenshot "$HF_IT_SCREENSHOT"
+    check "no process of $IT_USER is left after the screenshot" bash -c "! pgrep -u $IT_USER >/dev/null"
+  fi
 
   if [[ ${HF_IT_KEEP:-0} != 1 ]]; then
     remove_box
@@ -144,7 +266,8 @@ main() {
     rm -rf "$IT_DIR"
   fi
   check "no process of $IT_USER is left" bash -c "! pgrep -u $IT_USER >/dev/null"
-  log_info "timings: setup ${SETUP_SECS}s, build ${BUILD_SECS:-?}s, total $((SECONDS - START))s"
+  log_info "timings: setup ${SETUP_SECS}s, build ${BUILD_SECS:-?}s, serve to the first answer ${SERVE_SECS:-?}s, bench --track ${BENCH_SECS:-?}s, total $((SECONDS - START))s"
+  log_info "figures: haloforge's CPU while serving ${SERVE_CPU:-?} % of a core (under 1); bench added ${BENCH_ADDED:-?}s to the engine's time (under 2)"
   if ((FAILS)); then
     die "integration-distro: $FAILS check(s) failed in $((SECONDS - START))s"
   fi

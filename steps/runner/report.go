@@ -58,6 +58,9 @@ type StepReport struct {
 	NotVerified []string `json:"not_verified"`
 	Tail        []string `json:"tail,omitempty"`
 	Error       string   `json:"error,omitempty"`
+	// Why is the verdict of the consumer that judged the step (Settle):
+	// a server's readiness or stall; "" when the step ended by itself.
+	Why string `json:"why,omitempty"`
 }
 
 // Failed says whether the step failed or was interrupted.

@@ -77,6 +77,13 @@ type Options struct {
 	Only       []string
 	Skip       []string // steps the user chose to skip (optional ones, in the wizard)
 	Resume     bool     // continue the last failed or interrupted run of the track
+	// NoHistory runs without the track's history: state.json is neither
+	// written nor locked, nothing is cached as done. For runs that are not
+	// builds (a server, a benchmark), which go beside builds of any track.
+	NoHistory bool
+	// Args are extra arguments of a step's script, by step ID: a serve
+	// step's engine command, decided by the caller and run as it is.
+	Args map[string][]string
 	// Analyzer makes the diagnosis of a step; nil means no diagnosis.
 	Analyzer   func(track, step string) Analyzer
 	Grace      time.Duration // SIGTERM to SIGKILL on a stop; 0 means DefaultGrace
@@ -100,6 +107,7 @@ type Runner struct {
 	runDir      string
 	events      chan Event
 	kill        chan struct{}
+	settle      chan Verdict    // the consumer's verdict on the running step
 	runs        []bool          // per plan step: runs in this run
 	reasons     []string        // per plan step: why it runs or not
 	resumed     map[string]bool // steps that failed or stopped in the resumed run
@@ -126,12 +134,16 @@ func New(o Options) (*Runner, error) {
 		return nil, err
 	}
 	r := &Runner{o: o, plan: o.Plan, st: st, events: make(chan Event, o.Events), kill: make(chan struct{}, 1),
+		settle:  make(chan Verdict, 1),
 		resumed: map[string]bool{}, prevDurs: previousDurations(st, o.Plan)}
 	if err := r.selectSteps(); err != nil {
 		return nil, err
 	}
 	if err := r.checkScripts(); err != nil {
 		return nil, err
+	}
+	if o.Resume && o.NoHistory {
+		return nil, errors.New("runner: a run without history cannot resume")
 	}
 	if o.Resume {
 		if err := r.planResume(); err != nil {
@@ -317,6 +329,32 @@ func (r *Runner) Kill() {
 	}
 }
 
+// Verdict is a consumer's judgement of the running step, given with Settle.
+type Verdict struct {
+	// Status is the step's outcome: steps.OutcomeSucceeded,
+	// OutcomeNotVerified or OutcomeFailed.
+	Status string
+	// Why says in one line what the consumer saw ("ready in 4s, answered a
+	// completion; stopped by you", "stalled in phase loading").
+	Why         string
+	Verified    []string
+	NotVerified []string
+}
+
+// Settle ends the running step with the consumer's verdict instead of its
+// exit code: a long-lived step (a server) succeeds when it is ready and is
+// stopped by the one watching it, or fails when that one sees it stall.
+// The step is stopped as on a cancel (SIGTERM, grace, SIGKILL to all its
+// processes) and recorded with the verdict; the run goes on as after any
+// step with that outcome. A verdict given while no step runs, or after the
+// run's context was cancelled, is ignored: a stop by the user wins.
+func (r *Runner) Settle(v Verdict) {
+	select {
+	case r.settle <- v:
+	default: // one verdict is pending already: the first one counts
+	}
+}
+
 // Run runs the selected steps in order. Cancelling ctx stops the running
 // step (SIGTERM, grace, SIGKILL to all its processes) and ends the run as
 // interrupted. A failed step that is not optional ends the run as failed.
@@ -324,12 +362,14 @@ func (r *Runner) Kill() {
 // steps: those are in the report.
 func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	defer close(r.events)
-	unlock, err := lockStateDir(r.o.StateDir)
-	if err != nil {
-		r.send(RunFinished{RunID: r.runID, Status: steps.OutcomeFailed, Err: err, At: time.Now()})
-		return nil, err
+	if !r.o.NoHistory {
+		unlock, err := lockStateDir(r.o.StateDir)
+		if err != nil {
+			r.send(RunFinished{RunID: r.runID, Status: steps.OutcomeFailed, Err: err, At: time.Now()})
+			return nil, err
+		}
+		defer unlock()
 	}
-	defer unlock()
 	if err := os.MkdirAll(r.runDir, 0o755); err != nil {
 		err = fmt.Errorf("run dir: %w", err)
 		r.send(RunFinished{RunID: r.runID, Status: steps.OutcomeFailed, Err: err, At: time.Now()})
@@ -338,6 +378,7 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	r.started = time.Now()
 	r.report = r.newReport()
 	total := r.countRuns()
+	var err error
 	r.send(RunStarted{Track: r.plan.Track.ID, RunID: r.runID, RunDir: r.runDir, Total: total, At: r.started})
 	for _, n := range r.notices {
 		r.send(Notice{Text: n})

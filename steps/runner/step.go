@@ -27,6 +27,7 @@ type outcome struct {
 	exitCode int
 	err      error
 	result   stepResult // what a step that exited 0 said it proved
+	why      string     // the consumer's verdict, when it settled the step
 }
 
 // runOne runs plan step i as the idx-th of total and records it in the
@@ -39,6 +40,7 @@ func (r *Runner) runOne(ctx context.Context, i, idx, total int) error {
 	sr.Status, sr.Started, sr.Log = steps.OutcomeRunning, started, logPath
 	stateErr := r.recordStart(s, logPath, started)
 	repErr := r.writeReport()
+	r.dropVerdict() // one given before this step started is not about it
 	r.send(StepStarted{Step: s.ID, Title: s.Title, Index: idx, Total: total, Optional: s.Optional, Log: logPath,
 		ETA: r.eta(i), Elapsed: time.Since(r.started), At: started})
 
@@ -47,6 +49,7 @@ func (r *Runner) runOne(ctx context.Context, i, idx, total int) error {
 	sr.Status, sr.ExitCode, sr.Duration = out.status, out.exitCode, d
 	sr.Bytes, sr.Lines, sr.Tail, sr.Findings = res.bytes, res.lines, res.tail, res.findings
 	sr.Verified, sr.NotVerified = nonNil(out.result.verified), nonNil(out.result.notVerified)
+	sr.Why = out.why
 	if out.err != nil {
 		sr.Error = out.err.Error()
 	}
@@ -62,8 +65,16 @@ func (r *Runner) runOne(ctx context.Context, i, idx, total int) error {
 	r.send(StepFinished{Step: s.ID, Title: s.Title, Index: idx, Total: total, Optional: s.Optional, WhyOptional: whyOptional,
 		Status: out.status, ExitCode: out.exitCode, Duration: d, Elapsed: time.Since(r.started), Log: logPath,
 		Err: out.err, Tail: res.tail, Findings: res.findings, Dropped: res.dropped,
-		Verified: out.result.verified, NotVerified: out.result.notVerified, At: time.Now()})
+		Verified: out.result.verified, NotVerified: out.result.notVerified, Why: out.why, At: time.Now()})
 	return errors.Join(stateErr, repErr)
+}
+
+// dropVerdict forgets a verdict nobody ran a step for.
+func (r *Runner) dropVerdict() {
+	select {
+	case <-r.settle:
+	default:
+	}
 }
 
 func nonNil(s []string) []string {
@@ -76,7 +87,7 @@ func nonNil(s []string) []string {
 // recordStart marks the step running in state.json, so that a crash of
 // haloforge itself still shows where it was.
 func (r *Runner) recordStart(s steps.PlannedStep, logPath string, at time.Time) error {
-	if r.o.DryRun {
+	if r.o.DryRun || r.o.NoHistory {
 		return nil // a dry run changes nothing, not even the history
 	}
 	t := r.st.Track(r.plan.Track.ID)
@@ -92,7 +103,7 @@ func (r *Runner) recordStart(s steps.PlannedStep, logPath string, at time.Time) 
 }
 
 func (r *Runner) recordEnd(s steps.PlannedStep, out outcome, at time.Time, d time.Duration) error {
-	if r.o.DryRun {
+	if r.o.DryRun || r.o.NoHistory {
 		return nil
 	}
 	ss := r.st.Track(r.plan.Track.ID).Steps[s.ID]
@@ -129,7 +140,7 @@ func (r *Runner) execute(ctx context.Context, s steps.PlannedStep, logPath strin
 	if err != nil {
 		return streamResult{}, outcome{status: steps.OutcomeFailed, exitCode: -1, err: fmt.Errorf("log: %w", err)}
 	}
-	res, waitErr, stopped, err := r.inPty(ctx, s, logf, logPath)
+	res, waitErr, stopped, verdict, err := r.inPty(ctx, s, logf, logPath)
 	// The log promises every byte: one that does not close whole fails the step.
 	if cerr := logf.Close(); cerr != nil {
 		res.err = errors.Join(res.err, fmt.Errorf("log %s: %w", logPath, unwrapPath(cerr)))
@@ -138,6 +149,9 @@ func (r *Runner) execute(ctx context.Context, s steps.PlannedStep, logPath strin
 		return res, outcome{status: steps.OutcomeFailed, exitCode: -1, err: errors.Join(err, res.err)}
 	}
 	out := r.outcomeOf(waitErr, stopped, res.err)
+	if verdict != nil {
+		return res, settled(*verdict, out)
+	}
 	if out.status == steps.OutcomeSucceeded {
 		out.result = readResult(r.resultPath(s.ID))
 		if len(out.result.notVerified) > 0 {
@@ -147,19 +161,38 @@ func (r *Runner) execute(ctx context.Context, s steps.PlannedStep, logPath strin
 	return res, out
 }
 
+// settled is the outcome of a step its consumer judged: the verdict's
+// status and proof, with the exit code and the runner's own trouble kept.
+func settled(v Verdict, out outcome) outcome {
+	status := v.Status
+	switch status {
+	case steps.OutcomeSucceeded, steps.OutcomeNotVerified, steps.OutcomeFailed:
+	default:
+		status = steps.OutcomeFailed
+	}
+	if status == steps.OutcomeSucceeded && len(v.NotVerified) > 0 {
+		status = steps.OutcomeNotVerified
+	}
+	if out.err != nil && status != steps.OutcomeFailed {
+		status = steps.OutcomeFailed // the log is incomplete: say so, as for any step
+	}
+	return outcome{status: status, exitCode: out.exitCode, err: out.err, why: v.Why,
+		result: stepResult{verified: v.Verified, notVerified: v.NotVerified}}
+}
+
 // inPty starts the step in a new pty with its output going to logf, and
 // waits for it and its output; err is set when it could not start.
-func (r *Runner) inPty(ctx context.Context, s steps.PlannedStep, logf *os.File, logPath string) (res streamResult, waitErr error, stopped bool, err error) {
+func (r *Runner) inPty(ctx context.Context, s steps.PlannedStep, logf *os.File, logPath string) (res streamResult, waitErr error, stopped bool, verdict *Verdict, err error) {
 	master, slave, err := pty.Open()
 	if err != nil {
-		return res, nil, false, fmt.Errorf("pty: %w", err)
+		return res, nil, false, nil, fmt.Errorf("pty: %w", err)
 	}
 	defer master.Close()
 	_ = pty.Setsize(master, &pty.Winsize{Cols: r.o.Cols, Rows: r.o.Rows})
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
 		slave.Close()
-		return res, nil, false, err
+		return res, nil, false, nil, err
 	}
 	defer ctlW.Close()
 	slaveName := slave.Name()
@@ -168,14 +201,14 @@ func (r *Runner) inPty(ctx context.Context, s steps.PlannedStep, logf *os.File, 
 	slave.Close() // the children hold it now; EIO on master means they are all gone
 	ctlR.Close()
 	if err != nil {
-		return res, nil, false, fmt.Errorf("start %s: %w", s.ScriptPath, err)
+		return res, nil, false, nil, fmt.Errorf("start %s: %w", s.ScriptPath, err)
 	}
 	st := newStream(master, logf, logPath, r, s)
 	go st.read()
 	go st.process()
-	stopped, waitErr = r.wait(ctx, cmd, ctlW)
+	stopped, verdict, waitErr = r.wait(ctx, cmd, ctlW)
 	st.stopReader(slaveName, drainAfterExit)
-	return st.result(), waitErr, stopped, nil
+	return st.result(), waitErr, stopped, verdict, nil
 }
 
 // command is the supervisor running the step's script in the pty, as the
@@ -183,6 +216,7 @@ func (r *Runner) inPty(ctx context.Context, s steps.PlannedStep, logf *os.File, 
 func (r *Runner) command(s steps.PlannedStep, slave, ctl *os.File) *exec.Cmd {
 	sup := r.o.Supervisor
 	args := append(slices.Clone(sup[1:]), r.o.Grace.String(), r.scriptPath(s))
+	args = append(args, r.o.Args[s.ID]...)
 	cmd := &exec.Cmd{
 		Path:        sup[0],
 		Args:        append([]string{"haloforge"}, args...),
@@ -198,23 +232,29 @@ func (r *Runner) command(s steps.PlannedStep, slave, ctl *os.File) *exec.Cmd {
 }
 
 // wait waits for the supervisor; a cancelled ctx asks it to stop, Kill to
-// stop now. A supervisor that does not end after its own deadlines is
-// killed with its process group, the last resort.
-func (r *Runner) wait(ctx context.Context, cmd *exec.Cmd, ctl *os.File) (stopped bool, err error) {
+// stop now, and a verdict (Settle) stops it too and is returned. A
+// supervisor that does not end after its own deadlines is killed with its
+// process group, the last resort.
+func (r *Runner) wait(ctx context.Context, cmd *exec.Cmd, ctl *os.File) (stopped bool, verdict *Verdict, err error) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	stopping := ctx.Done()
+	settling := (<-chan Verdict)(r.settle)
 	var lastResort <-chan time.Time
 	for {
 		select {
 		case err := <-done:
-			return stopped, err
+			return stopped, verdict, err
+		case v := <-settling:
+			verdict, settling, stopping = &v, nil, nil
+			_, _ = ctl.Write([]byte{ctlStop})
+			lastResort = time.After(r.o.Grace + killWait + 5*time.Second)
 		case <-stopping:
-			stopped, stopping = true, nil
+			stopped, stopping, settling = true, nil, nil
 			_, _ = ctl.Write([]byte{ctlStop})
 			lastResort = time.After(r.o.Grace + killWait + 5*time.Second)
 		case <-r.kill:
-			if stopped {
+			if stopped || verdict != nil {
 				_, _ = ctl.Write([]byte{ctlKill})
 			}
 		case <-lastResort:

@@ -498,3 +498,13 @@ func orNone(s string) string {
 }
 
 func roundDur(d time.Duration) time.Duration { return d.Round(time.Second) }
+
+// PhasesOf lists an engine's start-up phases in order (nil for an unknown
+// engine), for a display of the phases to come.
+func PhasesOf(engine string) []Phase {
+	p, ok := profiles[engine]
+	if !ok {
+		return nil
+	}
+	return append([]Phase(nil), p.phases...)
+}

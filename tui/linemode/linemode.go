@@ -24,6 +24,9 @@ type Options struct {
 	// Resume is the command that resumes the run, suggested after a
 	// failure or a stop; "" suggests nothing.
 	Resume string
+	// ReadyHint is printed under a server's readiness (how to stop it);
+	// "" prints nothing.
+	ReadyHint string
 }
 
 // Result is what a run's events said, for the caller's next move.
@@ -136,11 +139,67 @@ func (p *printer) event(e runner.Event) (output bool) {
 		fmt.Fprintf(p.w, "%s [%s] %s: %s (line %d)\n", p.paint(sgrYellow, "!"), e.Step, f.Family, f.Summary, f.Line)
 	case runner.StepFinished:
 		p.finished(e)
+	case runner.ServePhase:
+		p.servePhase(e)
+	case runner.Ready:
+		fmt.Fprintf(p.w, "%s [%s] ready at %s in %s", p.paint(sgrGreen, "✓"), e.Step, e.URL, FormatDuration(e.Elapsed))
+		if e.Model != "" {
+			fmt.Fprintf(p.w, ": %s is served", e.Model)
+		}
+		fmt.Fprintln(p.w)
+		if p.o.ReadyHint != "" {
+			fmt.Fprintf(p.w, "  %s\n", p.o.ReadyHint)
+		}
+	case runner.Smoke:
+		p.smoke(e)
 	case runner.RunFinished:
 		p.runFinished(e)
 	}
 	p.w.Flush()
 	return false
+}
+
+// servePhase prints a server's start-up phase, or a warning within it.
+func (p *printer) servePhase(e runner.ServePhase) {
+	if e.Warning != "" {
+		fmt.Fprintf(p.w, "%s [%s] in %s: %s\n", p.paint(sgrYellow, "!"), e.Step, e.Phase, e.Warning)
+		if e.Line != "" {
+			fmt.Fprintf(p.w, "    line: %s\n", e.Line)
+		}
+		return
+	}
+	fmt.Fprintf(p.w, "%s [%s] phase %d/%d %s: %s · %s", p.paint(sgrBold, "◆"), e.Step, e.Index, e.Total, e.Phase, e.Title, FormatDuration(e.Elapsed))
+	if e.Budget > 0 {
+		fmt.Fprintf(p.w, " (stalled after %s of silence)", FormatDuration(e.Budget))
+	}
+	fmt.Fprintln(p.w)
+}
+
+// smoke prints the first request's timings.
+func (p *printer) smoke(e runner.Smoke) {
+	if e.Err != "" {
+		fmt.Fprintf(p.w, "%s [%s] first request failed: %s\n", p.paint(sgrRed, "✗"), e.Step, e.Err)
+		return
+	}
+	fmt.Fprintf(p.w, "%s [%s] %s answered: first token after %s, %d tokens", p.paint(sgrGreen, "✓"), e.Step, e.Endpoint, formatMs(e.TTFT), e.Tokens)
+	if e.TokensPerSecond > 0 {
+		fmt.Fprintf(p.w, " at %.1f tok/s", e.TokensPerSecond)
+	}
+	if e.EngineTokensPerSecond > 0 {
+		fmt.Fprintf(p.w, " (engine: %.1f tok/s)", e.EngineTokensPerSecond)
+	}
+	fmt.Fprintln(p.w)
+	if e.Text != "" {
+		fmt.Fprintf(p.w, "  answer: %s\n", e.Text)
+	}
+}
+
+// formatMs is a short latency: milliseconds below ten seconds.
+func formatMs(d time.Duration) string {
+	if d < 10*time.Second {
+		return fmt.Sprintf("%d ms", d.Milliseconds())
+	}
+	return FormatDuration(d)
 }
 
 func (p *printer) started(e runner.StepStarted) {
@@ -193,6 +252,7 @@ func (p *printer) finished(e runner.StepFinished) {
 	switch e.Status {
 	case steps.OutcomeSucceeded:
 		fmt.Fprintf(p.w, "%s %s %s\n", p.paint(sgrGreen, "✓"), e.Step, FormatDuration(e.Duration))
+		p.why(e.Why)
 		p.verified(e.Verified)
 		return
 	case steps.OutcomeNotVerified:
@@ -200,6 +260,7 @@ func (p *printer) finished(e runner.StepFinished) {
 		for _, why := range e.NotVerified {
 			fmt.Fprintf(p.w, "%s %s not verified: %s\n", p.paint(sgrYellow, "⚠"), e.Step, why)
 		}
+		p.why(e.Why)
 		p.verified(e.Verified)
 	case steps.OutcomeInterrupted:
 		fmt.Fprintf(p.w, "%s %s interrupted after %s\n", p.paint(sgrYellow, "■"), e.Step, FormatDuration(e.Duration))
@@ -209,6 +270,7 @@ func (p *printer) finished(e runner.StepFinished) {
 			opt = " (optional: the build goes on)"
 		}
 		fmt.Fprintf(p.w, "%s %s failed (exit %d) after %s%s\n", p.paint(sgrRed, "✗"), e.Step, e.ExitCode, FormatDuration(e.Duration), opt)
+		p.why(e.Why)
 		if e.Optional && e.WhyOptional != "" {
 			fmt.Fprintf(p.w, "  why it is optional: %s\n", e.WhyOptional)
 		}
@@ -218,6 +280,13 @@ func (p *printer) finished(e runner.StepFinished) {
 		fmt.Fprintf(p.w, "  error: %v\n", e.Err)
 	}
 	fmt.Fprintf(p.w, "  log: %s\n", e.Log)
+}
+
+// why is the verdict of the one who judged a server step.
+func (p *printer) why(why string) {
+	if why != "" {
+		fmt.Fprintf(p.w, "  why: %s\n", why)
+	}
 }
 
 // verified lists what a step proved.

@@ -10,6 +10,7 @@ import (
 	"github.com/haloforge/haloforge/detect/hostfix"
 	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/serve"
 	"github.com/haloforge/haloforge/tui/demo"
 )
 
@@ -43,6 +44,13 @@ func NewDemo(dir string) (*Engine, error) {
 	}
 	e.HostEvidence, e.HostRefusal = demoBootEvidence, DemoHostRefusal
 	e.PinsRefusal = DemoPinsRefusal
+	// The serve screen replays the recorded serve of the llamacpp-distro proof.
+	model, err := demo.WriteTinyModel(filepath.Join(dir, "models"))
+	if err != nil {
+		return nil, err
+	}
+	e.ServeTrack, e.ServeModel, e.ServeNote = demo.ServeTrack, model, demo.ServeNote
+	e.Prober = func() serve.Prober { return demo.Prober(stateDir) }
 	return e, nil
 }
 

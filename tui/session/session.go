@@ -22,6 +22,7 @@ import (
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/runner"
+	"github.com/haloforge/haloforge/steps/serve"
 	"github.com/haloforge/haloforge/tui"
 )
 
@@ -74,6 +75,21 @@ type Engine struct {
 
 	mu     sync.Mutex
 	report *detect.Report // the last detection, which the host fixes plan for
+	// ServeTrack, when set, is the track every serve and bench uses: the
+	// demo has a recorded run of one track only.
+	ServeTrack string
+	// ServeModel is the model the serve screen offers first ("" for the
+	// track's pin, or the verify step's tiny model).
+	ServeModel string
+	// ServeNote is said above the serve screen's form.
+	ServeNote string
+	// Prober replaces the HTTP probes of a served engine (the demo's
+	// recorded answers); nil probes the real server.
+	Prober func() serve.Prober
+
+	ceilingOnce  sync.Once
+	ceilingValue serve.Ceiling
+	hasGPU       bool
 }
 
 var _ tui.Backend = (*Engine)(nil)
@@ -135,6 +151,11 @@ func (e *Engine) newPlan(track string) (*steps.Plan, error) {
 	if e.Runnable != nil && !slices.Contains(e.Runnable, track) {
 		return nil, fmt.Errorf("the demo only runs %s; %s needs a real machine", strings.Join(e.Runnable, ", "), track)
 	}
+	return e.planOf(track)
+}
+
+// planOf is the track's plan against the state dir's history.
+func (e *Engine) planOf(track string) (*steps.Plan, error) {
 	t, err := e.track(track)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/bench"
+	"github.com/haloforge/haloforge/steps/runner"
+	"github.com/haloforge/haloforge/steps/serve"
+	"github.com/haloforge/haloforge/tui/linemode"
+)
+
+// reEngineTime is the bench scripts' own timing of the benchmark command.
+var reEngineTime = regexp.MustCompile(`haloforge: engine time (\d+) ms`)
+
+// runBenchTrack runs the track's benchmark in its environment, then
+// compares its results as bench --from does.
+func runBenchTrack(cmd *cobra.Command, o benchOptions) error {
+	o.stateDir = stateDirOrDefault(o.stateDir)
+	s, err := setupServe(cmd, o.track, o.pins, o.scripts, o.stateDir)
+	if err != nil {
+		return err
+	}
+	url := o.url
+	if url == "" && serve.EngineOf(o.track) == serve.EngineVLLM {
+		port := s.plan.Env["VLLM_PORT"]
+		if port == "" {
+			port = "8000"
+		}
+		url = "http://127.0.0.1:" + port
+	}
+	req := serve.BenchRequest{Track: o.track, Pins: s.plan.Env, Model: o.model, URL: url, Depths: o.depths,
+		Tiny: filepath.Join(o.stateDir, o.track, "tiny-random.gguf"), Root: os.Getenv("HALOFORGE_DISTROBOX_ROOT") == "1", NoGPU: s.noGPU}
+	b, err := serve.PlanBench(req)
+	if err != nil {
+		return usageErr(err)
+	}
+	out := cmd.OutOrStdout()
+	if o.dryRun {
+		if o.asJSON {
+			return writeJSON(out, b)
+		}
+		printBenchLaunch(out, b)
+		return nil
+	}
+	if err := runner.CheckStateDir(o.stateDir); err != nil {
+		return usageErr(err)
+	}
+	ro, err := runOptions(cmd, s, o.scripts, o.stateDir, o.pins)
+	if err != nil {
+		return err
+	}
+	ro.KeepColor = ro.KeepColor && !o.asJSON
+	// With --json, standard output is the JSON alone; the run goes to stderr.
+	log := out
+	if o.asJSON {
+		log = cmd.ErrOrStderr()
+	}
+	printBenchLaunch(log, b)
+	r, err := serve.NewBenchRunner(b, ro)
+	if err != nil {
+		return usageErr(err)
+	}
+	started := time.Now()
+	engine, res, err := runAndTime(cmd, log, r)
+	if err != nil {
+		return err
+	}
+	total := time.Since(started)
+	switch res.Status {
+	case steps.OutcomeInterrupted:
+		return silentExit(exitInterrupted)
+	case steps.OutcomeFailed:
+		return silentExit(exitFailed)
+	}
+	file := filepath.Join(r.RunDir(), b.Result)
+	raw, err := readBenchInput(file, nil)
+	if err != nil {
+		return failedErr(fmt.Errorf("the benchmark left no results: %w", err))
+	}
+	run, err := bench.Parse(raw)
+	if err != nil {
+		return failedErr(fmt.Errorf("%s: %w", file, err))
+	}
+	if engine > 0 {
+		fmt.Fprintf(log, "time: the benchmark itself took %s; haloforge and the %s around it added %s\n",
+			fmtSeconds(engine), b.Mode, fmtSeconds(total-engine))
+	}
+	if b.Tiny {
+		fmt.Fprintln(log, "note: the tiny random-weight model of the verify step: proof that kernels run, no speed claim")
+	}
+	fmt.Fprintf(log, "results: %s\n", file)
+	if o.command == "" {
+		o.command = b.Shell
+	}
+	return compareAndPrint(cmdContext(cmd), cmd, o, run, raw)
+}
+
+// runAndTime runs the bench runner in line mode and returns the engine's
+// own time, read from the script's "engine time" line.
+func runAndTime(cmd *cobra.Command, log io.Writer, r *runner.Runner) (time.Duration, linemode.Result, error) {
+	ctx, cancel := context.WithCancel(cmdContext(cmd))
+	defer cancel()
+	stopSignals := onInterrupt(log, cancel, r.Kill)
+	defer stopSignals()
+	relay := make(chan runner.Event, 64)
+	var engine time.Duration
+	go func() {
+		defer close(relay)
+		for e := range r.Events() {
+			if l, ok := e.(runner.Lines); ok {
+				for _, t := range l.Text {
+					if m := reEngineTime.FindStringSubmatch(t); m != nil {
+						ms, _ := strconv.Atoi(m[1])
+						engine = time.Duration(ms) * time.Millisecond
+					}
+				}
+			}
+			relay <- e
+		}
+	}()
+	printed := make(chan linemode.Result, 1)
+	go func() { printed <- linemode.Print(log, relay, linemode.Options{Color: colorOut(cmd)}) }()
+	rep, err := r.Run(ctx)
+	res := <-printed
+	switch {
+	case errors.Is(err, runner.ErrBusy):
+		return 0, res, usageErr(err)
+	case rep == nil:
+		return 0, res, failedErr(err)
+	}
+	return engine, res, nil
+}
+
+// printBenchLaunch shows the benchmark command before it runs.
+func printBenchLaunch(w io.Writer, b serve.BenchLaunch) {
+	fmt.Fprintf(w, "bench: %s on %s (track %s, %s %s)\n", b.Command[0], filepath.Base(b.Model), b.Track, b.Mode, b.In)
+	fmt.Fprintf(w, "command: %s\n", serve.QuoteCommand(b.Command))
+	for k, v := range b.Env {
+		fmt.Fprintf(w, "env: %s=%s\n", k, v)
+	}
+	fmt.Fprintf(w, "runs as: %s\n", b.Shell)
+	if strings.HasPrefix(b.Command[0], "llama-bench") {
+		fmt.Fprintln(w, "  (the bench script adds the switch that turns mmap off: -mmp 0 or -lm none, as the build's --help names it)")
+	}
+}
+
+func fmtSeconds(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }

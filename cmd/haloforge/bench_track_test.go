@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// BenchmarkBenchTrackOverhead is the issue's number for bench --track: what
+// haloforge adds to the engine's own time (detection, planning, the pty
+// runner and its supervisor, parsing, the comparison), in seconds and over
+// the 2 s the issue allows (want < 1):
+//
+//	go test -run '^$' -bench BenchTrackOverhead -benchtime 3x ./cmd/haloforge
+//
+// The engine is a stand-in (testdata/standin: it sleeps one second and
+// leaves the sid proof's real llama-bench results); the box entry is not
+// in it (make integration-distro reports the whole on the real box).
+func BenchmarkBenchTrackOverhead(b *testing.B) {
+	dir := b.TempDir()
+	model := filepath.Join(dir, "tiny-random.gguf")
+	if err := os.WriteFile(model, []byte("GGUF"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	results, err := filepath.Abs("../../steps/bench/testdata/llama-bench-lavapipe.jsonl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Setenv("FX_RESULTS", results)
+	b.Setenv("FX_ENGINE_SECONDS", "1")
+	b.Setenv("NO_COLOR", "1")
+	reEngine := regexp.MustCompile(`haloforge: engine time (\d+) ms`)
+	var added time.Duration
+	for i := range b.N {
+		root := newRoot()
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&out)
+		root.SetArgs([]string{"bench", "--track", "llamacpp-distro", "--model", model, "--scripts", "testdata/standin",
+			"--state-dir", filepath.Join(dir, "state", strconv.Itoa(i))})
+		start := time.Now()
+		if err := root.ExecuteContext(context.Background()); err != nil {
+			b.Fatalf("bench: %v\n%s", err, out.String())
+		}
+		wall := time.Since(start)
+		m := reEngine.FindStringSubmatch(out.String())
+		if m == nil {
+			b.Fatalf("no engine time in:\n%s", out.String())
+		}
+		ms, _ := strconv.Atoi(m[1])
+		added += wall - time.Duration(ms)*time.Millisecond
+	}
+	avg := added / time.Duration(b.N)
+	b.ReportMetric(avg.Seconds(), "s-added")
+	b.ReportMetric(avg.Seconds()/2, "of-2s-budget")
+}

@@ -1,0 +1,59 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/haloforge/haloforge/steps/bench"
+)
+
+// benchView is the benchmark's progress, then its results against the
+// closest references and the plain verdict (the serve screen's last part).
+func (s *serveScreen) benchView() string {
+	st := s.Styles
+	r := s.bench
+	var b strings.Builder
+	b.WriteString(st.Bold.Render("Benchmark") + "\n")
+	switch {
+	case r.err != nil:
+		b.WriteString(st.Fail.Render("✗ "+r.err.Error()) + "\n")
+	case r.report != nil:
+		b.WriteString(benchTable(r.report, st, s.w))
+		if r.engine != "" {
+			b.WriteString(st.Subtle.Render("  "+strings.TrimPrefix(r.engine, "haloforge: ")) + "\n")
+		}
+	case s.benching:
+		b.WriteString(st.Running.Render("  running…") + "\n")
+		for _, l := range r.tail {
+			b.WriteString(st.Subtle.Render("  │ ") + l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// benchTable lays a comparison out as rows: test, speed, the reference and
+// the verdict, then the overall verdict.
+func benchTable(rep *bench.Report, st Styles, width int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %s\n", st.Subtle.Render(fmt.Sprintf("%-16s %12s  %12s  %s", "test", "tok/s", "reference", "verdict")))
+	for _, c := range rep.Comparisons {
+		ref := "—"
+		if c.Reference != nil {
+			ref = fmt.Sprintf("%.2f", c.Reference.TokensPerS)
+		}
+		verdict := c.Verdict
+		style := st.Subtle
+		switch {
+		case c.Reference == nil:
+		case c.Ratio >= 0.9:
+			style = st.OK
+		default:
+			style = st.Warn
+		}
+		row := fmt.Sprintf("  %-16s %12.2f  %12s  ", c.Result.Test, c.Result.TokensPerS, ref)
+		b.WriteString(row + style.Render(ansiCut(verdict, max(width-len(row), 10))) + "\n")
+	}
+	v := strings.ReplaceAll(wrap(rep.Verdict, max(width-11, 20)), "\n", "\n           ")
+	b.WriteString("  " + st.Bold.Render("verdict: ") + v + "\n")
+	return b.String()
+}

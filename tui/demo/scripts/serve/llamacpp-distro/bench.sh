@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# Demo bench step: replays the real llama-bench run of the llamacpp-distro proof
+# (logs/llama-bench-run.log) and leaves its real JSONL results (logs/llama-bench.jsonl) where
+# haloforge bench reads them ($HALOFORGE_RUN_DIR/$HALOFORGE_BENCH_RESULT).
+set -Eeuo pipefail
+# shellcheck source=../../lib/replay.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../lib/replay.sh"
+replaying "llama-bench of the llamacpp-distro proof, Debian sid on lavapipe"
+replay llama-bench-run.log 3
+[[ ${HALOFORGE_BENCH_RESULT:-} =~ ^[A-Za-z0-9._-]+$ ]] || exit 2
+cp "$demo_logs/llama-bench.jsonl" "$HALOFORGE_RUN_DIR/$HALOFORGE_BENCH_RESULT"

@@ -1,0 +1,641 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/bench"
+	"github.com/haloforge/haloforge/steps/runner"
+	"github.com/haloforge/haloforge/steps/serve"
+	"github.com/haloforge/haloforge/tui/linemode"
+)
+
+// serveScreen serves a model of a built track: a form (model, context,
+// utilisation, port) with the fit estimate recomputed as the values
+// change, then the server's start-up phase by phase, its readiness and the
+// first completion's timings, and on b the benchmark against the
+// references.
+type serveScreen struct {
+	*common
+	ctx     context.Context
+	backend Backend
+	track   string
+
+	setup    *ServeSetup
+	setupErr error
+	req      ServeRequest
+	focus    int    // the form field with the focus (serveFields)
+	edit     prompt // the focused field's text, while e is editing it
+	launch   serve.Launch
+	planErr  error
+
+	serving  Serving
+	running  bool // the server's events still come
+	run      serverRun
+	benching bool
+	bench    benchRun
+	benchCh  <-chan runner.Event
+
+	lines  []string // the whole view at the current width
+	offset int
+	w, h   int
+}
+
+// serverRun is what the server's events said.
+type serverRun struct {
+	started  bool
+	phases   []serve.Phase // the engine's, in order
+	reached  map[string]runner.ServePhase
+	current  string
+	warnings []string
+	ready    *runner.Ready
+	smoke    *runner.Smoke
+	found    []diagnose.Finding
+	finished *runner.StepFinished
+	tail     []string
+	err      error
+}
+
+// benchRun is what the benchmark's events and comparison said.
+type benchRun struct {
+	started bool
+	tail    []string
+	status  string
+	runDir  string
+	engine  string // the bench script's own timing line
+	report  *bench.Report
+	err     error
+}
+
+// serveFields are the form's fields, in order.
+var serveFields = []string{"model", "context", "util", "port"}
+
+// engineTailLines is how many of the engine's last lines the screen shows.
+const engineTailLines = 6
+
+// Messages of the serve screen.
+type (
+	// openServeMsg opens the serve screen for a track.
+	openServeMsg  struct{ track string }
+	serveSetupMsg struct {
+		setup *ServeSetup
+		err   error
+	}
+	serveStartedMsg struct {
+		serving Serving
+		err     error
+	}
+	serveEventsMsg  eventsMsg
+	benchStartedMsg struct {
+		ch  <-chan runner.Event
+		err error
+	}
+	benchEventsMsg eventsMsg
+	benchReportMsg struct {
+		report *bench.Report
+		err    error
+	}
+)
+
+func newServeScreen(ctx context.Context, c *common, b Backend, track string) *serveScreen {
+	return &serveScreen{common: c, ctx: ctx, backend: b, track: track,
+		edit: newPrompt("", "", "set", "cancel")}
+}
+
+// Init asks the backend for the track's defaults and the machine's memory.
+func (s *serveScreen) Init() tea.Cmd {
+	b, ctx, track := s.backend, s.ctx, s.track
+	return func() tea.Msg {
+		setup, err := b.ServeSetup(ctx, track)
+		return serveSetupMsg{setup: setup, err: err}
+	}
+}
+
+func (s *serveScreen) Crumb() string { return "serve" }
+
+func (s *serveScreen) TakesText() bool { return s.edit.IsOpen() }
+
+func (s *serveScreen) SetSize(w, h int) {
+	s.w, s.h = w, h
+	s.edit.SetWidth(max(w-20, 10))
+	s.relayout()
+}
+
+func (s *serveScreen) ShortHelp() []key.Binding {
+	k := s.Keys
+	switch {
+	case s.edit.IsOpen():
+		return s.edit.Help(k)
+	case s.running:
+		b := []key.Binding{k.Stop}
+		if s.run.ready != nil && !s.benching {
+			b = append(b, k.Bench)
+		}
+		return append(b, k.Up, k.Down)
+	case s.benching:
+		return []key.Binding{k.Up, k.Down}
+	}
+	b := []key.Binding{withHelp(k.Enter, "start the server"), k.Edit, k.Less, withHelp(k.Tab, "next field")}
+	if serve.EngineOf(s.serveTrack()) == serve.EngineLlamaCpp {
+		b = append(b, k.Bench)
+	}
+	return append(b, k.Back, withHelp(k.Quit, "quit"))
+}
+
+func (s *serveScreen) FullHelp() [][]key.Binding { return [][]key.Binding{s.ShortHelp()} }
+
+// serveTrack is the track the backend serves (the demo's differs).
+func (s *serveScreen) serveTrack() string {
+	if s.setup != nil {
+		return s.setup.Track
+	}
+	return s.track
+}
+
+func (s *serveScreen) Update(msg tea.Msg) tea.Cmd {
+	var cmd tea.Cmd
+	switch msg := msg.(type) {
+	case serveSetupMsg:
+		s.setupErr = msg.err
+		if msg.err == nil {
+			s.setup = msg.setup
+			s.req = ServeRequest{Track: s.track, Model: msg.setup.Model, Context: msg.setup.Context, Util: msg.setup.Util, Port: msg.setup.Port}
+			s.replan()
+		}
+	case serveStartedMsg:
+		cmd = s.started(msg)
+	case serveEventsMsg:
+		cmd = s.serverEvents(eventsMsg(msg))
+	case benchStartedMsg:
+		cmd = s.benchStarted(msg)
+	case benchEventsMsg:
+		cmd = s.benchEvents(eventsMsg(msg))
+	case benchReportMsg:
+		s.bench.report, s.bench.err = msg.report, msg.err
+	case tea.KeyPressMsg:
+		cmd = s.onKey(msg)
+	}
+	s.relayout()
+	return cmd
+}
+
+func (s *serveScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
+	if s.edit.IsOpen() {
+		return s.editKey(k)
+	}
+	keys := s.Keys
+	switch {
+	case key.Matches(k, keys.Stop) && s.running:
+		s.serving.Stop()
+		return nil
+	case key.Matches(k, keys.Bench) && !s.benching && (s.run.ready != nil || (!s.running && s.setup != nil)):
+		return s.startBench()
+	case s.running || s.benching:
+		if scrollBy(keys, k, &s.offset, s.h) {
+			s.offset = clampOffset(s.offset, len(s.lines), s.h)
+		}
+		return nil
+	case key.Matches(k, keys.Back):
+		return closeScreen
+	case s.setup == nil:
+		return nil
+	case key.Matches(k, keys.Enter):
+		return s.start()
+	case key.Matches(k, keys.Up):
+		s.focus = (s.focus + len(serveFields) - 1) % len(serveFields)
+	case key.Matches(k, keys.Down), key.Matches(k, keys.Tab):
+		s.focus = (s.focus + 1) % len(serveFields)
+	case key.Matches(k, keys.Less):
+		s.adjust(-1)
+	case key.Matches(k, keys.More):
+		s.adjust(1)
+	case key.Matches(k, keys.Edit):
+		s.edit.SetValue(s.fieldValue(s.focus))
+		return s.edit.Open()
+	}
+	return nil
+}
+
+// adjust steps the focused number: the context halves or doubles, the
+// utilisation moves by 0.05, the port by one.
+func (s *serveScreen) adjust(dir int) {
+	switch serveFields[s.focus] {
+	case "context":
+		c := s.req.Context
+		if c == 0 && s.launch.Fit != nil {
+			c = s.launch.Fit.Context
+		}
+		if dir > 0 {
+			c = max(c*2, 256)
+		} else {
+			c = max(c/2, 256)
+		}
+		s.req.Context = c
+	case "util":
+		u := s.req.Util
+		if u == 0 {
+			u = serve.UnifiedUtilCap
+		}
+		s.req.Util = min(max(u+float64(dir)*0.05, 0.05), 1)
+	case "port":
+		s.req.Port = min(max(s.req.Port+dir, 1), 65535)
+	default:
+		return
+	}
+	s.replan()
+}
+
+func (s *serveScreen) editKey(k tea.KeyPressMsg) tea.Cmd {
+	res, cmd := s.edit.Key(k, s.Keys)
+	if res != promptSubmitted {
+		return cmd
+	}
+	v := strings.TrimSpace(s.edit.Value())
+	switch serveFields[s.focus] {
+	case "model":
+		s.req.Model = v
+	case "context":
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			s.planErr = fmt.Errorf("context: a whole number of tokens, got %q", v)
+			return nil
+		}
+		s.req.Context = n
+	case "util":
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 || f > 1 {
+			s.planErr = fmt.Errorf("util: a share between 0 and 1, got %q", v)
+			return nil
+		}
+		s.req.Util = f
+	case "port":
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			s.planErr = fmt.Errorf("port: a number, got %q", v)
+			return nil
+		}
+		s.req.Port = n
+	}
+	s.edit.Close()
+	s.replan()
+	return nil
+}
+
+func (s *serveScreen) fieldValue(i int) string {
+	switch serveFields[i] {
+	case "model":
+		return s.req.Model
+	case "context":
+		if s.req.Context == 0 {
+			return ""
+		}
+		return strconv.FormatUint(s.req.Context, 10)
+	case "util":
+		if s.req.Util == 0 {
+			return ""
+		}
+		return strconv.FormatFloat(s.req.Util, 'f', 2, 64)
+	}
+	return strconv.Itoa(s.req.Port)
+}
+
+// replan asks the backend for the launch of the form's values: the live fit.
+func (s *serveScreen) replan() {
+	s.launch, s.planErr = s.backend.PlanServe(s.req)
+}
+
+// start starts the server when the estimate lets it.
+func (s *serveScreen) start() tea.Cmd {
+	if s.planErr != nil {
+		return nil
+	}
+	if s.launch.Fit != nil && !s.launch.Fit.Fits {
+		s.planErr = fmt.Errorf("%s", s.launch.Fit.Advice)
+		return nil
+	}
+	s.run = serverRun{started: true, phases: serve.PhasesOf(s.launch.Engine), reached: map[string]runner.ServePhase{}}
+	s.bench = benchRun{}
+	s.running = true
+	b, ctx, req := s.backend, s.ctx, s.req
+	return func() tea.Msg {
+		sv, err := b.Serve(ctx, req)
+		return serveStartedMsg{serving: sv, err: err}
+	}
+}
+
+func (s *serveScreen) started(msg serveStartedMsg) tea.Cmd {
+	if msg.err != nil {
+		s.running, s.run.err = false, msg.err
+		return nil
+	}
+	s.serving = msg.serving
+	return waitServe(s.serving.Events())
+}
+
+func waitServe(ch <-chan runner.Event) tea.Cmd {
+	return func() tea.Msg { return serveEventsMsg(waitEvents(ch)().(eventsMsg)) }
+}
+
+func waitBench(ch <-chan runner.Event) tea.Cmd {
+	return func() tea.Msg { return benchEventsMsg(waitEvents(ch)().(eventsMsg)) }
+}
+
+// serverEvents folds a batch of the server's events.
+func (s *serveScreen) serverEvents(msg eventsMsg) tea.Cmd {
+	for _, e := range msg.events {
+		switch e := e.(type) {
+		case runner.ServePhase:
+			if e.Warning != "" {
+				s.run.warnings = append(s.run.warnings, e.Warning)
+				continue
+			}
+			s.run.reached[e.Phase], s.run.current = e, e.Phase
+		case runner.Lines:
+			s.run.tail = keepTail(s.run.tail, e.Text)
+		case runner.Ready:
+			s.run.ready = &e
+			s.run.current = string(serve.PhaseReady)
+		case runner.Smoke:
+			s.run.smoke = &e
+		case runner.Found:
+			s.run.found = append(s.run.found, e.Finding)
+		case runner.StepFinished:
+			s.run.finished = &e
+		}
+	}
+	if msg.closed {
+		s.running = false
+		return nil
+	}
+	return waitServe(s.serving.Events())
+}
+
+// startBench runs the track's benchmark.
+func (s *serveScreen) startBench() tea.Cmd {
+	s.benching, s.bench = true, benchRun{started: true}
+	b, ctx, req := s.backend, s.ctx, s.req
+	return func() tea.Msg {
+		ch, err := b.Bench(ctx, req)
+		return benchStartedMsg{ch: ch, err: err}
+	}
+}
+
+func (s *serveScreen) benchStarted(msg benchStartedMsg) tea.Cmd {
+	if msg.err != nil {
+		s.benching, s.bench.err = false, msg.err
+		return nil
+	}
+	s.benchCh = msg.ch
+	return waitBench(s.benchCh)
+}
+
+func (s *serveScreen) benchEvents(msg eventsMsg) tea.Cmd {
+	for _, e := range msg.events {
+		switch e := e.(type) {
+		case runner.Lines:
+			for _, l := range e.Text {
+				if strings.HasPrefix(l, "haloforge: engine time") {
+					s.bench.engine = l
+				}
+			}
+			s.bench.tail = keepTail(s.bench.tail, e.Text)
+		case runner.RunFinished:
+			s.bench.status, s.bench.runDir = e.Status, e.RunDir
+		}
+	}
+	if !msg.closed {
+		return waitBench(s.benchCh)
+	}
+	s.benching = false
+	if s.bench.status != steps.OutcomeSucceeded {
+		s.bench.err = fmt.Errorf("the benchmark %s; its log is in %s", s.bench.status, s.bench.runDir)
+		return nil
+	}
+	b, dir := s.backend, s.bench.runDir
+	return func() tea.Msg {
+		rep, err := b.BenchReport(dir)
+		return benchReportMsg{report: rep, err: err}
+	}
+}
+
+// keepTail keeps the last engineTailLines lines.
+func keepTail(tail, lines []string) []string {
+	tail = append(tail, lines...)
+	if len(tail) > engineTailLines {
+		tail = append([]string(nil), tail[len(tail)-engineTailLines:]...)
+	}
+	return tail
+}
+
+func (s *serveScreen) View() string {
+	visible, _ := window(s.lines, s.offset, s.h)
+	return strings.Join(visible, "\n")
+}
+
+// relayout renders the whole screen at the current width; View windows it.
+func (s *serveScreen) relayout() {
+	s.lines = strings.Split(s.render(), "\n")
+	s.offset = clampOffset(s.offset, len(s.lines), s.h)
+}
+
+func (s *serveScreen) render() string {
+	st := s.Styles
+	var b strings.Builder
+	switch {
+	case s.setupErr != nil:
+		b.WriteString(st.Fail.Render("✗ cannot serve "+s.track+": "+s.setupErr.Error()) + "\n")
+		return b.String()
+	case s.setup == nil:
+		b.WriteString(st.Subtle.Render("Reading the track and this machine's memory…"))
+		return b.String()
+	}
+	fmt.Fprintf(&b, "%s %s\n", st.Bold.Render("Serve and measure"), st.Subtle.Render("· "+s.setup.Track+" · "+s.setup.Engine))
+	if s.setup.Note != "" {
+		b.WriteString(st.Warn.Render(wrap(s.setup.Note, s.w)) + "\n")
+	}
+	b.WriteString("\n" + s.formView() + "\n")
+	b.WriteString(s.fitView())
+	if s.run.started || s.run.err != nil {
+		b.WriteString("\n" + s.runView())
+	}
+	if s.bench.started || s.bench.err != nil {
+		b.WriteString("\n" + s.benchView())
+	}
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = ansiCut(l, s.w)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// formView is the four fields, the focused one marked.
+func (s *serveScreen) formView() string {
+	st := s.Styles
+	var b strings.Builder
+	hints := map[string]string{"context": "←/→ halve/double", "util": "←/→ ∓0.05 (at most 0.90 on the APU)", "port": "←/→ ∓1"}
+	for i, f := range serveFields {
+		mark, label := "  ", padRight(f, 9)
+		if i == s.focus && !s.running {
+			mark, label = st.Key.Render("› "), st.Selected.Render(padRight(f, 9))
+		}
+		value := s.fieldValue(i)
+		if value == "" {
+			value = st.Subtle.Render("(the model's own)")
+			if f == "util" {
+				value = st.Subtle.Render("(default " + strconv.FormatFloat(serve.UnifiedUtilCap, 'f', 2, 64) + ")")
+			}
+		}
+		if i == s.focus && s.edit.IsOpen() {
+			value = s.edit.View()
+		}
+		line := mark + label + value
+		if i == s.focus && !s.running && !s.edit.IsOpen() && hints[f] != "" {
+			line += "   " + st.Subtle.Render(hints[f])
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
+}
+
+// fitView is the live estimate and the command it would run.
+func (s *serveScreen) fitView() string {
+	st := s.Styles
+	var b strings.Builder
+	if s.planErr != nil {
+		b.WriteString(st.Fail.Render("✗ "+s.planErr.Error()) + "\n")
+		return b.String()
+	}
+	l := s.launch
+	switch f := l.Fit; {
+	case f != nil:
+		bar := fitBar(f.NeedBytes, f.UsableBytes, 24)
+		verdict := st.OK.Render("fits")
+		if !f.Fits {
+			verdict = st.Fail.Render("does not fit")
+		}
+		fmt.Fprintf(&b, "fit      %s %s  %s of %s usable (%.2f × %s)\n", bar, verdict,
+			serve.GiB(f.NeedBytes), serve.GiB(f.UsableBytes), f.Util, serve.GiB(f.LimitBytes))
+		fmt.Fprintf(&b, "         %s\n", st.Subtle.Render(fmt.Sprintf("weights %s + KV cache %s (ctx %d) + overhead %s",
+			serve.GiB(f.WeightsBytes), serve.GiB(f.KVBytes), f.Context, serve.GiB(f.OverheadBytes))))
+		fmt.Fprintf(&b, "         %s\n", st.Subtle.Render(s.ceilingSource()))
+		if !f.Fits {
+			b.WriteString(indent(st.Warn.Render(wrap(f.Advice, s.w-9)), "         ") + "\n")
+		}
+	case l.FitNote != "":
+		b.WriteString("fit      " + st.Subtle.Render("unknown: "+l.FitNote) + "\n")
+	}
+	fmt.Fprintf(&b, "command  %s\n", serve.QuoteCommand(l.Command))
+	for _, w := range l.Warnings {
+		b.WriteString("         " + st.Warn.Render("! "+w) + "\n")
+	}
+	return b.String()
+}
+
+func (s *serveScreen) ceilingSource() string {
+	if s.setup.Ceiling.Source == "" {
+		return "ceiling unknown"
+	}
+	return "ceiling: " + s.setup.Ceiling.Source
+}
+
+// indent puts prefix before every line of text.
+func indent(text, prefix string) string {
+	return prefix + strings.ReplaceAll(text, "\n", "\n"+prefix)
+}
+
+// fitBar draws need against usable in width cells.
+func fitBar(need, usable uint64, width int) string {
+	if usable == 0 {
+		return "[" + strings.Repeat("?", width) + "]"
+	}
+	n := int(float64(need) / float64(usable) * float64(width))
+	if need > 0 && n == 0 {
+		n = 1
+	}
+	if n > width {
+		return "[" + strings.Repeat("█", width) + "]+"
+	}
+	return "[" + strings.Repeat("█", n) + strings.Repeat("░", width-n) + "]"
+}
+
+// runView is the start-up phase by phase, then readiness and the timings.
+func (s *serveScreen) runView() string {
+	st := s.Styles
+	r := s.run
+	var b strings.Builder
+	if r.err != nil {
+		b.WriteString(st.Fail.Render("✗ not started: "+r.err.Error()) + "\n")
+		return b.String()
+	}
+	b.WriteString(st.Bold.Render("Start-up") + "\n")
+	now := -1
+	for i, ph := range r.phases {
+		if string(ph.ID) == r.current {
+			now = i
+		}
+	}
+	for i, ph := range r.phases {
+		p, seen := r.reached[string(ph.ID)]
+		var mark, when string
+		switch {
+		case ph.ID == serve.PhaseReady && r.ready != nil:
+			mark, when = st.OK.Render("✓"), linemode.FormatDuration(r.ready.Elapsed)
+		case seen && i < now:
+			mark, when = st.OK.Render("✓"), linemode.FormatDuration(p.Elapsed)
+		case seen && s.running:
+			mark, when = st.Running.Render("◆"), linemode.FormatDuration(p.Elapsed)+st.Subtle.Render(" · stalls after "+linemode.FormatDuration(p.Budget)+" of silence")
+		case seen:
+			mark, when = st.Fail.Render("■"), linemode.FormatDuration(p.Elapsed)
+		default:
+			mark = st.Skip.Render("·")
+		}
+		fmt.Fprintf(&b, "  %s %s %s\n", mark, padRight(ph.Title, 42), when)
+	}
+	for _, w := range r.warnings {
+		b.WriteString("  " + st.Warn.Render("! "+w) + "\n")
+	}
+	if r.ready != nil {
+		fmt.Fprintf(&b, "%s ready at %s in %s\n", st.OK.Render("✓"), r.ready.URL, linemode.FormatDuration(r.ready.Elapsed))
+	}
+	if sm := r.smoke; sm != nil {
+		if sm.Err != "" {
+			b.WriteString(st.Fail.Render("✗ first request: "+sm.Err) + "\n")
+		} else {
+			line := fmt.Sprintf("first token after %d ms · %d tokens", sm.TTFT.Milliseconds(), sm.Tokens)
+			if sm.TokensPerSecond > 0 {
+				line += fmt.Sprintf(" · %.1f tok/s", sm.TokensPerSecond)
+			}
+			if sm.EngineTokensPerSecond > 0 {
+				line += fmt.Sprintf(" (engine: %.1f tok/s)", sm.EngineTokensPerSecond)
+			}
+			b.WriteString(st.OK.Render("✓") + " " + line + "\n")
+		}
+	}
+	for _, f := range r.found {
+		b.WriteString(st.HintTitle.Render(f.Family) + " " + f.Summary + "\n")
+	}
+	if f := r.finished; f != nil {
+		mark := st.OK.Render("■ server stopped")
+		if f.Status == steps.OutcomeFailed {
+			mark = st.Fail.Render("✗ server failed")
+		}
+		b.WriteString(mark + st.Subtle.Render(": "+f.Why) + "\n")
+		if f.Status == steps.OutcomeFailed {
+			b.WriteString(st.Subtle.Render("  log: "+f.Log) + "\n")
+		}
+	}
+	if s.running && len(r.tail) > 0 {
+		b.WriteString(st.Subtle.Render("engine log") + "\n")
+		for _, l := range r.tail {
+			b.WriteString(st.Subtle.Render("  │ ") + l + "\n")
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,187 @@
+package tui
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/runner"
+	"github.com/haloforge/haloforge/steps/serve"
+)
+
+// follow sends msg to the screen and then every message its commands
+// return, until none is left or one does not answer within d.
+func follow(t *testing.T, s *serveScreen, msg tea.Msg, d time.Duration) {
+	t.Helper()
+	queue := []tea.Msg{msg}
+	for n := 0; len(queue) > 0; n++ {
+		if n > 10000 {
+			t.Fatal("the screen never settles")
+		}
+		m := queue[0]
+		queue = queue[1:]
+		cmd := s.Update(m)
+		msgs, _ := runWithin(cmd, d)
+		for _, x := range msgs {
+			queue = append(queue, x)
+		}
+	}
+}
+
+func newServeTest(t *testing.T) (*serveScreen, *fakeBackend) {
+	t.Helper()
+	f := newFakeBackend(t)
+	s := newServeScreen(context.Background(), testCommon(), f, "therock-toolbox")
+	s.SetSize(110, 60)
+	follow(t, s, s.Init()(), time.Second)
+	return s, f
+}
+
+func screenText(s *serveScreen) string { return ansi.Strip(strings.Join(s.lines, "\n")) }
+
+// The form opens on the track's defaults with the fit of the tiny model
+// against the GTT ceiling; changing the context changes the estimate at
+// once, and a context that does not fit says what would and starts nothing.
+func TestServeScreenLiveFit(t *testing.T) {
+	s, _ := newServeTest(t)
+	text := screenText(s)
+	for _, want := range []string{"Serve and measure · llamacpp-distro · llama.cpp", "model    ", "tiny-random.gguf",
+		"fits  1.0 GiB of 111.6 GiB usable (0.90 × 124.0 GiB)", "KV cache 0.2 MiB (ctx 512)", "command  llama-server -m "} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("the form lacks %q:\n%s", want, text)
+		}
+	}
+	s.Update(press("down")) // context: from the model's trained 512, doubled
+	s.Update(keyRight())
+	if text := screenText(s); !strings.Contains(text, "context  1024") || !strings.Contains(text, "KV cache 0.5 MiB (ctx 1024)") {
+		t.Fatalf("the estimate did not follow the context:\n%s", text)
+	}
+	// A context far beyond memory: edit the field.
+	s.Update(press("e"))
+	if !s.TakesText() {
+		t.Fatal("e did not open the field for typing")
+	}
+	s.edit.SetValue("99999999999")
+	s.Update(press("enter"))
+	text = screenText(s)
+	if !strings.Contains(text, "does not fit") || !strings.Contains(text, "try --ctx") {
+		t.Fatalf("no advice for a context that does not fit:\n%s", text)
+	}
+	if cmd := s.Update(press("enter")); cmd != nil || s.running {
+		t.Fatal("a launch that does not fit was started")
+	}
+	// Util: left lowers it by 0.05 and the usable share follows.
+	s.Update(press("down"))
+	s.Update(keyLeft())
+	if !strings.Contains(screenText(s), "util     0.85") {
+		t.Fatalf("util not lowered:\n%s", screenText(s))
+	}
+}
+
+func keyRight() tea.Msg { return tea.KeyPressMsg{Code: tea.KeyRight} }
+func keyLeft() tea.Msg  { return tea.KeyPressMsg{Code: tea.KeyLeft} }
+
+// pumpServe feeds the server's events to the screen, one at a time, until
+// done says so; it reads the channel itself, so no waiting command is left
+// behind to take events the test needs.
+func pumpServe(t *testing.T, s *serveScreen, done func() bool) {
+	t.Helper()
+	for !done() {
+		select {
+		case e, ok := <-s.serving.Events():
+			if !ok {
+				s.Update(serveEventsMsg{closed: true})
+				return
+			}
+			s.Update(serveEventsMsg{events: []runner.Event{e}})
+		case <-time.After(10 * time.Second):
+			t.Fatal("the server's events stopped")
+		}
+	}
+}
+
+// Start, phases, readiness, the first completion, the stop, then the
+// benchmark's table against the references.
+func TestServeScreenServesAndBenches(t *testing.T) {
+	s, _ := newServeTest(t)
+	msgs, _ := runWithin(s.Update(press("enter")), time.Second)
+	if len(msgs) != 1 {
+		t.Fatalf("enter: %v", msgs)
+	}
+	s.Update(msgs[0]) // started: the screen's own wait is not run, pumpServe reads instead
+	pumpServe(t, s, func() bool { return s.run.smoke != nil })
+	text := screenText(s)
+	for _, want := range []string{"Start-up", "✓ starting llama-server", "✓ healthy: waiting for /v1/models", "✓ ready",
+		"✓ ready at http://127.0.0.1:8080 in 2s", "first token after 118 ms · 9 tokens · 385.9 tok/s (engine: 365.1 tok/s)"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("after the start, no %q:\n%s", want, text)
+		}
+	}
+	if !s.running {
+		t.Fatal("the server is not running after readiness")
+	}
+	if cmd := s.Update(press("esc")); cmd != nil {
+		t.Fatal("esc left the screen while the server runs")
+	}
+	follow(t, s, press("b"), time.Second)
+	text = screenText(s)
+	for _, want := range []string{"Benchmark", "pp64", "tg16", "no reference for this hardware", "verdict: no reference for this hardware: it ran on llvmpipe", "engine time 1216 ms"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("the bench view lacks %q:\n%s", want, text)
+		}
+	}
+	s.Update(press("x"))
+	pumpServe(t, s, func() bool { return !s.running })
+	if s.running || s.run.finished == nil || s.run.finished.Status != steps.OutcomeSucceeded {
+		t.Fatalf("after x: running %v, finished %+v", s.running, s.run.finished)
+	}
+	if !strings.Contains(screenText(s), "■ server stopped: ready in 2s; stopped by you") {
+		t.Fatalf("no stop line:\n%s", screenText(s))
+	}
+}
+
+// A stall names its phase with the family's finding; the screen marks the phase.
+func TestServeScreenShowsAStall(t *testing.T) {
+	s, _ := newServeTest(t)
+	s.run = serverRun{started: true, phases: serve.PhasesOf(serve.EngineLlamaCpp), reached: map[string]runner.ServePhase{}}
+	s.running = true
+	ph := serve.PhasesOf(serve.EngineLlamaCpp)[1]
+	s.Update(serveEventsMsg{events: []runner.Event{
+		runner.ServePhase{Step: "serve", Phase: string(ph.ID), Title: ph.Title, Index: 2, Total: 6, Budget: ph.Budget, Elapsed: time.Second},
+		runner.Found{Step: "serve", Finding: stallFindingFor(string(ph.ID))},
+		runner.StepFinished{Step: "serve", Status: steps.OutcomeFailed, Why: `no progress for 6m0s in phase "loading" (loading the model)`, Log: "/state/runs/x/serve.log"},
+	}, closed: true})
+	text := screenText(s)
+	for _, want := range []string{"■ loading the model", "server-port-never-opens", "✗ server failed: no progress for 6m0s in phase \"loading\"", "log: /state/runs/x/serve.log"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("no %q:\n%s", want, text)
+		}
+	}
+}
+
+func stallFindingFor(phase string) diagnose.Finding {
+	return diagnose.Finding{Family: "server-port-never-opens", Summary: "The server stalled in start-up: stuck in phase " + phase + "."}
+}
+
+// The summary of a clean run of a servable track opens the serve screen on s.
+func TestSummaryOpensServe(t *testing.T) {
+	f := newFakeBackend(t)
+	m := newSized(t, f, 110, 40)
+	tr, _ := steps.Lookup("llamacpp-distro")
+	plan := &Plan{Track: tr, Steps: []PlanStep{{ID: "toolbox", Title: "Toolbox", WillRun: true}}}
+	rs := newRunState(plan)
+	m.open(newSummaryScreen(m.common, rs, tr))
+	if !strings.Contains(plain(m), "s serve a model") {
+		t.Fatalf("the summary does not offer serving:\n%s", plain(m))
+	}
+	drive(t, m, press("s"))
+	if m.top().Crumb() != "serve" {
+		t.Fatalf("s opened %q", m.top().Crumb())
+	}
+}

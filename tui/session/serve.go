@@ -1,0 +1,187 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/bench"
+	"github.com/haloforge/haloforge/steps/runner"
+	"github.com/haloforge/haloforge/steps/serve"
+	"github.com/haloforge/haloforge/tui"
+)
+
+// serveTrack is the track a serve or bench of track uses: ServeTrack when
+// the engine has recorded runs of one track only (the demo).
+func (e *Engine) serveTrack(track string) string {
+	if e.ServeTrack != "" {
+		return e.ServeTrack
+	}
+	return track
+}
+
+// servePlan is the serve track's plan: its pins are the engine's. A serve
+// needs no build script of the track here (the demo's tree has none).
+func (e *Engine) servePlan(track string) (*steps.Plan, error) {
+	p, err := e.planOf(track)
+	var missing *steps.MissingScriptError
+	if err != nil && !errors.As(err, &missing) {
+		return nil, err
+	}
+	return p, nil
+}
+
+// ServeSetup reads the track's defaults and this machine's GPU memory.
+func (e *Engine) ServeSetup(ctx context.Context, track string) (*tui.ServeSetup, error) {
+	track = e.serveTrack(track)
+	engine := serve.EngineOf(track)
+	if engine == "" {
+		return nil, fmt.Errorf("track %s has no server haloforge can run", track)
+	}
+	p, err := e.servePlan(track)
+	if err != nil {
+		return nil, err
+	}
+	s := &tui.ServeSetup{Track: track, Engine: engine, Note: e.ServeNote}
+	if e.Detector != nil {
+		if r, err := e.Detector(ctx); err == nil {
+			s.Ceiling = serve.CeilingOf(r)
+		}
+	}
+	req := serve.Request{Track: track, Pins: p.Env, Model: e.ServeModel}
+	if l, err := serve.Plan(req); err == nil {
+		s.Model, s.Port = l.Model, l.Port
+	} else if s.Model == "" && engine == serve.EngineLlamaCpp {
+		tiny := filepath.Join(e.StateDir, track, "tiny-random.gguf")
+		if _, err := os.Stat(tiny); err == nil {
+			s.Model = tiny // the verify step's tiny model: it runs, no speed claim
+		}
+	}
+	if s.Port == 0 {
+		if l, err := serve.Plan(serve.Request{Track: track, Pins: p.Env, Model: s.Model}); err == nil {
+			s.Port = l.Port
+		}
+	}
+	return s, nil
+}
+
+// request turns the form into a serve request.
+func (e *Engine) request(r tui.ServeRequest, p *steps.Plan, noGPU, unified bool) serve.Request {
+	return serve.Request{Track: e.serveTrack(r.Track), Pins: p.Env, Model: r.Model, Context: r.Context, Util: r.Util, Port: r.Port,
+		Root: os.Getenv("HALOFORGE_DISTROBOX_ROOT") == "1", NoGPU: noGPU, Unified: unified}
+}
+
+// PlanServe decides the launch of a request and sizes it against the
+// ceiling the last ServeSetup found.
+func (e *Engine) PlanServe(r tui.ServeRequest) (serve.Launch, error) {
+	p, err := e.servePlan(e.serveTrack(r.Track))
+	if err != nil {
+		return serve.Launch{}, err
+	}
+	c := e.ceiling()
+	req := e.request(r, p, e.noGPU(), c.Unified)
+	l, err := serve.Plan(req)
+	if err != nil {
+		return serve.Launch{}, err
+	}
+	l.Estimate(req, c)
+	return l, nil
+}
+
+// ceiling is this machine's GPU memory ceiling, detected once.
+func (e *Engine) ceiling() serve.Ceiling {
+	e.ceilingOnce.Do(func() {
+		if e.Detector == nil {
+			return
+		}
+		if r, err := e.Detector(context.Background()); err == nil {
+			e.ceilingValue = serve.CeilingOf(r)
+			e.hasGPU = r.Primary() != nil
+		}
+	})
+	return e.ceilingValue
+}
+
+// noGPU says a CPU Vulkan device stands in for the GPU (tests, GPU-less machines).
+func (e *Engine) noGPU() bool {
+	e.ceiling()
+	return os.Getenv("HALOFORGE_ALLOW_NO_GPU") == "1" && !e.hasGPU
+}
+
+// runOptions are the runner's inputs of a serve or bench run.
+func (e *Engine) runOptions(p *steps.Plan) serve.RunOptions {
+	return serve.RunOptions{Plan: p, StateDir: e.StateDir, ScriptsDir: e.ScriptsDir, ToolboxDir: e.ToolboxDir, PinsFile: e.PinsFile,
+		KeepColor: true, Tune: e.Tune}
+}
+
+// Serve starts the server of a request, unless its fit says no.
+func (e *Engine) Serve(ctx context.Context, r tui.ServeRequest) (tui.Serving, error) {
+	l, err := e.PlanServe(r)
+	if err != nil {
+		return nil, err
+	}
+	if l.Fit != nil && !l.Fit.Fits {
+		return nil, errors.New(l.Fit.Advice)
+	}
+	p, err := e.servePlan(l.Track)
+	if err != nil {
+		return nil, err
+	}
+	wo := serve.WatchOptions{Smoke: true}
+	if e.Prober != nil {
+		wo.Prober = e.Prober()
+	}
+	return serve.Start(ctx, l, e.runOptions(p), wo)
+}
+
+// Bench runs the track's benchmark: llama-bench on the form's model, or
+// vLLM's benchmark against the form's server.
+func (e *Engine) Bench(ctx context.Context, r tui.ServeRequest) (<-chan runner.Event, error) {
+	track := e.serveTrack(r.Track)
+	p, err := e.servePlan(track)
+	if err != nil {
+		return nil, err
+	}
+	port := r.Port
+	if port == 0 {
+		port = 8000
+	}
+	b, err := serve.PlanBench(serve.BenchRequest{Track: track, Pins: p.Env, Model: r.Model, URL: "http://127.0.0.1:" + strconv.Itoa(port),
+		Tiny: filepath.Join(e.StateDir, track, "tiny-random.gguf"), Root: os.Getenv("HALOFORGE_DISTROBOX_ROOT") == "1", NoGPU: e.noGPU()})
+	if err != nil {
+		return nil, err
+	}
+	run, err := serve.NewBenchRunner(b, e.runOptions(p))
+	if err != nil {
+		return nil, err
+	}
+	go func() { _, _ = run.Run(ctx) }() // the outcome arrives as runner.RunFinished
+	return run.Events(), nil
+}
+
+// BenchReport compares a bench run's results with the references.
+func (e *Engine) BenchReport(runDir string) (*bench.Report, error) {
+	for _, name := range []string{"llama-bench.jsonl", "vllm-bench.json"} {
+		raw, err := os.ReadFile(filepath.Join(runDir, name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(raw) > bench.MaxInput {
+			return nil, fmt.Errorf("%s: larger than %d MiB", name, bench.MaxInput>>20)
+		}
+		run, err := bench.Parse(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		rep := bench.Compare(run, bench.References(), bench.Host{})
+		return &rep, nil
+	}
+	return nil, fmt.Errorf("%s holds no benchmark results", runDir)
+}

@@ -1,0 +1,95 @@
+package session
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/runner"
+	"github.com/haloforge/haloforge/tui"
+	"github.com/haloforge/haloforge/tui/demo"
+)
+
+// The demo's serve screen backend, end to end through the real runner: the
+// recorded llama-server run replays phase by phase, the recorded probes make
+// it ready, the recorded stream is timed, the stop records it as served, and
+// the recorded llama-bench run compares with the references.
+func TestDemoServeAndBench(t *testing.T) {
+	t.Setenv(demo.SpeedEnv, "20")
+	e, err := NewDemo(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	setup, err := e.ServeSetup(ctx, demo.TrackID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if setup.Track != demo.ServeTrack || setup.Engine != "llama.cpp" || !strings.HasSuffix(setup.Model, "tiny-random.gguf") ||
+		setup.Ceiling.Bytes == 0 || !setup.Ceiling.Unified || setup.Note == "" {
+		t.Fatalf("setup %+v", setup)
+	}
+	req := tui.ServeRequest{Track: demo.TrackID, Model: setup.Model, Port: setup.Port}
+	l, err := e.PlanServe(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Fit == nil || !l.Fit.Fits || l.Fit.WeightsBytes != 730624 || l.Fit.LimitBytes != setup.Ceiling.Bytes {
+		t.Fatalf("fit %+v", l.Fit)
+	}
+	s, err := e.Serve(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phases []string
+	var ready, smoke bool
+	var fin runner.StepFinished
+	for ev := range s.Events() {
+		switch ev := ev.(type) {
+		case runner.ServePhase:
+			phases = append(phases, ev.Phase)
+		case runner.Ready:
+			ready = true
+		case runner.Smoke:
+			smoke = ev.Err == "" && ev.Tokens == 9 && ev.TTFT >= 100*time.Millisecond
+			s.Stop()
+		case runner.StepFinished:
+			fin = ev
+		}
+	}
+	if strings.Join(phases, ",") != "starting,loading,model-loaded,health,models" || !ready || !smoke {
+		t.Fatalf("phases %v, ready %v, smoke %v", phases, ready, smoke)
+	}
+	if fin.Status != steps.OutcomeSucceeded || !strings.Contains(fin.Why, "stopped by you") {
+		t.Fatalf("finished %+v", fin)
+	}
+	events, err := e.Bench(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runDir, status string
+	for ev := range events {
+		if f, ok := ev.(runner.RunFinished); ok {
+			runDir, status = f.RunDir, f.Status
+		}
+	}
+	if status != steps.OutcomeSucceeded {
+		t.Fatalf("bench run %s", status)
+	}
+	rep, err := e.BenchReport(runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Comparisons) != 2 || !strings.HasPrefix(rep.Verdict, "no reference for this hardware") {
+		t.Fatalf("report %+v", rep)
+	}
+	// A request that does not fit is refused before anything starts.
+	huge := req
+	huge.Context = 1 << 40
+	if _, err := e.Serve(ctx, huge); err == nil {
+		t.Error("a context of 2^40 tokens was served")
+	}
+}
