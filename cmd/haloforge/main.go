@@ -77,6 +77,7 @@ func newRoot() *cobra.Command {
 		newPinsCmd(),     // check versions.env, diff two of them
 		newDemoCmd(),     // the wizard on built-in data
 		newBenchCmd(),    // compare benchmark results with reference numbers
+		newClusterCmd(),  // check, start and stop 2–4 boxes (llama.cpp RPC, vLLM on Ray)
 	)
 	return root
 }

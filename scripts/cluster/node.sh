@@ -97,7 +97,7 @@ starttime() {
 alive() { [[ $(starttime "$1" 2>/dev/null) == "$2" ]]; }
 
 # members PID: the processes of the session PID leads (started by us with setsid).
-members() { pgrep -s "$1" 2>/dev/null | tr '\n' ' ' | sed 's/ $//'; }
+members() { { pgrep -s "$1" 2>/dev/null || true; } | tr '\n' ' ' | sed 's/ $//'; }
 
 cmd_status() {
   local f name pid start state code procs

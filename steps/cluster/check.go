@@ -470,7 +470,7 @@ func firmwareClass(f *Facts) string {
 func (e *evaluator) firmware(n Node, f *Facts) detect.Check {
 	c := firmwareClass(f)
 	if c == "" {
-		return skip(CheckFirmware, "GPU firmware unknown (no firmware package, and no haloforge on the node to read MES)", "")
+		return skip(CheckFirmware, "GPU firmware unknown: no firmware package from the distribution, and MES not readable (no GPU, or not root)", "")
 	}
 	ref, rf := e.reference()
 	if ref.Name == n.Name || firmwareClass(rf) == c {

@@ -201,6 +201,9 @@ func planRPC(inv *Inventory, o UpOptions, p *Plan) {
 		})
 	}
 	head := inv.Head()
+	if n := len(p.Launches); n > 0 {
+		p.Launches[n-1].Then += fmt.Sprintf("; %s lists the RPC devices (llama-server --rpc %s --list-devices)", head.Name, strings.Join(endpoints, ","))
+	}
 	argv := []string{"llama-server", "-m", o.Model, "--host", o.APIHost, "--port", strconv.Itoa(o.Port),
 		"--rpc", strings.Join(endpoints, ","), "-ngl", "999"}
 	if o.Ctx > 0 {
@@ -208,7 +211,7 @@ func planRPC(inv *Inventory, o UpOptions, p *Plan) {
 	}
 	p.Launches = append(p.Launches, Launch{
 		Node: head, Service: ServiceLlama, Env: sortedEnv(inv.EnvFor(head)), Argv: argv,
-		Purpose: fmt.Sprintf("llama-server with its own devices and the %d workers' (layers split across them)", len(endpoints)),
+		Purpose: "llama-server with its own devices and " + plural(len(endpoints), "the worker's", "the %d workers'") + " (layers split across them)",
 		Then:    "/health and /v1/models answer at " + p.URL,
 	})
 }
@@ -411,4 +414,12 @@ func (p *Plan) JSON() JSONPlan {
 			Env: env, Unset: append([]string{}, l.Unset...), Command: append([]string{}, l.Argv...), Shell: l.Shell()})
 	}
 	return j
+}
+
+// plural picks the singular or the plural wording (%d is the count).
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return fmt.Sprintf(many, n)
 }

@@ -165,7 +165,7 @@ func (r Remote) Run(ctx context.Context, n Node, args ...string) (Result, error)
 	case err == nil:
 		return res, nil
 	case errors.As(err, &ee) && ee.ExitCode() == 255 && isSSH(r.T):
-		return res, fmt.Errorf("%w: %s: %s", ErrSSH, r.T.Describe(n), firstLine(res.Stderr))
+		return res, fmt.Errorf("%w: %s: %s", ErrSSH, r.T.Describe(n), sshReason(res.Stderr))
 	case errors.As(err, &ee):
 		return res, nil
 	case ctx.Err() != nil:
@@ -218,7 +218,7 @@ func (r Remote) Stream(ctx context.Context, n Node, line func(string), args ...s
 	case ctx.Err() != nil:
 		return res, ctx.Err()
 	case errors.As(err, &ee):
-		return res, fmt.Errorf("%w: %s: %s", ErrSSH, r.T.Describe(n), firstLine(res.Stderr))
+		return res, fmt.Errorf("%w: %s: %s", ErrSSH, r.T.Describe(n), sshReason(res.Stderr))
 	default:
 		return res, fmt.Errorf("%s: %w", r.T.Describe(n), err)
 	}
@@ -285,7 +285,7 @@ func (r Remote) Probe(ctx context.Context, n Node, args ...string) (*Facts, Resu
 	}
 	var ee *exec.ExitError
 	if err != nil && errors.As(err, &ee) && ee.ExitCode() == 255 && isSSH(r.T) {
-		return nil, res, fmt.Errorf("%w: %s: %s", ErrSSH, r.T.Describe(n), firstLine(res.Stderr))
+		return nil, res, fmt.Errorf("%w: %s: %s", ErrSSH, r.T.Describe(n), sshReason(res.Stderr))
 	}
 	if err != nil && !errors.As(err, &ee) {
 		return nil, res, fmt.Errorf("%s: %w", r.T.Describe(n), err)
@@ -332,4 +332,25 @@ func firstLine(s string) string {
 		s = s[:i]
 	}
 	return excerpt(clean(s), 300)
+}
+
+// sshReason picks what ssh's error output says, past its banner of '@'
+// lines: the changed-key warning, or the first line that names a cause.
+func sshReason(stderr string) string {
+	if strings.Contains(stderr, "REMOTE HOST IDENTIFICATION HAS CHANGED") {
+		for _, l := range strings.Split(stderr, "\n") {
+			if strings.Contains(l, "has changed and you have requested strict checking") {
+				return "REMOTE HOST IDENTIFICATION HAS CHANGED: " + excerpt(clean(strings.TrimSpace(l)), 200)
+			}
+		}
+		return "REMOTE HOST IDENTIFICATION HAS CHANGED"
+	}
+	for _, l := range strings.Split(stderr, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "@") || strings.HasPrefix(l, "Warning: Permanently added") {
+			continue
+		}
+		return excerpt(clean(l), 300)
+	}
+	return "ssh exited 255 without a message"
 }
