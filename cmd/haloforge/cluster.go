@@ -103,8 +103,8 @@ func newClusterUpCmd(o *clusterOpts) *cobra.Command {
 
 func newClusterDownCmd(o *clusterOpts) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "down --inventory FILE",
-		Short: "Stop everything haloforge started on every node, and check nothing is left",
+		Use:     "down --inventory FILE",
+		Short:   "Stop everything haloforge started on every node, and check nothing is left",
 		Example: "  haloforge cluster down --inventory cluster.toml",
 		Args:    cobra.NoArgs,
 		RunE:    func(cmd *cobra.Command, _ []string) error { return runClusterDown(cmd, o) },
