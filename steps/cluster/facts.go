@@ -164,6 +164,7 @@ func ParseProbe(r io.Reader) (*Facts, error) {
 		case key == "facts":
 			var nf NodeFacts
 			if err := json.Unmarshal([]byte(val), &nf); err == nil && nf.Version != "" {
+				cleanNodeFacts(&nf)
 				f.Haloforge = &nf
 			} else if len(val) > 0 {
 				f.HaloforgeRaw = excerpt(val, 200)
@@ -242,6 +243,30 @@ func ParseProbe(r io.Reader) (*Facts, error) {
 	return f, nil
 }
 
+// cleanNodeFacts drops control characters the JSON decoding may have
+// produced from \u escapes: the node is not trusted to send printable text.
+func cleanNodeFacts(nf *NodeFacts) {
+	nf.Version, nf.Kernel, nf.MESFirmware = clean(nf.Version), clean(nf.Kernel), clean(nf.MESFirmware)
+	nf.Pins.Path, nf.Pins.SHA256, nf.Pins.Error = clean(nf.Pins.Path), clean(nf.Pins.SHA256), clean(nf.Pins.Error)
+	for i := range nf.GFX {
+		nf.GFX[i] = clean(nf.GFX[i])
+	}
+	if len(nf.Checks) > 200 {
+		nf.Checks = nf.Checks[:200]
+	}
+	for i := range nf.Checks {
+		c := &nf.Checks[i]
+		c.ID, c.Summary, c.Detail = clean(c.ID), clean(c.Summary), clean(c.Detail)
+		c.Status = detect.Status(clean(string(c.Status)))
+		c.Fix = strings.Join(strings.FieldsFunc(c.Fix, func(r rune) bool { return r == '\n' }), "\n")
+		var lines []string
+		for _, l := range strings.Split(c.Fix, "\n") {
+			lines = append(lines, clean(l))
+		}
+		c.Fix = strings.Join(lines, "\n")
+	}
+}
+
 // GFXName turns KFD's gfx_target_version into an LLVM target: major in
 // decimal, minor and stepping in hex (110501 → gfx1151, 90010 → gfx90a).
 func GFXName(v int) string {
@@ -263,7 +288,9 @@ func parseService(name, val string) (Service, bool) {
 	for _, w := range f[1:] {
 		switch {
 		case strings.HasPrefix(w, "pid="):
-			s.PID, _ = strconv.Atoi(strings.TrimPrefix(w, "pid="))
+			if pid, err := strconv.Atoi(strings.TrimPrefix(w, "pid=")); err == nil && pid > 0 {
+				s.PID = pid
+			}
 			inProcs = false
 		case strings.HasPrefix(w, "code="):
 			if c := strings.TrimPrefix(w, "code="); c != "-" {
