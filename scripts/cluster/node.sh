@@ -370,6 +370,30 @@ probe_gpu() {
   return 0
 }
 
+# probe_logind: what systemd-logind does when the user's last session (this SSH login)
+# ends: RemoveIPC (default yes) deletes the user's shared memory and semaphores, which Ray
+# and vLLM live on, and KillUserProcesses kills what haloforge started — unless the user
+# lingers (loginctl enable-linger).
+probe_logind() {
+  local f v kill='' ipc=''
+  if [[ ! -d /run/systemd/system ]]; then
+    kv systemd no
+    return 0
+  fi
+  kv systemd yes
+  kv linger "$(loginctl show-user "$(id -un)" -p Linger --value 2>/dev/null || echo '?')"
+  for f in /etc/systemd/logind.conf /etc/systemd/logind.conf.d/*.conf; do
+    [[ -r $f ]] || continue
+    v=$(awk -F= '$1 ~ /^[[:space:]]*RemoveIPC[[:space:]]*$/ { gsub(/[[:space:]]/, "", $2); print $2 }' "$f" | tail -n 1)
+    [[ -n $v ]] && ipc=$v
+    v=$(awk -F= '$1 ~ /^[[:space:]]*KillUserProcesses[[:space:]]*$/ { gsub(/[[:space:]]/, "", $2); print $2 }' "$f" | tail -n 1)
+    [[ -n $v ]] && kill=$v
+  done
+  kv removeipc "${ipc:-default}"
+  kv killuserprocesses "${kill:-default}"
+  return 0
+}
+
 probe_rdma() {
   local s dev port
   for s in /sys/class/infiniband/*/ports/*/state; do
@@ -466,6 +490,7 @@ cmd_probe() {
   fi
   kv memlock "$(ulimit -l)"
   probe_gpu
+  probe_logind
   probe_net
   probe_rdma
   probe_packages

@@ -29,6 +29,7 @@ const (
 	CheckFirewall  = "firewall"
 	CheckPorts     = "ports"
 	CheckClock     = "clock"
+	CheckSession   = "session"
 	CheckRCCL      = "rccl"
 	AdvisoryRPC    = "GHSA-j8rj-fmpv-wcxw"
 	advisoryURL    = "https://github.com/ggml-org/llama.cpp/security/advisories/GHSA-j8rj-fmpv-wcxw"
@@ -139,7 +140,7 @@ func Evaluate(inv *Inventory, probed map[string]Probed, o CheckOptions) *Report 
 			nr.Checks = append(nr.Checks,
 				e.pins(n, f), e.packages(n, f), e.image(n, f), e.kernel(n, f), e.firmware(n, f), e.doctor(n, f),
 				e.engine(n, f), e.address(n, f), e.link(n, f), e.rdma(n, f), e.memlock(n, f), e.firewall(n, f),
-				e.ports(n, f), e.clock(n, f))
+				e.ports(n, f), e.clock(n, f), e.session(n, f))
 			if o.Engine == EngineRay {
 				nr.Checks = append(nr.Checks, e.rccl(n, f))
 			}
@@ -158,7 +159,7 @@ type evaluator struct {
 
 func (e *evaluator) ids() []string {
 	ids := []string{CheckSSH, CheckPins, CheckPackages, CheckImage, CheckKernel, CheckFirmware, CheckDoctor, CheckEngine,
-		CheckAddress, CheckLink, CheckRDMA, CheckMemlock, CheckFirewall, CheckPorts, CheckClock}
+		CheckAddress, CheckLink, CheckRDMA, CheckMemlock, CheckFirewall, CheckPorts, CheckClock, CheckSession}
 	if e.o.Engine == EngineRay {
 		ids = append(ids, CheckRCCL)
 	}
@@ -822,6 +823,34 @@ func (e *evaluator) clock(n Node, f *Facts) detect.Check {
 	}
 	return ok(CheckClock, s)
 }
+
+// session: what systemd-logind does to haloforge's processes once the SSH
+// login that started them ends. KillUserProcesses kills them; RemoveIPC
+// (systemd's default) deletes the user's shared memory and semaphores,
+// which Ray's object store and vLLM's workers use — a later collective
+// then blocks for ever (eugr/spark-vllm-docker#352). Lingering users keep both.
+func (e *evaluator) session(n Node, f *Facts) detect.Check {
+	if f.Systemd != "yes" {
+		return skip(CheckSession, "no systemd-logind on the node: nothing ends with the SSH login", "")
+	}
+	if f.Linger == "yes" {
+		return ok(CheckSession, f.User+" lingers: what haloforge starts outlives the SSH login")
+	}
+	if f.UID < 1000 {
+		return ok(CheckSession, fmt.Sprintf("%s is a system user (uid %d): logind neither kills its processes nor removes its IPC", f.User, f.UID))
+	}
+	fix := "sudo loginctl enable-linger " + orDefault(f.User, "$USER") + "   # on " + n.Name + ": the user's processes and IPC then outlive its logins"
+	if isYes(f.KillUserProcesses) {
+		return fail(CheckSession, "logind has KillUserProcesses=yes and "+f.User+" does not linger: the engines would die when haloforge's SSH login ends", fix)
+	}
+	if f.RemoveIPC != "no" && e.o.Engine == EngineRay {
+		return fail(CheckSession, "logind removes "+f.User+"'s shared memory and semaphores when its last login ends (RemoveIPC, systemd's default) and "+f.User+" does not linger: Ray and vLLM hang on their next collective",
+			fix+"\n(or RemoveIPC=no in /etc/systemd/logind.conf)")
+	}
+	return ok(CheckSession, fmt.Sprintf("%s does not linger; llama.cpp RPC keeps no shared memory, so logind's RemoveIPC does not touch it", f.User))
+}
+
+func isYes(v string) bool { return v == "yes" || v == "true" || v == "1" || v == "on" }
 
 func (e *evaluator) rccl(n Node, f *Facts) detect.Check {
 	if len(f.RCCL) == 0 {

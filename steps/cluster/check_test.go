@@ -207,3 +207,32 @@ func TestSSHFixes(t *testing.T) {
 		t.Errorf("sshReason: %q", got)
 	}
 }
+
+// TestSessionCheck: logind must not take the engines or their shared
+// memory away when haloforge's SSH login ends.
+func TestSessionCheck(t *testing.T) {
+	inv := mustInv(t, pinsInv)
+	for _, tt := range []struct {
+		extra  string
+		engine string
+		status detect.Status
+		want   string
+	}{
+		{"systemd=yes\nuid=1000\nlinger=no\nremoveipc=default\nkilluserprocesses=default", EngineRay, detect.StatusFail, "RemoveIPC, systemd's default"},
+		{"systemd=yes\nuid=1000\nlinger=no\nremoveipc=default\nkilluserprocesses=default", EngineRPC, detect.StatusOK, "llama.cpp RPC keeps no shared memory"},
+		{"systemd=yes\nuid=1000\nlinger=no\nremoveipc=no\nkilluserprocesses=yes", EngineRPC, detect.StatusFail, "KillUserProcesses=yes"},
+		{"systemd=yes\nuid=1000\nlinger=yes\nremoveipc=default", EngineRay, detect.StatusOK, "lingers"},
+		{"systemd=yes\nuid=0\nlinger=no\nremoveipc=default", EngineRay, detect.StatusOK, "system user"},
+		{"systemd=no", EngineRay, detect.StatusSkip, "no systemd-logind"},
+	} {
+		text := strings.Replace(probeText("192.168.100.1", "enp194s0np0"), "uid=", "olduid=", 1) + tt.extra + "\n"
+		p := map[string]Probed{"halo1": {Facts: parsed(t, text)}, "halo2": {Facts: parsed(t, probeText("192.168.100.2", "enp194s0np0"))}}
+		c := checkOf(t, Evaluate(inv, p, CheckOptions{Engine: tt.engine}), "halo1", CheckSession)
+		if c.Status != tt.status || !strings.Contains(c.Summary, tt.want) {
+			t.Errorf("%q %s: %s %q", tt.extra, tt.engine, c.Status, c.Summary)
+		}
+		if c.Status == detect.StatusFail && !strings.Contains(c.Fix, "loginctl enable-linger halo") {
+			t.Errorf("fix %q", c.Fix)
+		}
+	}
+}

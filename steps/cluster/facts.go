@@ -32,6 +32,10 @@ type Facts struct {
 	HaveClock               bool
 	Memlock                 string // ulimit -l: "unlimited" or KiB
 	KFD                     string // /dev/kfd: ok, missing, denied
+	Systemd                 string // yes when systemd runs the node (logind applies)
+	Linger                  string // loginctl's Linger of the login user: yes, no, ?
+	RemoveIPC               string // logind.conf: yes, no, default (yes)
+	KillUserProcesses       string // logind.conf: yes, no, default (no on most distributions)
 	GFX                     []string
 	Addrs                   []IfAddr
 	Net                     map[string]NetIf
@@ -139,6 +143,14 @@ func ParseProbe(r io.Reader) (*Facts, error) {
 			f.Memlock = val
 		case key == "kfd":
 			f.KFD = val
+		case key == "systemd":
+			f.Systemd = val
+		case key == "linger":
+			f.Linger = val
+		case key == "removeipc":
+			f.RemoveIPC = strings.ToLower(val)
+		case key == "killuserprocesses":
+			f.KillUserProcesses = strings.ToLower(val)
 		case key == "gfx_target_version":
 			if v, err := strconv.Atoi(val); err == nil && v > 0 && v < 1000000 {
 				f.GFX = append(f.GFX, GFXName(v))
