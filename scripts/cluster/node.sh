@@ -389,6 +389,14 @@ probe_logind() {
     v=$(awk -F= '$1 ~ /^[[:space:]]*KillUserProcesses[[:space:]]*$/ { gsub(/[[:space:]]/, "", $2); print $2 }' "$f" | tail -n 1)
     [[ -n $v ]] && kill=$v
   done
+  # logind's own answer, when the bus can be asked, wins over the files (and the built-in
+  # defaults: RemoveIPC yes; KillUserProcesses as the distribution built it).
+  v=$(busctl get-property org.freedesktop.login1 /org/freedesktop/login1 org.freedesktop.login1.Manager RemoveIPC 2>/dev/null) || v=''
+  [[ $v == "b true" ]] && ipc=yes
+  [[ $v == "b false" ]] && ipc=no
+  v=$(busctl get-property org.freedesktop.login1 /org/freedesktop/login1 org.freedesktop.login1.Manager KillUserProcesses 2>/dev/null) || v=''
+  [[ $v == "b true" ]] && kill=yes
+  [[ $v == "b false" ]] && kill=no
   kv removeipc "${ipc:-default}"
   kv killuserprocesses "${kill:-default}"
   return 0
