@@ -53,24 +53,16 @@ type NodeReport struct {
 }
 
 // Failed counts the checks that failed on every node.
-func (r *Report) Failed() int {
-	n := 0
-	for _, nr := range r.Nodes {
-		for _, c := range nr.Checks {
-			if c.Status == detect.StatusFail {
-				n++
-			}
-		}
-	}
-	return n
-}
+func (r *Report) Failed() int { return r.count(detect.StatusFail) }
 
 // Warned counts the warnings.
-func (r *Report) Warned() int {
+func (r *Report) Warned() int { return r.count(detect.StatusWarn) }
+
+func (r *Report) count(status detect.Status) int {
 	n := 0
 	for _, nr := range r.Nodes {
 		for _, c := range nr.Checks {
-			if c.Status == detect.StatusWarn {
+			if c.Status == status {
 				n++
 			}
 		}

@@ -156,22 +156,36 @@ func (r Remote) Run(ctx context.Context, n Node, args ...string) (Result, error)
 	cmd.WaitDelay = 2 * time.Second
 	start := time.Now()
 	err := cmd.Run()
-	res := Result{Stdout: out.Bytes(), Stderr: strings.TrimSpace(errb.String()), Duration: time.Since(start), Code: -1}
+	res := r.result(cmd, start, errb.String())
+	res.Stdout = out.Bytes()
+	return res, r.runErr(ctx, n, err, res)
+}
+
+// result is what every run of node.sh reports: its errors and exit code.
+func (r Remote) result(cmd *exec.Cmd, start time.Time, stderr string) Result {
+	res := Result{Stderr: strings.TrimSpace(stderr), Duration: time.Since(start), Code: -1}
 	if cmd.ProcessState != nil {
 		res.Code = cmd.ProcessState.ExitCode()
 	}
+	return res
+}
+
+// runErr sorts how a run of node.sh ended: its own non-zero exit is in
+// Result.Code, not an error; ssh's 255 is ErrSSH with ssh's reason; a
+// cancelled context and a command that could not run are errors.
+func (r Remote) runErr(ctx context.Context, n Node, err error, res Result) error {
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
-		return res, nil
+		return nil
 	case errors.As(err, &ee) && ee.ExitCode() == 255 && isSSH(r.T):
-		return res, fmt.Errorf("%w: %s: %s", ErrSSH, r.T.Describe(n), sshReason(res.Stderr))
-	case errors.As(err, &ee):
-		return res, nil
+		return fmt.Errorf("%w: %s: %s", ErrSSH, r.T.Describe(n), sshReason(res.Stderr))
 	case ctx.Err() != nil:
-		return res, ctx.Err()
+		return ctx.Err()
+	case errors.As(err, &ee):
+		return nil
 	default:
-		return res, fmt.Errorf("%s: %w", r.T.Describe(n), err)
+		return fmt.Errorf("%s: %w", r.T.Describe(n), err)
 	}
 }
 
@@ -207,21 +221,8 @@ func (r Remote) Stream(ctx context.Context, n Node, line func(string), args ...s
 		_, _ = io.Copy(io.Discard, stdout) // a line too long: drain, keep going to Wait
 	}
 	err = cmd.Wait()
-	res := Result{Stderr: strings.TrimSpace(errb.String()), Duration: time.Since(start), Code: -1}
-	if cmd.ProcessState != nil {
-		res.Code = cmd.ProcessState.ExitCode()
-	}
-	var ee *exec.ExitError
-	switch {
-	case err == nil, errors.As(err, &ee) && !(ee.ExitCode() == 255 && isSSH(r.T)) && ctx.Err() == nil:
-		return res, nil
-	case ctx.Err() != nil:
-		return res, ctx.Err()
-	case errors.As(err, &ee):
-		return res, fmt.Errorf("%w: %s: %s", ErrSSH, r.T.Describe(n), sshReason(res.Stderr))
-	default:
-		return res, fmt.Errorf("%s: %w", r.T.Describe(n), err)
-	}
+	res := r.result(cmd, start, errb.String())
+	return res, r.runErr(ctx, n, err, res)
 }
 
 // Probe runs `node.sh probe` and measures the node's clock against this
@@ -279,16 +280,10 @@ func (r Remote) Probe(ctx context.Context, n Node, args ...string) (*Facts, Resu
 	_ = stdin.Close()
 	_, _ = io.Copy(io.Discard, stdout)
 	err = cmd.Wait()
-	res := Result{Stdout: rest.Bytes(), Stderr: strings.TrimSpace(errb.String()), Duration: time.Since(start), Code: -1}
-	if cmd.ProcessState != nil {
-		res.Code = cmd.ProcessState.ExitCode()
-	}
-	var ee *exec.ExitError
-	if err != nil && errors.As(err, &ee) && ee.ExitCode() == 255 && isSSH(r.T) {
-		return nil, res, fmt.Errorf("%w: %s: %s", ErrSSH, r.T.Describe(n), sshReason(res.Stderr))
-	}
-	if err != nil && !errors.As(err, &ee) {
-		return nil, res, fmt.Errorf("%s: %w", r.T.Describe(n), err)
+	res := r.result(cmd, start, errb.String())
+	res.Stdout = rest.Bytes()
+	if err := r.runErr(ctx, n, err, res); err != nil {
+		return nil, res, err
 	}
 	f, perr := ParseProbe(bytes.NewReader(res.Stdout))
 	if perr != nil {
