@@ -259,6 +259,7 @@ phase_up() {
   check "up exits 0 (got $code, ${T[up]}s)" test "$code" -eq 0
   check "it waited for each worker's port from the head" contains "$out" "${IP[halo3]}:$RPC_PORT reachable from halo1"
   check "the serve state machine said ready" contains "$out" "✓ ready in"
+  # shellcheck disable=SC2016 # $0..$3 belong to the inner shell
   check "the head saw both workers' devices through RPC before serving" \
     bash -c 'grep -q "the head sees RPC0: $1:$3" <<<"$0" && grep -q "the head sees RPC1: $2:$3" <<<"$0"' "$out" "${IP[halo2]}" "${IP[halo3]}" "$RPC_PORT"
   for n in halo2 halo3; do
