@@ -29,6 +29,7 @@ func (t *NetTransport) Feed(line string) bool {
 	if !strings.Contains(line, "NET") && !strings.Contains(line, "network") {
 		return false
 	}
+	line = clean(line) // what it keeps is printed
 	if strings.Contains(line, "NET/IB : No device found") || strings.Contains(line, "NET/IB : No device found.") {
 		t.NoIB = true
 	}

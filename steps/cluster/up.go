@@ -495,7 +495,7 @@ func (c *Cluster) ready(ctx context.Context, l Launch, p *Plan, res *UpResult) e
 			case serve.EventPhase:
 				c.say("  ▸ %s (%s)", ev.Title, roundSec(ev.Elapsed))
 			case serve.EventWarning:
-				c.say("  ! %s: %s", ev.Reason, ev.Line)
+				c.say("  ! %s: %s", ev.Reason, clean(ev.Line))
 			case serve.EventReady:
 				c.say("  ✓ ready in %s: %s", roundSec(ev.Elapsed), p.URL)
 				return errReady
@@ -524,7 +524,7 @@ func (c *Cluster) ready(ctx context.Context, l Launch, p *Plan, res *UpResult) e
 					tail = tail[len(tail)-300:]
 				}
 				if f := m.Line(lineNo, text); f != nil {
-					c.say("  ! known failure %s: %s (line %d)", f.Family, f.Summary, f.Line)
+					c.say("  ! known failure %s: %s (line %d of the log)", f.Family, f.Summary, f.Line)
 				}
 				if res.Transport.Feed(text) {
 					c.say("  ▸ %s", res.Transport.Describe())
