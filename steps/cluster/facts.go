@@ -115,8 +115,8 @@ func ParseProbe(r io.Reader) (*Facts, error) {
 	for sc.Scan() {
 		line := sc.Text()
 		key, val, ok := strings.Cut(line, "=")
-		if !ok || key == "" {
-			continue
+		if !ok || key == "" || len(key) > 512 || clean(key) != key {
+			continue // node.sh prints plain keys; anything else is not its output
 		}
 		if key != "facts" && len(val) > maxFactValue {
 			val = val[:maxFactValue]
