@@ -448,7 +448,17 @@ func (c *Cluster) ready(ctx context.Context, l Launch, p *Plan, res *UpResult) e
 		engine = serve.EngineVLLM
 	}
 	start := c.now()
-	rd, err := serve.NewReadiness(serve.ReadinessOptions{Engine: engine, Budgets: c.Budgets}, start)
+	budgets := map[serve.PhaseID]time.Duration{}
+	if l.Service == ServiceLlama {
+		// The weights cross the network to every worker while llama-server
+		// says nothing at its default verbosity: minutes on a 10 GbE link for
+		// a big model (the workers' -c cache makes the next start fast).
+		budgets[serve.PhaseLoading] = rpcLoadingBudget
+	}
+	for k, v := range c.Budgets {
+		budgets[k] = v
+	}
+	rd, err := serve.NewReadiness(serve.ReadinessOptions{Engine: engine, Budgets: budgets}, start)
 	if err != nil {
 		return &UpError{Launch: l, Reason: err.Error()}
 	}
@@ -579,6 +589,10 @@ func (c *Cluster) ready(ctx context.Context, l Launch, p *Plan, res *UpResult) e
 }
 
 var errReady = errors.New("ready")
+
+// rpcLoadingBudget is the silence llama-server may keep while it loads a
+// model across RPC workers.
+const rpcLoadingBudget = 30 * time.Minute
 
 // done turns the readiness loop's sentinel into success.
 func done(err error) error {
