@@ -18,9 +18,9 @@ APT_PROBES := git python3 shellcheck bats tmux script podman distrobox runc debo
 FUZZTIME ?= 5s
 SHFMT_FLAGS ?= -i 2 -ci -bn
 
-.PHONY: test deps vet unit scripts-lint bats fuzz-short integration integration-distro hostfix bench screenshots screenshot-serve build clean
+.PHONY: test deps vet unit scripts-lint bats fuzz-short integration integration-distro integration-cluster hostfix bench screenshots screenshot-serve build clean
 
-test: deps vet unit scripts-lint bats fuzz-short integration integration-distro hostfix
+test: deps vet unit scripts-lint bats fuzz-short integration integration-distro integration-cluster hostfix
 	@echo "make test: all suites passed"
 
 build:
@@ -65,6 +65,12 @@ integration: build
 # lavapipe (debootstrapped sid image cached as localhost/haloforge-sid:<recipe hash>).
 integration-distro: build
 	HALOFORGE_BIN=$(CURDIR)/bin/haloforge scripts/tests/integration-distro.sh
+
+# Real SSH and llama.cpp RPC across three sid containers on a private podman network:
+# haloforge cluster check (planted differences found, then passing), up --engine rpc (real
+# ggml-rpc-server on two workers, llama-server --rpc on the head answers), down (nothing left).
+integration-cluster: build
+	HALOFORGE_BIN=$(CURDIR)/bin/haloforge scripts/tests/integration-cluster.sh
 
 # Real bootloader tools in debootstrap chroots (GRUB's update-grub and grub-mkconfig,
 # systemd-boot with kernel-install and bootctl): doctor --plan, --apply, --rollback (as root).

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -81,6 +82,22 @@ func reliedOn(t *testing.T) map[string]string {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The per-node commands of haloforge cluster are built in Go (steps/cluster): the
+	// engines' flags and variables they rely on are upstream facts too.
+	gos, err := filepath.Glob("steps/cluster/*.go")
+	if err != nil || len(gos) == 0 {
+		t.Fatalf("steps/cluster: %v", err)
+	}
+	for _, path := range gos {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[path] = string(data)
 	}
 	return files
 }

@@ -1040,6 +1040,138 @@ var rules = withSignals([]Rule{
 			{lit: "core engine proc(s) to start", marker: true},
 		},
 	},
+	// ---- clusters (issue 18: haloforge cluster; field research 2026-11 §2b) ----
+	// One block, appended, so parallel additions to the table merge cleanly.
+	{
+		ID:      "rpc-server-renamed",
+		Title:   "rpc-server: command not found (renamed ggml-rpc-server)",
+		Summary: "The shell finds no rpc-server: llama.cpp renamed its RPC server to ggml-rpc-server.",
+		Cause:   "llama.cpp#25045 renamed the rpc-server tool to ggml-rpc-server; toolboxes and distributions rebuilt after it ship only the new name (Debian puts it in /usr/libexec/<triplet>/llama/bin).",
+		Fix: "ggml-rpc-server -H <this node's cluster address> -p 50052 -c   # same flags as rpc-server\n" +
+			"ls /usr/libexec/*/llama/bin/ggml-rpc-server   # Debian/Ubuntu: not on PATH\n" +
+			"haloforge cluster up --inventory cluster.toml   # finds either name on each node and never binds 0.0.0.0",
+		Links: []string{issue("kyuz0/amd-strix-halo-toolboxes#110"), "https://github.com/ggml-org/llama.cpp/pull/25045"},
+		pats: []pat{
+			// bash's, zsh's and fish's wordings; the new name not being found is
+			// another problem (the package is missing), not this one.
+			{lit: "rpc-server: command not found", not: []string{"ggml-rpc-server"}},
+			{lit: "command not found: rpc-server"},
+			{lit: "Unknown command: rpc-server"},
+		},
+	},
+	{
+		ID:      "ggml-rpc-backend-missing",
+		Title:   "llama.cpp without its RPC backend",
+		Summary: "ggml-rpc-server or llama-server cannot find ggml's RPC backend, so no RPC device exists on this node.",
+		Cause:   "The RPC backend is a separate library loaded at start (Debian: libggml0-backend-rpc; a source build needs -DGGML_RPC=ON); a node without it, or a build that loads backends late (llama.cpp#22721), has no RPC.",
+		Fix: "sudo apt-get install libggml0-backend-rpc   # Debian sid / Ubuntu 26.04, the same version as libggml0\n" +
+			"cmake -B build -DGGML_RPC=ON …   # a source build\n" +
+			"haloforge cluster check --inventory cluster.toml   # compares the ggml packages of every node",
+		Links: issues("ggml-org/llama.cpp#22721"),
+		pats: []pat{
+			// tools/rpc/rpc-server.cpp, when ggml_backend_reg_by_name("RPC") is null
+			{lit: "Failed to find RPC backend"},
+			// llama-server and llama-cli offer --rpc only when the backend loaded
+			{lit: "error: invalid argument: --rpc"},
+		},
+	},
+	{
+		ID:      "rccl-gfx1151-missing",
+		Title:   "RCCL without gfx1151 code",
+		Summary: "RCCL (ROCm's NCCL) fails to run its kernels on the gfx1151 GPU: upstream RCCL is not built for Strix Halo.",
+		Cause:   "ROCm/rccl#2026: AMD does not build RCCL for gfx1151, so vLLM's collectives across nodes have no kernels for it; kyuz0 ships a librccl built from kyuz0/rocm-systems (branch gfx1151-rccl).",
+		Fix: "haloforge cluster check --inventory cluster.toml --engine ray   # the rccl check looks for gfx1151 code in each node's librccl\n" +
+			"# use an image or environment with a gfx1151 RCCL (kyuz0's vLLM toolbox bundles one); upstream RCCL cannot run it",
+		Links: []string{issue("ROCm/rccl#2026"), "https://github.com/ROCm/rccl/pull/2075"},
+		Seed:  true,
+		pats: []pat{
+			{lit: "HIP failure 'invalid device function'", after: []string{"NCCL INFO RCCL version", "NCCL INFO Hipruntime version"}},
+			{lit: "HIP failure 'no kernel image is available", after: []string{"NCCL INFO RCCL version", "NCCL INFO Hipruntime version"}},
+			{lit: "No compatible code objects found for: gfx1151", after: []string{"NCCL INFO RCCL version", "NCCL INFO Hipruntime version"}, within: 20},
+		},
+	},
+	{
+		ID:      "rdma-core-unknown-completion",
+		Title:   "RCCL over RDMA: Unknown completion (old rdma-core)",
+		Summary: "RCCL's RDMA transport got a completion it does not know from the NIC's verbs provider.",
+		Cause:   "An rdma-core older than the kernel's RDMA driver (Ubuntu's rdma-core 50 with the Intel irdma driver of an E810): its provider reports completions RCCL cannot decode. kyuz0 pins rdma-core v62 in the image.",
+		Fix: "ibv_devinfo -v | grep -i fw_ver; dpkg -l rdma-core ibverbs-providers   # rpm -q rdma-core libibverbs\n" +
+			"# use rdma-core ≥ 62 inside the image that runs vLLM (the provider must match the host's kernel driver)\n" +
+			"NCCL_IB_DISABLE=1   # meanwhile: TCP sockets (slower) — transport = \"ethernet\" in the inventory",
+		Links: []string{"https://github.com/kyuz0/amd-strix-halo-vllm-toolboxes/blob/main/docs/USB4_RDMA_PLAN.md"},
+		Seed:  true,
+		pats: []pat{
+			{lit: "Unknown completion", re: `(NCCL|RCCL|NET/IB|ibv_|irdma|rdma).*Unknown completion|Unknown completion.*(opcode|status|vendor err)`},
+		},
+	},
+	{
+		ID:      "nccl-comminit-internal-error",
+		Title:   "ncclCommInitRank: NCCL internal error",
+		Summary: "NCCL/RCCL could not set up the communicator between the nodes and reports an internal error.",
+		Cause:   "On RDMA clusters most often an NCCL_IB_HCA prefix that matches more than one device or port (after a link reset, two rails), so ranks pair different HCAs; also a broken topology file or mismatched NCCL builds.",
+		Fix: "rdma link   # which ports are ACTIVE on each node\n" +
+			"ib_hca = \"rocep194s0:1\"   # per node in the inventory: haloforge passes NCCL_IB_HCA==rocep194s0:1 (\"=\" is an exact match, not a prefix)\n" +
+			"NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET   # haloforge cluster up sets them: the log then names the HCA each rank took\n" +
+			"NCCL_IB_DISABLE=1   # to confirm it is the RDMA path: TCP sockets",
+		Links: issues("vllm-project/vllm#18997", "NVIDIA/nccl#1591", "ROCm/rccl-tests#50"),
+		pats: []pat{
+			{lit: "internal error - please report this issue to the NCCL developers"},
+			{lit: "ncclCommInitRank failed", re: `ncclCommInitRank failed.*internal error`},
+		},
+	},
+	{
+		ID:      "ray-node-ip-mismatch",
+		Title:   "Ray cannot place vLLM's workers (node IP mismatch)",
+		Summary: "Ray waits for resources on a node named by an IP no Ray node has: vLLM's driver and the Ray cluster disagree on this box's address.",
+		Cause:   "A box with several addresses (LAN, cluster link, Docker, Tailscale): vLLM asks for GPUs on the IP it guessed, Ray registered the node under another; or the cluster has fewer GPUs than --tensor-parallel-size.",
+		Fix: "VLLM_HOST_IP=<this node's cluster address>   # on every node, for the Ray daemon and vllm serve\n" +
+			"ray start … --node-ip-address=<the same address>\n" +
+			"ray status   # lists every node and GPU; haloforge cluster up sets both and checks ray status first",
+		Links: issues("vllm-project/vllm#14186", "vllm-project/vllm#12670", "vllm-project/vllm#7815"),
+		pats: []pat{
+			{lit: "No available node types can fulfill resource request", re: `\{'node:[^']+': 0\.001`},
+		},
+	},
+	{
+		ID:      "ray-gcs-unreachable",
+		Title:   "Ray nodes cannot reach each other (GCS, heartbeats)",
+		Summary: "A Ray worker cannot reach the head's GCS, or the head stops hearing a worker: the cluster falls apart.",
+		Cause:   "A firewall (firewalld's default zone) drops Ray's GCS port and the random ports of its raylets and object managers; or a wrong --address / node IP, or an overloaded node.",
+		Fix: "sudo firewall-cmd --permanent --zone=trusted --add-interface=<cluster interface> && sudo firewall-cmd --reload   # on every node\n" +
+			"haloforge cluster check --inventory cluster.toml --engine ray   # tests the ports between the nodes\n" +
+			"ray start --address=<head cluster address>:6379 --node-ip-address=<this node's cluster address>",
+		Links: issues("vllm-project/vllm#19543", "vllm-project/vllm#15385", "ray-project/ray#45179"),
+		pats: []pat{
+			{lit: "Failed to connect to GCS at address"},
+			{lit: "has been marked dead because the detector has missed too many heartbeats"},
+			{lit: "mistakenly been marked as dead by the GCS"},
+		},
+	},
+	{
+		ID:      "vllm-graph-capture-hang",
+		Title:   "vLLM hangs capturing graphs across nodes",
+		Summary: "Output stopped while vLLM captured CUDA/HIP graphs: on distributed APU nodes the capture can deadlock.",
+		Cause:   "Graph capture with collectives across nodes deadlocks on distributed APU clusters (kyuz0 setup_guide §7) and with pipeline parallel (ROCm/rccl#2075); eager mode avoids it at a few per cent of speed.",
+		Fix: "vllm serve … --enforce-eager   # haloforge cluster up --engine ray always passes it\n" +
+			"# still stuck: the collectives themselves (NCCL_DEBUG=INFO shows the transport) — haloforge cluster check",
+		Links: issues("vllm-project/vllm#17167", "vllm-project/vllm#39010", "vllm-project/vllm#4412"),
+		Stall: true,
+		Ladder: []Rung{
+			{"Confirm it is the capture", "the log ends at `Capturing CUDA graph shapes` / `Capturing cudagraphs for decoding` and nothing follows for minutes"},
+			{"Run eager", "add --enforce-eager (haloforge cluster up --engine ray passes it); it costs a few per cent of speed"},
+			{"Check the collectives", "haloforge cluster check --engine ray: ports, firewall, RDMA; the log's NCCL lines must say NET/IB or NET/Socket"},
+			{"One node first", "start the model with --tensor-parallel-size 1 on the head alone: a hang there is not the cluster"},
+		},
+		pats: []pat{
+			// a finished capture (100%) that is the last line is not this hang
+			{lit: "Capturing CUDA graph shapes", marker: true, not: []string{"100%|"}},
+			{lit: "Capturing cudagraphs for decoding", marker: true},
+			{lit: "Capturing CUDA graphs (", marker: true, not: []string{"100%|"}},
+			// vLLM's own heartbeat right under a capture that stopped part-way
+			// (vllm-project/vllm#39010, ROCm, TP=2)
+			{lit: "No available shared memory broadcast block found", after: []string{"Capturing CUDA graphs (", "Capturing CUDA graph shapes"}, within: 1},
+		},
+	},
 })
 
 // vllmContext are lines that show a stream is vLLM's: its AITER switch,

@@ -78,6 +78,7 @@ func newRoot() *cobra.Command {
 		newDemoCmd(),     // the wizard on built-in data
 		newBenchCmd(),    // compare benchmark results with reference numbers
 		newServeCmd(),    // serve a model with a track's engine, prove it answers
+		newClusterCmd(),  // check, start and stop 2–4 boxes (llama.cpp RPC, vLLM on Ray)
 	)
 	return root
 }
