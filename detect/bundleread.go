@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/haloforge/haloforge/pins/safefile"
 )
 
 // A bundle comes from a bug report: anyone's archive or directory, read by
@@ -291,41 +293,11 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 // without following a final symlink unless told to). It returns the file
 // only when it is a regular one; otherwise the error says what it is.
 func openNoBlock(p string, follow bool) (*os.File, fs.FileInfo, error) {
-	flags := os.O_RDONLY | syscall.O_NONBLOCK | syscall.O_NOCTTY
-	if !follow {
-		flags |= syscall.O_NOFOLLOW
+	f, st, err := safefile.OpenRegular(p, follow)
+	if nr := (*safefile.NotRegularError)(nil); errors.As(err, &nr) {
+		return nil, st, fmt.Errorf("%s, not a regular file: refused", safefile.Kind(nr.Mode))
 	}
-	f, err := os.OpenFile(p, flags, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, st, fmt.Errorf("%s, not a regular file: refused", describeMode(st.Mode()))
-	}
-	return f, st, nil
-}
-
-// describeMode names a non-regular file type for a message.
-func describeMode(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO (named pipe)"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	}
-	return "a special file"
+	return f, st, err
 }
 
 // ReadBundle reads a bundle directory, or a .tar.gz / .tgz archive of one.

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/haloforge/haloforge/pins/safefile"
 )
 
 // Input is one thing `haloforge diagnose` reads: a log, standard input, a
@@ -455,34 +457,15 @@ func openRegularIn(root *os.Root, rel string) (*os.File, fs.FileInfo, error) {
 	return checkRegular(f, rel)
 }
 
+// checkRegular keeps f only when it is a regular file, with diagnose's
+// wording ("NAME: a FIFO (named pipe), not a regular file").
 func checkRegular(f *os.File, name string) (*os.File, fs.FileInfo, error) {
-	info, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
+	f, info, err := safefile.CheckRegular(f, name)
+	if nr := (*safefile.NotRegularError)(nil); errors.As(err, &nr) {
+		return nil, nil, fmt.Errorf("%s: %s, not a regular file", name, fileKind(nr.Mode))
 	}
-	if !info.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s: %s, not a regular file", name, fileKind(info.Mode()))
-	}
-	return f, info, nil
+	return f, info, err
 }
 
 // fileKind names what a non-regular file is, for messages.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	case m.IsDir():
-		return "a directory"
-	}
-	return "a special file"
-}
+func fileKind(m fs.FileMode) string { return safefile.Kind(m) }

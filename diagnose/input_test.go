@@ -187,10 +187,10 @@ func TestOpenInputDirReadsOnlyItsRegularFiles(t *testing.T) {
 		"zero.log":       "a symbolic link that leads out of " + dir,
 		"round.log":      "a symbolic link that leads out of " + dir,
 		"broken.log":     "a broken symbolic link",
-		"p.log":          "a FIFO, not a regular file",
-		"\uFFFD[2Jq.log": "a FIFO, not a regular file",
+		"p.log":          "a FIFO (named pipe), not a regular file",
+		"\uFFFD[2Jq.log": "a FIFO (named pipe), not a regular file",
 		"s.log":          "a socket, not a regular file",
-		"to-fifo.log":    "a symbolic link to a FIFO, not to a regular file",
+		"to-fifo.log":    "a symbolic link to a FIFO (named pipe), not to a regular file",
 	}
 	got := map[string]string{}
 	for _, note := range in.Skipped() {

@@ -1,11 +1,12 @@
 package pins
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"syscall"
+
+	"github.com/haloforge/haloforge/pins/safefile"
 )
 
 // MaxFileSize bounds a pins file. The shipped versions.env is about 12 KiB;
@@ -29,19 +30,15 @@ func Load(path string) (*File, error) {
 // otherwise hang in open), checks what it really is on the open descriptor,
 // so that nothing can be swapped in between, and reads it with a bound.
 func readRegular(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	f, st, err := safefile.OpenRegular(path, true)
+	if nr := (*safefile.NotRegularError)(nil); errors.As(err, &nr) {
+		return nil, fmt.Errorf("%s%s is %s, not a regular file: a pins file must be a regular file",
+			path, linkTarget(path), safefile.Kind(nr.Mode))
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s%s is %s, not a regular file: a pins file must be a regular file",
-			path, linkTarget(path), fileKind(st.Mode()))
-	}
 	if st.Size() > MaxFileSize {
 		return nil, sizeErr(path, st.Size())
 	}
@@ -66,21 +63,4 @@ func linkTarget(path string) string {
 		return " (→ " + t + ")"
 	}
 	return ""
-}
-
-// fileKind names a non-regular file type for a message.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO (named pipe)"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	}
-	return "a special file"
 }
