@@ -28,11 +28,11 @@ func everyScreen(t *testing.T) map[string]screen {
 	plan := &Plan{Track: tr, Steps: []PlanStep{{ID: "toolbox", Title: "Toolbox", WillRun: true, Reason: "never ran"}}}
 	rs := newRunState(plan)
 	return map[string]screen{
-		"detect":       newDetectScreen(c),
-		"track":        newPickerScreen(c, steps.Catalogue(), ""),
+		"detect":       newDetectScreen(c, false),
+		"track":        newPickerScreen(c, steps.Catalogue(), "", nil),
 		"plan":         newPlanScreen(c, plan, nil),
-		"run":          newRunScreen(context.Background(), c, f, plan),
-		"summary":      newSummaryScreen(c, rs, tr),
+		"run":          newRunScreen(context.Background(), c, f, plan, false),
+		"summary":      newSummaryScreen(c, rs, plan, ""),
 		"troubleshoot": newTroubleshootScreen(c, f, "", nil),
 	}
 }
@@ -128,7 +128,7 @@ func TestScrollIsClampedInUpdate(t *testing.T) {
 	for i := range 30 {
 		det.Checks = append(det.Checks, Check{ID: "extra-" + itoa(i), Summary: "fine"})
 	}
-	s := newDetectScreen(testCommon())
+	s := newDetectScreen(testCommon(), false)
 	s.SetSize(100, 14)
 	s.Update(detectedMsg{det: det})
 	for range 100 {
@@ -145,7 +145,7 @@ func TestScrollIsClampedInUpdate(t *testing.T) {
 	for i := range 30 {
 		ps = append(ps, PlanStep{ID: "step" + itoa(i), Title: "Step", WillRun: true, Reason: "never ran"})
 	}
-	sum := newSummaryScreen(testCommon(), newRunState(&Plan{Track: tr, Steps: ps}), tr)
+	sum := newSummaryScreen(testCommon(), newRunState(&Plan{Track: tr, Steps: ps}), &Plan{Track: tr, Steps: ps}, "")
 	sum.SetSize(100, 10)
 	top := ansi.Strip(sum.View())
 	sum.Update(press("pgdown"))

@@ -22,11 +22,12 @@ func newPinsCmd() *cobra.Command {
 
 type pinsCheckOpts struct {
 	file string // "" means ./versions.env, else the built-in copy
+	json bool
 }
 
 func newPinsCheckCmd() *cobra.Command {
 	var o pinsCheckOpts
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "check [FILE]",
 		Short: "Parse and validate a pins file strictly (default ./versions.env, else the built-in copy)",
 		Long: "Parse and validate a pins file without running anything in it. Only NAME=value lines of " +
@@ -39,6 +40,8 @@ func newPinsCheckCmd() *cobra.Command {
 			return runPinsCheck(cmd, o)
 		},
 	}
+	jsonFlag(cmd, &o.json, `print {"file", "pins", "floating": [...]} as JSON`)
+	return cmd
 }
 
 func runPinsCheck(cmd *cobra.Command, o pinsCheckOpts) error {
@@ -47,6 +50,9 @@ func runPinsCheck(cmd *cobra.Command, o pinsCheckOpts) error {
 		return err
 	}
 	w := cmd.OutOrStdout()
+	if o.json {
+		return writeJSON(w, map[string]any{"schema": "haloforge/pins-check/v1", "file": pf.Path, "pins": len(pf.Pins), "floating": nonNil(pf.Floating())})
+	}
 	fmt.Fprintf(w, "%s: %d pins, all valid\n", pf.Path, len(pf.Pins))
 	for _, name := range pf.Floating() {
 		p, _ := pf.Get(name)
@@ -79,13 +85,19 @@ func newPinsDiffCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "diff OLD NEW",
 		Short: "Show the changed pins and, per track, exactly the steps a rebuild re-runs",
-		Args:  cobra.ExactArgs(2),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usageErr(fmt.Errorf("pins diff compares two pins files, OLD and NEW; got %d (e.g. haloforge pins diff old.env versions.env)", len(args)))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.oldFile, o.newFile = args[0], args[1]
 			return runPinsDiff(cmd, o)
 		},
 	}
-	cmd.Flags().StringVar(&o.track, "track", "", "only this track")
+	cmd.Flags().StringVar(&o.track, "track", "", "ID: only this track")
+	_ = cmd.RegisterFlagCompletionFunc("track", completeTracks)
 	jsonFlag(cmd, &o.json, "print JSON")
 	return cmd
 }

@@ -52,6 +52,8 @@ func TestDemoDetectionIsStrixHalo(t *testing.T) {
 	}
 }
 
+// TestDemoPlansOnlyItsTrack: the demo runs its own track; every other
+// track's plan can be read (finding 22), but not run.
 func TestDemoPlansOnlyItsTrack(t *testing.T) {
 	e := newTestDemo(t)
 	p, err := e.Plan(demo.TrackID)
@@ -66,8 +68,18 @@ func TestDemoPlansOnlyItsTrack(t *testing.T) {
 			t.Errorf("step %s is cached in a fresh demo", s.ID)
 		}
 	}
-	if _, err := e.Plan("ollama"); err == nil || !strings.Contains(err.Error(), "demo only runs") {
-		t.Errorf("planning another track in the demo: err = %v, want the demo's explanation", err)
+	if p.ReadOnly != "" {
+		t.Errorf("the demo's own track is read-only: %q", p.ReadOnly)
+	}
+	other, err := e.Plan("ollama")
+	if err != nil {
+		t.Fatalf("the demo refuses even to show another track's plan: %v", err)
+	}
+	if len(other.Steps) == 0 || !strings.Contains(other.ReadOnly, "The demo runs therock-toolbox only") {
+		t.Errorf("another track's plan in the demo: %d steps, read-only %q", len(other.Steps), other.ReadOnly)
+	}
+	if _, err := e.Start(context.Background(), tui.RunRequest{Track: "ollama"}); err == nil || !strings.Contains(err.Error(), "for reading") {
+		t.Errorf("starting another track in the demo: err = %v, want the demo's explanation", err)
 	}
 }
 
