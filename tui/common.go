@@ -112,9 +112,15 @@ func waitEvents(ch <-chan runner.Event, reuse ...runner.Event) tea.Cmd {
 	}
 }
 
-// wrap breaks text into lines of at most width cells.
+// wrap breaks text into lines of at most width cells at spaces (never
+// inside a word: a path or a flag such as --state-dir stays whole; a word
+// wider than the line stays whole too). Newlines in text are kept.
 func wrap(text string, width int) string {
-	return lipgloss.NewStyle().Width(max(width, 10)).Render(text)
+	var rows []string
+	for _, l := range strings.Split(text, "\n") {
+		rows = append(rows, wrapWithPrefix(l, max(width, 10), "")...)
+	}
+	return strings.Join(rows, "\n")
 }
 
 // padRight pads or cuts s to exactly w cells.

@@ -46,23 +46,46 @@ func hintPanel(step *stepRun, f *diagnose.Finding, more, width int, st Styles) s
 const hintFixRows = 4
 
 // fixLines shows the first rows of a fix laid out for the width (fixRows);
-// a row that is still too wide (a long quoted string) is cut with "…", and
-// t shows the whole fix.
+// a row still too wide (a long quoted string) goes on, marked, on the next
+// rows, for reading: c copies the fix whole, and t shows all of it.
 func fixLines(fix string, width, n int, st Styles) []string {
 	if fix == "" {
 		return nil
 	}
-	rows := fixRows(fix, width-5)
+	rows := readRows(fixRows(fix, width-5), width-5)
 	var out []string
 	for i, l := range rows[:min(n, len(rows))] {
 		prefix := "     "
 		if i == 0 {
 			prefix = st.Bold.Render("Fix: ")
 		}
-		out = append(out, ansi.Truncate(prefix+l, width, "…"))
+		out = append(out, prefix+l)
 	}
 	if len(rows) > n {
 		out = append(out, st.Subtle.Render(fmt.Sprintf("     … %d more lines: t shows the whole fix", len(rows)-n)))
+	}
+	return out
+}
+
+// readRows breaks the rows still wider than width (a word or a quoted
+// string that no row holds) for reading, each piece after the first marked
+// with ↪: on screen the whole fix is read, and c copies it whole.
+func readRows(rows []string, width int) []string {
+	var out []string
+	for _, r := range rows {
+		if ansi.StringWidth(r) <= width {
+			out = append(out, r)
+			continue
+		}
+		lead, _ := leading(r)
+		pieces := strings.Split(ansi.Hardwrap(r, width, true), "\n")
+		out = append(out, pieces[0])
+		for _, p := range pieces[1:] {
+			rest := strings.Split(ansi.Hardwrap(p, max(width-len(lead)-2, 8), true), "\n")
+			for _, q := range rest {
+				out = append(out, lead+"↪ "+q)
+			}
+		}
 	}
 	return out
 }
@@ -81,8 +104,8 @@ func findingText(f diagnose.Finding, width int, st Styles) string {
 		}
 	}
 	if f.Fix != "" {
-		b.WriteString("\n" + st.Bold.Render("Fix") + st.Subtle.Render("  (c copies it)") + "\n")
-		for _, l := range fixRows(f.Fix, width-2) {
+		b.WriteString("\n" + st.Bold.Render("Fix") + st.Subtle.Render("  (c copies it whole)") + "\n")
+		for _, l := range readRows(fixRows(f.Fix, width-2), width-2) {
 			b.WriteString("  " + st.Key.Render(l) + "\n")
 		}
 	}

@@ -163,10 +163,10 @@ func (v *logView) bottomTop() int {
 
 // rows is how many screen rows a line takes.
 func (v *logView) rows(line string) int {
-	if !v.wrap {
+	if !v.wrap || ansi.StringWidth(line) <= v.width {
 		return 1
 	}
-	return max(1, (ansi.StringWidth(line)+v.width-1)/v.width)
+	return strings.Count(ansi.Wrap(line, v.width, ""), "\n") + 1
 }
 
 // Scroll moves the window by delta lines (negative is up) and pauses
@@ -343,7 +343,7 @@ func (v *logView) View(st Styles) string {
 			line = highlight(ansi.Strip(line), v.query, st)
 		}
 		if v.wrap {
-			for _, r := range strings.Split(ansi.Hardwrap(line, v.width, true), "\n") {
+			for _, r := range strings.Split(ansi.Wrap(line, v.width, ""), "\n") {
 				if len(rows) < v.height {
 					rows = append(rows, r)
 				}

@@ -388,13 +388,11 @@ func helpLine(bs []key.Binding, st Styles) string {
 
 func (m *Model) confirmText() string {
 	st := m.common.Styles
-	q := "Quit? The running step " + m.run.rs.Current + " is stopped cleanly"
+	q := st.Warn.Render(wrap("Quit? The running step "+m.run.rs.Current+" is stopped cleanly.", max(m.common.Width, 20)))
 	if c := m.run.resumeCommand(m.run.rs.Current); c != "" {
-		q += "; " + c + " resumes it"
+		q += "\n" + st.Subtle.Render("Resume it later with: ") + c
 	}
-	q += "."
-	tail := "  " + st.Key.Render("y") + " yes  " + st.Key.Render("n") + " no"
-	return ansiCut(st.Warn.Render(wrap(q, max(m.common.Width-lipgloss.Width(tail), 20)))+tail, m.common.Width*4)
+	return q + "\n" + st.Key.Render("y") + " yes  " + st.Key.Render("n") + " no"
 }
 
 // View frames the top screen; below the minimum size it explains instead.
@@ -480,5 +478,5 @@ func tooSmall(w, h int, running bool) string {
 	} else {
 		text += ", or run haloforge with --plain for line mode."
 	}
-	return clipLines(lipgloss.NewStyle().Width(max(w, 1)).Render(text), max(h, 1))
+	return clipLines(wrap(text, w), max(h, 1))
 }

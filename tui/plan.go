@@ -220,7 +220,7 @@ func planText(p *Plan, st Styles, width int) string {
 	}
 	b.WriteString(st.Title.Render(p.Track.ID) + "  " + p.Track.Title + "\n")
 	b.WriteString(st.Subtle.Render(runWords(runs, len(p.Steps))) + "\n")
-	if c := costLine(p); c != "" {
+	for _, c := range costLines(p) {
 		b.WriteString(st.Subtle.Render(wrap(c, max(width, 20))) + "\n")
 	}
 	b.WriteString("\n")
@@ -257,9 +257,9 @@ func runWords(runs, total int) string {
 	return fmt.Sprintf("%d of %d steps run; %d are up to date with their pins.", runs, total, total-runs)
 }
 
-// costLine says what the run costs: time from the steps' last successes
+// costLines say what the run costs: time from the steps' last successes
 // (none on a first run) and the disk the track needs.
-func costLine(p *Plan) string {
+func costLines(p *Plan) []string {
 	var parts []string
 	var sum time.Duration
 	unknown := 0
@@ -286,7 +286,7 @@ func costLine(p *Plan) string {
 			parts = append(parts, "Disk: "+r)
 		}
 	}
-	return strings.Join(parts, " · ")
+	return parts
 }
 
 // pinRows lists NAME=value pairs, sorted, floating ones flagged, as many

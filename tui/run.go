@@ -179,15 +179,15 @@ func (s *runScreen) ShortHelp() []key.Binding {
 	if s.canSkip() != "" {
 		b = append(b, k.Skip)
 	}
+	if s.plan.Box != "" {
+		b = append(b, k.Shell)
+	}
 	b = append(b, k.Search, k.Pager, k.Follow, k.Tab, k.Wrap)
 	if s.hint != "" || s.hideHint {
 		b = append(b, k.HideHint)
 	}
 	if s.hint != "" {
 		b = append(b, k.Copy)
-	}
-	if s.plan.Box != "" {
-		b = append(b, k.Shell)
 	}
 	return append(b, k.LogHelp, k.Quit)
 }

@@ -124,13 +124,9 @@ func fields(s screen) string { return fmt.Sprintf("%+v", reflect.ValueOf(s).Elem
 // TestScrollIsClampedInUpdate: past the end, one key up moves the view at
 // once, without a frame drawn in between to clamp it.
 func TestScrollIsClampedInUpdate(t *testing.T) {
-	det := strixHalo()
-	for i := range 30 {
-		det.Checks = append(det.Checks, Check{ID: "extra-" + itoa(i), Summary: "fine"})
-	}
 	s := newDetectScreen(testCommon(), false)
 	s.SetSize(100, 14)
-	s.Update(detectedMsg{det: det})
+	s.Update(detectedMsg{det: manyChecks(30)})
 	for range 100 {
 		s.Update(press("down"))
 	}

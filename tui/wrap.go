@@ -66,6 +66,9 @@ const (
 // ("Fedora (grubby):", "Then reboot.", "that the driver binds to it: …").
 func lineKind(l string) fixLineKind {
 	t := strings.TrimSpace(l)
+	if t == "" {
+		return kindProse
+	}
 	switch {
 	case t == "":
 		return kindProse
@@ -74,10 +77,15 @@ func lineKind(l string) fixLineKind {
 	case strings.HasPrefix(l, "  "), strings.HasPrefix(l, "\t"):
 		return kindCommand
 	}
-	code := t
-	if i := strings.Index(code, " #"); i >= 0 {
-		code = strings.TrimSpace(code[:i])
+	words := shellWords(t)
+	if last := words[len(words)-1]; strings.HasPrefix(last, "#") {
+		words = words[:len(words)-1] // a trailing comment may be prose
 	}
+	var bare []string // the words without what they quote
+	for _, w := range words {
+		bare = append(bare, unquoted(w))
+	}
+	code := strings.Join(bare, " ")
 	if strings.Contains(code, ". ") || strings.Contains(code, ": ") || strings.Contains(code, ", ") ||
 		strings.HasSuffix(code, ".") || strings.HasSuffix(code, ":") {
 		return kindProse // sentences: a command line has none
@@ -87,6 +95,26 @@ func lineKind(l string) fixLineKind {
 		return kindCommand
 	}
 	return kindProse
+}
+
+// unquoted drops what a shell word quotes: "x: y" and 's/a: b/' hold no
+// sentence however they read.
+func unquoted(w string) string {
+	var b strings.Builder
+	var quote rune
+	for _, r := range w {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '\'' || r == '"':
+			quote = r
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // leading splits a line into its indentation and the rest.
@@ -110,6 +138,9 @@ func commentRows(l string, width int) []string {
 // wrapWithPrefix word-wraps l at spaces; rows after the first start with
 // the line's indent and then next. A word longer than a row stays whole.
 func wrapWithPrefix(l string, width int, next string) []string {
+	if ansi.StringWidth(l) <= width {
+		return []string{l} // as written, its spacing kept
+	}
 	lead, text := leading(l)
 	var rows []string
 	cur := lead

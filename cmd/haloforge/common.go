@@ -35,10 +35,10 @@ type globalOpts struct {
 // bind declares the global flags on the root.
 func (g *globalOpts) bind(root *cobra.Command) {
 	f := root.PersistentFlags()
-	f.StringVar(&g.stateDir, "state-dir", "", "DIR: where runs, logs and state live (default $XDG_STATE_HOME/haloforge)")
-	f.StringVar(&g.scripts, "scripts", "", "DIR: the step scripts tree (default ./scripts when it is a haloforge tree, else the built-in copy)")
-	f.StringVar(&g.pins.pins, "pins", "", "FILE: the pins file (default ./versions.env, else the built-in copy)")
-	f.StringArrayVar(&g.pins.sets, "set", nil, "NAME=VALUE: override a pin (repeatable; validated like the file)")
+	f.StringVar(&g.stateDir, "state-dir", "", "keep runs, logs and state in DIR (default $XDG_STATE_HOME/haloforge)")
+	f.StringVar(&g.scripts, "scripts", "", "run the step scripts of DIR (default ./scripts when it is a haloforge tree, else the built-in copy)")
+	f.StringVar(&g.pins.pins, "pins", "", "read the pins from FILE (default ./versions.env, else the built-in copy)")
+	f.StringArrayVar(&g.pins.sets, "set", nil, "override a pin with NAME=VALUE (repeatable; validated like the file)")
 	_ = root.RegisterFlagCompletionFunc("state-dir", completeDirs)
 	_ = root.RegisterFlagCompletionFunc("scripts", completeDirs)
 	_ = root.RegisterFlagCompletionFunc("pins", completeEnvFiles)
@@ -88,7 +88,7 @@ type pinFlags struct {
 // trackFlag is --track of the commands that work on one track; the shell
 // completes it with the track IDs.
 func trackFlag(cmd *cobra.Command, track *string) {
-	cmd.Flags().StringVar(track, "track", "", "ID: the track (see `haloforge tracks`)")
+	cmd.Flags().StringVar(track, "track", "", "the track ID (see `haloforge tracks`)")
 	_ = cmd.RegisterFlagCompletionFunc("track", completeTracks)
 }
 

@@ -43,8 +43,8 @@ func newDoctorCmd(g *globalOpts) *cobra.Command {
 	f := cmd.Flags()
 	jsonFlag(cmd, &o.json, "print the report as JSON")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "show every check, its details and the facts behind it")
-	f.StringVar(&o.bundle, "bundle", "", "DIR|FILE.tar.gz: analyse a diagnostics bundle instead of this machine")
-	f.StringVar(&o.collect, "collect", "", "DIR|FILE.tar.gz: write this machine's bundle (to attach to a bug report); never overwrites")
+	f.StringVar(&o.bundle, "bundle", "", "analyse the diagnostics bundle DIR or FILE.tar.gz instead of this machine")
+	f.StringVar(&o.collect, "collect", "", "write this machine's bundle to DIR or FILE.tar.gz (for a bug report; never overwrites)")
 	return cmd
 }
 

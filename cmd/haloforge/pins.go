@@ -96,7 +96,7 @@ func newPinsDiffCmd() *cobra.Command {
 			return runPinsDiff(cmd, o)
 		},
 	}
-	cmd.Flags().StringVar(&o.track, "track", "", "ID: only this track")
+	cmd.Flags().StringVar(&o.track, "track", "", "only the track ID")
 	_ = cmd.RegisterFlagCompletionFunc("track", completeTracks)
 	jsonFlag(cmd, &o.json, "print JSON")
 	return cmd

@@ -43,7 +43,7 @@ func newWizardCmd(g *globalOpts) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.plain, "plain", false, "line mode: print what the wizard sees and the plan, no full-screen UI")
-	f.StringVar(&o.track, "track", "", "ID: preselect this track instead of the recommended one")
+	f.StringVar(&o.track, "track", "", "preselect the track ID instead of the recommended one")
 	_ = cmd.RegisterFlagCompletionFunc("track", completeTracks)
 	return cmd
 }
@@ -54,6 +54,7 @@ func unknownCommand(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		return nil
 	}
+	cmd.SuggestionsMinimumDistance = 2
 	msg := fmt.Sprintf("unknown command %q", args[0])
 	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
 		msg += "; did you mean " + strings.Join(s, " or ") + "?"

@@ -324,14 +324,18 @@ func (r *Runner) Kill() {
 // steps: those are in the report.
 func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	defer close(r.events)
-	unlock, err := lockStateDir(r.o.StateDir)
-	if err != nil {
-		r.send(RunFinished{RunID: r.runID, Status: steps.OutcomeFailed, Err: err, At: time.Now()})
-		return nil, err
+	// A dry run changes no state (only its own run directory), so it may
+	// run beside a real build of the same state dir.
+	if !r.o.DryRun {
+		unlock, err := lockStateDir(r.o.StateDir)
+		if err != nil {
+			r.send(RunFinished{RunID: r.runID, Status: steps.OutcomeFailed, Err: err, At: time.Now()})
+			return nil, err
+		}
+		defer unlock()
 	}
-	defer unlock()
 	if err := os.MkdirAll(r.runDir, 0o755); err != nil {
-		err = fmt.Errorf("run dir: %w", err)
+		err := fmt.Errorf("run dir: %w", err)
 		r.send(RunFinished{RunID: r.runID, Status: steps.OutcomeFailed, Err: err, At: time.Now()})
 		return nil, err
 	}
@@ -342,7 +346,7 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	for _, n := range r.notices {
 		r.send(Notice{Text: n})
 	}
-	err = errors.Join(r.writeReport(), r.runSteps(ctx, total))
+	err := errors.Join(r.writeReport(), r.runSteps(ctx, total))
 	r.report.Duration = time.Since(r.started)
 	r.report.Status = r.runStatus()
 	err = errors.Join(err, r.writeReport())
