@@ -240,8 +240,15 @@ const checkNameWidth = 18
 func (s *detectScreen) checksView(width int) string {
 	var b strings.Builder
 	b.WriteString(s.Styles.Bold.Render("Checks") + s.Styles.Subtle.Render("  "+checkCounts(s.det.Checks)) + "\n")
+	indent := strings.Repeat(" ", 3+checkNameWidth)
 	for _, c := range s.det.Checks {
-		b.WriteString(" " + checkMark(c.Status, s.Styles) + " " + padRight(checkName(c.ID), checkNameWidth) + c.Summary + "\n")
+		for i, l := range wrapWithPrefix(c.Summary, max(width-len(indent), 20), "") {
+			if i == 0 {
+				b.WriteString(" " + checkMark(c.Status, s.Styles) + " " + padRight(checkName(c.ID), checkNameWidth) + l + "\n")
+			} else {
+				b.WriteString(indent + l + "\n")
+			}
+		}
 		if c.Fix != "" && (c.Status == detect.StatusWarn || c.Status == detect.StatusFail) {
 			for i, l := range fixRows(c.Fix, width-11) {
 				label := "     "

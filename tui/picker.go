@@ -67,11 +67,11 @@ func (p *pickerScreen) intro() string {
 	case p.det == nil:
 		return "No detection: see each track's needs."
 	case p.det.GPU == nil:
-		return "No AMD GPU here: plans can be read, builds stop at the gpu check."
+		return "No AMD GPU here: plans can be read, builds stop at the GPU check."
 	case p.det.Recommended == "":
 		return "No track fits " + gfxOf(p.det) + " yet."
 	}
-	return "★ fits this " + gfxOf(p.det) + " best."
+	return "★ is the best fit for this " + gfxOf(p.det) + "."
 }
 
 func gfxOf(d *Detection) string {

@@ -154,7 +154,7 @@ func (s *planScreen) View() string {
 	case s.input.IsOpen():
 		foot = s.input.View()
 	case s.plan.ReadOnly != "":
-		foot = s.Styles.Warn.Render(s.plan.ReadOnly) + s.Styles.Subtle.Render("   esc: pick another track")
+		foot = s.Styles.Warn.Render("This plan is for reading here.") + s.Styles.Subtle.Render("   esc: pick another track")
 	case s.plan.Busy != "":
 		foot = s.Styles.Fail.Render("Another build runs: enter starts nothing until it ends.") + s.Styles.Subtle.Render("   esc: back")
 	case len(s.plan.Needs) > 0:

@@ -257,7 +257,13 @@ func (s *runScreen) events(msg eventsMsg) tea.Cmd {
 		s.rs.Apply(e)
 	}
 	if len(s.rs.Notices) > notices {
-		s.setNote(s.rs.Notices[len(s.rs.Notices)-1], "")
+		latest := s.rs.Notices[len(s.rs.Notices)-1]
+		if s.note != "" && s.noteStep != "" {
+			// a note about a step (the fix a retry applied) stays first
+			s.setNote(s.note+" · "+latest, s.noteStep)
+		} else {
+			s.setNote(latest, "")
+		}
 	}
 	if s.autoView {
 		s.showCurrent()

@@ -32,7 +32,11 @@ func newSummaryScreen(c *common, rs *runState, p *Plan, resume string) *summaryS
 func (s *summaryScreen) SetSize(w, h int) {
 	s.w, s.h = w, h
 	s.lines = strings.Split(summaryText(s.rs, s.plan, s.resume, s.Demo, s.Styles, w), "\n")
-	s.lines = append(s.lines, "", s.Styles.Subtle.Render(ansiCutTail("q quits and prints these commands in your terminal.", w)))
+	tail := "q quits and prints these commands in your terminal."
+	if s.Demo {
+		tail = "q quits; `haloforge demo` starts the story again."
+	}
+	s.lines = append(s.lines, "", s.Styles.Subtle.Render(ansiCutTail(tail, w)))
 	s.offset = clampOffset(s.offset, len(s.lines), h)
 }
 

@@ -75,14 +75,20 @@ func (s *troubleshootScreen) ShortHelp() []key.Binding {
 	if s.path.IsOpen() {
 		return s.path.Help(k)
 	}
-	b := []key.Binding{key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓", "finding")), k.PageDown}
+	b := []key.Binding{k.Back}
 	if s.ladder() != nil {
 		b = append(b, withHelp(k.Enter, "still stuck: next rung"))
 	}
 	if s.fix() != "" {
 		b = append(b, k.Copy)
 	}
-	return append(b, k.Open, k.Back, k.Help, k.Quit)
+	if len(s.findings) > 1 {
+		b = append(b, key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓", "finding")))
+	}
+	if s.lines > s.h {
+		b = append(b, k.PageDown)
+	}
+	return append(b, k.Open, k.Help, k.Quit)
 }
 
 func (s *troubleshootScreen) FullHelp() [][]key.Binding { return [][]key.Binding{s.ShortHelp()} }
@@ -291,7 +297,7 @@ func (s *troubleshootScreen) results() string {
 		return st.OK.Render(wrap("No known failure in "+src+".", width)) + "\n" +
 			st.Subtle.Render(wrap("If it still fails, the last lines of the log are the place to look; `haloforge doctor` checks the host.", width))
 	}
-	b.WriteString(st.Bold.Render(wrap(fmt.Sprintf("%d known failure(s) in %s", len(s.findings), src), width)) + "\n")
+	b.WriteString(st.Bold.Render(wrap(fmt.Sprintf("%s in %s", plural(len(s.findings), "known failure"), src), width)) + "\n")
 	for i, f := range s.findings {
 		cur := "  "
 		if i == s.selected {
