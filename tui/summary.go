@@ -205,8 +205,12 @@ func summaryStepLine(s *stepRun, st Styles) string {
 		what += st.Subtle.Render(fmt.Sprintf(" (%s attempt; %s)", ordinal(len(s.Earlier)+1), earlierText(s.Earlier)))
 	}
 	line := fmt.Sprintf("  %s %s %s", mark, padRight(s.ID, 16), what)
+	family := st.HintTitle
+	if s.Optional { // the run went on: a warning, as the step's mark
+		family = st.Warn.Bold(true)
+	}
 	for _, f := range s.Findings {
-		line += "\n      " + st.HintTitle.Render(f.Family) + " " + st.Subtle.Render(f.Summary)
+		line += "\n      " + family.Render(f.Family) + " " + st.Subtle.Render(f.Summary)
 	}
 	return line
 }
