@@ -495,3 +495,17 @@ func TestSizeGuardWraps(t *testing.T) {
 		t.Errorf("mid-run: %q", run)
 	}
 }
+
+// Finding 17: another build holding the state dir is said on the plan,
+// before anything starts, and Enter starts nothing.
+func TestPlanSaysAnotherBuildRuns(t *testing.T) {
+	tr, _ := steps.Lookup("vllm-image")
+	p := &Plan{Track: tr, Busy: "another haloforge build (pid 4242, track therock-toolbox step vllm, since 14:59) holds the state dir /s",
+		Steps: []PlanStep{{ID: "pull", Title: "Pull", WillRun: true, Reason: "first run"}}}
+	s := newPlanScreen(testCommon(), p, nil)
+	s.SetSize(100, 20)
+	mustContain(t, "plan", ansi.Strip(s.View()), "✗ another haloforge build (pid 4242", "Another build runs: enter starts nothing until it ends.")
+	if msg := msgOf(s.Update(press("enter"))); msg != nil {
+		t.Errorf("enter on a busy state dir sent %#v", msg)
+	}
+}

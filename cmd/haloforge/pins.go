@@ -70,6 +70,7 @@ func knownNames() string {
 }
 
 type diffJSON struct {
+	Schema  string                 `json:"schema"` // "haloforge/pins-diff/v1"
 	Changed map[string]pins.Change `json:"changed"`
 	Rerun   map[string][]string    `json:"rerun"`
 }
@@ -120,7 +121,7 @@ func runPinsDiff(cmd *cobra.Command, o pinsDiffOpts) error {
 		return err
 	}
 	changed := pins.Diff(oldF, newF)
-	d := diffJSON{Changed: changed, Rerun: rerun(tracks, changed)}
+	d := diffJSON{Schema: "haloforge/pins-diff/v1", Changed: changed, Rerun: rerun(tracks, changed)}
 	if o.json {
 		return writeJSON(cmd.OutOrStdout(), d)
 	}

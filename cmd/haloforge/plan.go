@@ -33,6 +33,7 @@ type planStepJSON struct {
 }
 
 type planJSON struct {
+	Schema       string         `json:"schema"` // planJSONSchema
 	Track        string         `json:"track"`
 	Steps        []planStepJSON `json:"steps"`
 	FloatingPins []string       `json:"floating_pins"`
@@ -81,8 +82,11 @@ func runPlan(cmd *cobra.Command, o planOpts) error {
 	return nil
 }
 
+// planJSONSchema names the shape of plan --json.
+const planJSONSchema = "haloforge/plan/v1"
+
 func toPlanJSON(p *steps.Plan, pinsPath string) planJSON {
-	pj := planJSON{Track: p.Track.ID, FloatingPins: nonNil(p.Floating), Pins: pinsPath}
+	pj := planJSON{Schema: planJSONSchema, Track: p.Track.ID, FloatingPins: nonNil(p.Floating), Pins: pinsPath}
 	for _, s := range p.Steps {
 		pj.Steps = append(pj.Steps, planStepJSON{ID: s.ID, Title: s.Title, Script: "scripts/" + s.ScriptPath,
 			Pins: s.PinValues, DependsOn: nonNil(s.DependsOn), Optional: s.Optional,
