@@ -110,7 +110,7 @@ func TestSummaryScreenAfterFailure(t *testing.T) {
 	s := newSummaryScreen(testCommon(), rs, &Plan{Track: tr}, "haloforge build --track therock-toolbox --resume")
 	s.SetSize(100, 30)
 	v := ansi.Strip(s.View())
-	for _, want := range []string{"✗ therock-toolbox stopped at rocm", "✗ rocm             failed: exit 134", "therock-amdsmi-double-free double free at exit",
+	for _, want := range []string{"✗ therock-toolbox stopped at rocm", "✗ rocm             failed: exit 134", "therock-amdsmi-double-free\n        double free at exit",
 		"· vllm             not run", "\n  $ haloforge build --track therock-toolbox --resume\n", "$ haloforge diagnose /s/runs/r1/rocm.log",
 		"run     /s/runs/r1", "log     /s/runs/r1/rocm.log"} {
 		if !strings.Contains(v, want) {

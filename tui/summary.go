@@ -101,7 +101,7 @@ func summaryText(rs *runState, p *Plan, resume string, demo bool, st Styles, wid
 	}
 	b.WriteString("\n" + st.Bold.Render("Results") + "\n")
 	for _, s := range rs.Steps {
-		b.WriteString(summaryStepLine(s, st) + "\n")
+		b.WriteString(summaryStepLine(s, st, width) + "\n")
 	}
 	b.WriteString(nextBlock(rs, p, resume, demo, st, width))
 	if len(rs.RunDirs) > 0 {
@@ -179,7 +179,7 @@ func modelHint(p *Plan) string {
 	return hint + "; start with a small one, then raise the context"
 }
 
-func summaryStepLine(s *stepRun, st Styles) string {
+func summaryStepLine(s *stepRun, st Styles, width int) string {
 	var mark, what string
 	switch s.State {
 	case stateOK:
@@ -210,7 +210,10 @@ func summaryStepLine(s *stepRun, st Styles) string {
 		family = st.Warn.Bold(true)
 	}
 	for _, f := range s.Findings {
-		line += "\n      " + family.Render(f.Family) + " " + st.Subtle.Render(f.Summary)
+		line += "\n      " + family.Render(f.Family)
+		for _, l := range wrapWithPrefix(f.Summary, max(width-8, 20), "") {
+			line += "\n        " + st.Subtle.Render(l)
+		}
 	}
 	return line
 }

@@ -261,3 +261,40 @@ func TestStoryEndSaysNotVerified(t *testing.T) {
 		t.Errorf("end = %q, want %q", out.String(), want)
 	}
 }
+
+// TestShellEntersOnlyTheTracksOwnExistingBox is finding 2: s opens the
+// track's own box (therock-toolbox: TOOLBOX_NAME; llamacpp-distro:
+// LLAMACPP_DISTRO_BOX), only when the container exists, and never asks
+// distrobox to create one; a track without a box says so.
+func TestShellEntersOnlyTheTracksOwnExistingBox(t *testing.T) {
+	bin := t.TempDir()
+	write := func(name, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("distrobox", "exit 0")
+	write("podman", `[ "$5" = haloforge-therock ] || [ "$5" = haloforge-llamacpp ]`) // container inspect --format X NAME
+	t.Setenv("PATH", bin)
+	t.Setenv("DBX_CONTAINER_MANAGER", "")
+	t.Setenv("HALOFORGE_DISTROBOX_ROOT", "")
+	pf, err := demo.Pins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{Pins: pf}
+	c, why := e.Shell("therock-toolbox")
+	if c == nil || strings.Join(c.Args[1:], " ") != "enter haloforge-therock" {
+		t.Fatalf("therock-toolbox: %v %q, want distrobox enter haloforge-therock", c, why)
+	}
+	if c, why := e.Shell("vllm-image"); c != nil || !strings.Contains(why, "vllm-image builds no distrobox") {
+		t.Errorf("vllm-image: %v %q", c, why)
+	}
+	if err := pf.Set("TOOLBOX_NAME=not-created-yet"); err != nil {
+		t.Fatal(err)
+	}
+	if c, why := e.Shell("therock-toolbox"); c != nil || !strings.Contains(why, "The box not-created-yet does not exist yet") || !strings.Contains(why, "--only toolbox") {
+		t.Errorf("a box that does not exist: %v %q, want how to create it", c, why)
+	}
+}
