@@ -50,7 +50,7 @@ func DefaultKeyMap() KeyMap {
 		Help:         key.NewBinding(key.WithKeys("?", "h"), key.WithHelp("?", "help")),
 		LogHelp:      key.NewBinding(key.WithKeys("h"), key.WithHelp("h", "help")),
 		Quit:         key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
-		ForceQuit:    key.NewBinding(key.WithKeys("ctrl+c")),
+		ForceQuit:    key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
 		Yes:          key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "yes")),
 		No:           key.NewBinding(key.WithKeys("n", "N", "esc"), key.WithHelp("n", "no")),
 	}

@@ -364,7 +364,7 @@ func fitHelp(bs []key.Binding, k KeyMap, w int, st Styles) string {
 			continue
 		}
 		switch b.Help().Key {
-		case k.Help.Help().Key, k.LogHelp.Help().Key, k.Quit.Help().Key:
+		case k.Help.Help().Key, k.LogHelp.Help().Key, k.Quit.Help().Key, k.ForceQuit.Help().Key:
 			last = append(last, b)
 		default:
 			keep = append(keep, b)

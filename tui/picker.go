@@ -147,7 +147,7 @@ func (p *pickerScreen) ShortHelp() []key.Binding {
 	k := p.Keys
 	switch filtering, filtered := p.filterState(); {
 	case filtering:
-		return []key.Binding{withHelp(k.Enter, "plan"), withHelp(k.Back, "keep the filter"), k.Up, k.Down}
+		return []key.Binding{withHelp(k.Enter, "plan"), withHelp(k.Back, "keep the filter"), k.Up, k.Down, k.ForceQuit}
 	case filtered:
 		return []key.Binding{withHelp(k.Enter, "plan"), withHelp(k.Back, "clear the filter"), k.Filter, k.Up, k.Down, k.Help, k.Quit}
 	}

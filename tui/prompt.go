@@ -71,7 +71,7 @@ func (p *prompt) Help(k KeyMap) []key.Binding {
 	if p.paths {
 		b = append(b, withHelp(k.Tab, "complete"))
 	}
-	return b
+	return append(b, k.ForceQuit) // q types a q here
 }
 
 // Key handles a key while the prompt is open.

@@ -173,7 +173,7 @@ func TestPrompt(t *testing.T) {
 	if res, _ := p.Key(press("esc").(tea.KeyPressMsg), k); res != promptCancelled || p.IsOpen() {
 		t.Errorf("esc: %v, open %v", res, p.IsOpen())
 	}
-	if h := p.Help(k); len(h) != 2 || h[0].Help().Desc != "find" || h[1].Help().Desc != "cancel" {
+	if h := p.Help(k); len(h) != 3 || h[0].Help().Desc != "find" || h[1].Help().Desc != "cancel" || h[2].Help().Key != "ctrl+c" {
 		t.Errorf("help %v", h)
 	}
 }
