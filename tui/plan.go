@@ -290,8 +290,8 @@ func costLines(p *Plan) []string {
 }
 
 // pinRows lists NAME=value pairs, sorted, floating ones flagged, as many
-// to a row as fit: a pair is never broken (a URL stays whole), and one
-// wider than the row is cut with "…".
+// to a row as fit: a pair is never broken between rows it fits in (a URL
+// stays whole); one wider than a row goes on, marked ↪, on the next.
 func pinRows(values map[string]string, floating []string, st Styles, width int) []string {
 	var rows []string
 	cur, curW := "", 0
@@ -306,10 +306,16 @@ func pinRows(values map[string]string, floating []string, st Styles, width int) 
 			rows = append(rows, cur)
 			cur, curW = "", 0
 		}
+		if w > width {
+			for _, piece := range readRows([]string{text}, width) {
+				rows = append(rows, style.Render(piece))
+			}
+			continue
+		}
 		if curW > 0 {
 			cur, curW = cur+"  ", curW+2
 		}
-		cur, curW = cur+style.Render(ansiCutTail(text, width)), curW+min(w, width)
+		cur, curW = cur+style.Render(text), curW+w
 	}
 	if cur != "" {
 		rows = append(rows, cur)

@@ -509,3 +509,18 @@ func TestPlanSaysAnotherBuildRuns(t *testing.T) {
 		t.Errorf("enter on a busy state dir sent %#v", msg)
 	}
 }
+
+// Finding 21: a pin wider than the plan's row is shown whole, on the next
+// rows marked ↪, never cut.
+func TestPlanShowsLongPinsWhole(t *testing.T) {
+	tr, _ := steps.Lookup("llamacpp-rocm")
+	img := "docker.io/kyuz0/amd-strix-halo-toolboxes:rocm-7.14-with-a-long-suffix-that-does-not-fit-anywhere"
+	p := &Plan{Track: tr, Steps: []PlanStep{{ID: "pull", Title: "Pull", WillRun: true, Reason: "first run", Pins: map[string]string{"LLAMACPP_ROCM_IMAGE": img}}}}
+	s := newPlanScreen(testCommon(), p, nil)
+	s.SetSize(80, 20)
+	v := ansi.Strip(s.View())
+	joined := strings.NewReplacer("\n", "", " ", "", "↪", "").Replace(v)
+	if !strings.Contains(joined, "LLAMACPP_ROCM_IMAGE="+img) || !strings.Contains(v, "↪") {
+		t.Errorf("the long pin is not whole:\n%s", v)
+	}
+}
