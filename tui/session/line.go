@@ -84,7 +84,11 @@ func (e *Engine) Story(ctx context.Context, w io.Writer, o StoryOptions) (Outcom
 	}
 	p.plan(plan)
 	if !o.Run {
-		p.f("\nStart it with: %s\n", o.buildCommand(out.Track))
+		start := o.buildCommand(out.Track)
+		for _, n := range plan.Needs {
+			start += " --set " + n.Name + "=" + n.Example
+		}
+		p.f("\nStart it with: %s\n", start)
 		return out, nil
 	}
 	return e.runStory(ctx, p, out, o, plan.Track.Next)
@@ -179,6 +183,9 @@ func (p *printer) plan(pl *tui.Plan) {
 	}
 	if len(pl.Floating) > 0 {
 		p.f("floating pins (not reproducible): %s\n", strings.Join(pl.Floating, ", "))
+	}
+	for _, n := range pl.Needs {
+		p.f("needs   %s (%s), which is empty: build refuses to start without it\n", n.Name, n.Help)
 	}
 }
 
