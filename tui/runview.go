@@ -201,7 +201,14 @@ func (s *runScreen) bottomLine() string {
 	if s.note == "" {
 		return ""
 	}
-	return s.Styles.Subtle.Render(clipLines(wrap(s.note, max(s.w, 10)), 2))
+	rows := strings.Split(wrap(s.note, max(s.w, 10)), "\n")
+	for i, r := range rows {
+		rows[i] = ansiCutTail(r, s.w)
+	}
+	if len(rows) > 2 { // the rest is in the log or the summary
+		rows = []string{rows[0], ansiCutTail(rows[1]+" …", s.w)}
+	}
+	return s.Styles.Subtle.Render(strings.Join(rows, "\n"))
 }
 
 // plural is "1 line", "2 lines".
