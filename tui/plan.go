@@ -219,7 +219,7 @@ func planText(p *Plan, st Styles, width int) string {
 		}
 	}
 	b.WriteString(st.Title.Render(p.Track.ID) + "  " + p.Track.Title + "\n")
-	b.WriteString(st.Subtle.Render(runWords(runs, len(p.Steps))) + "\n")
+	b.WriteString(st.Subtle.Render(RunWords(runs, len(p.Steps))) + "\n")
 	for _, c := range costLines(p) {
 		b.WriteString(st.Subtle.Render(wrap(c, max(width, 20))) + "\n")
 	}
@@ -246,8 +246,9 @@ func planText(p *Plan, st Styles, width int) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// runWords says how many steps run, in words that fit a first run too.
-func runWords(runs, total int) string {
+// RunWords says how many of a plan's steps run, in words that fit a
+// first run as well as a rebuild; `haloforge plan` says it the same way.
+func RunWords(runs, total int) string {
 	switch runs {
 	case total:
 		return fmt.Sprintf("All %d steps run.", total)

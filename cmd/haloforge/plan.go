@@ -12,6 +12,7 @@ import (
 
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/tui"
 )
 
 type planOpts struct {
@@ -128,7 +129,7 @@ func printPlan(w io.Writer, p *steps.Plan, pj planJSON, verbose bool, build stri
 			fmt.Fprintf(w, "      key     %s\n", s.CacheKey[:16])
 		}
 	}
-	fmt.Fprintf(w, "\n%s\n", runCount(len(p.Steps), run))
+	fmt.Fprintf(w, "\n%s\n", tui.RunWords(run, len(p.Steps)))
 	if len(p.Floating) > 0 {
 		fmt.Fprintf(w, "floating pins (not reproducible; pin a digest or commit): %s\n", strings.Join(p.Floating, ", "))
 	}
@@ -145,22 +146,10 @@ func printPlan(w io.Writer, p *steps.Plan, pj planJSON, verbose bool, build stri
 		}
 		fmt.Fprintln(w)
 	case run == 0:
-		fmt.Fprintf(w, "nothing to build; %s --from STEP runs steps again\n", build)
+		fmt.Fprintf(w, "next: nothing to build; %s --from STEP runs steps again\n", build)
 	default:
 		fmt.Fprintf(w, "next: %s\n", build)
 	}
-}
-
-// runCount says how many of a plan's steps run, in words that fit a first
-// run as well as a rebuild.
-func runCount(total, run int) string {
-	switch run {
-	case total:
-		return fmt.Sprintf("all %d steps will run", total)
-	case 0:
-		return fmt.Sprintf("all %d steps are up to date", total)
-	}
-	return fmt.Sprintf("%d steps: %d will run, %d up to date", total, run, total-run)
 }
 
 func missingMark(pj planJSON, name string) string {
