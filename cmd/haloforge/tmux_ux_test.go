@@ -10,18 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
 
-var (
-	uxBinOnce sync.Once
-	uxBin     string
-	uxBinErr  error
-)
-
-// sharedBinary builds haloforge once for all the tests of this file.
+// sharedBinary builds haloforge for a test (go's build cache makes every
+// build after the first a link), skipping without tmux.
 func sharedBinary(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
@@ -30,21 +24,7 @@ func sharedBinary(t *testing.T) string {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux not installed: apt-get install tmux (the Makefile's e2e target does)")
 	}
-	uxBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "haloforge-ux-bin-")
-		if err != nil {
-			uxBinErr = err
-			return
-		}
-		uxBin = filepath.Join(dir, "haloforge")
-		if out, err := exec.Command("go", "build", "-o", uxBin, ".").CombinedOutput(); err != nil {
-			uxBinErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if uxBinErr != nil {
-		t.Fatal(uxBinErr)
-	}
-	return uxBin
+	return buildBinary(t)
 }
 
 // uxTmux starts command in tmux; its exit status goes to a file, which
