@@ -53,6 +53,24 @@ type Step struct {
 	Optional  bool     // a failure is recorded and the build goes on
 	// Why explains an optional step, shown when it is skipped or fails.
 	Why string
+	// Needs are pins the step cannot run without although they may be
+	// empty elsewhere (a model to load): plan flags them, build refuses to
+	// start without them and the wizard asks for them.
+	Needs []string
+}
+
+// MissingInputs lists, in first-use order, the Needs of the track's steps
+// that are empty in values.
+func (t Track) MissingInputs(values map[string]string) []string {
+	var out []string
+	for _, s := range t.Steps {
+		for _, n := range s.Needs {
+			if values[n] == "" && !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
 
 // ScriptPath is the step's script relative to the scripts tree.

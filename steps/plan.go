@@ -175,12 +175,12 @@ func sortedKeys(m map[string]string) []string {
 // willRun explains the step's fate against its last success.
 func willRun(st *State, track string, ps PlannedStep, earlier []PlannedStep) (bool, string) {
 	ts := st.Tracks[track]
-	var last *Success
-	if ts != nil && ts.Steps[ps.ID] != nil {
-		last = ts.Steps[ps.ID].LastSuccess
+	if ts == nil || ts.Steps[ps.ID] == nil {
+		return true, "first run"
 	}
+	last := ts.Steps[ps.ID].LastSuccess
 	if last == nil {
-		return true, "never succeeded"
+		return true, "never succeeded (last try: " + ts.Steps[ps.ID].Status + ")"
 	}
 	if last.CacheKey == ps.CacheKey {
 		if len(last.NotVerified) > 0 {

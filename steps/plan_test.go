@@ -48,7 +48,31 @@ func TestCatalogueIsConsistent(t *testing.T) {
 			if s.Optional && s.Why == "" {
 				t.Errorf("%s/%s is optional without a reason", tr.ID, s.ID)
 			}
+			for _, n := range s.Needs {
+				if !slices.Contains(s.Pins, n) {
+					t.Errorf("%s/%s needs %s but does not read it (Pins)", tr.ID, s.ID, n)
+				}
+			}
 		}
+	}
+}
+
+// TestMissingInputs: the ladder of llamacpp-rocm cannot run without a model,
+// so an empty LLAMA_MODEL is missing there and nowhere else.
+func TestMissingInputs(t *testing.T) {
+	tr, err := Lookup("llamacpp-rocm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.MissingInputs(map[string]string{"LLAMA_MODEL": ""}); !slices.Equal(got, []string{"LLAMA_MODEL"}) {
+		t.Errorf("MissingInputs(empty) = %v, want [LLAMA_MODEL]", got)
+	}
+	if got := tr.MissingInputs(map[string]string{"LLAMA_MODEL": "/m.gguf"}); len(got) != 0 {
+		t.Errorf("MissingInputs(set) = %v, want none", got)
+	}
+	vk, _ := Lookup("llamacpp-vulkan")
+	if got := vk.MissingInputs(map[string]string{}); len(got) != 0 {
+		t.Errorf("llamacpp-vulkan runs without a model, yet MissingInputs = %v", got)
 	}
 }
 

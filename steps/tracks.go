@@ -243,7 +243,7 @@ var catalogue = []Track{
 		BlockingChecks: []string{"gpu", "kfd-access", "container-engine"},
 		Steps: []Step{
 			{ID: "pull", Title: "Pull the candidate images", Script: "00-pull-images.sh", Pins: []string{"LLAMACPP_ROCM_IMAGE", "LLAMACPP_ROCM_NIGHTLY_IMAGE"}},
-			{ID: "ladder", Title: "Try each strategy with a stall timeout", Script: "01-run-ladder.sh", Pins: []string{"LLAMACPP_ROCM_IMAGE", "LLAMACPP_ROCM_NIGHTLY_IMAGE", "LLAMA_MODEL", "LLAMA_STALL_TIMEOUT"}, DependsOn: []string{"pull"}},
+			{ID: "ladder", Title: "Try each strategy with a stall timeout", Script: "01-run-ladder.sh", Pins: []string{"LLAMACPP_ROCM_IMAGE", "LLAMACPP_ROCM_NIGHTLY_IMAGE", "LLAMA_MODEL", "LLAMA_STALL_TIMEOUT"}, DependsOn: []string{"pull"}, Needs: []string{"LLAMA_MODEL"}},
 			{ID: "verify", Title: "Report the ladder's result", Script: "02-verify.sh", DependsOn: []string{"ladder"}},
 		},
 		Next: []string{"cat $HALOFORGE_STATE_DIR/llamacpp-rocm/ladder.json"},

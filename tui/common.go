@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,22 @@ type common struct {
 	Keys          KeyMap
 	Demo          bool             // the session runs on the demo's data
 	now           func() time.Time // the clock of elapsed times and ETAs; tests fix it
+	// commands writes the shell commands the screens suggest (Options.Commands).
+	commands func(Command) string
+	// pager opens a log at a line (Options.Pager); nil uses $PAGER or less.
+	pager func(path string, line int) *exec.Cmd
+	// sets are the pins the user set in this session (NAME=VALUE).
+	sets []string
+}
+
+// command is the shell command for c with the session's pins, "" when the
+// session suggests none (the demo).
+func (c *common) command(cmd Command) string {
+	if c.commands == nil {
+		return ""
+	}
+	cmd.Sets = append(cmd.Sets, c.sets...)
+	return c.commands(cmd)
 }
 
 func (c *common) clock() time.Time {
@@ -95,9 +112,15 @@ func waitEvents(ch <-chan runner.Event, reuse ...runner.Event) tea.Cmd {
 	}
 }
 
-// wrap breaks text into lines of at most width cells.
+// wrap breaks text into lines of at most width cells at spaces (never
+// inside a word: a path or a flag such as --state-dir stays whole; a word
+// wider than the line stays whole too). Newlines in text are kept.
 func wrap(text string, width int) string {
-	return lipgloss.NewStyle().Width(max(width, 10)).Render(text)
+	var rows []string
+	for _, l := range strings.Split(text, "\n") {
+		rows = append(rows, wrapWithPrefix(l, max(width, 10), "")...)
+	}
+	return strings.Join(rows, "\n")
 }
 
 // padRight pads or cuts s to exactly w cells.
@@ -136,6 +159,9 @@ func trimZero(f float64) string {
 
 // ansiCut cuts a styled string to w cells.
 func ansiCut(s string, w int) string { return ansi.Truncate(s, max(w, 0), "") }
+
+// ansiCutTail cuts a styled string to w cells, ending a cut one in "…".
+func ansiCutTail(s string, w int) string { return ansi.Truncate(s, max(w, 0), "…") }
 
 // scrollBy moves a screen's offset for the line and half-page keys and
 // reports whether msg was one of them; the screen then clamps the offset

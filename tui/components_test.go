@@ -28,7 +28,7 @@ func msgOf(cmd tea.Cmd) tea.Msg {
 }
 
 func TestDetectScreenLoadsScrollsAndChooses(t *testing.T) {
-	s := newDetectScreen(testCommon())
+	s := newDetectScreen(testCommon(), false)
 	s.SetSize(100, 14)
 	if v := ansi.Strip(s.View()); !strings.Contains(v, "Looking at your GPU") {
 		t.Fatalf("loading view: %q", v)
@@ -61,7 +61,7 @@ func TestDetectScreenLoadsScrollsAndChooses(t *testing.T) {
 }
 
 func TestDetectScreenShowsFixOnlyForWarnAndFail(t *testing.T) {
-	s := newDetectScreen(testCommon())
+	s := newDetectScreen(testCommon(), false)
 	s.SetSize(100, 30)
 	s.Update(detectedMsg{det: &Detection{GPU: &GPU{Gfx: "gfx1151"}, Checks: []Check{
 		{ID: "gpu", Status: detect.StatusOK, Summary: "ok", Fix: "never shown"},
@@ -107,12 +107,12 @@ func TestSummaryScreenAfterFailure(t *testing.T) {
 	rs.Apply(runner.Found{Step: "rocm", Finding: diagnose.Finding{Family: "therock-amdsmi-double-free", Summary: "double free at exit"}})
 	rs.Apply(runner.StepFinished{Step: "rocm", Status: steps.OutcomeFailed, ExitCode: 134, Log: "/s/runs/r1/rocm.log"})
 	rs.Apply(runner.RunFinished{Status: steps.OutcomeFailed})
-	s := newSummaryScreen(testCommon(), rs, tr)
+	s := newSummaryScreen(testCommon(), rs, &Plan{Track: tr}, "haloforge build --track therock-toolbox --resume")
 	s.SetSize(100, 30)
 	v := ansi.Strip(s.View())
-	for _, want := range []string{"✗ therock-toolbox stopped at rocm", "✗ rocm             exit 134", "therock-amdsmi-double-free double free at exit",
-		"· vllm             not run", "$ haloforge build --track therock-toolbox --resume", "$ haloforge diagnose /s/runs/r1/rocm.log",
-		"report  /s/runs/r1/report.json"} {
+	for _, want := range []string{"✗ therock-toolbox stopped at rocm", "✗ rocm             failed: exit 134", "therock-amdsmi-double-free\n        double free at exit",
+		"· vllm             not run", "\n  $ haloforge build --track therock-toolbox --resume\n", "$ haloforge diagnose /s/runs/r1/rocm.log",
+		"run     /s/runs/r1", "log     /s/runs/r1/rocm.log"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("summary lacks %q:\n%s", want, v)
 		}
@@ -123,14 +123,14 @@ func TestSummaryScreenAfterFailure(t *testing.T) {
 }
 
 func TestPickerScreenDetailsAndBadges(t *testing.T) {
-	p := newPickerScreen(testCommon(), steps.Catalogue(), "llamacpp-rocm")
+	p := newPickerScreen(testCommon(), steps.Catalogue(), "llamacpp-rocm", nil)
 	p.SetSize(100, 30)
 	p.Update(p.Init()())
 	v := ansi.Strip(p.View())
 	if !strings.Contains(v, "> llamacpp-rocm") || !strings.Contains(v, "experimental") {
 		t.Errorf("picker:\n%s", v)
 	}
-	for s, want := range map[steps.Status]string{steps.StatusRecommended: "★ recommended", steps.StatusBlockedUpstream: "⚠ blocked", steps.StatusStable: "stable"} {
+	for s, want := range map[steps.Status]string{steps.StatusRecommended: "main track", steps.StatusBlockedUpstream: "⚠ blocked", steps.StatusStable: "stable"} {
 		if got := badgeText(s); got != want {
 			t.Errorf("badge %s = %q", s, got)
 		}

@@ -8,25 +8,31 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/spinner"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/haloforge/haloforge/detect"
 )
 
 // detectScreen shows the GPU card and the doctor checks with their fixes.
+// A fix's commands are never broken inside a word or a quoted string
+// (fixRows); a row still wider than the screen scrolls sideways (←/→).
 type detectScreen struct {
 	*common
 	det     *Detection
 	err     error
+	demo    bool // d runs the demo (offered when there is no AMD GPU)
 	spinner spinner.Model
 	card    string   // the GPU card, rendered at the current width
 	checks  []string // the checks list, one entry per line
+	wide    bool     // a row is wider than the screen: ←/→ scroll
 	room    int      // lines of the checks list that fit under the card
 	offset  int      // scroll of the checks list
+	xoff    int      // sideways scroll of the checks list
 	w, h    int
 }
 
-func newDetectScreen(c *common) *detectScreen {
-	return &detectScreen{common: c, spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot))}
+func newDetectScreen(c *common, demo bool) *detectScreen {
+	return &detectScreen{common: c, demo: demo, spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot))}
 }
 
 // Init starts the spinner that turns while detection runs.
@@ -44,7 +50,11 @@ func (s *detectScreen) layout() {
 	}
 	s.card = s.cardView()
 	s.checks = strings.Split(s.checksView(s.w), "\n")
-	s.room = max(s.h-lineCount(s.card)-2, 3)
+	s.wide = false
+	for _, l := range s.checks {
+		s.wide = s.wide || ansi.StringWidth(l) > s.w
+	}
+	s.room = max(s.h-lineCount(s.card)-1-lineCount(s.footerLine()), 3)
 	s.offset = clampOffset(s.offset, len(s.checks), s.room)
 }
 
@@ -53,18 +63,33 @@ func (s *detectScreen) Crumb() string { return "detect" }
 func (s *detectScreen) TakesText() bool { return false }
 
 func (s *detectScreen) ShortHelp() []key.Binding {
-	if s.det == nil {
-		return []key.Binding{s.Keys.Quit}
+	k := s.Keys
+	if s.det == nil && s.err == nil {
+		return []key.Binding{k.Quit}
 	}
-	if s.det.HostFixes > 0 { // tui/hostfix.go
-		return []key.Binding{s.Keys.Enter, s.Keys.Apply, s.Keys.Up, s.Keys.Down, s.Keys.Troubleshoot, s.Keys.Help, s.Keys.Quit}
+	b := []key.Binding{withHelp(k.Enter, "pick a track")}
+	if s.det != nil && s.det.HostFixes > 0 { // tui/hostfix.go
+		b = append(b, k.Apply)
 	}
-	return []key.Binding{s.Keys.Enter, s.Keys.Up, s.Keys.Down, s.Keys.Troubleshoot, s.Keys.Help, s.Keys.Quit}
+	if s.offerDemo() {
+		b = append(b, k.Demo)
+	}
+	if len(s.checks) > s.room {
+		b = append(b, k.Down, k.Up)
+	}
+	if s.wide {
+		b = append(b, k.Left)
+	}
+	return append(b, k.Troubleshoot, k.Help, k.Quit)
 }
 
 func (s *detectScreen) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{s.Keys.Enter, s.Keys.Up, s.Keys.Down}, {s.Keys.Troubleshoot, s.Keys.Help, s.Keys.Quit}}
+	k := s.Keys
+	return [][]key.Binding{{withHelp(k.Enter, "pick a track"), k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Left}, {k.Apply, k.Demo, k.Troubleshoot, k.Help, k.Quit}}
 }
+
+// offerDemo is true on a machine without an AMD GPU, when a demo can run.
+func (s *detectScreen) offerDemo() bool { return s.demo && s.det != nil && s.det.GPU == nil }
 
 func (s *detectScreen) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
@@ -86,16 +111,27 @@ func (s *detectScreen) Update(msg tea.Msg) tea.Cmd {
 }
 
 func (s *detectScreen) onKey(msg tea.KeyPressMsg) tea.Cmd {
-	if scrollBy(s.Keys, msg, &s.offset, s.h) {
+	k := s.Keys
+	if scrollBy(k, msg, &s.offset, s.room) {
 		s.offset = clampOffset(s.offset, len(s.checks), s.room)
 		return nil
 	}
 	switch {
-	case key.Matches(msg, s.Keys.Troubleshoot):
+	case key.Matches(msg, k.Top):
+		s.offset = 0
+	case key.Matches(msg, k.Bottom):
+		s.offset = clampOffset(len(s.checks), len(s.checks), s.room)
+	case key.Matches(msg, k.Left):
+		s.xoff = max(s.xoff-s.w/2, 0)
+	case key.Matches(msg, k.Right) && s.wide:
+		s.xoff += s.w / 2
+	case key.Matches(msg, k.Demo) && s.offerDemo():
+		return send(runDemoMsg{})
+	case key.Matches(msg, k.Troubleshoot):
 		return openTroubleshoot
-	case key.Matches(msg, s.Keys.Apply) && s.det != nil && s.det.HostFixes > 0:
+	case key.Matches(msg, k.Apply) && s.det != nil && s.det.HostFixes > 0:
 		return send(openHostFixMsg{})
-	case key.Matches(msg, s.Keys.Enter):
+	case key.Matches(msg, k.Enter):
 		if s.det != nil || s.err != nil {
 			rec := ""
 			if s.det != nil {
@@ -113,18 +149,40 @@ func (s *detectScreen) View() string {
 	}
 	var b strings.Builder
 	if s.err != nil {
-		b.WriteString(s.Styles.Fail.Render("Detection failed: "+s.err.Error()) + "\n")
+		b.WriteString(s.Styles.Fail.Render(wrap("Detection failed: "+s.err.Error(), s.w)) + "\n")
 		b.WriteString(s.Styles.Subtle.Render("You can still pick a track; the build runs the doctor checks again.") + "\n")
 		return b.String()
 	}
 	visible, off := window(s.checks, s.offset, s.room)
 	b.WriteString(s.card + "\n")
-	b.WriteString(strings.Join(visible, "\n"))
+	for i, l := range visible {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(s.cut(l))
+	}
 	if len(s.checks) > s.room {
 		b.WriteString("\n" + s.Styles.Subtle.Render(fmt.Sprintf("  ↑/↓ %d–%d of %d lines", off+1, off+len(visible), len(s.checks))))
 	}
 	b.WriteString("\n" + s.footerLine())
 	return b.String()
+}
+
+// cut shows a row of the checks at the sideways scroll: a row that goes
+// on past the edge ends in "→", one that starts off to the left in "←".
+func (s *detectScreen) cut(l string) string {
+	w := ansi.StringWidth(l)
+	if s.xoff > 0 {
+		if s.xoff >= w {
+			return ""
+		}
+		l = s.Styles.Subtle.Render("←") + ansi.Cut(l, s.xoff+1, w)
+		w -= s.xoff
+	}
+	if w > s.w {
+		return ansi.Truncate(l, s.w-1, "") + s.Styles.Key.Render("→")
+	}
+	return l
 }
 
 // cardView renders the GPU card (or the lack of one).
@@ -136,6 +194,9 @@ func (s *detectScreen) cardView() string {
 			s.Styles.Fail.Render("No AMD GPU found") + s.Styles.Subtle.Render("  ("+d.Source+")"),
 			"haloforge builds for AMD GPUs (Strix Halo, gfx1151, first of all).",
 			"See the whole wizard on sample data: " + s.Styles.Key.Render("haloforge demo"),
+		}
+		if s.demo {
+			lines[2] += s.Styles.Subtle.Render(" (press d)")
 		}
 		return s.Styles.Card.Width(width).Render(strings.Join(lines, "\n"))
 	}
@@ -176,22 +237,34 @@ func gpuCard(d *Detection, st Styles) string {
 	return strings.Join(lines, "\n")
 }
 
-// checksView lists the checks, worst first being the user's business: we
-// keep DESIGN.md's order and put each fix under its check.
+// checkNameWidth is the column of the checks' names.
+const checkNameWidth = 18
+
+// checksView lists the checks in doctor's order, named as doctor names
+// them, each fix under its check: prose wrapped, commands whole.
 func (s *detectScreen) checksView(width int) string {
 	var b strings.Builder
-	ok, warn, fail := countChecks(s.det.Checks)
-	b.WriteString(s.Styles.Bold.Render("Checks") + s.Styles.Subtle.Render(fmt.Sprintf("  %d ok · %d warn · %d fail", ok, warn, fail)))
+	b.WriteString(s.Styles.Bold.Render("Checks") + s.Styles.Subtle.Render("  "+checkCounts(s.det.Checks)))
 	if n := s.det.HostFixes; n > 0 { // the host-fix screen (tui/hostfix.go)
 		b.WriteString(s.Styles.Warn.Render(fmt.Sprintf("   a: apply these fixes (%d host changes)", n)))
 	}
 	b.WriteString("\n")
+	indent := strings.Repeat(" ", 3+checkNameWidth)
 	for _, c := range s.det.Checks {
-		b.WriteString(" " + checkMark(c.Status, s.Styles) + " " + padRight(c.ID, 20) + c.Summary + "\n")
+		for i, l := range wrapWithPrefix(c.Summary, max(width-len(indent), 20), "") {
+			if i == 0 {
+				b.WriteString(" " + checkMark(c.Status, s.Styles) + " " + padRight(checkName(c.ID), checkNameWidth) + l + "\n")
+			} else {
+				b.WriteString(indent + l + "\n")
+			}
+		}
 		if c.Fix != "" && (c.Status == detect.StatusWarn || c.Status == detect.StatusFail) {
-			fix := wrap("fix: "+c.Fix, width-6)
-			for _, l := range strings.Split(fix, "\n") {
-				b.WriteString("     " + s.Styles.Subtle.Render(l) + "\n")
+			for i, l := range fixRows(c.Fix, width-11) {
+				label := "     "
+				if i == 0 {
+					label = "fix: "
+				}
+				b.WriteString("     " + s.Styles.Subtle.Render(label) + l + "\n")
 			}
 		}
 	}
@@ -200,13 +273,19 @@ func (s *detectScreen) checksView(width int) string {
 
 func (s *detectScreen) footerLine() string {
 	rec := s.det.Recommended
-	if rec == "" {
-		return s.Styles.Subtle.Render("enter: pick a track")
+	line := s.Styles.Subtle.Render("No track fits this machine yet.   enter: see the tracks")
+	if rec != "" {
+		line = "Recommended track: " + s.Styles.Title.Render(rec) + s.Styles.Subtle.Render("   enter: pick a track")
 	}
-	return "Recommended track: " + s.Styles.Title.Render(rec) + s.Styles.Subtle.Render("   enter: pick a track")
+	if s.wide {
+		line += "\n" + s.Styles.Subtle.Render("←/→ shows the rest of a long row; `haloforge doctor` prints every fix whole.")
+	}
+	return line
 }
 
-func countChecks(cs []Check) (ok, warn, fail int) {
+// checkCounts sums the checks up, those that could not run included.
+func checkCounts(cs []Check) string {
+	var ok, warn, fail, skip int
 	for _, c := range cs {
 		switch c.Status {
 		case detect.StatusOK:
@@ -215,10 +294,19 @@ func countChecks(cs []Check) (ok, warn, fail int) {
 			warn++
 		case detect.StatusFail:
 			fail++
+		default:
+			skip++
 		}
 	}
-	return ok, warn, fail
+	s := fmt.Sprintf("%d ok · %d warn · %d fail", ok, warn, fail)
+	if skip > 0 {
+		s += fmt.Sprintf(" · %d not checked (–)", skip)
+	}
+	return s
 }
+
+// checkName is a check's name as doctor prints it.
+func checkName(id string) string { return detect.CheckTitle(id) }
 
 func checkMark(status detect.Status, st Styles) string {
 	switch status {

@@ -40,6 +40,8 @@ type fakeBackend struct {
 	pinWarning []string
 	pinSets    *PinSets
 	useErr     error
+	shell      *exec.Cmd // what Shell opens; nil: the track has no box
+	needs      []Need    // what Plan says the track needs until SetPin sets it
 
 	mu       sync.Mutex
 	model    string // the serve screen's tiny model (fake_serve_test.go)
@@ -49,6 +51,7 @@ type fakeBackend struct {
 	planned  int        // HostFix calls
 	applied  []*HostFix // ApplyHostFix calls
 	used     []string   // UsePinSet calls
+	sets     []string
 }
 
 func newFakeBackend(t testing.TB) *fakeBackend {
@@ -105,7 +108,13 @@ func (f *fakeBackend) Plan(track string) (*Plan, error) {
 	if len(f.used) > 0 { // a set was written: the plan reads its pins
 		p.PinWarning = nil
 	}
+	if len(f.sets) == 0 {
+		p.Needs = f.needs
+	}
 	f.mu.Unlock()
+	if f.shell != nil {
+		p.Box = "haloforge-therock"
+	}
 	for _, s := range t.Steps {
 		p.Steps = append(p.Steps, PlanStep{ID: s.ID, Title: s.Title, Optional: s.Optional, Why: s.Why, WillRun: true,
 			Reason: "never ran", Pins: map[string]string{"GPU_TARGET": "gfx1151"}})
@@ -116,32 +125,37 @@ func (f *fakeBackend) Plan(track string) (*Plan, error) {
 func (f *fakeBackend) Start(ctx context.Context, req RunRequest) (<-chan runner.Event, error) {
 	f.mu.Lock()
 	f.requests = append(f.requests, req)
-	fixed := f.fixed
+	fixed, n := f.fixed, len(f.requests)
 	f.mu.Unlock()
 	ch := make(chan runner.Event, 64)
-	go f.replay(ctx, f.stamp(ch), req, fixed)
+	id := "fake-run"
+	if n > 1 { // each run of a session has its own directory, as the runner's
+		id += "-" + itoa(n)
+	}
+	go f.replay(ctx, f.stamp(ch), req, fixed, id)
 	return ch, nil
 }
 
 // replay emits what the runner emits for the track: rocm fails until fixed.
-func (f *fakeBackend) replay(ctx context.Context, ch chan<- runner.Event, req RunRequest, fixed bool) {
+func (f *fakeBackend) replay(ctx context.Context, ch chan<- runner.Event, req RunRequest, fixed bool, id string) {
 	defer close(ch)
 	start := time.Now()
-	ch <- runner.RunStarted{Track: f.track.ID, RunID: "fake-run", RunDir: "/state/runs/fake-run", Total: len(f.track.Steps), At: start}
+	dir := "/state/runs/" + id
+	ch <- runner.RunStarted{Track: f.track.ID, RunID: id, RunDir: dir, Total: len(f.track.Steps), At: start}
 	if req.Resume { // as the runner says it when it resumes
 		ch <- runner.Notice{Text: "resuming run fake-run: rocm (failed)"}
 	}
 	status := steps.OutcomeSucceeded
 	for i, s := range f.track.Steps {
 		if req.Resume && (s.ID == "toolbox" || s.ID == "tools") {
-			ch <- runner.StepSkipped{Step: s.ID, Title: s.Title, WhySkipped: "up to date"}
+			ch <- runner.StepSkipped{Step: s.ID, Title: s.Title, WhySkipped: "up to date (succeeded 2026-11-22 10:00)"}
 			continue
 		}
 		if contains(req.Skip, s.ID) {
 			ch <- runner.StepSkipped{Step: s.ID, Title: s.Title, Optional: s.Optional, WhySkipped: "skipped by you"}
 			continue
 		}
-		outcome := f.step(ctx, ch, s, i+1, fixed)
+		outcome := f.step(ctx, ch, s, i+1, fixed, dir)
 		if outcome == steps.OutcomeInterrupted {
 			status = outcome
 			break
@@ -151,15 +165,15 @@ func (f *fakeBackend) replay(ctx context.Context, ch chan<- runner.Event, req Ru
 			break
 		}
 	}
-	ch <- runner.RunFinished{RunID: "fake-run", RunDir: "/state/runs/fake-run", Status: status, Duration: time.Since(start), At: time.Now()}
+	ch <- runner.RunFinished{RunID: id, RunDir: dir, Status: status, Duration: time.Since(start), At: time.Now()}
 }
 
 // fakeChunk is how many lines the fake sends per Lines event, as the runner
 // sends the lines of one read of the pty.
 const fakeChunk = 8
 
-func (f *fakeBackend) step(ctx context.Context, ch chan<- runner.Event, s steps.Step, idx int, fixed bool) string {
-	log := "/state/runs/fake-run/" + s.ID + ".log"
+func (f *fakeBackend) step(ctx context.Context, ch chan<- runner.Event, s steps.Step, idx int, fixed bool, dir string) string {
+	log := dir + "/" + s.ID + ".log"
 	ch <- runner.StepStarted{Step: s.ID, Title: s.Title, Index: idx, Total: len(f.track.Steps), Optional: s.Optional, Log: log, ETA: time.Minute, At: time.Now()}
 	lines := []string{"+ " + s.Script}
 	for i := range f.extra {
@@ -256,7 +270,24 @@ func (f *fakeBackend) PrepareRetry(_ context.Context, step string, fd *diagnose.
 	return "fake: applied the fix for " + fd.Family, nil
 }
 
-func (f *fakeBackend) Shell() *exec.Cmd { return nil }
+// Shell opens the fake's box when it has one (shell is set), else says why not.
+func (f *fakeBackend) Shell(track string) (*exec.Cmd, string) {
+	if f.shell == nil {
+		return nil, track + " builds no distrobox, so there is no box to enter"
+	}
+	return f.shell, ""
+}
+
+// SetPin records the pins the plan screen set.
+func (f *fakeBackend) SetPin(assign string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if strings.HasSuffix(assign, "=missing.gguf") {
+		return errors.New("LLAMA_MODEL=missing.gguf: no such file")
+	}
+	f.sets = append(f.sets, assign)
+	return nil
+}
 
 func (f *fakeBackend) Diagnose(path string) ([]diagnose.Finding, error) {
 	if path == "missing" {

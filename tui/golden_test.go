@@ -38,9 +38,9 @@ func TestGoldenViews(t *testing.T) {
 			golden(t, name("plan"), plain(m))
 			drive(t, m, press("enter"))
 			golden(t, name("run-failed"), plain(m))
-			drive(t, m, press("?"))
+			drive(t, m, press("h"))
 			golden(t, name("run-help"), plain(m))
-			drive(t, m, press("?"), press("r"))
+			drive(t, m, press("h"), press("r"))
 			golden(t, name("summary"), plain(m))
 		})
 	}

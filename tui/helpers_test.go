@@ -154,23 +154,38 @@ func runWithin(cmd tea.Cmd, d time.Duration) (msgs []tea.Msg, ok bool) {
 	}
 }
 
+// namedKeys are the keys press knows by name; any other name is the key
+// that types it.
+var namedKeys = map[string]tea.KeyPressMsg{
+	"enter": {Code: tea.KeyEnter}, "esc": {Code: tea.KeyEscape}, "tab": {Code: tea.KeyTab},
+	"up": {Code: tea.KeyUp}, "down": {Code: tea.KeyDown}, "backspace": {Code: tea.KeyBackspace},
+	"pgdown": {Code: tea.KeyPgDown}, "pgup": {Code: tea.KeyPgUp}, "ctrl+c": {Code: 'c', Mod: tea.ModCtrl},
+}
+
 func press(k string) tea.Msg {
-	switch k {
-	case "enter":
-		return tea.KeyPressMsg{Code: tea.KeyEnter}
-	case "esc":
-		return tea.KeyPressMsg{Code: tea.KeyEscape}
-	case "tab":
-		return tea.KeyPressMsg{Code: tea.KeyTab}
-	case "up":
-		return tea.KeyPressMsg{Code: tea.KeyUp}
-	case "down":
-		return tea.KeyPressMsg{Code: tea.KeyDown}
-	case "ctrl+c":
-		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
+	if msg, ok := namedKeys[k]; ok {
+		return msg
 	}
-	r := []rune(k)[0]
-	return tea.KeyPressMsg{Code: r, Text: k}
+	return tea.KeyPressMsg{Code: []rune(k)[0], Text: k}
+}
+
+// mustContain fails the test for each want that text lacks.
+func mustContain(t *testing.T, what, text string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(text, want) {
+			t.Errorf("%s lacks %q:\n%s", what, want, text)
+		}
+	}
+}
+
+// manyChecks is the fake's detection with n more checks: a list that scrolls.
+func manyChecks(n int) *Detection {
+	det := strixHalo()
+	for i := range n {
+		det.Checks = append(det.Checks, Check{ID: "extra-" + itoa(i), Summary: "fine"})
+	}
+	return det
 }
 
 // plain is the model's frame without colours or styles.

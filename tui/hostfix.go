@@ -494,44 +494,6 @@ func commandLines(cmd string, width, indent int) []string {
 	return cut
 }
 
-// shellWords splits a command line at the blanks outside quotes, keeping
-// the quotes, so that joining the words with one space gives it back.
-func shellWords(cmd string) []string {
-	var words []string
-	var cur strings.Builder
-	var quote byte
-	for i := 0; i < len(cmd); i++ {
-		c := cmd[i]
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			} else if c == '\\' && quote == '"' && i+1 < len(cmd) {
-				cur.WriteByte(c)
-				i++
-				c = cmd[i]
-			}
-		case c == '\'' || c == '"':
-			quote = c
-		case c == '\\' && i+1 < len(cmd):
-			cur.WriteByte(c)
-			i++
-			c = cmd[i]
-		case c == ' ' || c == '\t':
-			if cur.Len() > 0 {
-				words = append(words, cur.String())
-				cur.Reset()
-			}
-			continue
-		}
-		cur.WriteByte(c)
-	}
-	if cur.Len() > 0 {
-		words = append(words, cur.String())
-	}
-	return words
-}
-
 // clean makes text from plans, files and commands' output safe for the
 // screen: no escape sequences or control bytes reach the terminal.
 func clean(s string) string {

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"unicode/utf8"
 
@@ -9,22 +10,30 @@ import (
 
 // logBuffer keeps the last lines of a step's log. A 200 MB step must not
 // grow the wizard's memory: the full log is on disk, the screen only ever
-// needs the tail and what the user scrolls back to.
+// needs the tail and what the user scrolls back to. Each line keeps its
+// line number in the log file, so that what the screen calls line 38 is
+// line 38 of the file the pager opens.
 type logBuffer struct {
 	lines []string
-	start int // ring index of the oldest kept line
-	n     int // lines kept
-	first int // absolute number (0-based) of the oldest kept line
+	nos   []int // the file line number of each kept line
+	start int   // ring index of the oldest kept line
+	n     int   // lines kept
+	first int   // absolute number (0-based) of the oldest kept line
+	next  int   // the file line number the next appended line gets
 }
 
 func newLogBuffer(capacity int) *logBuffer {
-	return &logBuffer{lines: make([]string, capacity)}
+	return &logBuffer{lines: make([]string, capacity), nos: make([]int, capacity), next: 1}
 }
 
-// Append adds a line, evicting the oldest when full. Tabs are expanded and
-// invalid UTF-8 replaced so that cell widths are right when the line is
-// cut to the pane: the cutter and the width count disagree on stray bytes.
-func (b *logBuffer) Append(line string) {
+// Append adds a line that follows the last one in the file.
+func (b *logBuffer) Append(line string) { b.AppendAt(b.next, line) }
+
+// AppendAt adds the line with file line number no, evicting the oldest
+// when full. Tabs are expanded and invalid UTF-8 replaced so that cell
+// widths are right when the line is cut to the pane: the cutter and the
+// width count disagree on stray bytes.
+func (b *logBuffer) AppendAt(no int, line string) {
 	if strings.IndexByte(line, '\t') >= 0 {
 		line = strings.ReplaceAll(line, "\t", "    ")
 	}
@@ -32,14 +41,23 @@ func (b *logBuffer) Append(line string) {
 		line = strings.ToValidUTF8(line, "\uFFFD")
 	}
 	line = keepOnlySGR(line)
+	b.next = no + 1
+	i := (b.start + b.n) % len(b.lines)
 	if b.n < len(b.lines) {
-		b.lines[(b.start+b.n)%len(b.lines)] = line
 		b.n++
-		return
+	} else {
+		b.start = (b.start + 1) % len(b.lines)
+		b.first++
 	}
-	b.lines[b.start] = line
-	b.start = (b.start + 1) % len(b.lines)
-	b.first++
+	b.lines[i], b.nos[i] = line, no
+}
+
+// Note adds a line of haloforge's own (a retry's separator) without a
+// number of the file: the step's next output still gets the next number.
+func (b *logBuffer) Note(line string) {
+	next := b.next
+	b.AppendAt(0, line)
+	b.next = next
 }
 
 // Len is the number of lines kept.
@@ -60,15 +78,42 @@ func (b *logBuffer) Line(abs int) string {
 	return b.lines[(b.start+i)%len(b.lines)]
 }
 
+// No is the file line number of the line with absolute number abs; 0 for
+// haloforge's own lines and for lines that were evicted.
+func (b *logBuffer) No(abs int) int {
+	i := abs - b.first
+	if i < 0 || i >= b.n {
+		return 0
+	}
+	return b.nos[(b.start+i)%len(b.lines)]
+}
+
+// FirstNo is the file line number of the oldest kept line of the file.
+func (b *logBuffer) FirstNo() int {
+	for abs := b.first; abs < b.End(); abs++ {
+		if no := b.No(abs); no > 0 {
+			return no
+		}
+	}
+	return 0
+}
+
+// LastNo is the file line number of the newest line of the file.
+func (b *logBuffer) LastNo() int { return b.next - 1 }
+
 // logView is a window on a logBuffer that follows the tail unless the user
-// scrolled away or paused it, and can search.
+// scrolled away or paused it, searches as less does, wraps long lines or
+// scrolls sideways.
 type logView struct {
 	buf           *logBuffer
 	width, height int
 	follow        bool
 	top           int    // absolute number of the first visible line when not following
 	query         string // current search, "" for none
+	back          bool   // the search goes towards older lines (?), else newer (/)
 	match         int    // absolute line of the current match, -1 for none
+	wrap          bool   // long lines wrap instead of being cut
+	xoff          int    // cells scrolled to the right when not wrapping
 }
 
 func newLogView(buf *logBuffer) logView {
@@ -94,11 +139,35 @@ func (v *logView) Top() int {
 		return 0
 	}
 	lo := v.buf.First()
-	hi := max(lo, v.buf.End()-v.height)
+	hi := max(lo, v.bottomTop())
 	if v.follow {
 		return hi
 	}
 	return min(max(v.top, lo), hi)
+}
+
+// bottomTop is the first line of the window that shows the tail: with
+// wrapping, long lines take several rows, so fewer lines fit.
+func (v *logView) bottomTop() int {
+	if !v.wrap {
+		return v.buf.End() - v.height
+	}
+	rows := 0
+	for abs := v.buf.End() - 1; abs >= v.buf.First(); abs-- {
+		rows += v.rows(v.buf.Line(abs))
+		if rows > v.height {
+			return abs + 1
+		}
+	}
+	return v.buf.First()
+}
+
+// rows is how many screen rows a line takes.
+func (v *logView) rows(line string) int {
+	if !v.wrap || ansi.StringWidth(line) <= v.width {
+		return 1
+	}
+	return strings.Count(ansi.Wrap(line, v.width, ""), "\n") + 1
 }
 
 // Scroll moves the window by delta lines (negative is up) and pauses
@@ -108,7 +177,7 @@ func (v *logView) Scroll(delta int) {
 		return
 	}
 	top := v.Top() + delta
-	bottom := max(v.buf.First(), v.buf.End()-v.height)
+	bottom := max(v.buf.First(), v.bottomTop())
 	v.top = min(max(top, v.buf.First()), bottom)
 	v.follow = delta > 0 && v.top == bottom
 }
@@ -129,69 +198,178 @@ func (v *logView) ToggleFollow() {
 	v.follow = true
 }
 
-// Search finds query, starting from the current match (or the bottom of the
-// window) and going backwards or forwards; it returns whether it found one.
-// Matching is case-insensitive on the text without colours.
-func (v *logView) Search(query string, forward bool) bool {
-	if v.buf == nil || query == "" {
-		v.query, v.match = "", -1
-		return false
+// ToggleWrap turns wrapping of long lines on or off.
+func (v *logView) ToggleWrap() {
+	top := v.Top()
+	v.wrap, v.xoff = !v.wrap, 0
+	if !v.follow {
+		v.top = top
 	}
-	if query != v.query {
-		v.query = query
-		v.match = -1
-	}
-	from := v.match
-	if from < 0 {
-		from = v.Top() + v.height
-		if forward {
-			from = v.Top() - 1
-		}
-	}
-	q := strings.ToLower(query)
-	step := -1
-	if forward {
-		step = 1
-	}
-	start := from + step
-	if v.match < 0 { // from the window's edge, which may be past the last line
-		start = min(max(start, v.buf.First()), v.buf.End()-1)
-	}
-	for abs := start; abs >= v.buf.First() && abs < v.buf.End(); abs += step {
-		if strings.Contains(strings.ToLower(ansi.Strip(v.buf.Line(abs))), q) {
-			v.match = abs
-			v.follow = false
-			v.top = abs - v.height/2
-			v.top = v.Top() // clamp
-			return true
-		}
-	}
-	return false
 }
 
-// View renders the visible lines, cut to the width; the current match is
-// highlighted.
+// ScrollX moves the window sideways by delta cells (not while wrapping).
+func (v *logView) ScrollX(delta int) {
+	if v.wrap {
+		return
+	}
+	v.xoff = max(v.xoff+delta, 0)
+}
+
+// TopNo is the file line number at the top of the window (0 for none).
+func (v *logView) TopNo() int {
+	if v.buf == nil {
+		return 0
+	}
+	for abs := v.Top(); abs < v.buf.End(); abs++ {
+		if no := v.buf.No(abs); no > 0 {
+			return no
+		}
+	}
+	return 0
+}
+
+// searchResult is what a search found, for the status line.
+type searchResult struct {
+	found   bool
+	wrapped bool // it went past the end (or the start) and on from the other
+	index   int  // 1-based position of the match among all matches
+	total   int  // matches in the kept lines
+	no      int  // the match's file line number
+}
+
+// Note is the status line's text for the result, in less's and vim's words.
+func (r searchResult) Note(query string, back bool) string {
+	if !r.found {
+		return ""
+	}
+	s := fmt.Sprintf("match %d/%d, line %d", r.index, r.total, r.no)
+	switch {
+	case r.wrapped && back:
+		s = "search hit TOP, continuing at BOTTOM · " + s
+	case r.wrapped:
+		s = "search hit BOTTOM, continuing at TOP · " + s
+	}
+	return s
+}
+
+// Search starts a search for query: / looks forward from the top of the
+// window, ? backward from its bottom, and both go on round the other end
+// (less's and vim's wrapscan). Matching is case-insensitive on the text
+// without colours.
+func (v *logView) Search(query string, back bool) searchResult {
+	if v.buf == nil || query == "" {
+		v.query, v.match = "", -1
+		return searchResult{}
+	}
+	v.query, v.back, v.match = query, back, -1
+	from := v.Top() - 1 // forward: the first line of the window is the first tried
+	if back {
+		from = min(v.Top()+v.height, v.buf.End())
+	}
+	return v.find(from, back)
+}
+
+// Next repeats the search: n in its direction, N (reverse) the other way.
+func (v *logView) Next(reverse bool) searchResult {
+	if v.buf == nil || v.query == "" {
+		return searchResult{}
+	}
+	from := v.match
+	if from < v.buf.First() {
+		from = v.Top() - 1
+		if v.back != reverse {
+			from = min(v.Top()+v.height, v.buf.End())
+		}
+	}
+	return v.find(from, v.back != reverse)
+}
+
+// find looks for the query from the line after (or before) from, round the
+// other end once, and puts the match in the middle of the window.
+func (v *logView) find(from int, back bool) searchResult {
+	q := strings.ToLower(v.query)
+	first, end := v.buf.First(), v.buf.End()
+	var res searchResult
+	var hits []int
+	for abs := first; abs < end; abs++ {
+		if strings.Contains(strings.ToLower(ansi.Strip(v.buf.Line(abs))), q) {
+			hits = append(hits, abs)
+		}
+	}
+	res.total = len(hits)
+	if len(hits) == 0 {
+		return res
+	}
+	pick := -1
+	if back {
+		for i := len(hits) - 1; i >= 0; i-- {
+			if hits[i] < from {
+				pick = i
+				break
+			}
+		}
+		if pick < 0 {
+			pick, res.wrapped = len(hits)-1, true
+		}
+	} else {
+		for i, h := range hits {
+			if h > from {
+				pick = i
+				break
+			}
+		}
+		if pick < 0 {
+			pick, res.wrapped = 0, true
+		}
+	}
+	v.match = hits[pick]
+	v.follow = false
+	v.top = v.match - v.height/2
+	v.top = v.Top() // clamp
+	res.found, res.index, res.no = true, pick+1, v.buf.No(v.match)
+	return res
+}
+
+// View renders the visible lines: cut to the width (a cut line ends in
+// "…", and the part scrolled off to the left starts with "…"), or wrapped.
+// The current match is highlighted.
 func (v *logView) View(st Styles) string {
 	if v.buf == nil {
 		return ""
 	}
-	top := v.Top()
-	var sb strings.Builder
-	for i := range v.height {
-		abs := top + i
-		if i > 0 {
-			sb.WriteByte('\n')
-		}
-		if abs >= v.buf.End() {
-			continue
-		}
+	rows := make([]string, 0, v.height)
+	for abs := v.Top(); abs < v.buf.End() && len(rows) < v.height; abs++ {
 		line := v.buf.Line(abs)
 		if abs == v.match {
 			line = highlight(ansi.Strip(line), v.query, st)
 		}
-		sb.WriteString(ansi.Truncate(line, v.width, "…"))
+		if v.wrap {
+			for _, r := range strings.Split(ansi.Wrap(line, v.width, ""), "\n") {
+				if len(rows) < v.height {
+					rows = append(rows, r)
+				}
+			}
+			continue
+		}
+		rows = append(rows, v.cut(line))
 	}
-	return sb.String()
+	for len(rows) < v.height {
+		rows = append(rows, "")
+	}
+	return strings.Join(rows, "\n")
+}
+
+// cut shows the part of a line the sideways scroll puts in the window.
+func (v *logView) cut(line string) string {
+	w := ansi.StringWidth(line)
+	if v.xoff == 0 {
+		return ansi.Truncate(line, v.width, "…")
+	}
+	if v.xoff >= w {
+		return ""
+	}
+	part := "…" + ansi.Cut(line, v.xoff+1, w)
+	return ansi.Truncate(part, v.width, "…")
 }
 
 // highlight marks every case-insensitive occurrence of q in plain.

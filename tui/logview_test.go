@@ -89,37 +89,112 @@ func TestLogViewScrollClampsWhenRingRotates(t *testing.T) {
 	}
 }
 
-func TestLogViewSearch(t *testing.T) {
+// TestLogViewSearchLikeLess is the review's finding 5: / searches forward
+// from the top of the window and ? backward, n repeats the direction and N
+// reverses it, the search wraps round with vim's note, and the match is
+// counted ("match 2/3") and named by its line in the file.
+func TestLogViewSearchLikeLess(t *testing.T) {
 	b := newLogBuffer(100)
 	for i := range 30 {
 		line := fmt.Sprintf("building object %d", i)
-		if i == 5 || i == 20 {
+		if i == 5 || i == 15 || i == 20 {
 			line = "\x1b[31mERROR\x1b[0m: HIP error: invalid device function"
 		}
 		b.Append(line)
 	}
 	v := newLogView(b)
 	v.SetSize(60, 5)
-	if !v.Search("hip ERROR", false) || v.match != 20 {
-		t.Fatalf("first search: match %d, want the newest, 20", v.match)
+	v.Home() // g: the top of the log, as in the review's repro
+	r := v.Search("hip ERROR", false)
+	if !r.found || v.match != 5 || r.index != 1 || r.total != 3 || r.no != 6 || r.wrapped {
+		t.Fatalf("/ from the top: %+v, match %d; want the first match, 1/3, file line 6", r, v.match)
 	}
 	if v.follow {
 		t.Error("a match did not pause following")
 	}
-	if !v.Search("hip ERROR", false) || v.match != 5 {
-		t.Fatalf("next older: match %d, want 5", v.match)
+	if r := v.Next(false); v.match != 15 || r.index != 2 {
+		t.Fatalf("n: match %d (%+v), want the next one down, 15", v.match, r)
 	}
-	if v.Search("hip ERROR", false) {
-		t.Error("found a match older than the oldest")
+	if r := v.Next(false); v.match != 20 || r.index != 3 {
+		t.Fatalf("n: match %d (%+v), want 20", v.match, r)
 	}
-	if !v.Search("hip ERROR", true) || v.match != 20 {
-		t.Errorf("next newer: match %d, want 20", v.match)
+	r = v.Next(false)
+	if v.match != 5 || !r.wrapped || !strings.Contains(r.Note("hip ERROR", false), "search hit BOTTOM, continuing at TOP") {
+		t.Fatalf("n past the last: match %d, %+v %q; want a wrap to the first", v.match, r, r.Note("hip ERROR", false))
 	}
-	if v.Search("no such text", false) {
-		t.Error("found text that is not there")
+	if r := v.Next(true); v.match != 20 || !r.wrapped {
+		t.Fatalf("N from the first: match %d (%+v), want a wrap back to the last", v.match, r)
 	}
-	if v.Search("", false) || v.query != "" {
+	if r := v.Next(true); v.match != 15 || r.wrapped {
+		t.Fatalf("N: match %d (%+v), want 15", v.match, r)
+	}
+	if !strings.Contains(r.Note("x", false), "match 1/3, line 6") {
+		t.Errorf("the note does not count: %q", r.Note("x", false))
+	}
+
+	// ? searches backward from the bottom of the window, and n goes on up.
+	v.End()
+	if r := v.Search("hip error", true); v.match != 20 || r.index != 3 {
+		t.Fatalf("? at the tail: match %d (%+v), want the last, 20", v.match, r)
+	}
+	if v.Next(false); v.match != 15 {
+		t.Fatalf("n after ?: match %d, want 15 (n keeps ?'s direction)", v.match)
+	}
+	if r := v.Search("no such text", false); r.found || r.total != 0 {
+		t.Errorf("found text that is not there: %+v", r)
+	}
+	if r := v.Search("", false); r.found || v.query != "" {
 		t.Error("an empty search did not clear")
+	}
+}
+
+// TestLogBufferKeepsFileLineNumbers: after a flood that the screen partly
+// dropped, the lines keep their numbers in the file, so "line 195000" on
+// screen is line 195000 of the log (finding 5).
+func TestLogBufferKeepsFileLineNumbers(t *testing.T) {
+	b := newLogBuffer(5)
+	b.AppendAt(1, "a")
+	b.AppendAt(2, "b")
+	b.AppendAt(195000, "after a drop") // lines 3..194999 were dropped on the way
+	b.Note("──── retry ────")
+	b.Append("next")
+	if b.No(2) != 195000 || b.No(3) != 0 || b.No(4) != 195001 || b.LastNo() != 195001 || b.FirstNo() != 1 {
+		t.Errorf("numbers %d %d %d, last %d first %d", b.No(2), b.No(3), b.No(4), b.LastNo(), b.FirstNo())
+	}
+	v := newLogView(b)
+	v.SetSize(20, 2)
+	if r := v.Search("after", false); r.no != 195000 {
+		t.Errorf("search names line %d, want the file's 195000", r.no)
+	}
+}
+
+// TestLogViewWrapsAndScrollsSideways: w wraps long lines whole; without it
+// ←/→ shows what is past the edge (finding 3).
+func TestLogViewWrapsAndScrollsSideways(t *testing.T) {
+	b := newLogBuffer(10)
+	long := "error: running as root: distrobox refuses that. Run haloforge as your normal user"
+	b.Append(long)
+	b.Append("short")
+	v := newLogView(b)
+	v.SetSize(30, 5)
+	plainView := func() string { return ansi.Strip(v.View(DefaultStyles())) }
+	if got := plainView(); strings.Contains(got, "normal user") || !strings.Contains(got, "…") {
+		t.Fatalf("a long line is not cut with …:\n%s", got)
+	}
+	v.ScrollX(60)
+	if got := plainView(); !strings.Contains(got, "normal user") {
+		t.Errorf("→ does not show the end of the line:\n%s", got)
+	}
+	v.ScrollX(-60)
+	v.ToggleWrap()
+	got := plainView()
+	if !strings.Contains(strings.Join(strings.Fields(got), " "), long) {
+		t.Errorf("wrapped, the line is not there whole:\n%s", got)
+	}
+	for _, l := range strings.Split(got, "\n") {
+		if ansi.StringWidth(l) > 30 {
+			t.Errorf("wrapped row wider than the pane: %q", l)
+		}
 	}
 }
 
@@ -182,16 +257,21 @@ func FuzzLogView(f *testing.F) {
 		v := newLogView(b)
 		v.SetSize(w, h)
 		v.Search(query, false)
+		v.Next(false)
 		v.Search(query, true)
+		v.Next(true)
 		v.Scroll(-3)
-		out := v.View(DefaultStyles())
-		lines := strings.Split(out, "\n")
-		if len(lines) > h {
-			t.Fatalf("%d lines in a %d-line pane", len(lines), h)
-		}
-		for _, l := range lines {
-			if ansi.StringWidth(l) > w {
-				t.Fatalf("line %q is %d cells in a %d-cell pane", l, ansi.StringWidth(l), w)
+		for _, mode := range []func(){func() {}, func() { v.ScrollX(w/2 + 1) }, func() { v.ScrollX(-1000); v.ToggleWrap() }} {
+			mode()
+			out := v.View(DefaultStyles())
+			lines := strings.Split(out, "\n")
+			if len(lines) > h {
+				t.Fatalf("%d lines in a %d-line pane", len(lines), h)
+			}
+			for _, l := range lines {
+				if ansi.StringWidth(l) > w {
+					t.Fatalf("line %q is %d cells in a %d-cell pane", l, ansi.StringWidth(l), w)
+				}
 			}
 		}
 	})

@@ -16,9 +16,9 @@ import (
 )
 
 // Model is the wizard's root: it owns the stack of screens, global keys
-// (help, quit with confirmation), the frame, and moves from one screen to
-// the next. It asks screens about themselves (the screen contract) and
-// never reads their fields.
+// (help, quit), the frame, and moves from one screen to the next. It asks
+// screens about themselves (the screen contract) and never reads their
+// fields.
 type Model struct {
 	common  *common
 	ctx     context.Context
@@ -31,7 +31,7 @@ type Model struct {
 	run      *runScreen    // the current run, also while another screen is on top
 	stack    []screen      // the screens in the order they were opened
 	det      *Detection
-	confirm  bool // the quit question is up
+	confirm  bool // the quit question is up (only while a step runs)
 	quitting bool // quit once the run has stopped
 	errNote  string
 	result   Result
@@ -39,13 +39,16 @@ type Model struct {
 
 // New builds the wizard's root model.
 func New(ctx context.Context, b Backend, opts Options) *Model {
-	c := &common{Styles: DefaultStyles(), Keys: DefaultKeyMap(), Demo: opts.Demo}
+	c := &common{Styles: DefaultStyles(), Keys: DefaultKeyMap(), Demo: opts.Demo, commands: opts.Commands, pager: opts.Pager}
 	m := &Model{common: c, ctx: ctx, backend: b, opts: opts, help: help.New()}
-	m.detect = newDetectScreen(c)
+	m.help.Styles.ShortKey = c.Styles.Key
+	m.help.Styles.FullKey = c.Styles.Key
+	m.detect = newDetectScreen(c, opts.DemoCmd != nil)
 	m.stack = []screen{m.detect}
+	m.result.Demo = opts.Demo
 	if opts.Plan != nil {
 		m.result.Track = opts.Plan.Track.ID
-		m.run = newRunScreen(ctx, c, b, opts.Plan)
+		m.run = newRunScreen(ctx, c, b, opts.Plan, false)
 		m.stack = []screen{m.run}
 	}
 	return m
@@ -59,8 +62,18 @@ func (m *Model) drain(d time.Duration) {
 	}
 }
 
-// Result says how the session ended, once the program returned.
-func (m *Model) Result() Result { return m.result }
+// Result says how the session ended, once the program returned: the run's
+// outcome and the commands for the recap.
+func (m *Model) Result() Result {
+	res := m.result
+	if m.run != nil {
+		m.run.fillResult(&res)
+	}
+	if res.Track != "" && m.common.commands != nil {
+		res.Build = m.common.commands(Command{Track: res.Track, Sets: m.common.sets})
+	}
+	return res
+}
 
 // Init starts detection right away; the first frame does not wait for it.
 func (m *Model) Init() tea.Cmd {
@@ -107,6 +120,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		return m, m.run.Update(msg)
+	case execDoneMsg:
+		if msg.err != nil {
+			m.errNote = msg.what + ": " + msg.err.Error()
+		}
+		return m, nil
 	}
 	return m, m.route(msg)
 }
@@ -116,14 +134,18 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m *Model) route(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case openPickerMsg:
-		m.picker = newPickerScreen(m.common, m.backend.Tracks(), cmp.Or(m.opts.Track, msg.preselect))
+		m.picker = newPickerScreen(m.common, m.backend.Tracks(), cmp.Or(m.opts.Track, msg.preselect), m.det)
 		return m.open(m.picker)
 	case trackChosenMsg:
 		return m.planFor(msg.track)
 	case planMsg:
 		return m.planReady(msg)
+	case setPinMsg:
+		return m.setPin(msg)
 	case startRunMsg:
-		return m.startRun(msg.plan)
+		return m.startRun(msg)
+	case runDemoMsg:
+		return m.runDemo()
 	case runEndedMsg:
 		return m.runEnded(msg)
 	case openSummaryMsg:
@@ -153,17 +175,18 @@ func (m *Model) tick(msg spinner.TickMsg) tea.Cmd {
 	return m.detect.Update(msg)
 }
 
-// runEnded records the outcome; a clean finish opens the summary (or ends
-// a build session), a failure stays on the run with its hint panel.
+// runEnded records the outcome; a clean finish opens the summary, a
+// failure stays on the run with its hint panel.
 func (m *Model) runEnded(msg runEndedMsg) tea.Cmd {
-	m.result.Status, m.result.Interrupted = msg.status, msg.interrupted
+	m.result.Status = msg.status
+	if msg.interrupted {
+		m.result.Interrupted = true
+	}
 	switch {
 	case m.quitting:
 		return tea.Quit
 	case !msg.clean:
 		return nil
-	case m.opts.Plan != nil:
-		return tea.Quit
 	case m.top() == m.run:
 		return m.open(m.run.Summary())
 	}
@@ -176,9 +199,12 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 		return m.confirmKey(k)
 	}
 	if key.Matches(k, keys.ForceQuit) {
-		return m.quitNow()
+		return m.interrupt()
 	}
 	if m.top().TakesText() {
+		return m.top().Update(k)
+	}
+	if c, ok := m.top().(keyClaimer); ok && c.Claims(k) {
 		return m.top().Update(k)
 	}
 	switch {
@@ -187,8 +213,12 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 		m.layout()
 		return nil
 	case key.Matches(k, keys.Quit):
-		m.confirm = true
-		return nil
+		if m.running() {
+			m.confirm = true // a step runs: stopping it is worth a question
+			m.layout()
+			return nil
+		}
+		return tea.Quit
 	}
 	return m.top().Update(k)
 }
@@ -198,21 +228,44 @@ func (m *Model) confirmKey(k tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case key.Matches(k, keys.Yes), key.Matches(k, keys.Quit), key.Matches(k, keys.ForceQuit):
 		m.confirm = false
+		m.layout()
 		return m.quitNow()
 	case key.Matches(k, keys.No):
 		m.confirm = false
+		m.layout()
 	}
 	return nil
 }
 
+func (m *Model) running() bool { return m.run != nil && m.run.Running() }
+
+// interrupt is Ctrl-C: it stops a running step and quits, at once and
+// without a question (gum's convention). The session ends as interrupted
+// (exit 130) unless a run already ended, whose own outcome then stands.
+func (m *Model) interrupt() tea.Cmd {
+	if m.running() || m.run == nil || !m.run.Ended() {
+		m.result.Interrupted = true
+	}
+	return m.quitNow()
+}
+
 // quitNow quits, after stopping the running step cleanly when there is one.
 func (m *Model) quitNow() tea.Cmd {
-	if m.run != nil && m.run.Running() {
+	if m.running() {
 		m.quitting = true
+		m.result.Interrupted = true
 		m.run.Stop()
 		return nil
 	}
 	return tea.Quit
+}
+
+// runDemo hands the terminal to `haloforge demo` and comes back.
+func (m *Model) runDemo() tea.Cmd {
+	if m.opts.DemoCmd == nil {
+		return nil
+	}
+	return tea.ExecProcess(m.opts.DemoCmd(), func(err error) tea.Msg { return execDoneMsg{what: "demo", err: err} })
 }
 
 // planFor asks the backend for the plan of the picked track.
@@ -236,14 +289,35 @@ func (m *Model) planReady(msg planMsg) tea.Cmd {
 		return m.picker.Init()
 	}
 	m.errNote = ""
+	m.result.Planned = true
+	if msg.set != "" {
+		m.common.sets = append(m.common.sets, msg.set)
+	}
+	if p, ok := m.top().(*planScreen); ok && p.plan.Track.ID == msg.plan.Track.ID {
+		p.Replan(msg.plan) // a value was set: the same screen, the new plan
+		m.layout()
+		return nil
+	}
 	return m.open(newPlanScreen(m.common, msg.plan, m.det))
 }
 
-func (m *Model) startRun(p *Plan) tea.Cmd {
-	if m.run != nil && m.run.Running() {
+// setPin sets a value the plan needs and plans the track again.
+func (m *Model) setPin(msg setPinMsg) tea.Cmd {
+	b := m.backend
+	return func() tea.Msg {
+		if err := b.SetPin(msg.assign); err != nil {
+			return noteMsg(err.Error())
+		}
+		p, err := b.Plan(msg.track)
+		return planMsg{plan: p, err: err, set: msg.assign}
+	}
+}
+
+func (m *Model) startRun(msg startRunMsg) tea.Cmd {
+	if m.running() {
 		return nil
 	}
-	m.run = newRunScreen(m.ctx, m.common, m.backend, p)
+	m.run = newRunScreen(m.ctx, m.common, m.backend, msg.plan, msg.ignoreChecks)
 	return tea.Batch(m.open(m.run), m.run.Start(false))
 }
 
@@ -273,20 +347,58 @@ func (m *Model) footer() string {
 	if m.confirm {
 		return m.confirmText()
 	}
-	f := m.help.View(m.top())
+	var f string
+	if m.help.ShowAll {
+		f = m.help.FullHelpView(m.top().FullHelp())
+	} else {
+		f = fitHelp(m.top().ShortHelp(), m.common.Keys, m.common.Width, m.common.Styles)
+	}
 	if m.errNote != "" {
 		f = m.common.Styles.Fail.Render(ansiCut(m.errNote, m.common.Width)) + "\n" + f
 	}
 	return f
 }
 
+// fitHelp renders a screen's short help on one line of width w. The
+// screen lists its keys most important first; help and quit always show,
+// at the end, and the other keys as many as fit, so that at 80 columns
+// the footer still says how to get help and how to leave.
+func fitHelp(bs []key.Binding, k KeyMap, w int, st Styles) string {
+	var keep, last []key.Binding
+	for _, b := range bs {
+		if !b.Enabled() {
+			continue
+		}
+		switch b.Help().Key {
+		case k.Help.Help().Key, k.LogHelp.Help().Key, k.Quit.Help().Key, k.ForceQuit.Help().Key:
+			last = append(last, b)
+		default:
+			keep = append(keep, b)
+		}
+	}
+	for n := len(keep); ; n-- {
+		line := helpLine(append(slices.Clip(keep[:n]), last...), st)
+		if lipgloss.Width(line) <= w || n == 0 {
+			return ansiCut(line, w)
+		}
+	}
+}
+
+func helpLine(bs []key.Binding, st Styles) string {
+	parts := make([]string, len(bs))
+	for i, b := range bs {
+		parts[i] = st.Key.Render(b.Help().Key) + " " + st.Subtle.Render(b.Help().Desc)
+	}
+	return strings.Join(parts, st.Subtle.Render(" • "))
+}
+
 func (m *Model) confirmText() string {
 	st := m.common.Styles
-	q := "Quit haloforge?"
-	if m.run != nil && m.run.Running() {
-		q = "Quit? The running step is stopped cleanly and can be resumed later."
+	q := st.Warn.Render(wrap("Quit? The running step "+m.run.rs.Current+" is stopped cleanly.", max(m.common.Width, 20)))
+	if c := m.run.resumeCommand(m.run.rs.Current); c != "" {
+		q += "\n" + st.Subtle.Render("Resume it later with: ") + c
 	}
-	return st.Warn.Render(q) + "  " + st.Key.Render("y") + " yes  " + st.Key.Render("n") + " no"
+	return q + "\n" + st.Key.Render("y") + " yes  " + st.Key.Render("n") + " no"
 }
 
 // View frames the top screen; below the minimum size it explains instead.
@@ -304,7 +416,7 @@ func (m *Model) render() string {
 		return "haloforge"
 	}
 	if w < MinWidth || h < MinHeight {
-		return tooSmall(w, h)
+		return tooSmall(w, h, m.running())
 	}
 	header := m.header()
 	footer := m.footer()
@@ -362,7 +474,15 @@ func (m *Model) progress() *tea.ProgressBar {
 	return m.run.ProgressBar()
 }
 
-// tooSmall is shown instead of a cramped layout.
-func tooSmall(w, h int) string {
-	return fmt.Sprintf("haloforge needs a terminal of at least %d×%d; this one is %d×%d.\nEnlarge the window, or run `haloforge --plain` for line mode.", MinWidth, MinHeight, w, h)
+// tooSmall is shown instead of a cramped layout, wrapped to the window so
+// that even a tiny one shows all of it. During a run it says the run goes
+// on; before, it offers line mode.
+func tooSmall(w, h int, running bool) string {
+	text := fmt.Sprintf("haloforge needs a terminal of at least %d×%d; this one is %d×%d. Enlarge the window", MinWidth, MinHeight, w, h)
+	if running {
+		text += ": the run goes on meanwhile."
+	} else {
+		text += ", or run haloforge with --plain for line mode."
+	}
+	return clipLines(wrap(text, w), max(h, 1))
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -9,6 +10,7 @@ import (
 	"charm.land/huh/v2"
 	"charm.land/lipgloss/v2"
 
+	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/steps"
 )
 
@@ -16,19 +18,24 @@ import (
 // hovered track take the rest.
 const pickerListWidth = 38
 
-// pickerScreen is the track picker: a huh select with status badges, and the
-// hovered track's description, requirements, pros and cons beside it.
+// pickerScreen is the track picker: a huh select with the tracks, and the
+// hovered track's description, requirements (checked against what
+// detection found), pros and cons beside it. / filters the list, as in
+// gum: Esc while typing keeps the filter, Esc with a filter clears it, and
+// only Esc without one goes back.
 type pickerScreen struct {
 	*common
 	tracks []steps.Track
+	det    *Detection
 	choice string
 	form   *huh.Form
 	sel    *huh.Select[string]
+	scroll int // of the details pane
 	w, h   int
 }
 
-func newPickerScreen(c *common, tracks []steps.Track, preselect string) *pickerScreen {
-	p := &pickerScreen{common: c, tracks: tracks, choice: preselect}
+func newPickerScreen(c *common, tracks []steps.Track, preselect string, det *Detection) *pickerScreen {
+	p := &pickerScreen{common: c, tracks: tracks, choice: preselect, det: det}
 	p.buildForm()
 	return p
 }
@@ -38,10 +45,11 @@ func newPickerScreen(c *common, tracks []steps.Track, preselect string) *pickerS
 func (p *pickerScreen) buildForm() {
 	opts := make([]huh.Option[string], len(p.tracks))
 	for i, t := range p.tracks {
-		opts[i] = huh.NewOption(trackLabel(t), t.ID)
+		opts[i] = huh.NewOption(p.label(t), t.ID)
 	}
 	p.sel = huh.NewSelect[string]().
 		Title("Pick a track").
+		Description(p.intro()).
 		Options(opts...).
 		Value(&p.choice)
 	p.form = huh.NewForm(huh.NewGroup(p.sel)).
@@ -53,6 +61,26 @@ func (p *pickerScreen) buildForm() {
 	}
 }
 
+// intro says what detection means for the choice.
+func (p *pickerScreen) intro() string {
+	switch {
+	case p.det == nil:
+		return "No detection: see each track's needs."
+	case p.det.GPU == nil:
+		return "No AMD GPU here: plans can be read, builds stop at the GPU check."
+	case p.det.Recommended == "":
+		return "No track fits " + gfxOf(p.det) + " yet."
+	}
+	return "★ is the best fit for this " + gfxOf(p.det) + "."
+}
+
+func gfxOf(d *Detection) string {
+	if d == nil || d.GPU == nil || d.GPU.Gfx == "" {
+		return "machine"
+	}
+	return d.GPU.Gfx
+}
+
 // Reset rebuilds the form, keeping the choice, so that the picker is live
 // again after its choice was taken (back from the plan, or a plan error).
 func (p *pickerScreen) Reset() { p.buildForm() }
@@ -60,16 +88,24 @@ func (p *pickerScreen) Reset() { p.buildForm() }
 // Revealed resets the picker when the plan above it closes.
 func (p *pickerScreen) Revealed() { p.Reset() }
 
-// trackLabel is the option text: ID and a status badge in brackets, so the
-// badge reads the same with and without colour.
-func trackLabel(t steps.Track) string {
-	return fmt.Sprintf("%-17s %s", t.ID, badgeText(t.Status))
+// label is the option text: ID and a badge in brackets, so that it reads
+// the same with and without colour. ★ marks detection's pick; a track that
+// does not build for this machine's GPU says so.
+func (p *pickerScreen) label(t steps.Track) string {
+	badge := badgeText(t.Status)
+	switch {
+	case p.det != nil && t.ID == p.det.Recommended:
+		badge = "★ for this box"
+	case p.det != nil && p.det.GPU != nil && p.det.GPU.Gfx != "" && !slices.Contains(t.GFX, p.det.GPU.Gfx):
+		badge = "not for " + p.det.GPU.Gfx
+	}
+	return fmt.Sprintf("%-17s %s", t.ID, badge)
 }
 
 func badgeText(s steps.Status) string {
 	switch s {
 	case steps.StatusRecommended:
-		return "★ recommended"
+		return "main track"
 	case steps.StatusBlockedUpstream:
 		return "⚠ blocked"
 	default:
@@ -83,33 +119,84 @@ func (p *pickerScreen) Init() tea.Cmd { return p.form.Init() }
 func (p *pickerScreen) SetSize(w, h int) {
 	p.w, p.h = w, h
 	p.form = p.form.WithHeight(max(h, 5))
+	p.scroll = clampOffset(p.scroll, lineCount(p.details()), h)
 }
 
 func (p *pickerScreen) Crumb() string { return "track" }
 
-func (p *pickerScreen) TakesText() bool { return false }
-
-func (p *pickerScreen) ShortHelp() []key.Binding {
-	return []key.Binding{p.Keys.Up, p.Keys.Down, withHelp(p.Keys.Enter, "plan"), p.Keys.Back, p.Keys.Help, p.Keys.Quit}
+// TakesText is true while the filter is typed: letters go to it.
+func (p *pickerScreen) TakesText() bool {
+	filtering, _ := p.filterState()
+	return filtering
 }
 
-func (p *pickerScreen) FullHelp() [][]key.Binding { return [][]key.Binding{p.ShortHelp()} }
+// filterState reads the select's filter: being typed, or set.
+func (p *pickerScreen) filterState() (filtering, filtered bool) {
+	for _, b := range p.sel.KeyBinds() {
+		switch b.Help().Desc {
+		case "set filter":
+			filtering = b.Enabled()
+		case "clear filter":
+			filtered = b.Enabled()
+		}
+	}
+	return filtering, filtered
+}
+
+func (p *pickerScreen) ShortHelp() []key.Binding {
+	k := p.Keys
+	switch filtering, filtered := p.filterState(); {
+	case filtering:
+		return []key.Binding{withHelp(k.Enter, "plan"), withHelp(k.Back, "keep the filter"), k.Up, k.Down, k.ForceQuit}
+	case filtered:
+		return []key.Binding{withHelp(k.Enter, "plan"), withHelp(k.Back, "clear the filter"), k.Filter, k.Up, k.Down, k.Help, k.Quit}
+	}
+	return []key.Binding{withHelp(k.Enter, "plan"), k.Filter, k.Up, k.Down, withHelp(k.PageDown, "details"), k.Back, k.Help, k.Quit}
+}
+
+func (p *pickerScreen) FullHelp() [][]key.Binding {
+	k := p.Keys
+	return [][]key.Binding{
+		{withHelp(k.Enter, "plan"), k.Up, k.Down, withHelp(k.PageDown, "scroll the details"), withHelp(k.PageUp, "scroll back")},
+		{k.Filter, withHelp(k.Back, "keep, then clear the filter; back"), k.Help, k.Quit},
+	}
+}
 
 func (p *pickerScreen) Update(msg tea.Msg) tea.Cmd {
-	if k, ok := msg.(tea.KeyPressMsg); ok && key.Matches(k, p.Keys.Back) {
-		return closeScreen
+	if k, ok := msg.(tea.KeyPressMsg); ok {
+		filtering, filtered := p.filterState()
+		switch {
+		case key.Matches(k, p.Keys.Back) && !filtering && !filtered:
+			return closeScreen
+		case !filtering && (key.Matches(k, p.Keys.PageDown) || key.Matches(k, p.Keys.PageUp)):
+			d := p.h / 2
+			if key.Matches(k, p.Keys.PageUp) {
+				d = -d
+			}
+			p.scroll = clampOffset(p.scroll+d, lineCount(p.details()), p.h)
+			return nil
+		}
 	}
+	before := p.hovered()
 	f, cmd := p.form.Update(msg)
 	p.form = f.(*huh.Form)
+	if p.hovered() != before {
+		p.scroll = 0
+	}
 	if p.form.State == huh.StateCompleted {
 		return send(trackChosenMsg{track: p.choice})
 	}
 	return cmd
 }
 
+func (p *pickerScreen) hovered() string {
+	id, _ := p.sel.Hovered()
+	return id
+}
+
 // Hovered is the track under the cursor.
 func (p *pickerScreen) Hovered() steps.Track {
-	id, _ := p.sel.Hovered()
+	id := p.hovered()
 	for _, t := range p.tracks {
 		if t.ID == id {
 			return t
@@ -118,36 +205,77 @@ func (p *pickerScreen) Hovered() steps.Track {
 	return steps.Track{}
 }
 
-func (p *pickerScreen) View() string {
-	list := p.form.View()
-	detailW := p.w - pickerListWidth - 3
-	details := trackDetails(p.Hovered(), p.Styles, detailW)
-	details = clipLines(details, p.h)
-	return lipgloss.JoinHorizontal(lipgloss.Top, lipgloss.NewStyle().Width(pickerListWidth).Render(list), " │ ", details)
+func (p *pickerScreen) detailsWidth() int { return max(p.w-pickerListWidth-3, 20) }
+
+func (p *pickerScreen) details() string {
+	return trackDetails(p.Hovered(), p.det, p.Styles, p.detailsWidth())
 }
 
-// trackDetails is the right-hand panel of the picker.
-func trackDetails(t steps.Track, st Styles, width int) string {
+func (p *pickerScreen) View() string {
+	list := p.form.View()
+	lines := strings.Split(p.details(), "\n")
+	visible, off := window(lines, p.scroll, p.h)
+	if len(lines) > p.h && p.h > 2 {
+		visible, off = window(lines, p.scroll, p.h-1)
+		more := fmt.Sprintf("↓ %d more lines: pgdn", len(lines)-off-len(visible))
+		if off+len(visible) >= len(lines) {
+			more = "↑ pgup: back to the top"
+		}
+		visible = append(visible, p.Styles.Subtle.Render(more))
+	}
+	return lipgloss.JoinHorizontal(lipgloss.Top, lipgloss.NewStyle().Width(pickerListWidth).Render(list), " │ ", strings.Join(visible, "\n"))
+}
+
+// trackDetails is the right-hand panel of the picker. The checks that
+// would stop the track's build carry detection's verdict.
+func trackDetails(t steps.Track, det *Detection, st Styles, width int) string {
 	if t.ID == "" {
 		return ""
 	}
 	badge := st.Badge[string(t.Status)].Render(badgeText(t.Status))
 	var b strings.Builder
-	b.WriteString(st.Bold.Render(wrap(t.Title, width)) + "\n" + badge + st.Subtle.Render("  gfx: "+strings.Join(t.GFX, ", ")) + "\n\n")
-	b.WriteString(wrap(t.Description, width) + "\n")
+	b.WriteString(st.Bold.Render(wrap(t.Title, width)) + "\n" + badge + "\n")
+	b.WriteString(st.Subtle.Render(wrap("gfx: "+strings.Join(t.GFX, ", "), width)) + "\n")
+	if det != nil && det.GPU != nil && det.GPU.Gfx != "" && !slices.Contains(t.GFX, det.GPU.Gfx) {
+		b.WriteString(st.Warn.Render(wrap("Not for this machine's "+det.GPU.Gfx+".", width)) + "\n")
+	}
+	b.WriteString("\n" + wrap(t.Description, width) + "\n")
 	section := func(title string, items []string, mark string) {
 		if len(items) == 0 {
 			return
 		}
 		b.WriteString("\n" + st.Bold.Render(title) + "\n")
 		for _, it := range items {
-			b.WriteString(wrap(mark+it, width) + "\n")
+			b.WriteString(strings.Join(proseRows(mark+it, width), "\n") + "\n")
 		}
 	}
 	section("Needs", t.Requires, "• ")
+	if checks := blockingView(t, det, st, width); checks != "" {
+		b.WriteString(checks)
+	}
 	section("Good", t.Pros, "+ ")
 	section("Costs", t.Cons, "- ")
 	b.WriteString("\n" + st.Subtle.Render(fmt.Sprintf("%d steps", len(t.Steps))))
+	return b.String()
+}
+
+// blockingView lists the track's blocking checks with what detection says
+// of them on this machine.
+func blockingView(t steps.Track, det *Detection, st Styles, width int) string {
+	if det == nil || len(t.BlockingChecks) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(st.Subtle.Render("On this machine (build stops at a ✗):") + "\n")
+	for _, id := range t.BlockingChecks {
+		status, summary := detect.StatusSkip, "not checked"
+		for _, c := range det.Checks {
+			if c.ID == id {
+				status, summary = c.Status, c.Summary
+			}
+		}
+		b.WriteString(ansiCutTail(" "+checkMark(status, st)+" "+checkName(id)+": "+summary, width) + "\n")
+	}
 	return b.String()
 }
 

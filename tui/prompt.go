@@ -13,6 +13,7 @@ type prompt struct {
 	input          textinput.Model
 	open           bool
 	submit, cancel string // what Enter and Esc do, for the key help
+	paths          bool   // Tab completes a path, as a shell does
 }
 
 // promptResult is what a key did to an open prompt.
@@ -58,9 +59,19 @@ func (p *prompt) SetWidth(w int) { p.input.SetWidth(w) }
 // View renders the field.
 func (p *prompt) View() string { return p.input.View() }
 
+// completingPaths makes Tab complete a path in the prompt.
+func (p prompt) completingPaths() prompt {
+	p.paths = true
+	return p
+}
+
 // Help is the key help while the prompt is open.
 func (p *prompt) Help(k KeyMap) []key.Binding {
-	return []key.Binding{withHelp(k.Enter, p.submit), withHelp(k.Back, p.cancel)}
+	b := []key.Binding{withHelp(k.Enter, p.submit), withHelp(k.Back, p.cancel)}
+	if p.paths {
+		b = append(b, withHelp(k.Tab, "complete"))
+	}
+	return append(b, k.ForceQuit) // q types a q here
 }
 
 // Key handles a key while the prompt is open.
@@ -71,6 +82,10 @@ func (p *prompt) Key(msg tea.KeyPressMsg, k KeyMap) (promptResult, tea.Cmd) {
 	case key.Matches(msg, k.Back):
 		p.Close()
 		return promptCancelled, nil
+	case p.paths && key.Matches(msg, k.Tab):
+		p.input.SetValue(completePath(p.input.Value()))
+		p.input.CursorEnd()
+		return promptEditing, nil
 	}
 	var cmd tea.Cmd
 	p.input, cmd = p.input.Update(msg)

@@ -3,6 +3,10 @@ package tui
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"time"
 
 	"charm.land/bubbles/v2/key"
@@ -20,10 +24,15 @@ const (
 	paneLog
 )
 
+// noteLife is how long a note stays at least; it goes once another step
+// than the one it is about has started (a note about a retry of rocm is
+// stale once flash-attention runs).
+const noteLife = 4 * time.Second
+
 // runScreen is the live run: the step list, the log that follows the tail,
-// and the hint panel pinned when a finding arrives. This file is its life
-// cycle (start, events, stop, retry, skip, shell) and keys; runview.go draws
-// it, steplist.go and hint.go are its parts.
+// and the hint panel of the step whose log is shown. This file is its life
+// cycle (start, events, stop, retry, skip, shell, pager) and keys;
+// runview.go draws it, steplist.go and hint.go are its parts.
 type runScreen struct {
 	*common
 	backend Backend
@@ -39,24 +48,31 @@ type runScreen struct {
 	ch       <-chan runner.Event
 	cancel   context.CancelFunc
 	running  bool
+	ended    bool     // a run ended (the session has an outcome of its own)
 	stopping bool     // the user quit: the step is being stopped
 	skip     []string // optional steps the user skipped
 	skipping string   // optional step being stopped to skip it
+	askSkip  string   // optional step the user asked to skip: y confirms
+	ignore   bool     // the run goes despite failing blocking checks
 
 	focus    pane
 	autoView bool   // show the running step's log
+	hideHint bool   // the user hid the hint panel (x)
 	hint     string // the hint panel as laid out, "" when nothing is pinned
 	note     string
+	noteStep string    // the step the note is about
+	noteAt   time.Time // when it was set
 	w, h     int
 }
 
-func newRunScreen(ctx context.Context, c *common, b Backend, p *Plan) *runScreen {
+func newRunScreen(ctx context.Context, c *common, b Backend, p *Plan, ignoreChecks bool) *runScreen {
 	rs := newRunState(p)
+	rs.now = c.clock
 	s := &runScreen{
 		common: c, backend: b, parent: ctx, plan: p, rs: rs, steps: stepList{rs: rs},
 		spin:   spinner.New(spinner.WithSpinner(spinner.MiniDot)),
 		search: newPrompt("/", "", "find", "cancel"),
-		now:    c.clock, autoView: true, focus: paneLog,
+		now:    c.clock, autoView: true, focus: paneLog, ignore: ignoreChecks,
 	}
 	s.log = newLogView(rs.Steps[0].buf)
 	return s
@@ -65,10 +81,26 @@ func newRunScreen(ctx context.Context, c *common, b Backend, p *Plan) *runScreen
 // Running reports whether a run is in progress (or being stopped).
 func (s *runScreen) Running() bool { return s.running }
 
+// Ended reports whether a run of this screen came to its end.
+func (s *runScreen) Ended() bool { return s.ended }
+
+// setNote shows text on the status line, about step ("" for the run).
+func (s *runScreen) setNote(text, step string) {
+	s.note, s.noteStep, s.noteAt = text, step, s.now()
+}
+
+// expireNote drops a note once another step runs and it has been read.
+func (s *runScreen) expireNote() {
+	cur := s.rs.Current
+	if s.note != "" && cur != "" && cur != s.noteStep && s.now().Sub(s.noteAt) >= noteLife {
+		s.note = ""
+	}
+}
+
 // Start begins a run of the plan; resume continues after a failure.
 func (s *runScreen) Start(resume bool) tea.Cmd {
 	ctx, cancel := context.WithCancel(s.parent)
-	s.cancel, s.running, s.note = cancel, true, ""
+	s.cancel, s.running = cancel, true
 	req := RunRequest{Track: s.plan.Track.ID, Resume: resume, Skip: append([]string(nil), s.skip...)}
 	b := s.backend
 	start := func() tea.Msg {
@@ -83,7 +115,7 @@ func (s *runScreen) Start(resume bool) tea.Cmd {
 func (s *runScreen) Stop() {
 	if s.cancel != nil && s.running {
 		s.stopping = true
-		s.note = "Stopping the running step…"
+		s.setNote("Stopping the running step…", s.rs.Current)
 		s.cancel()
 	}
 }
@@ -121,28 +153,51 @@ func (s *runScreen) Crumb() string { return "run" }
 
 func (s *runScreen) TakesText() bool { return s.search.IsOpen() }
 
+// Claims takes ? from the root: in the log it searches backwards, as in
+// less; h is the help here.
+func (s *runScreen) Claims(k tea.KeyPressMsg) bool {
+	return key.Matches(k, s.Keys.SearchBack) || s.askSkip != ""
+}
+
+// ShortHelp lists the keys that apply now, most useful first; the footer
+// shows as many as fit, help and quit always.
 func (s *runScreen) ShortHelp() []key.Binding {
+	k := s.Keys
 	if s.search.IsOpen() {
-		return s.search.Help(s.Keys)
+		return s.search.Help(k)
 	}
-	b := []key.Binding{s.Keys.Tab, s.Keys.Search, s.Keys.Follow}
+	if s.askSkip != "" {
+		return []key.Binding{withHelp(k.Yes, "skip "+s.askSkip), withHelp(k.No, "keep it running")}
+	}
+	var b []key.Binding
 	if s.canRetry() {
-		b = append(b, s.Keys.Retry, s.Keys.Troubleshoot)
-	}
-	if s.canSkip() != "" {
-		b = append(b, s.Keys.Skip)
+		b = append(b, k.Retry, k.Troubleshoot)
 	}
 	if s.rs.Finished && !s.running {
-		b = append(b, withHelp(s.Keys.Enter, "summary"))
+		b = append(b, withHelp(k.Enter, "summary"))
 	}
-	return append(b, s.Keys.Shell, s.Keys.Help, s.Keys.Quit)
+	if s.canSkip() != "" {
+		b = append(b, k.Skip)
+	}
+	if s.plan.Box != "" {
+		b = append(b, k.Shell)
+	}
+	b = append(b, k.Search, k.Pager, k.Follow, k.Tab, k.Wrap)
+	if s.hint != "" || s.hideHint {
+		b = append(b, k.HideHint)
+	}
+	if s.hint != "" {
+		b = append(b, k.Copy)
+	}
+	return append(b, k.LogHelp, k.Quit)
 }
 
 func (s *runScreen) FullHelp() [][]key.Binding {
+	k := s.Keys
 	return [][]key.Binding{
-		{s.Keys.Up, s.Keys.Down, s.Keys.PageUp, s.Keys.PageDown, s.Keys.Top, s.Keys.Bottom},
-		{s.Keys.Tab, s.Keys.Search, s.Keys.NextMatch, s.Keys.Follow, withHelp(s.Keys.Enter, "summary")},
-		{s.Keys.Retry, s.Keys.Skip, s.Keys.Shell, s.Keys.Troubleshoot, s.Keys.Help, s.Keys.Quit},
+		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Left},
+		{k.Search, k.SearchBack, k.NextMatch, k.Follow, k.Wrap, k.Pager, k.Tab},
+		{k.Retry, k.Skip, k.Troubleshoot, k.Shell, k.HideHint, k.Copy, withHelp(k.Enter, "summary"), k.LogHelp, k.Quit},
 	}
 }
 
@@ -150,6 +205,7 @@ func (s *runScreen) FullHelp() [][]key.Binding {
 // again: events may pin or unpin the hint panel.
 func (s *runScreen) Update(msg tea.Msg) tea.Cmd {
 	cmd := s.update(msg)
+	s.expireNote()
 	s.layout()
 	return cmd
 }
@@ -164,7 +220,7 @@ func (s *runScreen) update(msg tea.Msg) tea.Cmd {
 		return s.retryPrepared(msg)
 	case shellDoneMsg:
 		if msg.err != nil {
-			s.note = "shell: " + msg.err.Error()
+			s.setNote("shell: "+msg.err.Error(), "")
 		}
 	case spinner.TickMsg:
 		if s.running {
@@ -173,8 +229,11 @@ func (s *runScreen) update(msg tea.Msg) tea.Cmd {
 			return cmd
 		}
 	case tea.KeyPressMsg:
-		if s.search.IsOpen() {
+		switch {
+		case s.search.IsOpen():
 			return s.searchKey(msg)
+		case s.askSkip != "":
+			return s.skipKey(msg)
 		}
 		return s.onKey(msg)
 	}
@@ -183,10 +242,10 @@ func (s *runScreen) update(msg tea.Msg) tea.Cmd {
 
 func (s *runScreen) started(msg runStartedMsg) tea.Cmd {
 	if msg.err != nil {
-		s.running = false
+		s.running, s.ended = false, true
 		s.rs.Finished, s.rs.Err = true, msg.err
-		s.note = "Could not start the run: " + msg.err.Error()
-		return nil
+		s.setNote("Could not start the run: "+msg.err.Error(), "")
+		return send(s.endedMsg())
 	}
 	s.ch = msg.ch
 	return waitEvents(s.ch)
@@ -198,7 +257,13 @@ func (s *runScreen) events(msg eventsMsg) tea.Cmd {
 		s.rs.Apply(e)
 	}
 	if len(s.rs.Notices) > notices {
-		s.note = s.rs.Notices[len(s.rs.Notices)-1]
+		latest := s.rs.Notices[len(s.rs.Notices)-1]
+		if s.note != "" && s.noteStep != "" {
+			// a note about a step (the fix a retry applied) stays first
+			s.setNote(s.note+" · "+latest, s.noteStep)
+		} else {
+			s.setNote(latest, "")
+		}
 	}
 	if s.autoView {
 		s.showCurrent()
@@ -211,13 +276,14 @@ func (s *runScreen) events(msg eventsMsg) tea.Cmd {
 	if s.skipping != "" && !s.stopping {
 		return s.afterSkip()
 	}
+	s.ended = true
 	s.finishedNote()
-	return send(s.ended())
+	return send(s.endedMsg())
 }
 
-// ended says how the run ended, for the root: the result it reports and
+// endedMsg says how the run ended, for the root: the result it reports and
 // whether the summary comes next.
-func (s *runScreen) ended() runEndedMsg {
+func (s *runScreen) endedMsg() runEndedMsg {
 	rs := s.rs
 	clean := rs.Finished && rs.Failed() == nil && rs.Err == nil && !s.stopping && s.skipping == ""
 	return runEndedMsg{status: rs.Status, interrupted: s.stopping, clean: clean}
@@ -235,65 +301,117 @@ func (s *runScreen) showCurrent() {
 }
 
 func (s *runScreen) finishedNote() {
+	failed := s.rs.Failed()
 	switch {
 	case s.stopping:
-		s.note = "Stopped. `haloforge build --resume` continues from the interrupted step."
-	case s.rs.Failed() != nil && s.Demo:
-		s.note = fmt.Sprintf("Step %s failed. Press r: the demo applies the fix above and retries %s.", s.rs.Failed().ID, s.rs.Failed().ID)
-	case s.rs.Failed() != nil:
-		s.note = fmt.Sprintf("Step %s failed. r: retry   t: troubleshoot   s: shell", s.rs.Failed().ID)
+		s.setNote("Stopped.", "")
+		if c := s.resumeCommand(s.stoppedStep()); c != "" {
+			s.setNote("Stopped. `"+c+"` continues from the interrupted step.", "")
+		}
+	case failed != nil && s.Demo:
+		s.setNote(fmt.Sprintf("Step %s failed. Press r: the demo applies the fix above and retries %s.", failed.ID, failed.ID), "")
+	case failed != nil:
+		s.setNote(fmt.Sprintf("Step %s failed. r: retry   t: troubleshoot   v: open its log   enter: summary", failed.ID), "")
 	case s.rs.Err != nil:
-		s.note = "Run ended: " + s.rs.Err.Error()
+		s.setNote("Run ended: "+s.rs.Err.Error(), "")
 	default:
-		s.note = "Done. enter: summary"
+		s.setNote("Done. enter: summary", "")
 	}
 }
 
+// stoppedStep is the step a stop interrupted, "" when none.
+func (s *runScreen) stoppedStep() string {
+	for _, st := range s.rs.Steps {
+		if st.State == stateInterrupted {
+			return st.ID
+		}
+	}
+	return ""
+}
+
+// resumeCommand is the shell command that continues this run after step.
+func (s *runScreen) resumeCommand(step string) string {
+	return s.command(Command{Track: s.plan.Track.ID, Resume: true, Step: step, IgnoreChecks: s.ignore})
+}
+
 func (s *runScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
+	keys := s.Keys
 	switch {
-	case key.Matches(k, s.Keys.Tab):
+	case key.Matches(k, keys.Tab):
 		s.focus = 1 - s.focus
-	case key.Matches(k, s.Keys.Up), key.Matches(k, s.Keys.Down):
-		s.move(key.Matches(k, s.Keys.Down))
-	case key.Matches(k, s.Keys.PageUp):
+	case key.Matches(k, keys.Up), key.Matches(k, keys.Down):
+		s.move(key.Matches(k, keys.Down))
+	case key.Matches(k, keys.PageUp):
 		s.log.Scroll(-s.log.height)
-	case key.Matches(k, s.Keys.PageDown):
+	case key.Matches(k, keys.PageDown):
 		s.log.Scroll(s.log.height)
-	case key.Matches(k, s.Keys.Top):
+	case key.Matches(k, keys.Top):
 		s.log.Home()
-	case key.Matches(k, s.Keys.Bottom):
+		s.olderOnlyInFile()
+	case key.Matches(k, keys.Bottom):
 		s.log.End()
-	case key.Matches(k, s.Keys.Follow):
+	case key.Matches(k, keys.Left):
+		s.log.ScrollX(-s.log.width / 2)
+	case key.Matches(k, keys.Right):
+		s.log.ScrollX(s.log.width / 2)
+	case key.Matches(k, keys.Wrap):
+		s.log.ToggleWrap()
+	case key.Matches(k, keys.Follow):
 		s.follow()
-	case key.Matches(k, s.Keys.Search):
-		s.search.SetValue("")
-		return s.search.Open()
-	case key.Matches(k, s.Keys.NextMatch), key.Matches(k, s.Keys.PrevMatch):
-		s.nextMatch(key.Matches(k, s.Keys.NextMatch))
-	case key.Matches(k, s.Keys.Retry):
+	case key.Matches(k, keys.Search), key.Matches(k, keys.SearchBack):
+		return s.openSearch(key.Matches(k, keys.SearchBack))
+	case key.Matches(k, keys.NextMatch), key.Matches(k, keys.PrevMatch):
+		s.nextMatch(key.Matches(k, keys.PrevMatch))
+	case key.Matches(k, keys.HideHint):
+		s.hideHint = !s.hideHint
+	case key.Matches(k, keys.Copy):
+		if st := s.steps.Selected(); len(st.Findings) > 0 && st.Findings[0].Fix != "" {
+			s.setNote("Copied the fix of "+st.Findings[0].Family+" (OSC 52: the terminal must allow it).", "")
+			return tea.SetClipboard(st.Findings[0].Fix)
+		}
+	case key.Matches(k, keys.Pager):
+		return s.openPager()
+	case key.Matches(k, keys.Retry):
 		return s.retry()
-	case key.Matches(k, s.Keys.Skip):
-		s.skipCurrent()
-	case key.Matches(k, s.Keys.Shell):
+	case key.Matches(k, keys.Skip):
+		s.askToSkip()
+	case key.Matches(k, keys.Shell):
 		return s.shell()
-	case key.Matches(k, s.Keys.Troubleshoot):
-		return troubleshootRun(s.rs)
-	case key.Matches(k, s.Keys.Enter) && s.rs.Finished && !s.running:
+	case key.Matches(k, keys.Troubleshoot):
+		return troubleshootStep(s.troubleStep())
+	case key.Matches(k, keys.Enter) && s.rs.Finished && !s.running:
 		return openSummary
 	}
 	return nil
 }
 
-// troubleshootRun opens troubleshooting on a run: the pinned finding's step
-// with its findings, else the failed step's log to scan.
-func troubleshootRun(rs *runState) tea.Cmd {
-	var msg openTroubleshootMsg
-	if st, _ := rs.Hint(); st != nil {
-		msg.path, msg.findings = st.Log, append([]diagnose.Finding(nil), st.Findings...)
-	} else if f := rs.Failed(); f != nil {
-		msg.path = f.Log
+// troubleStep is the step troubleshooting opens on: the one whose log is
+// shown when it has findings or failed, else the failed step.
+func (s *runScreen) troubleStep() *stepRun {
+	if st := s.steps.Selected(); len(st.Findings) > 0 || st.State == stateFailed {
+		return st
 	}
-	return send(msg)
+	if f := s.rs.Failed(); f != nil {
+		return f
+	}
+	return s.steps.Selected()
+}
+
+// troubleshootStep opens troubleshooting on a step: its findings at once,
+// else a scan of its log.
+func troubleshootStep(st *stepRun) tea.Cmd {
+	if st == nil {
+		return openTroubleshoot
+	}
+	return send(openTroubleshootMsg{path: st.Log, findings: append([]diagnose.Finding(nil), st.Findings...)})
+}
+
+// olderOnlyInFile says so when the top of the kept lines is not the top
+// of the log file.
+func (s *runScreen) olderOnlyInFile() {
+	if first := s.steps.Selected().buf.FirstNo(); first > 1 {
+		s.setNote(fmt.Sprintf("Lines 1–%d are only in the log file (the screen keeps the last %d): v opens it in the pager.", first-1, logLines), "")
+	}
 }
 
 // move scrolls the log, or picks another step in the step list.
@@ -321,6 +439,17 @@ func (s *runScreen) follow() {
 	s.showCurrent()
 }
 
+// openSearch opens the search prompt: / forward, ? backward.
+func (s *runScreen) openSearch(back bool) tea.Cmd {
+	s.search = newPrompt("/", "", "find", "cancel")
+	if back {
+		s.search = newPrompt("?", "", "find backward", "cancel")
+	}
+	s.search.SetWidth(max(s.w-4, 10))
+	s.log.back = back
+	return s.search.Open()
+}
+
 func (s *runScreen) searchKey(k tea.KeyPressMsg) tea.Cmd {
 	res, cmd := s.search.Key(k, s.Keys)
 	if res != promptSubmitted {
@@ -328,22 +457,31 @@ func (s *runScreen) searchKey(k tea.KeyPressMsg) tea.Cmd {
 	}
 	s.search.Close()
 	query := s.search.Value()
-	if !s.log.Search(query, false) {
-		s.note = fmt.Sprintf("No match for %q in the kept log (the full log is at %s).", query, s.steps.Selected().Log)
-	} else {
-		s.note = "n/N: next/previous match   G: back to the tail"
+	if query == "" { // as in less: an empty pattern repeats the last search
+		s.nextMatch(false)
+		return nil
 	}
+	s.showSearch(query, s.log.Search(query, s.log.back))
 	return nil
 }
 
-func (s *runScreen) nextMatch(older bool) {
+func (s *runScreen) nextMatch(reverse bool) {
 	if s.log.query == "" {
+		s.setNote("No search yet: / searches forward, ? backward.", "")
 		return
 	}
-	// n goes on in the direction of the first search: towards older lines.
-	if !s.log.Search(s.log.query, !older) {
-		s.note = "No more matches."
+	s.showSearch(s.log.query, s.log.Next(reverse))
+}
+
+// showSearch puts a search's outcome on the status line.
+func (s *runScreen) showSearch(query string, r searchResult) {
+	if r.found {
+		s.setNote(r.Note(query, s.log.back)+"   n/N: next/previous   G: back to the tail", "")
+		return
 	}
+	st := s.steps.Selected()
+	s.setNote(fmt.Sprintf("No match for %q in lines %d–%d of %s; v opens the whole log (%s) in the pager.",
+		query, max(st.buf.FirstNo(), 1), st.buf.LastNo(), st.ID, st.Log), "")
 }
 
 func (s *runScreen) canRetry() bool {
@@ -356,9 +494,12 @@ func (s *runScreen) retry() tea.Cmd {
 		return nil
 	}
 	failed := s.rs.Failed()
-	_, f := s.rs.Hint()
+	var f *diagnose.Finding
+	if len(failed.Findings) > 0 {
+		f = &failed.Findings[0]
+	}
 	b, ctx, id := s.backend, s.parent, failed.ID
-	s.note = "Preparing to retry " + id + "…"
+	s.setNote("Preparing to retry "+id+"…", id)
 	return func() tea.Msg {
 		note, err := b.PrepareRetry(ctx, id, f)
 		return retryPreparedMsg{note: note, err: err}
@@ -367,12 +508,15 @@ func (s *runScreen) retry() tea.Cmd {
 
 func (s *runScreen) retryPrepared(msg retryPreparedMsg) tea.Cmd {
 	if msg.err != nil {
-		s.note = "Retry: " + msg.err.Error()
+		s.setNote("Retry: "+msg.err.Error(), "")
 		return nil
 	}
+	failed := s.rs.Failed()
 	s.rs.ResetForRetry()
 	cmd := s.Start(true)
-	s.note = msg.note
+	if failed != nil {
+		s.setNote(msg.note, failed.ID)
+	}
 	s.autoView = true
 	s.log.End()
 	return cmd
@@ -387,46 +531,135 @@ func (s *runScreen) canSkip() string {
 	return st.ID
 }
 
-// skipCurrent stops the running optional step; the run resumes without it.
-func (s *runScreen) skipCurrent() {
+// askToSkip asks before the running optional step is stopped and skipped.
+func (s *runScreen) askToSkip() {
 	id := s.canSkip()
 	if id == "" {
 		if s.running {
-			s.note = "Only an optional step can be skipped, while it runs."
+			s.setNote("Only an optional step can be skipped, while it runs.", "")
 		}
 		return
 	}
+	s.askSkip = id
+	why := ""
+	if st := s.rs.Step(id); st.Why != "" {
+		why = " (" + st.Why + ")"
+	}
+	s.setNote("Skip "+id+"? It is stopped now and the run goes on without it"+why+".  y: skip  n: keep it running", id)
+}
+
+func (s *runScreen) skipKey(k tea.KeyPressMsg) tea.Cmd {
+	id := s.askSkip
+	s.askSkip = ""
+	if !key.Matches(k, s.Keys.Yes) || s.canSkip() != id {
+		s.setNote("Not skipped: "+id+" goes on.", id)
+		return nil
+	}
 	s.skipping = id
 	s.skip = append(s.skip, id)
-	s.note = "Skipping " + id + "…"
+	s.setNote("Skipping "+id+"…", id)
 	s.cancel()
+	return nil
 }
 
 func (s *runScreen) afterSkip() tea.Cmd {
-	st := s.rs.Step(s.skipping)
-	st.State, st.Reason = stateSkipped, "skipped by you"
-	if st.Why != "" {
-		st.Reason += ": " + st.Why
-	}
+	id := s.skipping
+	s.rs.Skip(id)
 	s.skipping = ""
 	cmd := s.Start(true)
-	s.note = "Skipped " + st.ID + "; going on."
+	s.setNote("Skipped "+id+" (optional); going on.", id)
 	return cmd
 }
 
+// shell opens a shell in the track's own box when it exists; it never
+// creates one, and says why there is none.
 func (s *runScreen) shell() tea.Cmd {
-	c := s.backend.Shell()
+	c, why := s.backend.Shell(s.plan.Track.ID)
 	if c == nil {
-		s.note = "No toolbox to enter here (distrobox or the toolbox is missing)."
-		if s.Demo {
-			s.note = "The demo installs nothing, so there is no toolbox; on your machine s runs `distrobox enter <TOOLBOX_NAME>`."
-		}
+		s.setNote(why, "")
 		return nil
 	}
 	return tea.ExecProcess(c, func(err error) tea.Msg { return shellDoneMsg{err: err} })
 }
 
+// openPager hands the terminal to the user's pager on the shown step's
+// full log, at the line at the top of the window.
+func (s *runScreen) openPager() tea.Cmd {
+	st := s.steps.Selected()
+	if st.Log == "" {
+		s.setNote(st.ID+" has no log yet.", "")
+		return nil
+	}
+	line := s.log.TopNo()
+	if s.log.match >= 0 {
+		line = st.buf.No(s.log.match)
+	}
+	c := pagerCommand(s.pager, st.Log, max(line, 1))
+	if c == nil {
+		s.setNote("No pager found: set $PAGER, or open "+st.Log, "")
+		return nil
+	}
+	return tea.ExecProcess(c, func(err error) tea.Msg { return execDoneMsg{what: "pager", err: err} })
+}
+
+// pagerCommand opens path at line in $PAGER, else less; nil without one.
+func pagerCommand(custom func(string, int) *exec.Cmd, path string, line int) *exec.Cmd {
+	if custom != nil {
+		return custom(path, line)
+	}
+	if p := os.Getenv("PAGER"); p != "" {
+		// $PAGER may carry flags ("less -S"): the shell splits it. +N is
+		// the line for less, more, most and vi alike; less takes +Ng.
+		at := "+" + strconv.Itoa(line)
+		if filepath.Base(firstWord(p)) == "less" {
+			at += "g"
+		}
+		return exec.Command("sh", "-c", p+` "$1" "$2"`, "sh", at, path)
+	}
+	if less, err := exec.LookPath("less"); err == nil {
+		return exec.Command(less, "-R", "+"+strconv.Itoa(line)+"g", path)
+	}
+	return nil
+}
+
+func firstWord(s string) string {
+	for i, r := range s {
+		if r == ' ' || r == '\t' {
+			return s[:i]
+		}
+	}
+	return s
+}
+
 // Summary is the summary screen of this run.
 func (s *runScreen) Summary() *summaryScreen {
-	return newSummaryScreen(s.common, s.rs, s.plan.Track)
+	return newSummaryScreen(s.common, s.rs, s.plan, s.resumeCommand(s.failedID()))
+}
+
+func (s *runScreen) failedID() string {
+	if f := s.rs.Failed(); f != nil {
+		return f.ID
+	}
+	return ""
+}
+
+// fillResult puts the run's outcome and the next commands into the
+// session's result, for the recap cmd prints.
+func (s *runScreen) fillResult(res *Result) {
+	rs := s.rs
+	res.Track, res.RunDirs = s.plan.Track.ID, append([]string(nil), rs.RunDirs...)
+	res.NotVerified = rs.NotVerified()
+	if f := rs.Failed(); f != nil {
+		res.Failed, res.FailedLog = f.ID, f.Log
+	}
+	res.Stopped = s.stoppedStep()
+	if s.running { // a signal ended the session mid-step
+		res.Stopped = rs.Current
+	}
+	if res.Failed != "" || res.Stopped != "" {
+		res.Resume = s.resumeCommand(res.Failed + res.Stopped)
+	}
+	if rs.Finished && rs.Failed() == nil && rs.Err == nil && !s.stopping {
+		res.Next = s.plan.Track.Next
+	}
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/haloforge/haloforge/diagnose"
@@ -21,7 +22,7 @@ const (
 	stateRunning
 	stateOK
 	stateFailed
-	stateSkipped // up to date or skipped by the user
+	stateSkipped // up to date, not asked for, or skipped by the user
 	stateInterrupted
 	stateNotVerified // ran to its end without proving its outcome
 )
@@ -41,16 +42,29 @@ type stepRun struct {
 	// Verified and NotVerified are what the step proved and could not check.
 	Verified, NotVerified []string
 	Dropped               int // screen lines the runner dropped under load
-	buf                   *logBuffer
+	// Attempts counts the runs of this step in the session (a retry is the
+	// second); Earlier says how each earlier attempt ended.
+	Attempts int
+	Earlier  []string
+	// Done is true once the step succeeded in this session: a later run of
+	// the session (after a retry or a skip) skips it as up to date, and the
+	// screens keep showing that it succeeded.
+	Done       bool
+	LastOutput time.Time // when the step last printed a line
+	buf        *logBuffer
 }
 
-// runState folds runner events into what the run and summary screens show.
-// It is plain data so that it can be tested without a terminal.
+// runState folds runner events into what the run and summary screens show,
+// for a whole wizard session: a retry or a skip starts another run of the
+// runner, but the user sees one run of the plan, whose steps keep their
+// numbers and their history. It is plain data so that it can be tested
+// without a terminal.
 type runState struct {
 	Track    string
 	Steps    []*stepRun
 	RunID    string
 	RunDir   string
+	RunDirs  []string // every run of the session, oldest first
 	Started  time.Time
 	Finished bool
 	Ended    time.Time // when the run finished
@@ -63,6 +77,7 @@ type runState struct {
 	ETAAt    time.Time
 	Attempts int      // runs started on this screen (retries included)
 	Notices  []string // what the runner wants the user to know (resume, re-plan)
+	now      func() time.Time
 }
 
 func newRunState(p *Plan) *runState {
@@ -88,22 +103,31 @@ func (rs *runState) Apply(e runner.Event) {
 	switch e := e.(type) {
 	case runner.RunStarted:
 		rs.RunID, rs.RunDir, rs.Total, rs.Done = e.RunID, e.RunDir, e.Total, 0
-		rs.Started, rs.Finished, rs.Status, rs.Err = at(e.At), false, "", nil
+		rs.Finished, rs.Status, rs.Err = false, "", nil
+		if rs.Started.IsZero() { // the session's time counts from its first run
+			rs.Started = at(e.At)
+		}
+		if e.RunDir != "" && !slices.Contains(rs.RunDirs, e.RunDir) {
+			rs.RunDirs = append(rs.RunDirs, e.RunDir)
+		}
 		rs.Attempts++
 	case runner.Notice:
 		rs.Notices = append(rs.Notices, e.Text)
 	case runner.StepStarted:
 		rs.stepStarted(e)
 	case runner.StepSkipped:
-		if s := rs.Step(e.Step); s != nil {
+		// A step that succeeded earlier in the session is up to date for
+		// the runner: it keeps its ✓.
+		if s := rs.Step(e.Step); s != nil && !s.Done {
 			s.State, s.Reason = stateSkipped, e.WhySkipped
 		}
 	case runner.Lines:
 		if s := rs.Step(e.Step); s != nil {
 			s.Dropped += e.Dropped
 			for i := range e.Text {
-				s.buf.Append(linemode.CutLine(e, i))
+				s.buf.AppendAt(e.First+i, linemode.CutLine(e, i))
 			}
+			s.LastOutput = rs.clock()
 		}
 	case runner.Found:
 		if s := rs.Step(e.Step); s != nil {
@@ -131,6 +155,27 @@ func (rs *runState) stepStarted(e runner.StepStarted) {
 		return
 	}
 	s.State, s.Started, s.Log, s.Findings, s.Reason = stateRunning, at(e.At), e.Log, nil, ""
+	s.Attempts++
+	s.LastOutput = s.Started
+}
+
+// clock is the time of events that carry none (a line's arrival).
+func (rs *runState) clock() time.Time {
+	if rs.now != nil {
+		return rs.now()
+	}
+	return time.Now()
+}
+
+// Position is where a step is in the plan (1-based) and how many steps the
+// plan has: the numbers the user sees, which a retry does not change.
+func (rs *runState) Position(id string) (int, int) {
+	for i, s := range rs.Steps {
+		if s.ID == id {
+			return i + 1, len(rs.Steps)
+		}
+	}
+	return 0, len(rs.Steps)
 }
 
 func (rs *runState) stepFinished(e runner.StepFinished) {
@@ -150,9 +195,9 @@ func (rs *runState) stepFinished(e runner.StepFinished) {
 	}
 	switch e.Status {
 	case steps.OutcomeSucceeded:
-		s.State = stateOK
+		s.State, s.Done = stateOK, true
 	case steps.OutcomeNotVerified:
-		s.State = stateNotVerified
+		s.State, s.Done = stateNotVerified, true
 	case steps.OutcomeSkipped:
 		s.State = stateSkipped
 	case steps.OutcomeInterrupted:
@@ -236,17 +281,39 @@ func (rs *runState) Progress() int {
 }
 
 // ResetForRetry makes the failed and interrupted steps pending again and
-// unpins their findings, before a retry starts.
+// unpins their findings, before a retry starts; each keeps how the attempt
+// ended, for the summary.
 func (rs *runState) ResetForRetry() {
 	for _, s := range rs.Steps {
+		if s.State == stateFailed || s.State == stateInterrupted {
+			s.Earlier = append(s.Earlier, s.attemptEnd())
+			s.buf.Note(fmt.Sprintf("──── retry (attempt %d) ────", s.Attempts+1))
+		}
 		if s.State == stateFailed || s.State == stateInterrupted || s.State == statePending {
-			if s.buf.Len() > 0 {
-				s.buf.Append(fmt.Sprintf("──── retry (attempt %d) ────", rs.Attempts+1))
-			}
 			s.State, s.Findings, s.Duration, s.Verified, s.NotVerified = statePending, nil, 0, nil, nil
 		}
 	}
 	rs.Finished = false
+}
+
+// attemptEnd says how a step's attempt ended: its diagnosis, else how.
+func (s *stepRun) attemptEnd() string {
+	switch {
+	case len(s.Findings) > 0:
+		return s.Findings[0].Family
+	case s.State == stateInterrupted:
+		return "stopped"
+	}
+	return fmt.Sprintf("exit %d", s.ExitCode)
+}
+
+// Skip records that the user skipped an optional step.
+func (rs *runState) Skip(id string) {
+	s := rs.Step(id)
+	if s == nil {
+		return
+	}
+	s.State, s.Reason = stateSkipped, "skipped by you"
 }
 
 // at is when an event happened; events built without a time (tests) happen now.

@@ -117,7 +117,7 @@ func TestSummaryTellsNotVerified(t *testing.T) {
 	rs.Apply(runner.StepFinished{Step: "rocm", Status: steps.OutcomeSucceeded})
 	rs.Apply(runner.StepFinished{Step: "vllm", Status: steps.OutcomeNotVerified, NotVerified: []string{"offline: no model", "no GPU"}})
 	rs.Apply(runner.RunFinished{Status: steps.OutcomeNotVerified})
-	got := ansi.Strip(summaryText(rs, steps.Track{ID: "therock-toolbox"}, DefaultStyles(), 120))
+	got := ansi.Strip(summaryText(rs, &Plan{Track: steps.Track{ID: "therock-toolbox"}}, "", false, DefaultStyles(), 120))
 	for _, want := range []string{"⚠ therock-toolbox is built, not verified: vllm", "⚠ vllm             not verified: offline: no model; no GPU"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary lacks %q:\n%s", want, got)

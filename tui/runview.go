@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/haloforge/haloforge/tui/linemode"
 
@@ -11,22 +12,26 @@ import (
 	"charm.land/lipgloss/v2"
 )
 
-// The run screen's view: header, step list beside the log, the pinned hint
-// and the bottom line. Everything here only reads the screen; layout runs
-// from Update and SetSize.
+// The run screen's view: header, step list beside the log, the hint of the
+// shown step and the bottom line. Everything here only reads the screen;
+// layout runs from Update and SetSize.
 
-// layout renders the hint panel for the current state and gives the log
-// pane what is left after the header, the hint and the bottom line.
+// silenceAfter is how long a step may print nothing before the header
+// says so.
+const silenceAfter = time.Minute
+
+// layout renders the hint panel of the step whose log is shown and gives
+// the log pane what is left after the header, the hint and the bottom line.
 func (s *runScreen) layout() {
 	s.hint = ""
-	if st, f := s.rs.Hint(); f != nil {
-		s.hint = hintPanel(st.ID, f, len(st.Findings)-1, max(s.w-2, 20), s.Styles)
+	if st := s.steps.Selected(); !s.hideHint && len(st.Findings) > 0 {
+		s.hint = hintPanel(st, &st.Findings[0], len(st.Findings)-1, max(s.w-2, 20), s.Styles)
 	}
 	hint := 0
 	if s.hint != "" {
 		hint = lipgloss.Height(s.hint)
 	}
-	s.log.SetSize(s.w-stepsPaneWidth-3, max(s.h-hint-3, 3))
+	s.log.SetSize(s.w-s.steps.Width()-3, max(s.h-hint-2-lineCount(s.bottomLine()), 3))
 }
 
 func (s *runScreen) View() string {
@@ -45,26 +50,57 @@ func (s *runScreen) header() string {
 	rs := s.rs
 	var b strings.Builder
 	b.WriteString(s.Styles.Title.Render(rs.Track))
-	if rs.Total > 0 {
-		idx := min(rs.Done+1, rs.Total)
-		if rs.Finished {
-			idx = rs.Done
-		}
-		b.WriteString(fmt.Sprintf("  step %d/%d", idx, rs.Total))
+	step := rs.Current
+	if f := rs.Failed(); step == "" && f != nil {
+		step = f.ID
 	}
-	if rs.Current != "" {
-		b.WriteString(" · " + s.Styles.Bold.Render(rs.Current))
+	if step != "" {
+		i, n := rs.Position(step)
+		b.WriteString(fmt.Sprintf("  step %d/%d · ", i, n) + s.Styles.Bold.Render(step))
 	}
 	if !rs.Started.IsZero() {
 		b.WriteString(s.Styles.Subtle.Render(" · " + linemode.FormatDuration(rs.Elapsed(s.now())) + " elapsed"))
 	}
-	if left, ok := rs.Remaining(s.now()); ok {
-		b.WriteString(s.Styles.Subtle.Render(" · ETA ~" + linemode.FormatDuration(left)))
+	if t := s.timeLeft(); t != "" {
+		b.WriteString(s.Styles.Subtle.Render(" · " + t))
+	}
+	if q := s.silence(); q != "" {
+		b.WriteString(" · " + s.Styles.Warn.Render(q))
 	}
 	if rs.Finished {
 		b.WriteString("  " + s.outcome())
 	}
 	return ansiCut(b.String(), s.w)
+}
+
+// timeLeft is the ETA from the last runs, counted down; once the steps
+// run past it, by how much; on a first run, that there is no estimate yet.
+func (s *runScreen) timeLeft() string {
+	rs := s.rs
+	if rs.Finished || rs.Current == "" {
+		return ""
+	}
+	if rs.ETA <= 0 {
+		return "no ETA on a first run"
+	}
+	left := rs.ETA - s.now().Sub(rs.ETAAt)
+	if left < 0 {
+		return "+" + linemode.FormatDuration(-left) + " over the last run's time"
+	}
+	return "ETA ~" + linemode.FormatDuration(left)
+}
+
+// silence says how long the running step has printed nothing, once that
+// is long enough to wonder.
+func (s *runScreen) silence() string {
+	st := s.rs.Step(s.rs.Current)
+	if st == nil || st.State != stateRunning || st.LastOutput.IsZero() {
+		return ""
+	}
+	if quiet := s.now().Sub(st.LastOutput); quiet >= silenceAfter {
+		return "no output for " + linemode.FormatDuration(quiet)
+	}
+	return ""
 }
 
 // outcomeWord is the run's outcome without colour, for the window title.
@@ -90,17 +126,18 @@ func (s *runScreen) outcome() string {
 	}
 }
 
-// WindowTitle is the terminal's title during a run: the step and the count,
-// then the outcome; "haloforge" before the run has steps.
+// WindowTitle is the terminal's title during a run: the step and its place
+// in the plan, then the outcome; "haloforge" before the run has steps.
 func (s *runScreen) WindowTitle() string {
 	rs := s.rs
-	if rs.Total == 0 {
+	if rs.Total == 0 && !rs.Finished {
 		return "haloforge"
 	}
 	if rs.Finished {
 		return "haloforge — " + rs.Track + " " + s.outcomeWord()
 	}
-	return fmt.Sprintf("haloforge — %s %d/%d", cmp.Or(rs.Current, rs.Track), min(rs.Done+1, rs.Total), rs.Total)
+	i, n := rs.Position(rs.Current)
+	return fmt.Sprintf("haloforge — %s %d/%d", cmp.Or(rs.Current, rs.Track), i, n)
 }
 
 // ProgressBar drives the terminal's own progress bar (OSC 9;4) during a
@@ -127,14 +164,20 @@ func (s *runScreen) separator() string {
 	return s.Styles.Subtle.Render(strings.TrimRight(strings.Repeat(" │\n", s.log.height+1), "\n")) + " "
 }
 
-// logPane is the selected step's log with its title line.
+// logPane is the selected step's log with its title line: the step, where
+// the window is in the file (file line numbers), and the log's path.
 func (s *runScreen) logPane() string {
 	st := s.steps.Selected()
 	state := s.Styles.OK.Render("following")
 	if !s.log.follow {
-		state = s.Styles.Warn.Render(fmt.Sprintf("paused at line %d", s.log.Top()+1))
+		state = s.Styles.Warn.Render(fmt.Sprintf("paused at line %d", s.log.TopNo()))
 	}
-	title := fmt.Sprintf("%s log · %d lines · ", st.ID, st.buf.End())
+	if s.log.wrap {
+		state += s.Styles.Subtle.Render(" · wrapped")
+	} else if s.log.xoff > 0 {
+		state += s.Styles.Subtle.Render(fmt.Sprintf(" · → %d", s.log.xoff))
+	}
+	title := fmt.Sprintf("%s log · %s · ", st.ID, plural(st.buf.LastNo(), "line"))
 	if s.focus == paneLog {
 		title = s.Styles.Selected.Render(title)
 	} else {
@@ -143,12 +186,35 @@ func (s *runScreen) logPane() string {
 	if st.Dropped > 0 {
 		state += s.Styles.Subtle.Render(fmt.Sprintf(" · %d lines only in the file", st.Dropped))
 	}
-	return ansiCut(title+state, s.log.width) + "\n" + s.log.View(s.Styles)
+	if st.Log != "" {
+		state += s.Styles.Subtle.Render(" · " + st.Log)
+	}
+	return ansiCutTail(title+state, s.log.width) + "\n" + s.log.View(s.Styles)
 }
 
+// bottomLine is the search prompt, or the note: wrapped, at most two
+// lines, so that a long note is read whole.
 func (s *runScreen) bottomLine() string {
 	if s.search.IsOpen() {
 		return s.search.View()
 	}
-	return ansiCut(s.Styles.Subtle.Render(s.note), s.w)
+	if s.note == "" {
+		return ""
+	}
+	rows := strings.Split(wrap(s.note, max(s.w, 10)), "\n")
+	for i, r := range rows {
+		rows[i] = ansiCutTail(r, s.w)
+	}
+	if len(rows) > 2 { // the rest is in the log or the summary
+		rows = []string{rows[0], ansiCutTail(rows[1]+" …", s.w)}
+	}
+	return s.Styles.Subtle.Render(strings.Join(rows, "\n"))
+}
+
+// plural is "1 line", "2 lines".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

@@ -35,6 +35,9 @@ type (
 	initer interface{ Init() tea.Cmd }
 	// revealer is told when the screen above it closed and it is on top again.
 	revealer interface{ Revealed() }
+	// keyClaimer takes some of the root's global keys for itself (the run
+	// screen's ? searches backwards, as in less; h is its help).
+	keyClaimer interface{ Claims(tea.KeyPressMsg) bool }
 )
 
 // flowCrumbs are the steps of the wizard's flow, shown left to right in the
@@ -54,9 +57,25 @@ type (
 	planMsg        struct {
 		plan *Plan
 		err  error
+		set  string // the pin set before this plan was made (NAME=VALUE)
 	}
-	// startRunMsg starts a run of the reviewed plan.
-	startRunMsg struct{ plan *Plan }
+	// startRunMsg starts a run of the reviewed plan; ignoreChecks says the
+	// user chose to run despite failing blocking checks.
+	startRunMsg struct {
+		plan         *Plan
+		ignoreChecks bool
+	}
+	// setPinMsg asks the backend to set a pin the plan needs, then plans
+	// the track again.
+	setPinMsg struct{ track, assign string }
+	// runDemoMsg runs `haloforge demo` in the terminal and comes back.
+	runDemoMsg struct{}
+	// execDoneMsg is the end of a program the wizard handed the terminal
+	// to (the demo, a pager); what names it for an error note.
+	execDoneMsg struct {
+		what string
+		err  error
+	}
 	// runEndedMsg is how a run ended, sent by the run screen once its
 	// events are closed (a skip that restarts the run is not an end).
 	runEndedMsg struct {

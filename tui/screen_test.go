@@ -28,11 +28,11 @@ func everyScreen(t *testing.T) map[string]screen {
 	plan := &Plan{Track: tr, Steps: []PlanStep{{ID: "toolbox", Title: "Toolbox", WillRun: true, Reason: "never ran"}}}
 	rs := newRunState(plan)
 	return map[string]screen{
-		"detect":       newDetectScreen(c),
-		"track":        newPickerScreen(c, steps.Catalogue(), ""),
+		"detect":       newDetectScreen(c, false),
+		"track":        newPickerScreen(c, steps.Catalogue(), "", nil),
 		"plan":         newPlanScreen(c, plan, nil),
-		"run":          newRunScreen(context.Background(), c, f, plan),
-		"summary":      newSummaryScreen(c, rs, tr),
+		"run":          newRunScreen(context.Background(), c, f, plan, false),
+		"summary":      newSummaryScreen(c, rs, plan, ""),
 		"troubleshoot": newTroubleshootScreen(c, f, "", nil),
 		"host fixes":   newHostFixScreen(context.Background(), c, f),
 		"pin sets":     newSetsScreen(c, f, tr.ID),
@@ -127,13 +127,9 @@ func fields(s screen) string { return fmt.Sprintf("%+v", reflect.ValueOf(s).Elem
 // TestScrollIsClampedInUpdate: past the end, one key up moves the view at
 // once, without a frame drawn in between to clamp it.
 func TestScrollIsClampedInUpdate(t *testing.T) {
-	det := strixHalo()
-	for i := range 30 {
-		det.Checks = append(det.Checks, Check{ID: "extra-" + itoa(i), Summary: "fine"})
-	}
-	s := newDetectScreen(testCommon())
+	s := newDetectScreen(testCommon(), false)
 	s.SetSize(100, 14)
-	s.Update(detectedMsg{det: det})
+	s.Update(detectedMsg{det: manyChecks(30)})
 	for range 100 {
 		s.Update(press("down"))
 	}
@@ -148,7 +144,7 @@ func TestScrollIsClampedInUpdate(t *testing.T) {
 	for i := range 30 {
 		ps = append(ps, PlanStep{ID: "step" + itoa(i), Title: "Step", WillRun: true, Reason: "never ran"})
 	}
-	sum := newSummaryScreen(testCommon(), newRunState(&Plan{Track: tr, Steps: ps}), tr)
+	sum := newSummaryScreen(testCommon(), newRunState(&Plan{Track: tr, Steps: ps}), &Plan{Track: tr, Steps: ps}, "")
 	sum.SetSize(100, 10)
 	top := ansi.Strip(sum.View())
 	sum.Update(press("pgdown"))
@@ -180,7 +176,7 @@ func TestPrompt(t *testing.T) {
 	if res, _ := p.Key(press("esc").(tea.KeyPressMsg), k); res != promptCancelled || p.IsOpen() {
 		t.Errorf("esc: %v, open %v", res, p.IsOpen())
 	}
-	if h := p.Help(k); len(h) != 2 || h[0].Help().Desc != "find" || h[1].Help().Desc != "cancel" {
+	if h := p.Help(k); len(h) != 3 || h[0].Help().Desc != "find" || h[1].Help().Desc != "cancel" || h[2].Help().Key != "ctrl+c" {
 		t.Errorf("help %v", h)
 	}
 }

@@ -176,7 +176,7 @@ func TestSummaryOpensServe(t *testing.T) {
 	tr, _ := steps.Lookup("llamacpp-distro")
 	plan := &Plan{Track: tr, Steps: []PlanStep{{ID: "toolbox", Title: "Toolbox", WillRun: true}}}
 	rs := newRunState(plan)
-	m.open(newSummaryScreen(m.common, rs, tr))
+	m.open(newSummaryScreen(m.common, rs, &Plan{Track: tr}, ""))
 	if !strings.Contains(plain(m), "s serve a model") {
 		t.Fatalf("the summary does not offer serving:\n%s", plain(m))
 	}

@@ -8,14 +8,27 @@ import (
 	"github.com/haloforge/haloforge/tui/linemode"
 )
 
-// stepsPaneWidth is the width of the step list; the log takes the rest.
+// stepsPaneWidth is the widest the step list gets; the log takes the rest.
 const stepsPaneWidth = 28
+
+// durWidth is the width of a step's time in the list.
+const durWidth = 6
 
 // stepList is the run screen's left pane: every step of the run with its
 // mark and time, and the cursor on the step whose log is shown.
 type stepList struct {
 	rs       *runState
 	selected int // index of the step whose log is shown
+}
+
+// Width is the pane's width: as wide as the longest step ID needs, so
+// that at 80 columns the log keeps as much room as it can.
+func (l *stepList) Width() int {
+	longest := 0
+	for _, s := range l.rs.Steps {
+		longest = max(longest, len(s.ID))
+	}
+	return min(stepsPaneWidth, 3+longest+1+durWidth)
 }
 
 // Selected is the step under the cursor.
@@ -50,8 +63,9 @@ func (l *stepList) View(h int, focused bool, spin string, now time.Time, st Styl
 	for len(lines) < h {
 		lines = append(lines, "")
 	}
+	w := l.Width()
 	for i := range lines {
-		lines[i] = padRight(ansiCut(lines[i], stepsPaneWidth), stepsPaneWidth)
+		lines[i] = padRight(ansiCut(lines[i], w), w)
 	}
 	return strings.Join(lines[:h], "\n")
 }
@@ -74,7 +88,7 @@ func (l *stepList) stepLine(i int, s *stepRun, spin string, now time.Time, st St
 	if i == l.selected {
 		name = st.Selected.Render(name)
 	}
-	return cursor + mark + " " + padRight(name, stepsPaneWidth-10) + st.Subtle.Render(fmt.Sprintf("%6s", dur))
+	return cursor + mark + " " + padRight(name, l.Width()-3-durWidth) + st.Subtle.Render(fmt.Sprintf("%*s", durWidth, dur))
 }
 
 // stepMark is a step's state as one cell: the spinner while it runs.
@@ -87,8 +101,8 @@ func stepMark(s *stepRun, spin string, st Styles) string {
 	case stateNotVerified:
 		return st.Warn.Render("⚠")
 	case stateFailed:
-		if s.Optional {
-			return st.Warn.Render("✗")
+		if s.Optional { // the run went on: a warning, not a failure
+			return st.Warn.Render("!")
 		}
 		return st.Fail.Render("✗")
 	case stateSkipped:

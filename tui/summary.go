@@ -11,28 +11,34 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/serve"
 )
 
-// summaryScreen closes a run: each step's result, where the logs and the
-// report are, and what to type next.
+// summaryScreen closes a run: each step's result with its history in the
+// session (attempts, skips), where every run's logs and reports are, and
+// what to type next.
 type summaryScreen struct {
 	*common
 	rs     *runState
-	track  steps.Track
+	plan   *Plan
+	resume string   // the command that continues after a failure ("" in the demo)
 	lines  []string // the whole summary at the current width
 	offset int
 	w, h   int
 }
 
-func newSummaryScreen(c *common, rs *runState, t steps.Track) *summaryScreen {
-	return &summaryScreen{common: c, rs: rs, track: t}
+func newSummaryScreen(c *common, rs *runState, p *Plan, resume string) *summaryScreen {
+	return &summaryScreen{common: c, rs: rs, plan: p, resume: resume}
 }
 
 func (s *summaryScreen) SetSize(w, h int) {
 	s.w, s.h = w, h
-	s.lines = strings.Split(summaryText(s.rs, s.track, s.Styles, w), "\n")
+	s.lines = strings.Split(summaryText(s.rs, s.plan, s.resume, s.Demo, s.Styles, w), "\n")
+	tail := "q quits and prints these commands in your terminal."
+	if s.Demo {
+		tail = "q quits; `haloforge demo` starts the story again."
+	}
+	s.lines = append(s.lines, "", s.Styles.Subtle.Render(ansiCutTail(tail, w)))
 	s.offset = clampOffset(s.offset, len(s.lines), h)
 }
 
@@ -41,16 +47,20 @@ func (s *summaryScreen) Crumb() string { return "summary" }
 func (s *summaryScreen) TakesText() bool { return false }
 
 func (s *summaryScreen) ShortHelp() []key.Binding {
-	b := []key.Binding{s.Keys.Up, s.Keys.Down, withHelp(s.Keys.Back, "back to the run"), s.Keys.Troubleshoot}
+	k := s.Keys
+	b := []key.Binding{withHelp(k.Back, "back to the run"), k.Troubleshoot}
 	if s.canServe() {
-		b = append(b, s.Keys.Serve)
+		b = append(b, k.Serve)
 	}
-	return append(b, withHelp(s.Keys.Quit, "quit"))
+	if len(s.lines) > s.h {
+		b = append(b, k.Up, k.Down)
+	}
+	return append(b, k.Help, k.Quit)
 }
 
 // canServe says the run built a track haloforge serve can run.
 func (s *summaryScreen) canServe() bool {
-	return s.rs.Failed() == nil && s.rs.Err == nil && serve.EngineOf(s.track.ID) != ""
+	return s.rs.Failed() == nil && s.rs.Err == nil && serve.EngineOf(s.plan.Track.ID) != ""
 }
 
 func (s *summaryScreen) FullHelp() [][]key.Binding { return [][]key.Binding{s.ShortHelp()} }
@@ -64,9 +74,17 @@ func (s *summaryScreen) Update(msg tea.Msg) tea.Cmd {
 	case key.Matches(k, s.Keys.Back):
 		return closeScreen
 	case key.Matches(k, s.Keys.Troubleshoot):
-		return troubleshootRun(s.rs)
+		if f := s.rs.Failed(); f != nil {
+			return troubleshootStep(f)
+		}
+		for _, st := range s.rs.Steps {
+			if len(st.Findings) > 0 {
+				return troubleshootStep(st)
+			}
+		}
+		return openTroubleshoot
 	case key.Matches(k, s.Keys.Serve) && s.canServe():
-		return send(openServeMsg{track: s.track.ID})
+		return send(openServeMsg{track: s.plan.Track.ID})
 	case scrollBy(s.Keys, k, &s.offset, s.h):
 		s.offset = clampOffset(s.offset, len(s.lines), s.h)
 	}
@@ -79,8 +97,9 @@ func (s *summaryScreen) View() string {
 }
 
 // summaryText renders the whole summary; the screen windows it.
-func summaryText(rs *runState, t steps.Track, st Styles, width int) string {
+func summaryText(rs *runState, p *Plan, resume string, demo bool, st Styles, width int) string {
 	var b strings.Builder
+	t := p.Track
 	failed := rs.Failed()
 	switch {
 	case failed != nil:
@@ -94,53 +113,142 @@ func summaryText(rs *runState, t steps.Track, st Styles, width int) string {
 	}
 	b.WriteString("\n" + st.Bold.Render("Results") + "\n")
 	for _, s := range rs.Steps {
-		b.WriteString(summaryStepLine(s, st) + "\n")
+		b.WriteString(summaryStepLine(s, st, width) + "\n")
 	}
-	if failed == nil && rs.Err == nil && len(t.Next) > 0 {
-		b.WriteString("\n" + st.Bold.Render("Next") + "\n")
-		for _, c := range t.Next {
-			b.WriteString("  " + st.Key.Render("$ "+c) + "\n")
+	b.WriteString(nextBlock(rs, p, resume, demo, st, width))
+	if len(rs.RunDirs) > 0 {
+		b.WriteString("\n" + st.Bold.Render("Artifacts") + st.Subtle.Render("  (report.json and one <step>.log per step in each run)") + "\n")
+		for i, d := range rs.RunDirs {
+			label := "run     "
+			if len(rs.RunDirs) > 1 {
+				label = fmt.Sprintf("run %d/%d ", i+1, len(rs.RunDirs))
+			}
+			b.WriteString("  " + label + d + "\n")
 		}
-	}
-	if failed != nil {
-		b.WriteString("\n" + st.Bold.Render("Next") + "\n")
-		b.WriteString("  " + st.Key.Render("$ haloforge build --track "+t.ID+" --resume") + st.Subtle.Render("   after the fix") + "\n")
-		b.WriteString("  " + st.Key.Render("$ haloforge diagnose "+failed.Log) + "\n")
-	}
-	if rs.RunDir != "" {
-		b.WriteString("\n" + st.Bold.Render("Artifacts") + "\n")
-		b.WriteString("  report  " + filepath.Join(rs.RunDir, "report.json") + "\n")
-		b.WriteString("  logs    " + rs.RunDir + string(filepath.Separator) + "<step>.log\n")
+		if failed != nil && failed.Log != "" {
+			b.WriteString("  log     " + failed.Log + "\n")
+		} else if last := rs.RunDirs[len(rs.RunDirs)-1]; last != "" {
+			b.WriteString("  report  " + filepath.Join(last, "report.json") + "\n")
+		}
 	}
 	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
 	for i, l := range lines {
-		lines[i] = ansiCut(l, width)
+		lines[i] = ansiCutTail(l, width)
 	}
 	return strings.Join(lines, "\n")
 }
 
-func summaryStepLine(s *stepRun, st Styles) string {
+// nextBlock says what to type next: the track's commands once built, the
+// resume and diagnose commands after a failure, each alone on its line so
+// that it can be copied as it is.
+func nextBlock(rs *runState, p *Plan, resume string, demo bool, st Styles, width int) string {
+	var b strings.Builder
+	failed := rs.Failed()
+	cmdLine := func(c string) { b.WriteString("  " + st.Key.Render("$ "+c) + "\n") }
+	switch {
+	case failed != nil && demo:
+		b.WriteString("\n" + st.Bold.Render("Next") + "\n")
+		b.WriteString("  " + st.Subtle.Render("esc, then r: the demo applies the fix and retries. `haloforge demo` starts the story again.") + "\n")
+	case failed != nil:
+		b.WriteString("\n" + st.Bold.Render("Next") + st.Subtle.Render("  (after the fix; t shows it)") + "\n")
+		if resume != "" {
+			cmdLine(resume)
+		}
+		cmdLine("haloforge diagnose " + cmp.Or(failed.Log, rs.RunDir))
+	case rs.Err == nil && len(p.Track.Next) > 0:
+		b.WriteString("\n" + st.Bold.Render("Next") + "\n")
+		for _, c := range p.Track.Next {
+			cmdLine(c)
+		}
+		if hint := modelHint(p); hint != "" {
+			for _, l := range proseRows(hint, max(width-2, 20)) {
+				b.WriteString("  " + st.Subtle.Render(l) + "\n")
+			}
+		}
+		if demo {
+			b.WriteString("  " + st.Subtle.Render("(the demo installed nothing: on your machine these run in the box the build made)") + "\n")
+		}
+	}
+	return b.String()
+}
+
+// modelHint explains the <model> placeholder of the next commands: what to
+// put there, and a small model the track's verify step already used.
+func modelHint(p *Plan) string {
+	uses := false
+	for _, c := range p.Track.Next {
+		uses = uses || strings.Contains(c, "<model>")
+	}
+	if !uses {
+		return ""
+	}
+	hint := "<model>: a Hugging Face model ID or a local path"
+	for _, s := range p.Steps {
+		if m := s.Pins["VERIFY_MODEL"]; m != "" {
+			return hint + ", e.g. " + m + " (the small model verify used); start small, then raise the context"
+		}
+	}
+	return hint + "; start with a small one, then raise the context"
+}
+
+func summaryStepLine(s *stepRun, st Styles, width int) string {
 	var mark, what string
 	switch s.State {
 	case stateOK:
 		mark, what = st.OK.Render("✓"), linemode.FormatDuration(s.Duration)
 	case stateFailed:
-		mark, what = st.Fail.Render("✗"), fmt.Sprintf("exit %d after %s", s.ExitCode, linemode.FormatDuration(s.Duration))
+		mark, what = st.Fail.Render("✗"), fmt.Sprintf("failed: exit %d after %s", s.ExitCode, linemode.FormatDuration(s.Duration))
 		if s.Optional {
-			mark, what = st.Warn.Render("✗"), what+" (optional: the build went on)"
+			mark, what = st.Warn.Render("!"), fmt.Sprintf("failed (optional: the run went on without it): exit %d after %s", s.ExitCode, linemode.FormatDuration(s.Duration))
 		}
 	case stateSkipped:
 		mark, what = st.Skip.Render("↷"), cmp.Or(s.Reason, "skipped")
+		if s.Optional && s.Reason == "skipped by you" {
+			what += " (optional)"
+		}
 	case stateInterrupted:
-		mark, what = st.Warn.Render("■"), "interrupted"
+		mark, what = st.Warn.Render("■"), "stopped"
 	case stateNotVerified:
 		mark, what = st.Warn.Render("⚠"), "not verified: "+strings.Join(s.NotVerified, "; ")
 	default:
 		mark, what = st.Skip.Render("·"), "not run"
 	}
+	if len(s.Earlier) > 0 && (s.State == stateOK || s.State == stateNotVerified || s.State == stateFailed) {
+		what += st.Subtle.Render(fmt.Sprintf(" (%s attempt; %s)", ordinal(len(s.Earlier)+1), earlierText(s.Earlier)))
+	}
 	line := fmt.Sprintf("  %s %s %s", mark, padRight(s.ID, 16), what)
+	family := st.HintTitle
+	if s.Optional { // the run went on: a warning, as the step's mark
+		family = st.Warn.Bold(true)
+	}
 	for _, f := range s.Findings {
-		line += "\n      " + st.HintTitle.Render(f.Family) + " " + st.Subtle.Render(f.Summary)
+		line += "\n      " + family.Render(f.Family)
+		for _, l := range wrapWithPrefix(f.Summary, max(width-8, 20), "") {
+			line += "\n        " + st.Subtle.Render(l)
+		}
 	}
 	return line
+}
+
+// earlierText lists how earlier attempts ended: "1st: family".
+func earlierText(earlier []string) string {
+	parts := make([]string, len(earlier))
+	for i, e := range earlier {
+		parts[i] = ordinal(i+1) + ": " + e
+	}
+	return strings.Join(parts, ", ")
+}
+
+func ordinal(n int) string {
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+		return fmt.Sprintf("%dth", n)
+	case n%10 == 1:
+		return fmt.Sprintf("%dst", n)
+	case n%10 == 2:
+		return fmt.Sprintf("%dnd", n)
+	case n%10 == 3:
+		return fmt.Sprintf("%drd", n)
+	}
+	return fmt.Sprintf("%dth", n)
 }

@@ -2,7 +2,11 @@ package tui
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -18,6 +22,7 @@ type troubleshootScreen struct {
 	backend  Backend
 	path     prompt // the log or bundle to open
 	scanned  bool   // findings (or an error) are there to show
+	scanning bool   // a scan is under way
 	source   string // what was scanned
 	findings []diagnose.Finding
 	suspects []diagnose.Suspect
@@ -25,15 +30,16 @@ type troubleshootScreen struct {
 	selected int
 	climbed  map[string]int // family -> rungs tried
 	offset   int
+	lines    int // lines of the view at the current width, for scrolling
 	w, h     int
 }
 
-// newTroubleshootScreen opens on path; findings already known for it are
-// shown at once, else the screen asks for a path to scan.
+// newTroubleshootScreen opens on path: findings already known for it are
+// shown at once, a path alone is scanned at once, and no path asks for one.
 func newTroubleshootScreen(c *common, b Backend, path string, findings []diagnose.Finding) *troubleshootScreen {
 	s := &troubleshootScreen{
 		common: c, backend: b, source: path, climbed: map[string]int{},
-		path: newPrompt("log or bundle: ", "/path/to/step.log or a doctor --collect directory", "scan", "back"),
+		path: newPrompt("log or bundle: ", "/path/to/step.log or a doctor --collect directory (tab completes)", "scan", "back").completingPaths(),
 	}
 	s.path.SetValue(path)
 	if len(findings) > 0 {
@@ -42,17 +48,22 @@ func newTroubleshootScreen(c *common, b Backend, path string, findings []diagnos
 	return s
 }
 
-// Init asks for a path when there is nothing to show yet.
+// Init scans the path it was given, or asks for one.
 func (s *troubleshootScreen) Init() tea.Cmd {
-	if !s.scanned {
-		return s.path.Open()
+	switch {
+	case s.scanned:
+		return nil
+	case s.source != "":
+		return s.scan(s.source)
 	}
-	return nil
+	return s.path.Open()
 }
 
 func (s *troubleshootScreen) SetSize(w, h int) {
 	s.w, s.h = w, h
 	s.path.SetWidth(max(w-20, 10))
+	s.lines = lineCount(s.body())
+	s.offset = clampOffset(s.offset, s.lines, s.h)
 }
 
 func (s *troubleshootScreen) Crumb() string { return "troubleshoot" }
@@ -60,22 +71,39 @@ func (s *troubleshootScreen) Crumb() string { return "troubleshoot" }
 func (s *troubleshootScreen) TakesText() bool { return s.path.IsOpen() }
 
 func (s *troubleshootScreen) ShortHelp() []key.Binding {
+	k := s.Keys
 	if s.path.IsOpen() {
-		return s.path.Help(s.Keys)
+		return s.path.Help(k)
 	}
-	b := []key.Binding{s.Keys.Up, s.Keys.Down}
+	b := []key.Binding{k.Back}
 	if s.ladder() != nil {
-		b = append(b, withHelp(s.Keys.Enter, "still stuck: next rung"))
+		b = append(b, withHelp(k.Enter, "still stuck: next rung"))
 	}
-	return append(b, s.Keys.Open, s.Keys.Back, s.Keys.Quit)
+	if s.fix() != "" {
+		b = append(b, k.Copy)
+	}
+	if len(s.findings) > 1 {
+		b = append(b, key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓", "finding")))
+	}
+	if s.lines > s.h {
+		b = append(b, k.PageDown)
+	}
+	return append(b, k.Open, k.Help, k.Quit)
 }
 
 func (s *troubleshootScreen) FullHelp() [][]key.Binding { return [][]key.Binding{s.ShortHelp()} }
 
 func (s *troubleshootScreen) Update(msg tea.Msg) tea.Cmd {
+	cmd := s.update(msg)
+	s.lines = lineCount(s.body())
+	return cmd
+}
+
+func (s *troubleshootScreen) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case diagnosedMsg:
 		s.source, s.findings, s.suspects, s.err, s.scanned, s.selected = msg.path, msg.findings, msg.suspects, msg.err, true, 0
+		s.scanning, s.offset = false, 0
 	case tea.KeyPressMsg:
 		if s.path.IsOpen() {
 			return s.pathKey(msg)
@@ -104,13 +132,52 @@ func (s *troubleshootScreen) pathKey(k tea.KeyPressMsg) tea.Cmd {
 	return cmd
 }
 
+// completePath completes a path as far as every match agrees, adding a
+// slash to a directory (a shell's Tab).
+func completePath(p string) string {
+	if p == "" {
+		return p
+	}
+	expanded := p
+	if home, err := os.UserHomeDir(); err == nil && strings.HasPrefix(p, "~/") {
+		expanded = filepath.Join(home, p[2:])
+	}
+	matches, _ := filepath.Glob(globEscape(expanded) + "*")
+	if len(matches) == 0 {
+		return p
+	}
+	common := matches[0]
+	for _, m := range matches[1:] {
+		for !strings.HasPrefix(m, common) {
+			common = common[:len(common)-1]
+		}
+	}
+	if len(matches) == 1 {
+		if st, err := os.Stat(common); err == nil && st.IsDir() {
+			common += string(filepath.Separator)
+		}
+	}
+	if expanded != p { // keep the ~ the user typed
+		home, _ := os.UserHomeDir()
+		common = "~" + strings.TrimPrefix(common, home)
+	}
+	return common
+}
+
+// globEscape quotes the characters filepath.Glob treats as patterns.
+func globEscape(p string) string {
+	r := strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`)
+	return r.Replace(p)
+}
+
 // scan diagnoses path; when nothing is known, it points at the lines that
 // look like the error.
 func (s *troubleshootScreen) scan(path string) tea.Cmd {
 	b := s.backend
+	s.scanning, s.source = true, path
 	return func() tea.Msg {
 		f, err := b.Diagnose(path)
-		msg := diagnosedMsg{path: path, findings: f, err: err}
+		msg := diagnosedMsg{path: path, findings: f, err: readable(path, err)}
 		if err == nil && len(f) == 0 {
 			msg.suspects, _ = diagnose.Suspects(path, 3) // none for a directory or bundle
 		}
@@ -118,25 +185,56 @@ func (s *troubleshootScreen) scan(path string) tea.Cmd {
 	}
 }
 
-func (s *troubleshootScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
+// readable words an error opening path for people, not as Go's os package
+// does ("stat x: no such file or directory").
+func readable(path string, err error) error {
 	switch {
-	case key.Matches(k, s.Keys.Open):
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s does not exist: give a step log (<state-dir>/runs/<run-id>/<step>.log), a run directory or a bundle", path)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%s cannot be read (permission denied)", path)
+	}
+	return err
+}
+
+func (s *troubleshootScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
+	keys := s.Keys
+	switch {
+	case key.Matches(k, keys.Open):
 		return s.path.Open()
-	case key.Matches(k, s.Keys.Back):
+	case key.Matches(k, keys.Back):
 		return closeScreen
-	case key.Matches(k, s.Keys.Up):
+	case key.Matches(k, keys.Up):
 		s.selected = max(s.selected-1, 0)
 		s.offset = 0
-	case key.Matches(k, s.Keys.Down):
+	case key.Matches(k, keys.Down):
 		s.selected = min(s.selected+1, max(len(s.findings)-1, 0))
 		s.offset = 0
-	case key.Matches(k, s.Keys.Enter):
+	case key.Matches(k, keys.PageDown):
+		s.offset = clampOffset(s.offset+s.h/2, s.lines, s.h)
+	case key.Matches(k, keys.PageUp):
+		s.offset = clampOffset(s.offset-s.h/2, s.lines, s.h)
+	case key.Matches(k, keys.Copy):
+		if fix := s.fix(); fix != "" {
+			return tea.SetClipboard(fix)
+		}
+	case key.Matches(k, keys.Enter):
 		if l := s.ladder(); l != nil {
 			fam := s.findings[s.selected].Family
 			s.climbed[fam] = min(s.climbed[fam]+1, len(l))
 		}
 	}
 	return nil
+}
+
+// fix is the selected finding's fix, "" when there is none.
+func (s *troubleshootScreen) fix() string {
+	if s.selected >= len(s.findings) {
+		return ""
+	}
+	return s.findings[s.selected].Fix
 }
 
 // ladder is the walkthrough for the selected finding, nil when it has none.
@@ -148,39 +246,58 @@ func (s *troubleshootScreen) ladder() []diagnose.Rung {
 }
 
 func (s *troubleshootScreen) View() string {
+	lines := strings.Split(s.body(), "\n")
+	visible, _ := window(lines, s.offset, s.h)
+	for i, l := range visible {
+		visible[i] = ansiCutTail(l, s.w)
+	}
+	return strings.Join(visible, "\n")
+}
+
+func (s *troubleshootScreen) body() string {
 	var b strings.Builder
-	if s.path.IsOpen() || !s.scanned {
+	if s.path.IsOpen() || (!s.scanned && !s.scanning) {
 		b.WriteString(s.path.View() + "\n\n")
-		b.WriteString(s.Styles.Subtle.Render("Open a build log (haloforge keeps one per step under the run directory), any pasted log,\nor a diagnostics bundle from `haloforge doctor --collect DIR`.") + "\n")
+		b.WriteString(s.Styles.Subtle.Render(wrap("Open a build log (haloforge keeps one per step under the run directory), any pasted log, "+
+			"or a diagnostics bundle from `haloforge doctor --collect DIR`.", max(s.w, 20))) + "\n")
 		if !s.scanned {
 			return b.String()
 		}
 	}
+	if s.scanning {
+		return b.String() + "Scanning " + s.source + "…"
+	}
 	b.WriteString(s.results())
-	lines := strings.Split(b.String(), "\n")
-	visible, _ := window(lines, s.offset, s.h)
-	return strings.Join(visible, "\n")
+	return b.String()
 }
 
 func (s *troubleshootScreen) results() string {
 	st := s.Styles
 	var b strings.Builder
 	src := cmp.Or(s.source, "the run")
+	width := max(s.w-4, 20)
 	switch {
 	case s.err != nil:
-		return st.Fail.Render(s.err.Error())
+		return st.Fail.Render(wrap(s.err.Error(), width))
 	case len(s.findings) == 0 && len(s.suspects) > 0:
-		b.WriteString(st.OK.Render("No known failure in "+src+".") + "\n" +
+		b.WriteString(st.OK.Render(wrap("No known failure in "+src+".", width)) + "\n" +
 			st.Subtle.Render("These lines look like the error; `haloforge doctor` checks the host.") + "\n")
 		for _, l := range s.suspects {
-			b.WriteString(ansiCut(st.Subtle.Render(fmt.Sprintf("  line %d  ", l.Line))+l.Text, s.w) + "\n")
+			label := fmt.Sprintf("line %d  ", l.Line)
+			for i, row := range wrapWithPrefix(l.Text, width-len(label), "") {
+				if i == 0 {
+					b.WriteString("  " + st.Subtle.Render(label) + row + "\n")
+				} else {
+					b.WriteString("  " + strings.Repeat(" ", len(label)) + row + "\n")
+				}
+			}
 		}
 		return b.String()
 	case len(s.findings) == 0:
-		return st.OK.Render("No known failure in "+src+".") + "\n" +
-			st.Subtle.Render("If it still fails, the last lines of the log are the place to look; `haloforge doctor` checks the host.")
+		return st.OK.Render(wrap("No known failure in "+src+".", width)) + "\n" +
+			st.Subtle.Render(wrap("If it still fails, the last lines of the log are the place to look; `haloforge doctor` checks the host.", width))
 	}
-	b.WriteString(st.Bold.Render(fmt.Sprintf("%d known failure(s) in %s", len(s.findings), src)) + "\n")
+	b.WriteString(st.Bold.Render(wrap(fmt.Sprintf("%s in %s", plural(len(s.findings), "known failure"), src), width)) + "\n")
 	for i, f := range s.findings {
 		cur := "  "
 		if i == s.selected {

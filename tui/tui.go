@@ -64,6 +64,28 @@ type Plan struct {
 	// among the track's pins, and how old that is (upstream.Warning's
 	// lines); nil when nothing (tui/sets.go offers the known-good sets).
 	PinWarning []string
+	// Needs are the pins the track cannot run without that are empty now
+	// (a model to load): the plan screen asks for them before it starts.
+	Needs []Need
+	// Busy says another build holds the state dir ("" when free): the run
+	// cannot start until it ends.
+	Busy string
+	// ReadOnly says why this plan can be read but not run ("" when it can
+	// run): the demo plans every track, and runs one.
+	ReadOnly string
+	// Notes are what the user should know about where the plan comes from
+	// (a ./scripts tree that replaces the built-in one).
+	Notes []string
+	// Box is the track's own distrobox ("" when it has none): s opens a
+	// shell in it.
+	Box string
+}
+
+// Need is a pin a plan needs a value for, as the plan screen asks it.
+type Need struct {
+	Name    string // the pin, e.g. LLAMA_MODEL
+	Help    string // what it is, from the pin's spec
+	Example string // what a value looks like
 }
 
 // PlanStep is one step of a plan, with what the cache says about it.
@@ -71,9 +93,12 @@ type PlanStep struct {
 	ID, Title string
 	Optional  bool
 	WillRun   bool
-	Reason    string            // "never ran", "pins changed: VLLM_REF", "up to date …"
+	Reason    string            // "first run", "pins changed: VLLM_REF", "up to date …"
 	Pins      map[string]string // the pins this step reads, resolved
 	Why       string            // why an optional step is optional
+	// Last is how long the step's last success took (0: never), for the
+	// plan's estimate.
+	Last time.Duration
 }
 
 // RunRequest asks the backend for a run of the chosen track.
@@ -96,14 +121,19 @@ type Backend interface {
 	Tracks() []steps.Track
 	// Plan computes the plan for a track against the current state.
 	Plan(track string) (*Plan, error)
+	// SetPin sets a pin for the rest of the session (NAME=VALUE, validated
+	// like --set), as the plan screen does for a value the track needs.
+	SetPin(assign string) error
 	// Start begins a run; the channel is closed after EventRunFinished.
 	// Cancelling ctx stops the running step cleanly.
 	Start(ctx context.Context, req RunRequest) (<-chan runner.Event, error)
 	// PrepareRetry runs before a failed step is retried; it returns a note
 	// to show (the demo applies its fix here; the real wizard changes nothing).
 	PrepareRetry(ctx context.Context, step string, f *diagnose.Finding) (string, error)
-	// Shell returns the command that opens a shell in the toolbox, or nil.
-	Shell() *exec.Cmd
+	// Shell returns the command that opens a shell in the track's own box,
+	// or nil and the reason there is none (the track has no box, it does
+	// not exist yet: then how to create it). It never creates a box.
+	Shell(track string) (*exec.Cmd, string)
 	// Diagnose scans a log file or a diagnostics bundle for known failures.
 	Diagnose(path string) ([]diagnose.Finding, error)
 
@@ -163,25 +193,66 @@ type Serving interface {
 	Stop()
 }
 
+// Command asks for a command line the wizard prints for the shell (the
+// recap, the stop note, the summary's next steps).
+type Command struct {
+	Track string
+	// Resume asks for the command that continues the track's last run;
+	// Step is the step that failed or stopped, to narrow --from or --only.
+	Resume bool
+	Step   string
+	// IgnoreChecks is set when the user ran the track despite failing
+	// blocking checks (the plan screen's second Enter).
+	IgnoreChecks bool
+	// Sets are the pins set in this session (NAME=VALUE).
+	Sets []string
+}
+
 // Options configure a wizard session.
 type Options struct {
 	Demo  bool   // the banner says so and retries apply the demo's fix
 	Track string // preselected track, overriding the recommendation
 	// Plan starts the session at the run screen with this plan (the TUI of
-	// `haloforge build`); it ends by itself when the run succeeds.
+	// `haloforge build`); it ends on the run's summary.
 	Plan   *Plan
 	Input  io.Reader
 	Output io.Writer
 	// Environ is the environment the colour profile is read from (NO_COLOR).
 	Environ []string
+	// Commands writes the command lines the wizard suggests, with the
+	// user's flags; nil when there are none to suggest (the demo).
+	Commands func(Command) string
+	// Demo runs `haloforge demo` from the detection screen of a machine
+	// without an AMD GPU; nil when there is no demo to offer.
+	DemoCmd func() *exec.Cmd
+	// Pager opens a log in the user's pager at a line; nil uses $PAGER,
+	// else less.
+	Pager func(path string, line int) *exec.Cmd
 }
 
-// Result is how a wizard session ended.
+// Result is how a wizard session ended: what cmd prints as the recap once
+// the full screen is gone.
 type Result struct {
 	Track  string
 	Status string // steps.Outcome* of the last run; "" when no run started
-	// Interrupted is true when the user quit while a step ran.
+	// Interrupted is true when the user quit while a step ran, or pressed
+	// Ctrl-C before a run ended (exit 130, as gum does).
 	Interrupted bool
+	// RunDirs are the run directories of the session, oldest first: a retry
+	// or a skip starts another run.
+	RunDirs []string
+	// Failed is the step the last run failed at, FailedLog its log; Stopped
+	// is the step a quit stopped.
+	Failed, FailedLog, Stopped string
+	NotVerified                []string // steps built but not verified
+	// Next are the track's commands once it is built, with the plan's values.
+	Next []string
+	// Resume continues the last run; Build builds the planned track (both
+	// "" when there is nothing to suggest).
+	Resume, Build string
+	// Planned is true when the user reached a plan.
+	Planned bool
+	Demo    bool
 }
 
 // drainWait bounds how long an interrupted session waits for the runner to
@@ -191,6 +262,8 @@ const drainWait = 15 * time.Second
 // Run starts the wizard and blocks until the user leaves it.
 func Run(ctx context.Context, b Backend, opts Options) (Result, error) {
 	m := New(ctx, b, opts)
+	restore := pushTitle(opts.Output)
+	defer restore()
 	var popts []tea.ProgramOption
 	popts = append(popts, tea.WithContext(ctx))
 	if opts.Input != nil {

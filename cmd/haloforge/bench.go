@@ -31,7 +31,7 @@ type benchOptions struct {
 	pins              pinFlags
 }
 
-func newBenchCmd() *cobra.Command {
+func newBenchCmd(g *globalOpts) *cobra.Command {
 	var o benchOptions
 	cmd := &cobra.Command{
 		Use:   "bench --track ID [--model M] | --from FILE  [--json] [--report FILE.md]",
@@ -56,7 +56,10 @@ func newBenchCmd() *cobra.Command {
 			"  haloforge bench --from ~/.local/state/haloforge/llamacpp-distro/llama-bench.json --json\n" +
 			"  haloforge bench --from bench.jsonl --report bench.md --command 'llama-bench -m model.gguf -o jsonl'",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd.Context(), cmd, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.scripts, o.stateDir, o.pins = g.scripts, g.stateDir, g.pins // the global flags
+			return runBench(cmd.Context(), cmd, o)
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.from, "from", "", "benchmark output to read: llama-bench JSON/JSONL or vLLM bench JSON (- for standard input)")
@@ -68,9 +71,6 @@ func newBenchCmd() *cobra.Command {
 	f.IntSliceVar(&o.depths, "depths", nil, "with --track: llama-bench context depths, e.g. 0,32768 (default 0)")
 	f.StringVar(&o.url, "url", "", "with a vLLM track: the running server to measure (default: the track's port on 127.0.0.1)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "with --track: print the benchmark command and run nothing")
-	scriptsFlag(cmd, &o.scripts)
-	stateDirFlag(cmd, &o.stateDir)
-	o.pins.bind(cmd)
 	cmd.MarkFlagsMutuallyExclusive("from", "track")
 	return cmd
 }

@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -22,14 +22,15 @@ import (
 )
 
 type buildOpts struct {
-	track, from, report, scripts, stateDir string
-	only                                   []string
-	plain, dryRun, resume, ignoreChecks    bool
-	pins                                   pinFlags
+	track, from, report                 string
+	only                                []string
+	plain, dryRun, resume, ignoreChecks bool
+	g                                   *globalOpts
+	stateDir                            string // resolved: --state-dir or the default
 }
 
-func newBuildCmd() *cobra.Command {
-	var o buildOpts
+func newBuildCmd(g *globalOpts) *cobra.Command {
+	o := buildOpts{g: g}
 	cmd := &cobra.Command{
 		Use:   "build --track ID",
 		Short: "Run a track's steps, each in its own pty, with full logs, resume and diagnosis",
@@ -37,11 +38,13 @@ func newBuildCmd() *cobra.Command {
 			"in order, each in a pty of its own with the pins in its environment. Steps whose inputs have not " +
 			"changed since their last success are skipped. Every byte of output goes to " +
 			"<state-dir>/runs/<run-id>/<step>.log; the screen gets a cleaned copy, and a failure shows its last " +
-			"lines, the diagnosis and the log. Ctrl-C stops the step and everything it started; --resume continues.",
+			"lines, the diagnosis and the log. Ctrl-C stops the step and everything it started; --resume continues. " +
+			"On a terminal the run is shown full-screen and ends on its summary; --plain, --dry-run, --report " +
+			"and a pipe print line mode.",
 		Example: "  haloforge build --track therock-toolbox\n" +
 			"  haloforge build --track therock-toolbox --resume\n" +
 			"  haloforge build --track therock-toolbox --only vllm,verify --set VLLM_REF=<sha>\n" +
-			"  haloforge build --track vllm-image --dry-run --plain\n" +
+			"  haloforge build --track vllm-image --dry-run\n" +
 			"  haloforge build --track source-stable --plain --report junit.xml   # in CI",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBuild(cmd, o) },
@@ -49,28 +52,34 @@ func newBuildCmd() *cobra.Command {
 	f := cmd.Flags()
 	trackFlag(cmd, &o.track)
 	f.BoolVar(&o.plain, "plain", false, "line mode: prefixed lines and status lines, no full-screen UI")
-	f.BoolVar(&o.dryRun, "dry-run", false, "run every step with HALOFORGE_DRY_RUN=1: print the commands, change nothing")
+	f.BoolVar(&o.dryRun, "dry-run", false, "print the real commands of every step (HALOFORGE_DRY_RUN=1), change nothing; always line mode")
 	f.BoolVar(&o.resume, "resume", false, "continue the last failed or interrupted run of the track")
-	f.StringVar(&o.from, "from", "", "run from this step on, even if up to date")
-	f.StringSliceVar(&o.only, "only", nil, "run only these steps (comma-separated), even if up to date")
+	f.StringVar(&o.from, "from", "", "run STEP and every step after it, even if up to date")
+	f.StringSliceVar(&o.only, "only", nil, "run only STEP,STEP,… even if up to date")
 	f.BoolVar(&o.ignoreChecks, "ignore-checks", false, "build even when a blocking doctor check fails")
-	f.StringVar(&o.report, "report", "", "also write a JUnit XML report to FILE (for CI)")
-	scriptsFlag(cmd, &o.scripts)
-	stateDirFlag(cmd, &o.stateDir)
-	o.pins.bind(cmd)
-	cmd.MarkFlagsMutuallyExclusive("from", "only")
+	f.StringVar(&o.report, "report", "", "also write a JUnit XML report to FILE (for CI; checked before anything runs)")
+	_ = cmd.RegisterFlagCompletionFunc("from", completeSteps)
+	_ = cmd.RegisterFlagCompletionFunc("only", completeSteps)
+	_ = cmd.RegisterFlagCompletionFunc("report", completeXMLFiles)
 	return cmd
 }
 
 func runBuild(cmd *cobra.Command, o buildOpts) error {
-	if err := requireTrack(o.track); err != nil {
+	if err := checkBuildFlags(o); err != nil {
 		return err
 	}
-	o.stateDir = stateDirOrDefault(o.stateDir)
+	g := o.g
+	o.stateDir = g.stateDirOr()
 	if err := runner.CheckStateDir(o.stateDir); err != nil {
 		return usageErr(err)
 	}
-	plan, pf, err := planFor(o.track, o.pins.pins, o.pins.sets, o.scripts, o.stateDir)
+	if !o.dryRun {
+		if err := stateDirBusy(o.stateDir); err != nil {
+			return err
+		}
+	}
+	printNotes(cmd.ErrOrStderr(), localNotes(g, true))
+	plan, pf, err := planFor(o.track, g.pins.pins, g.pins.sets, g.scripts, o.stateDir)
 	if err != nil {
 		var missing *steps.MissingScriptError
 		if errors.As(err, &missing) {
@@ -79,11 +88,17 @@ func runBuild(cmd *cobra.Command, o buildOpts) error {
 		return err
 	}
 	out := cmd.OutOrStdout()
+	if err := missingInputs(out, plan.Track, pf, o.dryRun); err != nil {
+		return err
+	}
 	// A dry run changes nothing, so a failed check only warns there.
 	if err := blockingChecks(cmdContext(cmd), out, plan.Track, o.stateDir, o.ignoreChecks || o.dryRun); err != nil {
 		return err
 	}
-	if !o.plain && o.report == "" && stdoutIsTerminal(cmd) {
+	// The full screen is for watching a build; a dry run's output is the
+	// commands themselves, which must stay on the terminal to be read and
+	// copied, so it prints in line mode like --plain.
+	if !o.plain && !o.dryRun && o.report == "" && stdoutIsTerminal(cmd) {
 		return runBuildTUI(cmd, o, pf)
 	}
 	r, err := newBuildRunner(plan, pinsFileOnDisk(pf), o, colorOut(cmd))
@@ -93,11 +108,54 @@ func runBuild(cmd *cobra.Command, o buildOpts) error {
 	return runAndPrint(cmdContext(cmd), out, r, o, colorOut(cmd))
 }
 
+// checkBuildFlags answers bad usage before anything is collected or
+// planned: a track, steps that exist, flags that go together, a report
+// file that can be written.
+func checkBuildFlags(o buildOpts) error {
+	if err := requireTrack(o.track); err != nil {
+		return err
+	}
+	t, err := steps.Lookup(o.track)
+	if err != nil {
+		return usageErr(err)
+	}
+	if o.from != "" && len(o.only) > 0 {
+		return usageErr(errors.New("--from and --only do not go together: --from STEP runs STEP and every step after it, --only STEP,... runs just the steps it lists"))
+	}
+	for _, id := range append(slices.Clone(o.only), o.from) {
+		if _, ok := t.Step(id); id != "" && !ok {
+			return usageErr(fmt.Errorf("track %s has no step %q (steps: %s)", t.ID, id, strings.Join(t.StepIDs(), ", ")))
+		}
+	}
+	return checkReportPath(o.report)
+}
+
+// missingInputs refuses a build whose track needs a pin that is empty (a
+// model to load): found now, not after step 1 pulled gigabytes. A dry run
+// only warns; its commands show where the value would go.
+func missingInputs(w io.Writer, t steps.Track, pf *pins.File, dryRun bool) error {
+	missing := t.MissingInputs(pf.Values())
+	if len(missing) == 0 {
+		return nil
+	}
+	sets := make([]string, len(missing))
+	for i, n := range missing {
+		sets[i] = "--set " + n + "=" + inputExample(n)
+	}
+	msg := fmt.Sprintf("%s needs %s, which is empty: run again with %s", t.ID, strings.Join(missing, " and "), strings.Join(sets, " "))
+	if dryRun {
+		fmt.Fprintf(w, "! %s (the dry run goes on)\n", msg)
+		return nil
+	}
+	return usageErr(errors.New(msg + " (nothing was run)"))
+}
+
 // runBuildTUI shows the build in the wizard's run screen: the same runner,
-// with the step list, the log pane and the hint panel. It ends by itself
-// when the run succeeds; --report needs line mode (CI has no terminal).
+// with the step list, the log pane and the hint panel. It ends on the
+// summary; leaving it prints the recap (the outcome, the logs, the next or
+// the resume command) on the normal screen.
 func runBuildTUI(cmd *cobra.Command, o buildOpts, pf *pins.File) error {
-	e, err := newEngine(pf, o.scripts, o.stateDir, true)
+	e, err := newEngine(pf, o.g.scripts, o.stateDir, true)
 	if err != nil {
 		return usageErr(err)
 	}
@@ -107,33 +165,23 @@ func runBuildTUI(cmd *cobra.Command, o buildOpts, pf *pins.File) error {
 		return usageErr(err)
 	}
 	ctx := cmdContext(cmd)
-	res, err := tui.Run(ctx, e, tui.Options{Plan: p, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout()})
-	printBuildEnd(cmd.OutOrStdout(), o, res)
+	res, err := tui.Run(ctx, e, tui.Options{
+		Plan: p, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout(),
+		Commands: func(c tui.Command) string {
+			if c.Resume {
+				return resumeCommand(o, c.Step)
+			}
+			return buildCommand(o.track, o.g)
+		},
+	})
+	printRecap(cmd.OutOrStdout(), res)
 	return outcomeErr(ctx, res.Status, res.Interrupted, err)
-}
-
-// printBuildEnd leaves a line on the normal screen once the full-screen
-// view is gone, so the outcome and the logs stay findable.
-func printBuildEnd(w io.Writer, o buildOpts, res tui.Result) {
-	if res.Status == "" {
-		return
-	}
-	st, err := steps.LoadState(o.stateDir)
-	if err != nil || st.Tracks[o.track] == nil {
-		fmt.Fprintf(w, "%s: %s\n", o.track, res.Status)
-		return
-	}
-	run := filepath.Join(o.stateDir, "runs", st.Tracks[o.track].LastRun)
-	fmt.Fprintf(w, "%s: %s · logs and report.json in %s\n", o.track, res.Status, run)
-	if res.Status == steps.OutcomeFailed || res.Status == steps.OutcomeInterrupted {
-		fmt.Fprintf(w, "diagnose: haloforge diagnose %s · resume: %s\n", run, resumeCommand(o))
-	}
 }
 
 // newBuildRunner materialises the scripts and toolbox trees and checks the
 // run before anything starts.
 func newBuildRunner(plan *steps.Plan, pinsFile string, o buildOpts, color bool) (*runner.Runner, error) {
-	scripts, err := scriptsRoot(o.scripts, o.stateDir)
+	scripts, err := scriptsRoot(o.g.scripts, o.stateDir)
 	if err != nil {
 		return nil, err
 	}
@@ -156,9 +204,8 @@ func runAndPrint(parent context.Context, out io.Writer, r *runner.Runner, o buil
 	defer stopSignals()
 
 	printed := make(chan linemode.Result, 1)
-	go func() {
-		printed <- linemode.Print(out, r.Events(), linemode.Options{Color: color, Resume: resumeCommand(o)})
-	}()
+	lo := linemode.Options{Color: color, DryRun: o.dryRun, Resume: func(step string) string { return resumeCommand(o, step) }}
+	go func() { printed <- linemode.Print(out, r.Events(), lo) }()
 	rep, runErr := r.Run(ctx)
 	<-printed
 	if rep != nil && o.report != "" {
@@ -168,9 +215,9 @@ func runAndPrint(parent context.Context, out io.Writer, r *runner.Runner, o buil
 	}
 	switch {
 	case errors.Is(runErr, runner.ErrBusy):
-		return usageErr(runErr)
+		return silentExit(exitUsage) // line mode said it, in one line
 	case rep == nil:
-		return failedErr(runErr)
+		return silentExit(exitFailed) // the run could not start; line mode said why
 	case rep.Status == steps.OutcomeInterrupted:
 		return silentExit(exitInterrupted)
 	case rep.Status == steps.OutcomeFailed:
@@ -210,22 +257,28 @@ func onInterrupt(out io.Writer, stop func(), kill func()) func() {
 	}
 }
 
-// resumeCommand is the command line that resumes this build.
-func resumeCommand(o buildOpts) string {
+// resumeCommand is the command line that resumes this build after step
+// failed or stopped: the flags the user gave (pins, scripts, state dir,
+// --ignore-checks), and a --from or --only narrowed to what is left, so
+// that the steps that succeeded before the failure do not run again.
+func resumeCommand(o buildOpts, step string) string {
 	parts := []string{"haloforge", "build", "--track", o.track, "--resume"}
-	if o.pins.pins != "" {
-		parts = append(parts, "--pins", o.pins.pins)
+	switch {
+	case o.from != "" && step != "":
+		parts = append(parts, "--from", step)
+	case o.from != "":
+		parts = append(parts, "--from", o.from)
+	case len(o.only) > 0:
+		only := o.only
+		if i := slices.Index(only, step); i >= 0 {
+			only = only[i:]
+		}
+		parts = append(parts, "--only", strings.Join(only, ","))
 	}
-	for _, s := range o.pins.sets {
-		parts = append(parts, "--set", s)
+	if o.ignoreChecks {
+		parts = append(parts, "--ignore-checks")
 	}
-	if o.scripts != "" {
-		parts = append(parts, "--scripts", o.scripts)
-	}
-	if o.stateDir != defaultStateDir() {
-		parts = append(parts, "--state-dir", o.stateDir)
-	}
-	return strings.Join(parts, " ")
+	return strings.Join(append(parts, o.g.args()...), " ")
 }
 
 func writeJUnit(path string, rep *runner.Report) error {

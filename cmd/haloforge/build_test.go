@@ -44,11 +44,29 @@ func TestBlockingChecksStopTheBuild(t *testing.T) {
 	}
 }
 
+// TestResumeCommandRepeatsTheFlagsThatMatter: pasted, the resume command
+// uses the same pins, scripts and state dir, goes past the blocking checks
+// again when they were ignored, and narrows --from and --only to what is
+// left after the step that failed (the steps before it succeeded).
 func TestResumeCommandRepeatsTheFlagsThatMatter(t *testing.T) {
-	o := buildOpts{track: "vllm-image", scripts: "s", stateDir: "/x/state", pins: pinFlags{pins: "p.env", sets: []string{"VLLM_PORT=9000"}}}
-	want := "haloforge build --track vllm-image --resume --pins p.env --set VLLM_PORT=9000 --scripts s --state-dir /x/state"
-	if got := resumeCommand(o); got != want {
-		t.Errorf("resumeCommand = %q\nwant %q", got, want)
+	g := &globalOpts{scripts: "s", stateDir: "/x/state", pins: pinFlags{pins: "p.env", sets: []string{"VLLM_PORT=9000", "LLAMA_MODEL=/m/a b.gguf"}}}
+	flags := " --pins p.env --set VLLM_PORT=9000 --set 'LLAMA_MODEL=/m/a b.gguf' --scripts s --state-dir /x/state"
+	for _, tc := range []struct {
+		o    buildOpts
+		step string
+		want string
+	}{
+		{buildOpts{track: "vllm-image", g: g}, "launcher", "haloforge build --track vllm-image --resume" + flags},
+		{buildOpts{track: "therock-toolbox", ignoreChecks: true, from: "rocm", g: g}, "vllm",
+			"haloforge build --track therock-toolbox --resume --from vllm --ignore-checks" + flags},
+		{buildOpts{track: "therock-toolbox", only: []string{"tools", "rocm", "vllm"}, g: g}, "rocm",
+			"haloforge build --track therock-toolbox --resume --only rocm,vllm" + flags},
+		{buildOpts{track: "therock-toolbox", from: "rocm", g: g}, "",
+			"haloforge build --track therock-toolbox --resume --from rocm" + flags},
+	} {
+		if got := resumeCommand(tc.o, tc.step); got != tc.want {
+			t.Errorf("resumeCommand(%+v, %q) = %q\nwant %q", tc.o, tc.step, got, tc.want)
+		}
 	}
 }
 

@@ -41,7 +41,7 @@ type clusterOpts struct {
 // nodeScriptPath is node.sh inside the embedded scripts tree.
 const nodeScriptPath = "scripts/cluster/node.sh"
 
-func newClusterCmd() *cobra.Command {
+func newClusterCmd(g *globalOpts) *cobra.Command {
 	o := &clusterOpts{}
 	cmd := &cobra.Command{
 		Use:   "cluster",
@@ -56,7 +56,7 @@ func newClusterCmd() *cobra.Command {
 	pf.StringVar(&o.inventory, "inventory", "", "the cluster inventory (TOML)")
 	pf.StringVar(&o.engine, "engine", "", "rpc (llama.cpp RPC) or ray (vLLM on Ray); default: the inventory's engine, else rpc")
 	pf.StringVar(&o.sshConfig, "ssh-config", os.Getenv("HALOFORGE_SSH_CONFIG"), "ssh_config file to use instead of ~/.ssh/config (ssh -F; default $HALOFORGE_SSH_CONFIG)")
-	cmd.AddCommand(newClusterCheckCmd(o), newClusterUpCmd(o), newClusterDownCmd(o), newClusterNodeFactsCmd(o))
+	cmd.AddCommand(newClusterCheckCmd(o), newClusterUpCmd(o), newClusterDownCmd(o), newClusterNodeFactsCmd(o, g))
 	return cmd
 }
 
@@ -115,15 +115,17 @@ func newClusterDownCmd(o *clusterOpts) *cobra.Command {
 
 // newClusterNodeFactsCmd is what `cluster check` runs on a node that has
 // haloforge: the pins it would use and its doctor's verdicts, as one JSON line.
-func newClusterNodeFactsCmd(o *clusterOpts) *cobra.Command {
+func newClusterNodeFactsCmd(o *clusterOpts, g *globalOpts) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:    "node-facts [--pins FILE]",
 		Short:  "This node's pins hash and doctor checks, as one JSON line (run by cluster check over SSH)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
-		RunE:   func(cmd *cobra.Command, _ []string) error { return runClusterNodeFacts(cmd, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.pins = g.pins.pins // the global --pins
+			return runClusterNodeFacts(cmd, o)
+		},
 	}
-	cmd.Flags().StringVar(&o.pins, "pins", "", "pins file (default ./versions.env, else the built-in copy)")
 	return cmd
 }
 

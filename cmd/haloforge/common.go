@@ -21,20 +21,74 @@ import (
 
 // Flags several commands share, each declared once.
 
-// pinFlags are the flags of every command that reads pins.
+// globalOpts are DESIGN.md's global flags (--state-dir, --pins, --set,
+// --scripts): persistent flags of the root, so that they work before or
+// after any command (an alias `haloforge --state-dir ~/hf` works for every
+// command). A command that has no use for one accepts it and ignores it.
+type globalOpts struct {
+	stateDir string
+	scripts  string
+	pins     pinFlags
+}
+
+// bind declares the global flags on the root.
+func (g *globalOpts) bind(root *cobra.Command) {
+	f := root.PersistentFlags()
+	f.StringVar(&g.stateDir, "state-dir", "", "keep runs, logs and state in DIR (default $XDG_STATE_HOME/haloforge)")
+	f.StringVar(&g.scripts, "scripts", "", "run the step scripts of DIR (default ./scripts when it is a haloforge tree, else the built-in copy)")
+	f.StringVar(&g.pins.pins, "pins", "", "read the pins from FILE (default ./versions.env, else the built-in copy)")
+	f.StringArrayVar(&g.pins.sets, "set", nil, "override a pin with NAME=VALUE (repeatable; validated like the file)")
+	_ = root.RegisterFlagCompletionFunc("state-dir", completeDirs)
+	_ = root.RegisterFlagCompletionFunc("scripts", completeDirs)
+	_ = root.RegisterFlagCompletionFunc("pins", completeEnvFiles)
+	_ = root.RegisterFlagCompletionFunc("set", completePinNames)
+}
+
+// stateDirOr is the state dir these flags name, or the default.
+func (g *globalOpts) stateDirOr() string { return stateDirOrDefault(g.stateDir) }
+
+// args are the global flags as the user gave them, for the commands
+// haloforge prints (resume, build): pasted, they use the same pins,
+// scripts and state. The default state dir is left out.
+func (g *globalOpts) args() []string {
+	var out []string
+	if g.pins.pins != "" {
+		out = append(out, "--pins", shellWord(g.pins.pins))
+	}
+	for _, s := range g.pins.sets {
+		out = append(out, "--set", shellWord(s))
+	}
+	if g.scripts != "" {
+		out = append(out, "--scripts", shellWord(g.scripts))
+	}
+	if g.stateDir != "" && g.stateDir != defaultStateDir() {
+		out = append(out, "--state-dir", shellWord(g.stateDir))
+	}
+	return out
+}
+
+// shellWord quotes s for a POSIX shell when it needs it, so that a printed
+// command can be pasted as it is.
+func shellWord(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// pinFlags are --pins and --set, which every command that reads pins honours.
 type pinFlags struct {
 	pins string
 	sets []string
 }
 
-func (p *pinFlags) bind(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&p.pins, "pins", "", "pins file (default ./versions.env, else the built-in copy)")
-	cmd.Flags().StringArrayVar(&p.sets, "set", nil, "override a pin: NAME=VALUE (repeatable; validated like the file)")
-}
-
-// trackFlag is --track of the commands that work on one track.
+// trackFlag is --track of the commands that work on one track; the shell
+// completes it with the track IDs.
 func trackFlag(cmd *cobra.Command, track *string) {
-	cmd.Flags().StringVar(track, "track", "", "track ID (see `haloforge tracks`)")
+	cmd.Flags().StringVar(track, "track", "", "the track ID (see `haloforge tracks`)")
+	_ = cmd.RegisterFlagCompletionFunc("track", completeTracks)
 }
 
 // requireTrack is the one answer to a missing --track.
@@ -43,14 +97,6 @@ func requireTrack(track string) error {
 		return usageErr(fmt.Errorf("--track is required (one of: %s)", strings.Join(steps.TrackIDs(), ", ")))
 	}
 	return nil
-}
-
-func scriptsFlag(cmd *cobra.Command, dir *string) {
-	cmd.Flags().StringVar(dir, "scripts", "", "scripts tree (default ./scripts, else the built-in copy)")
-}
-
-func stateDirFlag(cmd *cobra.Command, dir *string) {
-	cmd.Flags().StringVar(dir, "state-dir", "", "state dir (default $XDG_STATE_HOME/haloforge)")
 }
 
 func jsonFlag(cmd *cobra.Command, on *bool, what string) {
@@ -159,8 +205,8 @@ func defaultStateDir() string {
 	return filepath.Join(home, ".local", "state", "haloforge")
 }
 
-// scriptsFS is the scripts tree for planning: --scripts DIR, ./scripts, or
-// the embedded copy. It reads only; nothing is written.
+// scriptsFS is the scripts tree for planning: --scripts DIR, ./scripts when
+// it is a haloforge tree (local.go), or the embedded copy. It reads only; nothing is written.
 func scriptsFS(flag string) (fs.FS, string, error) {
 	switch {
 	case flag != "":
@@ -168,7 +214,7 @@ func scriptsFS(flag string) (fs.FS, string, error) {
 			return nil, "", usageErr(fmt.Errorf("--scripts %s: not a directory", flag))
 		}
 		return os.DirFS(flag), flag, nil
-	case dirExists("scripts"):
+	case localScripts():
 		return os.DirFS("scripts"), "scripts", nil
 	}
 	sub, err := fs.Sub(haloforge.Scripts, "scripts")
@@ -188,9 +234,10 @@ func scriptsRoot(flag, stateDir string) (string, error) {
 	return materialise(haloforge.Scripts, "scripts", filepath.Join(stateDir, "scripts"))
 }
 
-// toolboxRoot is ./toolbox when present, else the embedded copy on disk.
+// toolboxRoot is ./toolbox when it is a haloforge toolbox tree, else the
+// embedded copy on disk.
 func toolboxRoot(stateDir string) (string, error) {
-	if dirExists("toolbox") {
+	if localToolbox() {
 		return filepath.Abs("toolbox")
 	}
 	return materialise(haloforge.Toolbox, "toolbox", filepath.Join(stateDir, "toolbox"))

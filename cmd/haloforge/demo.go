@@ -16,12 +16,12 @@ import (
 )
 
 type demoOpts struct {
-	plain    bool
-	stateDir string // the demo writes only under <state-dir>/demo
+	plain bool
+	g     *globalOpts // the demo writes only under <state-dir>/demo
 }
 
-func newDemoCmd() *cobra.Command {
-	var o demoOpts
+func newDemoCmd(g *globalOpts) *cobra.Command {
+	o := demoOpts{g: g}
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "The wizard on built-in sample data: no GPU needed, nothing installed",
@@ -33,14 +33,13 @@ func newDemoCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return runDemo(cmd, o) },
 	}
 	cmd.Flags().BoolVar(&o.plain, "plain", false, "line mode even on a terminal")
-	cmd.Flags().StringVar(&o.stateDir, "state-dir", "", "state directory; the demo writes only under <state-dir>/demo (default $XDG_STATE_HOME/haloforge)")
 	return cmd
 }
 
 // runDemo starts the demo from scratch in <state-dir>/demo, so that the
 // story begins with the failure every time.
 func runDemo(cmd *cobra.Command, o demoOpts) error {
-	dir := filepath.Join(stateDirOrDefault(o.stateDir), "demo")
+	dir := filepath.Join(o.g.stateDirOr(), "demo")
 	lineMode := o.plain || !stdoutIsTerminal(cmd)
 	if err := os.RemoveAll(dir); err != nil {
 		return failedErr(fmt.Errorf("demo: clear %s: %w", dir, err))
@@ -58,6 +57,7 @@ func runDemo(cmd *cobra.Command, o demoOpts) error {
 		return outcomeErr(ctx, res.Status, res.Interrupted, err)
 	}
 	res, err := tui.Run(ctx, e, tui.Options{Demo: true, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout()})
+	printRecap(cmd.OutOrStdout(), res)
 	return outcomeErr(ctx, res.Status, res.Interrupted, err)
 }
 

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,36 +17,105 @@ import (
 
 type diagnoseOpts struct {
 	json   bool
-	inputs []string // files, run dirs, bundles, or - for standard input
+	last   bool
+	inputs []string    // files, run dirs, bundles, or - for standard input
+	g      *globalOpts // --state-dir: where the last run is
 }
 
-func newDiagnoseCmd() *cobra.Command {
-	var o diagnoseOpts
+// tutorialURL is TUTORIAL.md where the code is published: its troubleshooting
+// reference has one section per failure family, anchored by the family ID.
+// A relative TUTORIAL.md means nothing to someone who has only the binary.
+const tutorialURL = "https://github.com/haloforge/haloforge/blob/main/TUTORIAL.md"
+
+// diagnoseJSONSchema names the shape of diagnose --json.
+const diagnoseJSONSchema = "haloforge/diagnose/v1"
+
+func newDiagnoseCmd(g *globalOpts) *cobra.Command {
+	o := diagnoseOpts{g: g}
 	cmd := &cobra.Command{
-		Use:   "diagnose [--json] FILE|- ...",
+		Use:   "diagnose [--json] [FILE|-|RUN-DIR|BUNDLE ...]",
 		Short: "Recognise known failures in build logs, runs and bundles",
 		Long: "diagnose reads logs offline and names every known failure family it finds, with the line, " +
 			"what it means and the exact fix. FILE may be a log, - for standard input, a run directory " +
 			"(<state-dir>/runs/<run-id>/: every step log), or a diagnostics bundle (a directory or a " +
-			".tar.gz from doctor --collect: its .txt and .log files). Colours and carriage-return redraws " +
-			"are ignored. Exit 0 when nothing is found, 1 when something is, 2 when an input cannot be read.",
-		Example: "  haloforge diagnose ~/.local/state/haloforge/runs/<run-id>/\n" +
-			"  haloforge diagnose build.log\n  some-build 2>&1 | haloforge diagnose -\n" +
+			".tar.gz from doctor --collect: its .txt and .log files). With no FILE it reads standard input " +
+			"when that is a pipe or a file, else the last run of the state dir (as --last does). Colours and " +
+			"carriage-return redraws are ignored. Exit 0 when nothing is found, 1 when something is, 2 when " +
+			"an input cannot be read.",
+		Example: "  haloforge diagnose              # the last run\n" +
+			"  haloforge diagnose build.log\n  some-build 2>&1 | haloforge diagnose\n" +
+			"  haloforge diagnose ~/.local/state/haloforge/runs/<run-id>/\n" +
 			"  haloforge diagnose --json bundle.tar.gz",
-		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.inputs = args
 			return runDiagnose(cmd, o)
 		},
 	}
-	jsonFlag(cmd, &o.json, `print {"findings": [...]} as JSON`)
+	jsonFlag(cmd, &o.json, `print {"findings": [...], "suspects": [...]} as JSON`)
+	cmd.Flags().BoolVar(&o.last, "last", false, "diagnose the last run of the state dir")
 	return cmd
+}
+
+// defaultInputs is what diagnose reads when no input is named: standard
+// input when it is a pipe or a file (as grep reads it), else the last run.
+func defaultInputs(cmd *cobra.Command, o diagnoseOpts) ([]string, error) {
+	if len(o.inputs) > 0 {
+		if o.last {
+			return nil, usageErr(errors.New("--last names the input itself: give it without files"))
+		}
+		return o.inputs, nil
+	}
+	if !o.last && stdinIsData(cmd) {
+		return []string{"-"}, nil
+	}
+	dir := o.g.stateDirOr()
+	run := lastRunDir(dir)
+	if run == "" {
+		return nil, usageErr(fmt.Errorf("no log given, and no run under %s: give a log, a run directory or a bundle, or - for standard input (some-build 2>&1 | haloforge diagnose -)",
+			filepath.Join(dir, "runs")))
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "diagnosing the last run: %s\n", run)
+	return []string{run}, nil
+}
+
+// stdinIsData reports whether standard input is a pipe or a file, not a
+// terminal or /dev/null.
+func stdinIsData(cmd *cobra.Command) bool {
+	f, ok := cmd.InOrStdin().(*os.File)
+	if !ok {
+		return true // a reader handed in (tests): read it
+	}
+	st, err := f.Stat()
+	return err == nil && (st.Mode()&os.ModeNamedPipe != 0 || st.Mode().IsRegular())
+}
+
+// lastRunDir is the newest run directory of the state dir ("" for none):
+// run IDs start with their UTC time, so the greatest name is the newest.
+func lastRunDir(stateDir string) string {
+	runs := filepath.Join(stateDir, "runs")
+	entries, err := os.ReadDir(runs)
+	if err != nil {
+		return ""
+	}
+	last := ""
+	for _, e := range entries {
+		if e.IsDir() && e.Name() > last {
+			last = e.Name()
+		}
+	}
+	if last == "" {
+		return ""
+	}
+	return filepath.Join(runs, last)
 }
 
 // runDiagnose reads every input before printing anything: an unreadable
 // input is exit 2 with no partial findings claimed.
 func runDiagnose(cmd *cobra.Command, o diagnoseOpts) error {
-	args := o.inputs
+	args, err := defaultInputs(cmd, o)
+	if err != nil {
+		return err
+	}
 	if err := oneStdin(args); err != nil {
 		return usageErr(err)
 	}
@@ -51,7 +123,7 @@ func runDiagnose(cmd *cobra.Command, o diagnoseOpts) error {
 	for _, a := range args {
 		in, err := diagnose.OpenInput(a, cmd.InOrStdin())
 		if err != nil {
-			return usageErr(err)
+			return usageErr(inputErr(a, err))
 		}
 		inputs = append(inputs, in)
 	}
@@ -71,7 +143,11 @@ func runDiagnose(cmd *cobra.Command, o diagnoseOpts) error {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false) // keep "<" and ">" of compiler messages readable
-		if err := enc.Encode(map[string][]diagnose.Finding{"findings": findings}); err != nil {
+		doc := diagnoseJSON{Schema: diagnoseJSONSchema, Findings: findings, Suspects: []suspectJSON{}}
+		if len(findings) == 0 {
+			doc.Suspects = suspectsOf(args)
+		}
+		if err := enc.Encode(doc); err != nil {
 			return failedErr(err)
 		}
 	} else {
@@ -81,6 +157,44 @@ func runDiagnose(cmd *cobra.Command, o diagnoseOpts) error {
 		return silentExit(exitFailed)
 	}
 	return nil
+}
+
+// diagnoseJSON is diagnose --json: the findings, and when there are none,
+// the lines of each plain log that look like an error (as text mode says).
+type diagnoseJSON struct {
+	Schema   string             `json:"schema"`
+	Findings []diagnose.Finding `json:"findings"`
+	Suspects []suspectJSON      `json:"suspects"`
+}
+
+type suspectJSON struct {
+	File string `json:"file"`
+	diagnose.Suspect
+}
+
+func suspectsOf(args []string) []suspectJSON {
+	out := []suspectJSON{}
+	for _, a := range args {
+		if a == "-" {
+			continue // standard input is read already
+		}
+		ss, _ := diagnose.Suspects(a, 3)
+		for _, s := range ss {
+			out = append(out, suspectJSON{File: a, Suspect: s})
+		}
+	}
+	return out
+}
+
+// inputErr words an input that cannot be opened for people.
+func inputErr(arg string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s does not exist: give a log, a run directory (<state-dir>/runs/<run-id>), a bundle, or - for standard input", arg)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%s cannot be read: permission denied", arg)
+	}
+	return err
 }
 
 // writeSuspects points, in each plain log among args, at the lines that
@@ -146,7 +260,7 @@ func writeFindings(w io.Writer, fs []diagnose.Finding, args []string) {
 		for _, l := range f.Links {
 			fmt.Fprintf(w, "  See %s\n", l)
 		}
-		fmt.Fprintf(w, "  More: TUTORIAL.md#%s\n", f.Family)
+		fmt.Fprintf(w, "  More: %s#%s\n", tutorialURL, f.Family)
 	}
 	noun := "failures"
 	if len(fs) == 1 {

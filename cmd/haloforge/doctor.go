@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,22 +18,24 @@ import (
 )
 
 type doctorOpts struct {
-	json     bool
-	verbose  bool
-	bundle   string
-	collect  string
-	stateDir string      // where builds write: disk-space judges its free space; host-fix backups
-	host     hostfixOpts // --plan, --apply, --verify, --rollback (doctor_plan.go)
+	json    bool
+	verbose bool
+	bundle  string
+	collect string
+	g       *globalOpts // --state-dir: where builds write, whose free space disk-space judges; host-fix backups
+	host    hostfixOpts // --plan, --apply, --verify, --rollback (doctor_plan.go)
 }
 
-func newDoctorCmd() *cobra.Command {
-	var o doctorOpts
+func newDoctorCmd(g *globalOpts) *cobra.Command {
+	o := doctorOpts{g: g}
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the GPU, kernel and host, and print the exact fixes",
 		Long: "doctor collects facts about this machine (or reads a diagnostics bundle with --bundle), " +
 			"checks the GPU, kernel, firmware, memory settings, groups and container tools, and prints " +
-			"what to change. It changes nothing itself. Exit 1 when a check fails.",
+			"what to change. It changes nothing itself. Exit 1 when a check fails; with --collect, exit 0 once the " +
+			"bundle is written, so that `haloforge doctor --collect bug.tar.gz && …` attaches it on exactly the " +
+			"machines that need it.",
 		Example: "  haloforge doctor\n  haloforge doctor -v\n  haloforge doctor --collect haloforge-bundle.tar.gz\n" +
 			"  haloforge doctor --bundle ./someone-elses-bundle --json",
 		Args: hostfixArgs(&o.host),
@@ -43,15 +49,19 @@ func newDoctorCmd() *cobra.Command {
 	f := cmd.Flags()
 	jsonFlag(cmd, &o.json, "print the report as JSON")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "show every check, its details and the facts behind it")
-	f.StringVar(&o.bundle, "bundle", "", "analyse a diagnostics bundle (directory or .tar.gz) instead of this machine")
-	f.StringVar(&o.collect, "collect", "", "write this machine's bundle to DIR or FILE.tar.gz (to attach to a bug report)")
-	stateDirFlag(cmd, &o.stateDir)
-	cmd.MarkFlagsMutuallyExclusive("bundle", "collect")
+	f.StringVar(&o.bundle, "bundle", "", "analyse the diagnostics bundle DIR or FILE.tar.gz instead of this machine")
+	f.StringVar(&o.collect, "collect", "", "write this machine's bundle to DIR or FILE.tar.gz (for a bug report; never overwrites)")
 	addHostfixFlags(cmd, &o.host)
 	return cmd
 }
 
 func runDoctor(cmd *cobra.Command, o doctorOpts) error {
+	if o.bundle != "" && o.collect != "" {
+		return usageErr(errors.New("--bundle reads a bundle and --collect writes this machine's: give one of them"))
+	}
+	if err := checkCollectPath(o.collect); err != nil {
+		return err
+	}
 	b, err := doctorBundle(cmdContext(cmd), o)
 	if err != nil {
 		return err
@@ -68,18 +78,115 @@ func runDoctor(cmd *cobra.Command, o doctorOpts) error {
 	r.RecommendedTrack = steps.RecommendFor(r)
 	out := cmd.OutOrStdout()
 	if o.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(r); err != nil {
+		if err := writeDoctorJSON(out, r); err != nil {
 			return failedErr(err)
 		}
-	} else if err := r.WriteText(out, o.verbose); err != nil {
+	} else if err := writeDoctorText(out, r, o.verbose, colorOut(cmd)); err != nil {
 		return failedErr(err)
 	}
-	if len(r.Failed()) > 0 {
+	if len(r.Failed()) > 0 && o.collect == "" {
 		return silentExit(exitFailed)
 	}
 	return nil
+}
+
+// checkCollectPath refuses, before anything is collected, a --collect
+// target that would not be what the user expects: an existing file or
+// directory (nothing is overwritten), or an archive type haloforge does
+// not write.
+func checkCollectPath(dst string) error {
+	if dst == "" {
+		return nil
+	}
+	if _, err := os.Lstat(dst); err == nil {
+		return usageErr(fmt.Errorf("--collect %s already exists; give a new name (nothing is overwritten)", dst))
+	}
+	switch ext := strings.ToLower(filepath.Ext(dst)); ext {
+	case ".zip", ".tar", ".gz", ".xz", ".bz2", ".zst", ".tgz":
+		if ext != ".tgz" && !strings.HasSuffix(strings.ToLower(dst), ".tar.gz") {
+			return usageErr(fmt.Errorf("--collect %s: haloforge writes a directory or a .tar.gz, not a %s file", dst, ext))
+		}
+	}
+	if parent := filepath.Dir(dst); !dirExists(parent) {
+		return usageErr(fmt.Errorf("--collect %s: directory %s does not exist", dst, parent))
+	}
+	return nil
+}
+
+// writeDoctorText prints the report for people; on a terminal the marks
+// are coloured as flutter doctor colours them. The summary also counts
+// the checks that could not run here, which -v explains.
+func writeDoctorText(w io.Writer, r *detect.Report, verbose, color bool) error {
+	var b strings.Builder
+	if err := r.WriteText(&b, verbose); err != nil {
+		return err
+	}
+	text := b.String()
+	skipped := 0
+	for _, c := range r.Checks {
+		if c.Status == detect.StatusSkip {
+			skipped++
+		}
+	}
+	if !verbose && skipped > 0 {
+		text += fmt.Sprintf("- %d check(s) could not run with what was collected here; `haloforge doctor -v` says why.\n", skipped)
+	}
+	if color {
+		text = colorMarks(text)
+	}
+	_, err := io.WriteString(w, text)
+	return err
+}
+
+// colorMarks paints doctor's [✓] [!] [✗] marks at the start of lines.
+func colorMarks(text string) string {
+	r := strings.NewReplacer(
+		"\n[✓]", "\n\x1b[32m[✓]\x1b[0m",
+		"\n[!]", "\n\x1b[33m[!]\x1b[0m",
+		"\n[✗]", "\n\x1b[31m[✗]\x1b[0m",
+		"\n[-]", "\n\x1b[2m[-]\x1b[0m",
+	)
+	return strings.TrimPrefix(r.Replace("\n"+text), "\n")
+}
+
+// doctorJSONSchema names the shape of doctor --json, for scripts that
+// check what they read.
+const doctorJSONSchema = "haloforge/doctor/v1"
+
+// writeDoctorJSON prints the report as JSON with its schema name and a
+// summary of the checks first, then the report's own fields in order.
+func writeDoctorJSON(w io.Writer, r *detect.Report) error {
+	body, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	counts := map[detect.Status]int{}
+	for _, c := range r.Checks {
+		counts[c.Status]++
+	}
+	type summary struct {
+		OK   int `json:"ok"`
+		Warn int `json:"warn"`
+		Fail int `json:"fail"`
+		Skip int `json:"skip"`
+	}
+	head, err := json.Marshal(struct {
+		Schema  string  `json:"schema"`
+		Summary summary `json:"summary"`
+	}{Schema: doctorJSONSchema, Summary: summary{
+		counts[detect.StatusOK], counts[detect.StatusWarn], counts[detect.StatusFail], counts[detect.StatusSkip]}})
+	if err != nil {
+		return err
+	}
+	joined := append(head[:len(head)-1:len(head)-1], ',')
+	joined = append(joined, body[1:]...)
+	var out bytes.Buffer
+	if err := json.Indent(&out, joined, "", "  "); err != nil {
+		return err
+	}
+	out.WriteByte('\n')
+	_, err = out.WriteTo(w)
+	return err
 }
 
 func doctorBundle(ctx context.Context, o doctorOpts) (*detect.Bundle, error) {
@@ -90,7 +197,7 @@ func doctorBundle(ctx context.Context, o doctorOpts) (*detect.Bundle, error) {
 		}
 		return b, nil
 	}
-	b, err := detect.Collect(ctx, collectOptions(stateDirOrDefault(o.stateDir)))
+	b, err := detect.Collect(ctx, collectOptions(o.g.stateDirOr()))
 	if err != nil {
 		return nil, failedErr(err)
 	}

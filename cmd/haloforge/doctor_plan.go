@@ -68,7 +68,6 @@ func hostfixArgs(h *hostfixOpts) cobra.PositionalArgs {
 
 func runHostfix(cmd *cobra.Command, o doctorOpts, args []string) error {
 	h := o.host
-	o.stateDir = stateDirOrDefault(o.stateDir) // backups go to <state-dir>/host-backups
 	if h.bundleless() && o.bundle != "" {
 		return usageErr(errors.New("--bundle goes with --plan and --verify: --apply and --rollback change this machine (or --root DIR)"))
 	}
@@ -209,6 +208,7 @@ func hostfixErr(err error) error {
 }
 
 func runApply(cmd *cobra.Command, o doctorOpts) error {
+	stateDir := o.g.stateDirOr() // backups live in <state-dir>/host-backups
 	f, err := os.Open(o.host.apply)
 	if err != nil {
 		return usageErr(err)
@@ -219,27 +219,29 @@ func runApply(cmd *cobra.Command, o doctorOpts) error {
 		return usageErr(fmt.Errorf("%s: %w", o.host.apply, err))
 	}
 	_, err = hostfix.Apply(cmdContext(cmd), p, hostOf(cmd, o.host), hostfix.ApplyOptions{
-		StateDir: o.stateDir, Version: version, Confirm: confirmer(cmd, o.host)})
+		StateDir: stateDir, Version: version, Confirm: confirmer(cmd, o.host)})
 	return hostfixErr(err)
 }
 
 func runRollback(cmd *cobra.Command, o doctorOpts, args []string) error {
+	stateDir := o.g.stateDirOr() // backups live in <state-dir>/host-backups
 	dir := ""
 	if len(args) == 1 {
 		dir = args[0]
 	} else {
 		var err error
-		if dir, err = hostfix.LastApplied(o.stateDir); err != nil {
+		if dir, err = hostfix.LastApplied(stateDir); err != nil {
 			return usageErr(err)
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "Rolling back %s\n", dir)
 	}
 	_, err := hostfix.Rollback(cmdContext(cmd), dir, hostOf(cmd, o.host), hostfix.ApplyOptions{
-		StateDir: o.stateDir, Version: version, Confirm: confirmer(cmd, o.host)})
+		StateDir: stateDir, Version: version, Confirm: confirmer(cmd, o.host)})
 	return hostfixErr(err)
 }
 
 func runVerify(cmd *cobra.Command, o doctorOpts, args []string) error {
+	stateDir := o.g.stateDirOr() // backups live in <state-dir>/host-backups
 	var p *hostfix.Plan
 	var err error
 	if len(args) == 1 {
@@ -250,7 +252,7 @@ func runVerify(cmd *cobra.Command, o doctorOpts, args []string) error {
 		p, err = hostfix.ParsePlan(f)
 		f.Close()
 	} else {
-		dir, derr := hostfix.LastApplied(o.stateDir)
+		dir, derr := hostfix.LastApplied(stateDir)
 		if derr != nil {
 			return usageErr(fmt.Errorf("%v: name the plan (haloforge doctor --verify PLAN.json)", derr))
 		}

@@ -46,6 +46,7 @@ var lineForms = []struct {
 	{"step error", regexp.MustCompile(`^  error: \S.*$`)},
 	{"log", regexp.MustCompile(`^  log: /\S+\.log$`)},
 	{"run done", regexp.MustCompile(`^✓ \S+ done in ` + dur + `$`)},
+	{"run dry", regexp.MustCompile(`^✓ \S+ dry run done in ` + dur + `: the commands are above, nothing was changed$`)},
 	{"run not verified", regexp.MustCompile(`^⚠ \S+ done in ` + dur + `, not verified: \S+(?:, \S+)*$`)},
 	{"run failed", regexp.MustCompile(`^✗ \S+ failed after ` + dur + `$`)},
 	{"run interrupted", regexp.MustCompile(`^■ \S+ interrupted after ` + dur + `$`)},
@@ -126,5 +127,9 @@ func TestLineModeIsOneFormat(t *testing.T) {
 	}
 	if demoRun["run done"] == 0 || build["resume"] != 1 {
 		t.Errorf("the demo's retry must end done (%d), the build's failure suggest --resume once (%d)", demoRun["run done"], build["resume"])
+	}
+	dry := runForms(t, "build --dry-run", runCLI(t, "build", "--track", "therock-toolbox", "--plain", "--dry-run", "--scripts", scripts))
+	if dry["run dry"] != 1 || dry["run done"] != 0 || dry["resume"] != 0 {
+		t.Errorf("a dry run must end saying nothing changed, once, and suggest no resume: %v", dry)
 	}
 }

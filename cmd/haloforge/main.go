@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
+	"strings"
 
 	"charm.land/fang/v2"
 	"github.com/spf13/cobra"
@@ -65,20 +67,22 @@ func main() {
 // newRoot is the whole CLI in one place: the bare command is the wizard,
 // and every subcommand is listed here.
 func newRoot() *cobra.Command {
-	root := newWizardCmd()
+	g := &globalOpts{}
+	root := newWizardCmd(g)
 	root.SilenceUsage, root.SilenceErrors = true, true
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
+	g.bind(root)
 	root.AddCommand(
-		newDoctorCmd(),   // check the machine and print the fixes
-		newTracksCmd(),   // every track, its status and steps
-		newPlanCmd(),     // a track's steps, pins and what re-runs
-		newBuildCmd(),    // run a track's steps in ptys
-		newDiagnoseCmd(), // name known failures in logs
-		newPinsCmd(),     // check versions.env, diff two of them
-		newDemoCmd(),     // the wizard on built-in data
-		newBenchCmd(),    // compare benchmark results with reference numbers
-		newServeCmd(),    // serve a model with a track's engine, prove it answers
-		newClusterCmd(),  // check, start and stop 2–4 boxes (llama.cpp RPC, vLLM on Ray)
+		newDoctorCmd(g),   // check the machine and print the fixes
+		newTracksCmd(g),   // every track, its status and steps
+		newPlanCmd(g),     // a track's steps, pins and what re-runs
+		newBuildCmd(g),    // run a track's steps in ptys
+		newDiagnoseCmd(g), // name known failures in logs
+		newPinsCmd(g),     // check versions.env, diff two of them
+		newDemoCmd(g),     // the wizard on built-in data
+		newBenchCmd(g),    // compare benchmark results with reference numbers
+		newServeCmd(g),    // serve a model with a track's engine, prove it answers
+		newClusterCmd(g),  // check, start and stop 2–4 boxes (llama.cpp RPC, vLLM on Ray)
 	)
 	return root
 }
@@ -88,7 +92,7 @@ func run(args []string) int {
 	root := newRoot()
 	root.SetArgs(args)
 	err := fang.Execute(context.Background(), root,
-		fang.WithVersion(version),
+		fang.WithVersion(versionString(version, buildInfo())),
 		fang.WithErrorHandler(printError),
 	)
 	return exitCode(err)
@@ -106,10 +110,56 @@ func exitCode(err error) int {
 	return exitUsage
 }
 
+// buildInfo is the binary's build information, nil when it has none.
+func buildInfo() *debug.BuildInfo {
+	info, _ := debug.ReadBuildInfo()
+	return info
+}
+
+// versionString is the version, with the commit the binary was built from
+// when Go recorded it (go build in a git checkout), so that "dev" says
+// which dev.
+func versionString(v string, info *debug.BuildInfo) string {
+	if info == nil {
+		return v
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = ", modified"
+			}
+		}
+	}
+	if v == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		v = info.Main.Version // go install module@version
+	}
+	if len(rev) >= 12 {
+		return v + " (" + rev[:12] + dirty + ")"
+	}
+	return v
+}
+
 func printError(w io.Writer, _ fang.Styles, err error) {
 	var ee *exitError
 	if errors.As(err, &ee) && ee.err == nil {
 		return
 	}
-	fmt.Fprintf(w, "haloforge: %v\n", err)
+	fmt.Fprintf(w, "haloforge: %s\n", cleanUsage(err))
+}
+
+// cleanUsage words cobra's own usage errors as one clear line with a next
+// step; haloforge's errors pass as they are.
+func cleanUsage(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, "unknown flag: "), strings.HasPrefix(msg, "unknown shorthand flag: "):
+		return msg + " (haloforge COMMAND --help lists the flags)"
+	case strings.Contains(msg, "flag needs an argument"):
+		return msg + " (haloforge COMMAND --help says what it takes)"
+	}
+	return msg
 }

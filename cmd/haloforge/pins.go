@@ -11,22 +11,23 @@ import (
 	"github.com/haloforge/haloforge/steps"
 )
 
-func newPinsCmd() *cobra.Command {
+func newPinsCmd(g *globalOpts) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pins",
 		Short: "Check versions.env and see what a pin bump rebuilds",
 	}
-	cmd.AddCommand(newPinsCheckCmd(), newPinsDiffCmd(), newPinsStatusCmd(), newPinsSetsCmd(), newPinsUseCmd())
+	cmd.AddCommand(newPinsCheckCmd(), newPinsDiffCmd(), newPinsStatusCmd(g), newPinsSetsCmd(g), newPinsUseCmd(g))
 	return cmd
 }
 
 type pinsCheckOpts struct {
 	file string // "" means ./versions.env, else the built-in copy
+	json bool
 }
 
 func newPinsCheckCmd() *cobra.Command {
 	var o pinsCheckOpts
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "check [FILE]",
 		Short: "Parse and validate a pins file strictly (default ./versions.env, else the built-in copy)",
 		Long: "Parse and validate a pins file without running anything in it. Only NAME=value lines of " +
@@ -39,6 +40,8 @@ func newPinsCheckCmd() *cobra.Command {
 			return runPinsCheck(cmd, o)
 		},
 	}
+	jsonFlag(cmd, &o.json, `print {"file", "pins", "floating": [...]} as JSON`)
+	return cmd
 }
 
 func runPinsCheck(cmd *cobra.Command, o pinsCheckOpts) error {
@@ -48,14 +51,19 @@ func runPinsCheck(cmd *cobra.Command, o pinsCheckOpts) error {
 	}
 	w := cmd.OutOrStdout()
 	values := pf.Values()
-	var complete []string
-	var incomplete []string
+	var complete, incomplete []string
+	missingFor := map[string][]string{}
 	for _, t := range steps.Catalogue() {
 		if missing := t.MissingPins(values); len(missing) > 0 {
 			incomplete = append(incomplete, fmt.Sprintf("  ⚠ not enough for %s: missing %s", t.ID, strings.Join(missing, ", ")))
+			missingFor[t.ID] = missing
 		} else {
 			complete = append(complete, t.ID)
 		}
+	}
+	if o.json {
+		return writeJSON(w, map[string]any{"schema": "haloforge/pins-check/v1", "file": pf.Path, "pins": len(pf.Pins),
+			"floating": nonNil(pf.Floating()), "complete_for": nonNil(complete), "missing": missingFor})
 	}
 	fmt.Fprintf(w, "%s: %d pins, all valid; complete for %d of %d tracks\n", pf.Path, len(pf.Pins), len(complete), len(steps.Catalogue()))
 	for _, name := range pf.Floating() {
@@ -79,7 +87,11 @@ func knownNames() string {
 	return sb.String()
 }
 
+// pinsDiffSchema names the shape of `pins diff --json` (and `pins use --json`).
+const pinsDiffSchema = "haloforge/pins-diff/v1"
+
 type diffJSON struct {
+	Schema  string                 `json:"schema"` // pinsDiffSchema
 	Changed map[string]pins.Change `json:"changed"`
 	Rerun   map[string][]string    `json:"rerun"`
 }
@@ -95,13 +107,19 @@ func newPinsDiffCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "diff OLD NEW",
 		Short: "Show the changed pins and, per track, exactly the steps a rebuild re-runs",
-		Args:  cobra.ExactArgs(2),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usageErr(fmt.Errorf("pins diff compares two pins files, OLD and NEW; got %d (e.g. haloforge pins diff old.env versions.env)", len(args)))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.oldFile, o.newFile = args[0], args[1]
 			return runPinsDiff(cmd, o)
 		},
 	}
-	cmd.Flags().StringVar(&o.track, "track", "", "only this track")
+	cmd.Flags().StringVar(&o.track, "track", "", "only the track ID")
+	_ = cmd.RegisterFlagCompletionFunc("track", completeTracks)
 	jsonFlag(cmd, &o.json, "print JSON")
 	return cmd
 }
@@ -124,7 +142,7 @@ func runPinsDiff(cmd *cobra.Command, o pinsDiffOpts) error {
 		return err
 	}
 	changed := pins.Diff(oldF, newF)
-	d := diffJSON{Changed: changed, Rerun: rerun(tracks, changed)}
+	d := diffJSON{Schema: pinsDiffSchema, Changed: changed, Rerun: rerun(tracks, changed)}
 	if o.json {
 		return writeJSON(cmd.OutOrStdout(), d)
 	}

@@ -32,7 +32,7 @@ type pinsStatusOptions struct {
 	timeout  time.Duration
 }
 
-func newPinsStatusCmd() *cobra.Command {
+func newPinsStatusCmd(g *globalOpts) *cobra.Command {
 	var o pinsStatusOptions
 	cmd := &cobra.Command{
 		Use:   "status [FILE]",
@@ -49,12 +49,12 @@ func newPinsStatusCmd() *cobra.Command {
 			if len(args) == 1 {
 				o.file = args[0]
 			}
+			o.stateDir = g.stateDir // the global --state-dir
 			return runPinsStatus(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&o.offline, "offline", false, "touch no network: every pin is unchecked")
-	cmd.Flags().StringVar(&o.stateDir, "state-dir", "", "state dir (default $XDG_STATE_HOME/haloforge)")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 30*time.Second, "deadline for the whole check (one request gets at most 10s)")
 	return cmd
 }
@@ -205,18 +205,18 @@ type pinsSetsOptions struct {
 	pins string
 }
 
-func newPinsSetsCmd() *cobra.Command {
+func newPinsSetsCmd(g *globalOpts) *cobra.Command {
 	var o pinsSetsOptions
 	cmd := &cobra.Command{
 		Use:   "sets",
 		Short: "The known-good pin sets, with their evidence, and how your versions.env differs",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.pins = g.pins.pins // the global --pins: the file to compare with
 			return runPinsSets(o, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
-	cmd.Flags().StringVar(&o.pins, "pins", "", "pins file to compare with (default ./versions.env, else the built-in copy)")
 	return cmd
 }
 
@@ -292,7 +292,7 @@ type pinsUseOptions struct {
 	now    func() time.Time
 }
 
-func newPinsUseCmd() *cobra.Command {
+func newPinsUseCmd(g *globalOpts) *cobra.Command {
 	var o pinsUseOptions
 	cmd := &cobra.Command{
 		Use:   "use SET",
@@ -305,11 +305,10 @@ func newPinsUseCmd() *cobra.Command {
 			"write is atomic.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.set = args[0]
+			o.set, o.pins = args[0], g.pins.pins // the global --pins: the file to rewrite
 			return runPinsUse(o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().StringVar(&o.pins, "pins", "", "pins file to rewrite (default ./versions.env)")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "show the change and what rebuilds; write nothing")
 	cmd.Flags().BoolVarP(&o.yes, "yes", "y", false, "write without asking")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print the change as `pins diff --json` does (questions go to stderr)")
@@ -340,7 +339,7 @@ func runPinsUse(o pinsUseOptions, stdin io.Reader, stdout, stderr io.Writer) err
 		return usageErr(err)
 	}
 	changed := use.Changed
-	d := diffJSON{Changed: changed, Rerun: use.Rebuild}
+	d := diffJSON{Schema: pinsDiffSchema, Changed: changed, Rerun: use.Rebuild}
 	info := stdout
 	if o.json {
 		if err := writeJSON(stdout, d); err != nil {

@@ -10,13 +10,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/tui"
 )
 
 type planOpts struct {
-	track, scripts, stateDir string
-	json                     bool
-	pins                     pinFlags
+	track         string
+	json, verbose bool
+	g             *globalOpts
 }
 
 type planStepJSON struct {
@@ -32,15 +34,19 @@ type planStepJSON struct {
 }
 
 type planJSON struct {
+	Schema       string         `json:"schema"` // planJSONSchema
 	Track        string         `json:"track"`
 	Steps        []planStepJSON `json:"steps"`
 	FloatingPins []string       `json:"floating_pins"`
 	Pins         string         `json:"pins_file"`
 	Missing      []string       `json:"missing_scripts,omitempty"`
+	// MissingInputs are the pins the track needs that are empty: build
+	// refuses to start until they are set with --set NAME=VALUE.
+	MissingInputs []string `json:"missing_inputs,omitempty"`
 }
 
-func newPlanCmd() *cobra.Command {
-	var o planOpts
+func newPlanCmd(g *globalOpts) *cobra.Command {
+	o := planOpts{g: g}
 	cmd := &cobra.Command{
 		Use:   "plan --track ID",
 		Short: "Show a track's steps, the pins each uses, and what will run since last time",
@@ -49,9 +55,7 @@ func newPlanCmd() *cobra.Command {
 	}
 	trackFlag(cmd, &o.track)
 	jsonFlag(cmd, &o.json, "print JSON")
-	scriptsFlag(cmd, &o.scripts)
-	stateDirFlag(cmd, &o.stateDir)
-	o.pins.bind(cmd)
+	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "also show each step's script, dependencies and cache key")
 	return cmd
 }
 
@@ -59,14 +63,17 @@ func runPlan(cmd *cobra.Command, o planOpts) error {
 	if err := requireTrack(o.track); err != nil {
 		return err
 	}
-	stateDir := stateDirOrDefault(o.stateDir)
-	p, pinsFile, err := planFor(o.track, o.pins.pins, o.pins.sets, o.scripts, stateDir)
+	g := o.g
+	printNotes(cmd.ErrOrStderr(), localNotes(g, false))
+	stateDir := g.stateDirOr()
+	p, pinsFile, err := planFor(o.track, g.pins.pins, g.pins.sets, g.scripts, stateDir)
 	var missing *steps.MissingScriptError
 	if err != nil && !errors.As(err, &missing) {
 		return err
 	}
 	warnStalePins(cmd.ErrOrStderr(), stateDir, pinsFile, p.Track.PinNames())
 	pj := toPlanJSON(p, pinsFile.Path)
+	pj.MissingInputs = p.Track.MissingInputs(pinsFile.Values())
 	if missing != nil {
 		pj.Missing = missing.Paths
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v (build will refuse to start)\n", missing)
@@ -74,12 +81,15 @@ func runPlan(cmd *cobra.Command, o planOpts) error {
 	if o.json {
 		return writeJSON(cmd.OutOrStdout(), pj)
 	}
-	printPlan(cmd.OutOrStdout(), p, pj)
+	printPlan(cmd.OutOrStdout(), p, pj, o.verbose, buildCommand(o.track, g))
 	return nil
 }
 
+// planJSONSchema names the shape of plan --json.
+const planJSONSchema = "haloforge/plan/v1"
+
 func toPlanJSON(p *steps.Plan, pinsPath string) planJSON {
-	pj := planJSON{Track: p.Track.ID, FloatingPins: nonNil(p.Floating), Pins: pinsPath}
+	pj := planJSON{Schema: planJSONSchema, Track: p.Track.ID, FloatingPins: nonNil(p.Floating), Pins: pinsPath}
 	for _, s := range p.Steps {
 		pj.Steps = append(pj.Steps, planStepJSON{ID: s.ID, Title: s.Title, Script: "scripts/" + s.ScriptPath,
 			Pins: s.PinValues, DependsOn: nonNil(s.DependsOn), Optional: s.Optional,
@@ -88,7 +98,10 @@ func toPlanJSON(p *steps.Plan, pinsPath string) planJSON {
 	return pj
 }
 
-func printPlan(w io.Writer, p *steps.Plan, pj planJSON) {
+// printPlan prints the plan for people; verbose adds what scripts and
+// tools care about (script, dependencies, cache key). It ends with the
+// command that builds it, or with what is missing first.
+func printPlan(w io.Writer, p *steps.Plan, pj planJSON, verbose bool, build string) {
 	t := p.Track
 	fmt.Fprintf(w, "%s  [%s]  %s\n", t.ID, t.Status, t.Title)
 	fmt.Fprintf(w, "pins from %s\n\n", pj.Pins)
@@ -104,19 +117,64 @@ func printPlan(w io.Writer, p *steps.Plan, pj planJSON) {
 			opt = " (optional)"
 		}
 		fmt.Fprintf(w, "%s %d/%d %-16s %s%s — %s\n", mark, i+1, len(p.Steps), s.ID, s.Title, opt, verb)
-		fmt.Fprintf(w, "      script  scripts/%s\n", s.ScriptPath)
-		if len(s.DependsOn) > 0 {
-			fmt.Fprintf(w, "      after   %s\n", strings.Join(s.DependsOn, ", "))
+		if verbose {
+			fmt.Fprintf(w, "      script  scripts/%s\n", s.ScriptPath)
+			if len(s.DependsOn) > 0 {
+				fmt.Fprintf(w, "      after   %s\n", strings.Join(s.DependsOn, ", "))
+			}
 		}
 		for _, n := range slices.Sorted(maps.Keys(s.PinValues)) {
-			fmt.Fprintf(w, "      pin     %s=%s%s\n", n, s.PinValues[n], floatingMark(p, n))
+			fmt.Fprintf(w, "      pin     %s=%s%s%s\n", n, s.PinValues[n], floatingMark(p, n), missingMark(pj, n))
 		}
-		fmt.Fprintf(w, "      why     %s\n      key     %s\n", s.Reason, s.CacheKey[:16])
+		fmt.Fprintf(w, "      why     %s\n", s.Reason)
+		if verbose {
+			fmt.Fprintf(w, "      key     %s\n", s.CacheKey[:16])
+		}
 	}
-	fmt.Fprintf(w, "\n%d steps: %d will run, %d up to date\n", len(p.Steps), run, len(p.Steps)-run)
+	fmt.Fprintf(w, "\n%s\n", tui.RunWords(run, len(p.Steps)))
 	if len(p.Floating) > 0 {
 		fmt.Fprintf(w, "floating pins (not reproducible; pin a digest or commit): %s\n", strings.Join(p.Floating, ", "))
 	}
+	for _, n := range pj.MissingInputs {
+		fmt.Fprintf(w, "! %s is empty, and %s cannot run without it: add --set %s=%s\n", n, t.ID, n, inputExample(n))
+	}
+	switch {
+	case len(pj.Missing) > 0:
+		fmt.Fprintf(w, "build refuses to start until the missing scripts are there\n")
+	case len(pj.MissingInputs) > 0:
+		fmt.Fprintf(w, "next: %s", build)
+		for _, n := range pj.MissingInputs {
+			fmt.Fprintf(w, " --set %s=%s", n, inputExample(n))
+		}
+		fmt.Fprintln(w)
+	case run == 0:
+		fmt.Fprintf(w, "next: nothing to build; %s --from STEP runs steps again\n", build)
+	default:
+		fmt.Fprintf(w, "next: %s\n", build)
+	}
+}
+
+func missingMark(pj planJSON, name string) string {
+	if slices.Contains(pj.MissingInputs, name) {
+		return "  ! needed: set it with --set " + name + "=" + inputExample(name)
+	}
+	return ""
+}
+
+// inputExample is what a needed pin looks like, for the hint that asks
+// for it.
+func inputExample(name string) string {
+	if spec, ok := pins.Lookup(name); ok && spec.Kind == pins.KindPath {
+		return "/path/to/model.gguf"
+	}
+	return "VALUE"
+}
+
+// buildCommand is the build command line for a track with the global flags
+// the user gave, so that pasting it uses the same pins, scripts and state.
+func buildCommand(track string, g *globalOpts) string {
+	parts := []string{"haloforge", "build", "--track", track}
+	return strings.Join(append(parts, g.args()...), " ")
 }
 
 func floatingMark(p *steps.Plan, name string) string {

@@ -35,7 +35,7 @@ type serveOptions struct {
 	pins               pinFlags
 }
 
-func newServeCmd() *cobra.Command {
+func newServeCmd(g *globalOpts) *cobra.Command {
 	var o serveOptions
 	cmd := &cobra.Command{
 		Use:   "serve --track ID [--model M]",
@@ -57,7 +57,10 @@ func newServeCmd() *cobra.Command {
 			"  haloforge serve --track vllm-image --model Qwen/Qwen3-0.6B --dry-run --json\n" +
 			"  haloforge serve --track ollama --model qwen3:8b --port 11434",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.scripts, o.stateDir, o.pins = g.scripts, g.stateDir, g.pins // the global flags
+			return runServe(cmd, o)
+		},
 	}
 	f := cmd.Flags()
 	trackFlag(cmd, &o.track)
@@ -71,9 +74,6 @@ func newServeCmd() *cobra.Command {
 	f.BoolVar(&o.noSmoke, "no-smoke", false, "do not send the first completion once the server is ready")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print what would run (command, environment, URL, fit) and start nothing")
 	jsonFlag(cmd, &o.asJSON, `print {"engine", "command", "env", "url", "fit"} (with --dry-run), or the outcome, as JSON`)
-	scriptsFlag(cmd, &o.scripts)
-	stateDirFlag(cmd, &o.stateDir)
-	o.pins.bind(cmd)
 	return cmd
 }
 

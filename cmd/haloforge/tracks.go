@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/haloforge/haloforge/pins"
@@ -22,10 +23,22 @@ type trackJSON struct {
 	Pros        []string          `json:"pros"`
 	Cons        []string          `json:"cons"`
 	Requires    []string          `json:"requires"`
-	Source      string            `json:"source"`
 	Steps       []stepJSON        `json:"steps"`
 	Pins        map[string]string `json:"pins"`
+	// LastRun is the track's last build with this state dir, null when
+	// it never ran.
+	LastRun *lastRunJSON `json:"last_run"`
 }
+
+// lastRunJSON is how a track's last build with the state dir ended.
+type lastRunJSON struct {
+	ID     string `json:"id"`
+	Status string `json:"status"` // steps.Outcome*, the worst of its steps
+	Dir    string `json:"dir"`
+}
+
+// tracksJSONSchema names the shape of tracks --json.
+const tracksJSONSchema = "haloforge/tracks/v1"
 
 type stepJSON struct {
 	ID        string   `json:"id"`
@@ -38,41 +51,73 @@ type stepJSON struct {
 
 type tracksOpts struct {
 	json bool
-	pins pinFlags
+	g    *globalOpts // --pins and --set for the values, --state-dir for the last runs
 }
 
-func newTracksCmd() *cobra.Command {
-	var o tracksOpts
+func newTracksCmd(g *globalOpts) *cobra.Command {
+	o := tracksOpts{g: g}
 	cmd := &cobra.Command{
 		Use:   "tracks",
-		Short: "List every track: what it does, its status and its steps",
+		Short: "List every track: what it does, its status, its steps and how its last build ended",
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return runTracks(cmd, o) },
 	}
 	jsonFlag(cmd, &o.json, "print JSON")
-	o.pins.bind(cmd)
 	return cmd
 }
 
 func runTracks(cmd *cobra.Command, o tracksOpts) error {
-	pinsFile, err := loadPinsFlags(o.pins.pins, o.pins.sets)
+	pinsFile, err := loadPinsFlags(o.g.pins.pins, o.g.pins.sets)
 	if err != nil {
 		return err
 	}
 	values := pinsFile.Values()
-	if o.json {
-		return writeJSON(cmd.OutOrStdout(), map[string]any{"tracks": tracksJSON(steps.Catalogue(), values)})
+	dir := o.g.stateDirOr()
+	st, err := steps.LoadState(dir)
+	if err != nil {
+		return usageErr(err)
 	}
-	printTracks(cmd.OutOrStdout(), steps.Catalogue(), values)
+	last := lastRuns(st, dir)
+	if o.json {
+		return writeJSON(cmd.OutOrStdout(), map[string]any{"schema": tracksJSONSchema, "tracks": tracksJSON(steps.Catalogue(), values, last)})
+	}
+	printTracks(cmd.OutOrStdout(), steps.Catalogue(), values, last)
 	return nil
 }
 
-func tracksJSON(ts []steps.Track, values map[string]string) []trackJSON {
+// lastRuns says, per track, how its last build with the state dir ended:
+// the worst status among the steps that ran in that run.
+func lastRuns(st *steps.State, dir string) map[string]*lastRunJSON {
+	rank := map[string]int{steps.OutcomeSucceeded: 1, steps.OutcomeNotVerified: 2, steps.OutcomeInterrupted: 3, steps.OutcomeRunning: 3, steps.OutcomeFailed: 4}
+	out := map[string]*lastRunJSON{}
+	for id, ts := range st.Tracks {
+		if ts == nil || ts.LastRun == "" {
+			continue
+		}
+		lr := &lastRunJSON{ID: ts.LastRun, Status: steps.OutcomeSucceeded, Dir: filepath.Join(dir, "runs", ts.LastRun)}
+		for _, ss := range ts.Steps {
+			if ss == nil || ss.RunID != ts.LastRun {
+				continue
+			}
+			status := ss.Status
+			if status == steps.OutcomeRunning {
+				status = steps.OutcomeInterrupted // haloforge itself stopped while it ran
+			}
+			if rank[status] > rank[lr.Status] {
+				lr.Status = status
+			}
+		}
+		out[id] = lr
+	}
+	return out
+}
+
+func tracksJSON(ts []steps.Track, values map[string]string, last map[string]*lastRunJSON) []trackJSON {
 	out := make([]trackJSON, 0, len(ts))
 	for _, t := range ts {
 		tj := trackJSON{ID: t.ID, Title: t.Title, Status: string(t.Status), Description: t.Description,
-			GFX: nonNil(t.GFX), Pros: nonNil(t.Pros), Cons: nonNil(t.Cons), Requires: nonNil(t.Requires), Source: t.Source,
-			Pins: map[string]string{}}
+			GFX: nonNil(t.GFX), Pros: nonNil(t.Pros), Cons: nonNil(t.Cons), Requires: nonNil(t.Requires),
+			Pins: map[string]string{}, LastRun: last[t.ID]}
 		for _, name := range t.PinNames() {
 			tj.Pins[name] = values[name]
 		}
@@ -92,7 +137,7 @@ func nonNil(s []string) []string {
 	return s
 }
 
-func printTracks(w io.Writer, ts []steps.Track, values map[string]string) {
+func printTracks(w io.Writer, ts []steps.Track, values map[string]string, last map[string]*lastRunJSON) {
 	for i, t := range ts {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -115,6 +160,9 @@ func printTracks(w io.Writer, ts []steps.Track, values map[string]string) {
 				label = "      "
 			}
 			fmt.Fprintf(w, "  %s%s\n", label, l)
+		}
+		if lr := last[t.ID]; lr != nil {
+			fmt.Fprintf(w, "  last build: %s (run %s, %s)\n", lr.Status, lr.ID, lr.Dir)
 		}
 	}
 }

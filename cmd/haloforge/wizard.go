@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"slices"
 	"strings"
@@ -22,67 +23,123 @@ import (
 
 // wizardOpts are the bare command's flags.
 type wizardOpts struct {
-	plain    bool
-	track    string
-	scripts  string
-	stateDir string
-	pins     pinFlags
+	plain bool
+	track string
+	g     *globalOpts
 }
 
 // newWizardCmd is the bare `haloforge`: the wizard, and the root of every
 // other command.
-func newWizardCmd() *cobra.Command {
-	var o wizardOpts
+func newWizardCmd(g *globalOpts) *cobra.Command {
+	o := wizardOpts{g: g}
 	cmd := &cobra.Command{
 		Use:   "haloforge",
 		Short: "From a bare Linux box to PyTorch and vLLM on ROCm, for AMD Strix Halo (gfx1151)",
 		Long: "haloforge detects your GPU and kernel settings, lets you pick a track, runs each build " +
 			"step in a pty while streaming the log, and pins a diagnosis on screen the moment the log " +
-			"shows a known failure.",
-		Args: cobra.NoArgs,
+			"shows a known failure. Leaving it prints what to type next.",
+		Args: unknownCommand,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runWizard(cmd, o) },
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.plain, "plain", false, "line mode: print what the wizard sees and the plan, no full-screen UI")
-	f.StringVar(&o.track, "track", "", "preselect this track instead of the recommended one")
-	scriptsFlag(cmd, &o.scripts)
-	stateDirFlag(cmd, &o.stateDir)
-	o.pins.bind(cmd)
+	f.StringVar(&o.track, "track", "", "preselect the track ID instead of the recommended one")
+	_ = cmd.RegisterFlagCompletionFunc("track", completeTracks)
 	return cmd
+}
+
+// unknownCommand answers a word that is no command with the commands it
+// may have meant (cobra's suggestions).
+func unknownCommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	cmd.SuggestionsMinimumDistance = 2
+	msg := fmt.Sprintf("unknown command %q", args[0])
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return usageErr(errors.New(msg + " (haloforge --help lists the commands)"))
 }
 
 func runWizard(cmd *cobra.Command, o wizardOpts) error {
 	if o.track != "" && !slices.Contains(steps.TrackIDs(), o.track) {
 		return usageErr(fmt.Errorf("unknown track %q (known: %s)", o.track, strings.Join(steps.TrackIDs(), ", ")))
 	}
-	o.stateDir = stateDirOrDefault(o.stateDir)
+	g := o.g
+	stateDir := g.stateDirOr()
 	lineMode := o.plain || !stdoutIsTerminal(cmd)
-	e, err := wizardEngine(o, !lineMode)
+	notes := localNotes(g, !lineMode)
+	printNotes(cmd.ErrOrStderr(), notes)
+	e, err := wizardEngine(g, stateDir, !lineMode)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	commands := wizardCommands(g)
 	if lineMode {
 		// Line mode tells what the wizard would show and stops before
 		// building: haloforge never starts a build nobody asked for.
-		if _, err := e.Story(ctx, cmd.OutOrStdout(), session.StoryOptions{Track: o.track}); err != nil {
+		so := session.StoryOptions{Track: o.track,
+			Build: func(track string) string { return commands(tui.Command{Track: track}) }}
+		if _, err := e.Story(ctx, cmd.OutOrStdout(), so); err != nil {
 			return failedErr(err)
 		}
 		return nil
 	}
-	res, err := tui.Run(ctx, e, tui.Options{Track: o.track, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout()})
+	e.Notes = notes
+	e.Busy = func() string { return busyText(stateDir) }
+	res, err := tui.Run(ctx, e, tui.Options{
+		Track: o.track, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout(),
+		Commands: commands, DemoCmd: demoCommand(g),
+	})
+	printRecap(cmd.OutOrStdout(), res)
 	return outcomeErr(ctx, res.Status, res.Interrupted, err)
+}
+
+// wizardCommands writes the commands the wizard suggests (build, resume)
+// with the flags the user gave and the pins set in the session.
+func wizardCommands(g *globalOpts) func(tui.Command) string {
+	return func(c tui.Command) string {
+		parts := []string{"haloforge", "build", "--track", c.Track}
+		if c.Resume {
+			parts = append(parts, "--resume")
+		}
+		if c.IgnoreChecks {
+			parts = append(parts, "--ignore-checks")
+		}
+		for _, s := range c.Sets {
+			parts = append(parts, "--set", shellWord(s))
+		}
+		return strings.Join(append(parts, g.args()...), " ")
+	}
+}
+
+// demoCommand runs `haloforge demo` with the same state dir, for the
+// detection screen of a machine without an AMD GPU.
+func demoCommand(g *globalOpts) func() *exec.Cmd {
+	return func() *exec.Cmd {
+		self, err := os.Executable()
+		if err != nil {
+			self = os.Args[0]
+		}
+		args := []string{"demo"}
+		if g.stateDir != "" {
+			args = append(args, "--state-dir", g.stateDir)
+		}
+		return exec.Command(self, args...)
+	}
 }
 
 // wizardEngine wires the real packages; the scripts and container
 // definitions go on disk only when a run can start (the TUI).
-func wizardEngine(o wizardOpts, runs bool) (*session.Engine, error) {
-	pf, err := loadPinsFlags(o.pins.pins, o.pins.sets)
+func wizardEngine(g *globalOpts, stateDir string, runs bool) (*session.Engine, error) {
+	pf, err := loadPinsFlags(g.pins.pins, g.pins.sets)
 	if err != nil {
 		return nil, err
 	}
-	e, err := newEngine(pf, o.scripts, o.stateDir, runs)
+	e, err := newEngine(pf, g.scripts, stateDir, runs)
 	var bad *exitError
 	if errors.As(err, &bad) {
 		return nil, err // a bad --scripts is usage (exit 2)
@@ -91,7 +148,7 @@ func wizardEngine(o wizardOpts, runs bool) (*session.Engine, error) {
 		return nil, failedErr(err) // the state dir would not take the scripts
 	}
 	e.Detector = func(ctx context.Context) (*detect.Report, error) {
-		b, err := detect.Collect(ctx, collectOptions(o.stateDir))
+		b, err := detect.Collect(ctx, collectOptions(stateDir))
 		if err != nil {
 			return nil, err
 		}
@@ -100,7 +157,7 @@ func wizardEngine(o wizardOpts, runs bool) (*session.Engine, error) {
 	e.Source = "this machine"
 	e.Version = version // recorded in host-fix plans and backups
 	// After the wizard writes a pin set, the pins are read again as here.
-	e.ReloadPins = func() (*pins.File, error) { return loadPinsFlags(o.pins.pins, o.pins.sets) }
+	e.ReloadPins = func() (*pins.File, error) { return loadPinsFlags(g.pins.pins, g.pins.sets) }
 	return e, nil
 }
 

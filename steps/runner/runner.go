@@ -362,7 +362,10 @@ func (r *Runner) Settle(v Verdict) {
 // steps: those are in the report.
 func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	defer close(r.events)
-	if !r.o.NoHistory {
+	// A dry run changes no state (only its own run directory), so it may
+	// run beside a real build of the same state dir; a run without history
+	// (serve) neither writes nor locks state.json.
+	if !r.o.DryRun && !r.o.NoHistory {
 		unlock, err := lockStateDir(r.o.StateDir)
 		if err != nil {
 			r.send(RunFinished{RunID: r.runID, Status: steps.OutcomeFailed, Err: err, At: time.Now()})
@@ -371,19 +374,18 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 		defer unlock()
 	}
 	if err := os.MkdirAll(r.runDir, 0o755); err != nil {
-		err = fmt.Errorf("run dir: %w", err)
+		err := fmt.Errorf("run dir: %w", err)
 		r.send(RunFinished{RunID: r.runID, Status: steps.OutcomeFailed, Err: err, At: time.Now()})
 		return nil, err
 	}
 	r.started = time.Now()
 	r.report = r.newReport()
 	total := r.countRuns()
-	var err error
 	r.send(RunStarted{Track: r.plan.Track.ID, RunID: r.runID, RunDir: r.runDir, Total: total, At: r.started})
 	for _, n := range r.notices {
 		r.send(Notice{Text: n})
 	}
-	err = errors.Join(r.writeReport(), r.runSteps(ctx, total))
+	err := errors.Join(r.writeReport(), r.runSteps(ctx, total))
 	r.report.Duration = time.Since(r.started)
 	r.report.Status = r.runStatus()
 	err = errors.Join(err, r.writeReport())

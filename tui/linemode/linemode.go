@@ -21,9 +21,12 @@ import (
 // Options shape line mode.
 type Options struct {
 	Color bool // colour the status marks (a terminal without NO_COLOR)
-	// Resume is the command that resumes the run, suggested after a
-	// failure or a stop; "" suggests nothing.
-	Resume string
+	// DryRun says the run only prints its commands: its end says that
+	// nothing was changed rather than that something was built.
+	DryRun bool
+	// Resume returns the command that resumes the run after step failed
+	// or stopped, suggested at the end; nil (or "") suggests nothing.
+	Resume func(step string) string
 	// ReadyHint is printed under a server's readiness (how to stop it);
 	// "" prints nothing.
 	ReadyHint string
@@ -38,6 +41,8 @@ type Result struct {
 	// and Finding its first finding (nil when no rule knew the failure).
 	Failed  string
 	Finding *diagnose.Finding
+	// Stopped is the step an interruption stopped ("" for none).
+	Stopped string
 	// NotVerified lists the steps that ran to their end without proving
 	// their outcome (steps.OutcomeNotVerified).
 	NotVerified []string
@@ -263,6 +268,7 @@ func (p *printer) finished(e runner.StepFinished) {
 		p.why(e.Why)
 		p.verified(e.Verified)
 	case steps.OutcomeInterrupted:
+		p.res.Stopped = e.Step
 		fmt.Fprintf(p.w, "%s %s interrupted after %s\n", p.paint(sgrYellow, "■"), e.Step, FormatDuration(e.Duration))
 	default:
 		opt := ""
@@ -367,18 +373,26 @@ func (p *printer) diagnosis(f diagnose.Finding) {
 
 func (p *printer) runFinished(e runner.RunFinished) {
 	p.res.Status, p.res.RunDir, p.res.Err = e.Status, e.RunDir, e.Err
-	switch e.Status {
-	case steps.OutcomeSucceeded:
+	if p.track == "" && e.Err != nil {
+		// The run never started (another build holds the state dir, the
+		// run directory cannot be made): one line, nothing to resume.
+		fmt.Fprintf(p.w, "%s the run did not start: %v\n", p.paint(sgrRed, "✗"), e.Err)
+		return
+	}
+	switch {
+	case p.o.DryRun && (e.Status == steps.OutcomeSucceeded || e.Status == steps.OutcomeNotVerified):
+		fmt.Fprintf(p.w, "%s %s dry run done in %s: the commands are above, nothing was changed\n", p.paint(sgrGreen, "✓"), p.track, FormatDuration(e.Duration))
+	case e.Status == steps.OutcomeSucceeded:
 		fmt.Fprintf(p.w, "%s %s done in %s\n", p.paint(sgrGreen, "✓"), p.track, FormatDuration(e.Duration))
-	case steps.OutcomeNotVerified:
+	case e.Status == steps.OutcomeNotVerified:
 		fmt.Fprintf(p.w, "%s %s done in %s, not verified: %s\n", p.paint(sgrYellow, "⚠"), p.track, FormatDuration(e.Duration),
 			strings.Join(p.res.NotVerified, ", "))
-	case steps.OutcomeInterrupted:
+	case e.Status == steps.OutcomeInterrupted:
 		fmt.Fprintf(p.w, "%s %s interrupted after %s\n", p.paint(sgrYellow, "■"), p.track, FormatDuration(e.Duration))
-		p.resumeHint()
+		p.resumeHint(p.res.Stopped)
 	default:
 		fmt.Fprintf(p.w, "%s %s failed after %s\n", p.paint(sgrRed, "✗"), p.track, FormatDuration(e.Duration))
-		p.resumeHint()
+		p.resumeHint(p.res.Failed)
 	}
 	if e.Err != nil {
 		fmt.Fprintf(p.w, "error: %v\n", e.Err)
@@ -388,9 +402,12 @@ func (p *printer) runFinished(e runner.RunFinished) {
 	}
 }
 
-func (p *printer) resumeHint() {
-	if p.o.Resume != "" {
-		fmt.Fprintf(p.w, "  resume with: %s\n", p.o.Resume)
+func (p *printer) resumeHint(step string) {
+	if p.o.Resume == nil || p.o.DryRun {
+		return
+	}
+	if c := p.o.Resume(step); c != "" {
+		fmt.Fprintf(p.w, "  resume with: %s\n", c)
 	}
 }
 

@@ -47,7 +47,7 @@ func TestPrint(t *testing.T) {
 		runner.StepFinished{Step: "c", Status: steps.OutcomeInterrupted, Duration: time.Hour + 2*time.Minute, Log: "/s/runs/r1/c.log", Err: errors.New("log incomplete")},
 		runner.RunFinished{RunID: "r1", RunDir: "/s/runs/r1", Status: steps.OutcomeInterrupted, Duration: 2 * time.Hour},
 	}
-	got, res := printAll(events, Options{Resume: "haloforge build --track fx --resume"})
+	got, res := printAll(events, Options{Resume: func(string) string { return "haloforge build --track fx --resume" }})
 	want := `fx: 3 steps to run · run r1
 note: resuming run r0: b (interrupted)
 - a skipped: up to date (succeeded 2026-11-20 10:00)
@@ -83,7 +83,7 @@ report: /s/runs/r1/report.json
 		t.Errorf("line mode (-want +got):\n%s", diff)
 	}
 	// An optional failure is not what failed the run.
-	if want := (Result{Status: steps.OutcomeInterrupted, RunDir: "/s/runs/r1"}); !cmp.Equal(res, want, cmp.Comparer(func(a, b error) bool { return a == b })) {
+	if want := (Result{Status: steps.OutcomeInterrupted, RunDir: "/s/runs/r1", Stopped: "c"}); !cmp.Equal(res, want, cmp.Comparer(func(a, b error) bool { return a == b })) {
 		t.Errorf("result %+v, want %+v", res, want)
 	}
 }
@@ -161,7 +161,7 @@ func TestPrintNotVerified(t *testing.T) {
 			Verified:    []string{"a kernel ran on gfx1151", "the platform is ROCm"},
 			NotVerified: []string{"offline: no model to generate with", "no llama-bench"}},
 		runner.RunFinished{RunID: "r1", RunDir: "/s/runs/r1", Status: steps.OutcomeNotVerified, Duration: 5 * time.Second},
-	}, Options{Resume: "haloforge build --track therock-toolbox --resume"})
+	}, Options{Resume: func(string) string { return "haloforge build --track therock-toolbox --resume" }})
 	want := `therock-toolbox: 2 steps to run · run r1
 ✓ vllm 3s
   verified: vllm imports

@@ -31,13 +31,31 @@ type StoryOptions struct {
 	Retries int
 	// Demo says the story runs on the demo's data, which starts afresh.
 	Demo bool
+	// Build and Resume return the commands that build a track and resume
+	// it after step, with the user's flags; nil means the bare commands.
+	Build  func(track string) string
+	Resume func(track, step string) string
 }
 
-func (o StoryOptions) resumeHint(track string) string {
+func (o StoryOptions) buildCommand(track string) string {
+	if o.Build != nil {
+		return o.Build(track)
+	}
+	return "haloforge build --track " + track
+}
+
+func (o StoryOptions) resumeCommand(track, step string) string {
+	if o.Resume != nil {
+		return o.Resume(track, step)
+	}
+	return o.buildCommand(track) + " --resume"
+}
+
+func (o StoryOptions) resumeHint(track, step string) string {
 	if o.Demo {
 		return "`haloforge demo` tells the story again from the start."
 	}
-	return "`haloforge build --track " + track + " --resume` continues."
+	return "`" + o.resumeCommand(track, step) + "` continues."
 }
 
 // Story is the wizard's and the demo's line mode: without a terminal it
@@ -66,7 +84,11 @@ func (e *Engine) Story(ctx context.Context, w io.Writer, o StoryOptions) (Outcom
 	}
 	p.plan(plan)
 	if !o.Run {
-		p.f("\nStart it with: haloforge build --track %s\n", out.Track)
+		start := o.buildCommand(out.Track)
+		for _, n := range plan.Needs {
+			start += " --set " + n.Name + "=" + n.Example
+		}
+		p.f("\nStart it with: %s\n", start)
 		return out, nil
 	}
 	return e.runStory(ctx, p, out, o, plan.Track.Next)
@@ -76,7 +98,7 @@ func (e *Engine) runStory(ctx context.Context, p *printer, out Outcome, o StoryO
 	req := tui.RunRequest{Track: out.Track}
 	lo := linemode.Options{}
 	if !o.Demo {
-		lo.Resume = "haloforge build --track " + out.Track + " --resume"
+		lo.Resume = func(step string) string { return o.resumeCommand(out.Track, step) }
 	}
 	for attempt := 0; ; attempt++ {
 		ch, err := e.Start(ctx, req)
@@ -88,7 +110,7 @@ func (e *Engine) runStory(ctx context.Context, p *printer, out Outcome, o StoryO
 		out.Status, out.Interrupted, out.NotVerified = res.Status, res.Status == steps.OutcomeInterrupted, res.NotVerified
 		// Only a failure the engine knows a fix for is worth retrying unattended.
 		if res.Failed == "" || res.Finding == nil || e.Fix == nil || attempt >= o.Retries || ctx.Err() != nil {
-			p.end(out, next, o.resumeHint(out.Track))
+			p.end(out, next, o.resumeHint(out.Track, res.Stopped))
 			return out, nil
 		}
 		note, err := e.PrepareRetry(ctx, res.Failed, res.Finding)
@@ -161,6 +183,9 @@ func (p *printer) plan(pl *tui.Plan) {
 	}
 	if len(pl.Floating) > 0 {
 		p.f("floating pins (not reproducible): %s\n", strings.Join(pl.Floating, ", "))
+	}
+	for _, n := range pl.Needs {
+		p.f("needs   %s (%s), which is empty: build refuses to start without it\n", n.Name, n.Help)
 	}
 }
 

@@ -49,6 +49,11 @@ type Engine struct {
 	Grace time.Duration
 	// NoShell turns the toolbox shell off (the demo has no toolbox).
 	NoShell bool
+	// Busy says, in one line, which other build holds the state dir ("" when
+	// none): the plan shows it and nothing starts. nil never is busy.
+	Busy func() string
+	// Notes are shown with every plan (a ./scripts tree in use).
+	Notes []string
 	// Tune adjusts the runner options of every run (build's --from,
 	// --only, --dry-run, a test's supervisor); nil keeps the defaults.
 	Tune func(*runner.Options)
@@ -136,35 +141,91 @@ func (e *Engine) Tracks() []steps.Track {
 	return steps.Catalogue()
 }
 
-// Plan computes the track's plan against the state dir's history.
+// Plan computes the track's plan against the state dir's history, with
+// what would stop it: a value it needs, another build. The demo plans
+// every track and runs its own: the others are plans to read.
 func (e *Engine) Plan(track string) (*tui.Plan, error) {
-	p, err := e.newPlan(track)
+	p, readOnly, err := e.newPlan(track)
 	if err != nil {
 		return nil, err
 	}
-	v := PlanView(p, e.StateDir)
+	st, _ := steps.LoadState(e.StateDir)
+	v := PlanView(p, e.StateDir, st)
+	v.ReadOnly, v.Notes = readOnly, e.Notes
+	v.Needs = needs(p.Track, e.Pins)
+	if e.Busy != nil {
+		v.Busy = e.Busy()
+	}
 	v.PinWarning = e.pinWarning(p.Track.PinNames())
 	return v, nil
 }
 
-func (e *Engine) newPlan(track string) (*steps.Plan, error) {
-	if e.Runnable != nil && !slices.Contains(e.Runnable, track) {
-		return nil, fmt.Errorf("the demo only runs %s; %s needs a real machine", strings.Join(e.Runnable, ", "), track)
+// needs lists the pins the track cannot run without that are empty.
+func needs(t steps.Track, pf *pins.File) []tui.Need {
+	var values map[string]string
+	if pf != nil {
+		values = pf.Values()
 	}
-	return e.planOf(track)
+	var out []tui.Need
+	for _, n := range t.MissingInputs(values) {
+		need := tui.Need{Name: n, Example: "/path/to/model.gguf"}
+		if spec, ok := pins.Lookup(n); ok {
+			need.Help = spec.Help
+			if spec.Kind != pins.KindPath {
+				need.Example = string(spec.Kind)
+			}
+		}
+		out = append(out, need)
+	}
+	return out
 }
 
-// planOf is the track's plan against the state dir's history.
+// SetPin sets a pin for the rest of the session, validated like --set; a
+// path the track needs must be a file that is there.
+func (e *Engine) SetPin(assign string) error {
+	if e.Pins == nil {
+		return errors.New("no pins to set")
+	}
+	name, value, _ := strings.Cut(assign, "=")
+	if spec, ok := pins.Lookup(name); ok && spec.Kind == pins.KindPath && value != "" {
+		st, err := os.Stat(value)
+		switch {
+		case err != nil:
+			return fmt.Errorf("%s=%s: no such file", name, value)
+		case !st.Mode().IsRegular():
+			return fmt.Errorf("%s=%s: not a regular file", name, value)
+		}
+	}
+	return e.Pins.Set(assign)
+}
+
+// planOf is the track's plan against the state dir's history (serve plans
+// the track it serves; a demo-only plan is fine to read).
 func (e *Engine) planOf(track string) (*steps.Plan, error) {
+	p, _, err := e.newPlan(track)
+	return p, err
+}
+
+// newPlan plans a track; readOnly says why it cannot run here ("" when
+// it can): the demo has scripts for its own track only.
+func (e *Engine) newPlan(track string) (*steps.Plan, string, error) {
 	t, err := e.track(track)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	st, err := steps.LoadState(e.StateDir)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return steps.NewPlan(t, e.Pins, e.Scripts, st)
+	p, err := steps.NewPlan(t, e.Pins, e.Scripts, st)
+	if e.Runnable != nil && !slices.Contains(e.Runnable, track) {
+		var missing *steps.MissingScriptError
+		if err != nil && !errors.As(err, &missing) {
+			return nil, "", err
+		}
+		return p, fmt.Sprintf("The demo runs %s only; this plan of %s is for reading (on a real machine: haloforge build --track %s).", strings.Join(e.Runnable, ", "), track, track), nil
+	}
+	return p, "", err
 }
 
 func (e *Engine) track(id string) (steps.Track, error) {
@@ -178,17 +239,42 @@ func (e *Engine) track(id string) (steps.Track, error) {
 
 // PlanView converts a plan into what the plan screen shows. The track's
 // next commands get the plan's values ($TOOLBOX_NAME becomes the pin), so
-// they can be pasted as they are.
-func PlanView(p *steps.Plan, stateDir string) *tui.Plan {
-	v := &tui.Plan{Track: p.Track, Floating: p.Floating}
+// they can be pasted as they are; st (may be nil) gives each step's last
+// time, for the estimate.
+func PlanView(p *steps.Plan, stateDir string, st *steps.State) *tui.Plan {
+	v := &tui.Plan{Track: p.Track, Floating: p.Floating, Box: BoxName(p.Track, p.Env)}
 	v.Track.Next = expandNext(p.Track.Next, p.Env, stateDir)
+	var ts *steps.TrackState
+	if st != nil {
+		ts = st.Tracks[p.Track.ID]
+	}
 	for _, s := range p.Steps {
-		v.Steps = append(v.Steps, tui.PlanStep{
+		ps := tui.PlanStep{
 			ID: s.ID, Title: s.Title, Optional: s.Optional, Why: s.Why,
 			WillRun: s.WillRun, Reason: s.Reason, Pins: s.PinValues,
-		})
+		}
+		if ts != nil && ts.Steps[s.ID] != nil && ts.Steps[s.ID].LastSuccess != nil {
+			ps.Last = ts.Steps[s.ID].LastSuccess.Duration
+		}
+		v.Steps = append(v.Steps, ps)
 	}
 	return v
+}
+
+// BoxName is the distrobox a track builds in, "" when it has none: the
+// value of the box-name pin its toolbox step reads (TOOLBOX_NAME for
+// therock-toolbox, LLAMACPP_DISTRO_BOX for llamacpp-distro).
+func BoxName(t steps.Track, env map[string]string) string {
+	s, ok := t.Step("toolbox")
+	if !ok {
+		return ""
+	}
+	for _, name := range s.Pins {
+		if spec, ok := pins.Lookup(name); ok && spec.Kind == pins.KindName {
+			return env[name]
+		}
+	}
+	return ""
 }
 
 // Start plans the track again (the state changed after a failure or a
@@ -203,9 +289,12 @@ func (e *Engine) Start(ctx context.Context, req tui.RunRequest) (<-chan runner.E
 }
 
 func (e *Engine) newRunner(req tui.RunRequest) (*runner.Runner, error) {
-	p, err := e.newPlan(req.Track)
+	p, readOnly, err := e.newPlan(req.Track)
 	if err != nil {
 		return nil, err
+	}
+	if readOnly != "" {
+		return nil, errors.New(readOnly)
 	}
 	o := runner.Options{
 		Plan: p, StateDir: e.StateDir, ScriptsDir: e.ScriptsDir, ToolboxDir: e.ToolboxDir,
@@ -250,20 +339,72 @@ func (e *Engine) PrepareRetry(ctx context.Context, step string, f *diagnose.Find
 	return e.Fix(ctx, step, f)
 }
 
-// Shell opens a shell in the toolbox, when distrobox and the pin are there.
-func (e *Engine) Shell() *exec.Cmd {
-	name := ""
+// Shell opens a shell in the track's own distrobox, and only when it
+// exists: `distrobox enter` offers to create a missing box (default yes)
+// without the GPU devices haloforge gives it, so this never gets that far.
+func (e *Engine) Shell(track string) (*exec.Cmd, string) {
 	if e.NoShell {
-		return nil
+		return nil, "The demo installs nothing, so there is no box; on your machine s opens a shell in the track's distrobox."
 	}
+	t, err := e.track(track)
+	if err != nil {
+		return nil, err.Error()
+	}
+	var values map[string]string
 	if e.Pins != nil {
-		name = e.Pins.Values()["TOOLBOX_NAME"]
+		values = e.Pins.Values()
 	}
-	path, err := exec.LookPath("distrobox")
-	if err != nil || name == "" {
-		return nil
+	box := BoxName(t, values)
+	if box == "" {
+		return nil, track + " builds no distrobox, so there is no box to enter; its containers are listed by `podman ps -a`."
 	}
-	return exec.Command(path, "enter", name)
+	distrobox, err := exec.LookPath("distrobox")
+	if err != nil {
+		return nil, "distrobox is not installed, so there is no box " + box + " to enter."
+	}
+	switch exists, known := BoxExists(box); {
+	case !known:
+		return nil, "Could not tell whether the box " + box + " exists (podman or docker missing): `distrobox enter " + box + "` opens it by hand."
+	case !exists:
+		return nil, "The box " + box + " does not exist yet: its toolbox step creates it (haloforge build --track " + track + " --only toolbox)."
+	}
+	args := []string{"enter"}
+	if os.Getenv("HALOFORGE_DISTROBOX_ROOT") == "1" {
+		args = append(args, "--root")
+	}
+	return exec.Command(distrobox, append(args, box)...), ""
+}
+
+// BoxExists asks the container manager distrobox uses whether a container
+// named box exists; known is false when it cannot tell. It runs as the
+// user (a rootful box of HALOFORGE_DISTROBOX_ROOT=1 is asked through sudo
+// -n, which never prompts).
+func BoxExists(box string) (exists, known bool) {
+	mgr := os.Getenv("DBX_CONTAINER_MANAGER")
+	if mgr == "" || mgr == "autodetect" {
+		mgr = "podman"
+		if _, err := exec.LookPath("podman"); err != nil {
+			mgr = "docker"
+		}
+	}
+	path, err := exec.LookPath(mgr)
+	if err != nil {
+		return false, false
+	}
+	args := []string{path, "container", "inspect", "--format", "{{.Name}}", box}
+	sudo := os.Getenv("HALOFORGE_DISTROBOX_ROOT") == "1" && os.Getuid() != 0
+	if sudo {
+		args = append([]string{"sudo", "-n"}, args...)
+	}
+	err = exec.Command(args[0], args[1:]...).Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return true, true
+	case errors.As(err, &ee) && !sudo: // podman and docker: no such container
+		return false, true
+	}
+	return false, false // sudo wanted a password, or the manager would not run
 }
 
 // Diagnose scans a log file, a run directory (steps named from the file

@@ -52,6 +52,8 @@ func TestDemoDetectionIsStrixHalo(t *testing.T) {
 	}
 }
 
+// TestDemoPlansOnlyItsTrack: the demo runs its own track; every other
+// track's plan can be read (finding 22), but not run.
 func TestDemoPlansOnlyItsTrack(t *testing.T) {
 	e := newTestDemo(t)
 	p, err := e.Plan(demo.TrackID)
@@ -66,8 +68,18 @@ func TestDemoPlansOnlyItsTrack(t *testing.T) {
 			t.Errorf("step %s is cached in a fresh demo", s.ID)
 		}
 	}
-	if _, err := e.Plan("ollama"); err == nil || !strings.Contains(err.Error(), "demo only runs") {
-		t.Errorf("planning another track in the demo: err = %v, want the demo's explanation", err)
+	if p.ReadOnly != "" {
+		t.Errorf("the demo's own track is read-only: %q", p.ReadOnly)
+	}
+	other, err := e.Plan("ollama")
+	if err != nil {
+		t.Fatalf("the demo refuses even to show another track's plan: %v", err)
+	}
+	if len(other.Steps) == 0 || !strings.Contains(other.ReadOnly, "The demo runs therock-toolbox only") {
+		t.Errorf("another track's plan in the demo: %d steps, read-only %q", len(other.Steps), other.ReadOnly)
+	}
+	if _, err := e.Start(context.Background(), tui.RunRequest{Track: "ollama"}); err == nil || !strings.Contains(err.Error(), "for reading") {
+		t.Errorf("starting another track in the demo: err = %v, want the demo's explanation", err)
 	}
 }
 
@@ -247,5 +259,42 @@ func TestStoryEndSaysNotVerified(t *testing.T) {
 	p.end(Outcome{Track: "therock-toolbox", Status: steps.OutcomeNotVerified, NotVerified: []string{"verify"}}, []string{"distrobox enter x"}, "")
 	if want := "\n== therock-toolbox is built, not verified: verify\nnext: distrobox enter x\n"; out.String() != want {
 		t.Errorf("end = %q, want %q", out.String(), want)
+	}
+}
+
+// TestShellEntersOnlyTheTracksOwnExistingBox is finding 2: s opens the
+// track's own box (therock-toolbox: TOOLBOX_NAME; llamacpp-distro:
+// LLAMACPP_DISTRO_BOX), only when the container exists, and never asks
+// distrobox to create one; a track without a box says so.
+func TestShellEntersOnlyTheTracksOwnExistingBox(t *testing.T) {
+	bin := t.TempDir()
+	write := func(name, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("distrobox", "exit 0")
+	write("podman", `[ "$5" = haloforge-therock ] || [ "$5" = haloforge-llamacpp ]`) // container inspect --format X NAME
+	t.Setenv("PATH", bin)
+	t.Setenv("DBX_CONTAINER_MANAGER", "")
+	t.Setenv("HALOFORGE_DISTROBOX_ROOT", "")
+	pf, err := demo.Pins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{Pins: pf}
+	c, why := e.Shell("therock-toolbox")
+	if c == nil || strings.Join(c.Args[1:], " ") != "enter haloforge-therock" {
+		t.Fatalf("therock-toolbox: %v %q, want distrobox enter haloforge-therock", c, why)
+	}
+	if c, why := e.Shell("vllm-image"); c != nil || !strings.Contains(why, "vllm-image builds no distrobox") {
+		t.Errorf("vllm-image: %v %q", c, why)
+	}
+	if err := pf.Set("TOOLBOX_NAME=not-created-yet"); err != nil {
+		t.Fatal(err)
+	}
+	if c, why := e.Shell("therock-toolbox"); c != nil || !strings.Contains(why, "The box not-created-yet does not exist yet") || !strings.Contains(why, "--only toolbox") {
+		t.Errorf("a box that does not exist: %v %q, want how to create it", c, why)
 	}
 }

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/steps"
+)
+
+// TestDoctorJSONIsTheReport: doctor --json is detect's report (its golden
+// file, field for field) with the schema name and the summary counts in
+// front (finding 20), so a script knows what it reads and how it went.
+func TestDoctorJSONIsTheReport(t *testing.T) {
+	b, err := detect.ReadBundle("../../detect/testdata/bundles/gfx1151-intree-npu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := detect.Analyse(b)
+	r.RecommendedTrack = steps.RecommendFor(r)
+	var out bytes.Buffer
+	if err := writeDoctorJSON(&out, r); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out.String())
+	}
+	if got["schema"] != doctorJSONSchema {
+		t.Errorf("schema = %v", got["schema"])
+	}
+	want := map[string]any{"ok": 5.0, "warn": 0.0, "fail": 0.0, "skip": 15.0}
+	if diff := cmp.Diff(want, got["summary"]); diff != "" {
+		t.Errorf("summary (-want +got):\n%s", diff)
+	}
+	delete(got, "schema")
+	delete(got, "summary")
+	golden, err := os.ReadFile("../../detect/testdata/golden/gfx1151-intree-npu.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report map[string]any
+	if err := json.Unmarshal(golden, &report); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(report, got); diff != "" {
+		t.Errorf("doctor --json is not the report (-golden +got):\n%s", diff)
+	}
+	if !bytes.HasPrefix(out.Bytes(), []byte("{\n  \"schema\": ")) {
+		t.Errorf("the schema does not come first:\n%.200s", out.String())
+	}
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Files in the current directory that replace haloforge's built-in copies
+// without a flag: ./versions.env, ./scripts and ./toolbox. That is DESIGN.md's
+// default, handy in a checkout, but it acts like `.` in PATH: a ./scripts
+// folder of some other project would run as build steps. So an implicit tree
+// is used only when it looks like haloforge's, and every command that plans
+// or runs says, in one line on stderr, which local copy it uses.
+
+// scriptsTreeMarker is the file every haloforge scripts tree has: the
+// helpers each step sources.
+const scriptsTreeMarker = "lib/common.sh"
+
+// toolboxTreeMarker is the file every haloforge toolbox tree has.
+const toolboxTreeMarker = "toolbox.env"
+
+// localScripts reports whether ./scripts is a haloforge scripts tree.
+func localScripts() bool { return looksLike("scripts", scriptsTreeMarker) }
+
+// localToolbox reports whether ./toolbox is a haloforge toolbox tree.
+func localToolbox() bool { return looksLike("toolbox", toolboxTreeMarker) }
+
+// localPins reports whether ./versions.env replaces the built-in pins.
+func localPins() bool { return fileExists("versions.env") }
+
+func looksLike(dir, marker string) bool {
+	return dirExists(dir) && fileExists(filepath.Join(dir, marker))
+}
+
+// localNotes are the lines that announce the implicit local copies a
+// command uses; runs says whether it also runs scripts (./toolbox matters
+// only then).
+func localNotes(g *globalOpts, runs bool) []string {
+	var notes []string
+	if g.pins.pins == "" && localPins() {
+		notes = append(notes, fmt.Sprintf("using the pins in ./versions.env (%s), not the built-in ones; --pins FILE names a file on purpose", abs("versions.env")))
+	}
+	switch {
+	case g.scripts != "":
+	case localScripts():
+		notes = append(notes, fmt.Sprintf("using the scripts in ./scripts (%s), not the built-in ones; --scripts DIR names a tree on purpose", abs("scripts")))
+	case dirExists("scripts"):
+		notes = append(notes, fmt.Sprintf("./scripts is not a haloforge scripts tree (no %s): using the built-in scripts", scriptsTreeMarker))
+	}
+	if runs {
+		switch {
+		case localToolbox():
+			notes = append(notes, fmt.Sprintf("using the container definitions in ./toolbox (%s), not the built-in ones", abs("toolbox")))
+		case dirExists("toolbox"):
+			notes = append(notes, fmt.Sprintf("./toolbox is not a haloforge toolbox tree (no %s): using the built-in container definitions", toolboxTreeMarker))
+		}
+	}
+	return notes
+}
+
+// printNotes writes each note as one "note:" line.
+func printNotes(w io.Writer, notes []string) {
+	for _, n := range notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+}
+
+func abs(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// checkReportPath makes sure --report FILE can be written before anything
+// runs: a typo must not cost a whole build (exit 2, nothing run). It
+// creates nothing that stays.
+func checkReportPath(path string) error {
+	if path == "" {
+		return nil
+	}
+	st, err := os.Stat(path)
+	switch {
+	case err == nil && st.IsDir():
+		return usageErr(fmt.Errorf("--report %s is a directory; give a file name such as %s", path, filepath.Join(path, "junit.xml")))
+	case err == nil:
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return usageErr(fmt.Errorf("--report %s cannot be written: %w (nothing was run)", path, unwrapPathErr(err)))
+		}
+		return f.Close()
+	}
+	dir := filepath.Dir(path)
+	if !dirExists(dir) {
+		return usageErr(fmt.Errorf("--report %s: directory %s does not exist (nothing was run)", path, dir))
+	}
+	f, err := os.CreateTemp(dir, ".haloforge-report-*")
+	if err != nil {
+		return usageErr(fmt.Errorf("--report %s cannot be written: %w (nothing was run)", path, unwrapPathErr(err)))
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+func unwrapPathErr(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
