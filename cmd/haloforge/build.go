@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -106,7 +105,8 @@ func runBuildTUI(cmd *cobra.Command, o buildOpts, pf *pins.File) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	ctx := cmdContext(cmd)
+	ctx, stop := signal.NotifyContext(cmdContext(cmd), stopSignals...)
+	defer stop()
 	res, err := tui.Run(ctx, e, tui.Options{Plan: p, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout()})
 	printBuildEnd(cmd.OutOrStdout(), o, res)
 	return outcomeErr(ctx, res.Status, res.Interrupted, err)
@@ -181,11 +181,11 @@ func runAndPrint(parent context.Context, out io.Writer, r *runner.Runner, o buil
 	return nil
 }
 
-// onInterrupt turns the first SIGINT or SIGTERM into a clean stop (SIGTERM,
-// grace, SIGKILL) and a second one into an immediate kill.
+// onInterrupt turns the first SIGINT, SIGTERM or SIGHUP (stopSignals) into a
+// clean stop (SIGTERM, grace, SIGKILL) and a second one into an immediate kill.
 func onInterrupt(out io.Writer, stop func(), kill func()) func() {
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigs, stopSignals...)
 	done := make(chan struct{})
 	go func() {
 		n := 0

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -49,7 +48,7 @@ func runDemo(cmd *cobra.Command, o demoOpts) error {
 	if err != nil {
 		return failedErr(err)
 	}
-	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(cmdContext(cmd), stopSignals...)
 	defer stop()
 	if lineMode {
 		out := cmd.OutOrStdout()

@@ -8,7 +8,6 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -61,7 +60,7 @@ func runWizard(cmd *cobra.Command, o wizardOpts) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(cmdContext(cmd), stopSignals...)
 	defer stop()
 	if lineMode {
 		// Line mode tells what the wizard would show and stops before
