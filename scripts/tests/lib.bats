@@ -129,7 +129,98 @@ hf() {
   printf 'A=1\nexport B=2\n' >"$T/bad.env"
   run hf "load_env_file '$T/bad.env'"
   [ "$status" -eq 1 ]
-  [[ "$output" == *"not a NAME=value line: export B=2"* ]]
+  [[ "$output" == *"$T/bad.env:2: not a NAME=value line: export B=2"* ]]
+}
+
+@test "load_env_file never runs what a value holds, and names the file and line" {
+  local bad
+  for bad in 'A=$(touch '"$T"'/pwned)' 'A=`touch '"$T"'/pwned`' 'A="$(touch '"$T"'/pwned)"' \
+    'A=x;touch '"$T"'/pwned' 'A=x|touch '"$T"'/pwned' 'A=$HOME' 'A=${HOME:-x}' 'A=$((1+1))' \
+    "A=\$'x'" "A=x\\" 'A=*' 'A=x y' 'A=x > '"$T"'/pwned' 'A="x\"'; do
+    printf '# ok\nB=1\n%s\n' "$bad" >"$T/bad.env"
+    run hf "load_env_file '$T/bad.env'; echo \"A=\$A\""
+    [ "$status" -eq 1 ] || { echo "accepted: $bad → $output"; return 1; }
+    [[ "$output" == *"$T/bad.env:3: A: "* ]] || { echo "message for $bad: $output"; return 1; }
+    [ ! -e "$T/pwned" ]
+  done
+}
+
+@test "load_env_file takes quoted values, concatenations and references" {
+  printf '%s\n' "A='a b' # a comment" 'B="x${A}y"' "C='it'\"'\"'s'" 'D=${A}-${B}' "E=''" "F='https://h/x?y=1'" 'G=https://h/x' >"$T/q.env"
+  run hf "load_env_file '$T/q.env'; printf '%s|' \"\$A\" \"\$B\" \"\$C\" \"\$D\" \"\$E\" \"\$F\" \"\$G\""
+  [ "$status" -eq 0 ]
+  [ "$output" = "a b|xa by|it's|a b-xa by||https://h/x?y=1|https://h/x|" ]
+}
+
+@test "load_env_file refuses names that change how programs run, and special files" {
+  local name
+  for name in PATH LD_PRELOAD BASH_ENV IFS PYTHONPATH HALOFORGE_DRY_RUN lower; do
+    printf '%s=/tmp/x\n' "$name" >"$T/n.env"
+    run hf "load_env_file '$T/n.env'"
+    if [ "$status" -ne 1 ] || [[ "$output" != *"$T/n.env:1: $name cannot be set from an env file"* ]]; then
+      echo "$name: $output"
+      return 1
+    fi
+  done
+  run hf "load_env_file /dev/zero"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"not a readable regular file"* ]]
+  mkfifo "$T/fifo.env"
+  run timeout 5 bash -c ". \"\$LIB/common.sh\"; load_env_file '$T/fifo.env'"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"not a readable regular file"* ]]
+}
+
+# snapshot NAME=VALUE...: a snapshot as the runner writes it.
+snapshot() {
+  printf '# haloforge snapshot v1\n# pins from test, validated\n'
+  local kv
+  for kv in "$@"; do printf "%s='%s'\n" "${kv%%=*}" "${kv#*=}"; done
+  printf '# end of haloforge snapshot\n'
+}
+
+@test "under the runner a step reads only the runner's snapshot" {
+  export HALOFORGE_RUN_ID=20261124-101500-a1b2c3
+  snapshot GPU_TARGET=gfx1100 ROCM_VERSION=7.99.0 >"$T/pins.env"
+  HALOFORGE_PINS_FILE=$T/pins.env run hf 'load_pins; echo "$GPU_TARGET $ROCM_VERSION"'
+  [ "$status" -eq 0 ]
+  [ "$output" = "gfx1100 7.99.0" ]
+  # no snapshot: no fallback to the versions.env next to the scripts tree
+  run hf 'load_pins; echo "loaded ${ROCM_VERSION:-nothing}"'
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"haloforge gave this step no pins snapshot"* ]]
+  # a plain versions.env handed over is not a snapshot
+  HALOFORGE_PINS_FILE=$LIB/../../versions.env run hf 'load_pins'
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"is not a snapshot haloforge wrote"* ]]
+  # a line appended after haloforge wrote it (review F2b): refused, nothing runs
+  echo "HF_EVIL=\$(touch $T/pwned-toctou; echo x)" >>"$T/pins.env"
+  HALOFORGE_PINS_FILE=$T/pins.env run hf 'load_pins; echo "HF_EVIL=${HF_EVIL-unset}"'
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"was changed after haloforge wrote it"* ]]
+  [ ! -e "$T/pwned-toctou" ]
+}
+
+@test "toolbox.env: the runner's snapshot under the runner, the checkout's by hand, never ./toolbox" {
+  mkdir -p "$T/cwd/toolbox"
+  printf 'WORK_DIR=/workspace$(touch %s/pwned-tbx)\n' "$T" >"$T/cwd/toolbox/toolbox.env"
+  cd "$T/cwd"
+  run hf 'hf_init; load_toolbox_env_file; echo "WORK_DIR=$WORK_DIR VENV_DIR=$VENV_DIR"'
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"WORK_DIR=/workspace VENV_DIR=/opt/venv" ]]
+  [ ! -e "$T/pwned-tbx" ]
+  export HALOFORGE_RUN_ID=20261124-101500-a1b2c3
+  snapshot GPU_TARGET=gfx1151 >"$T/pins.env"
+  snapshot WORK_DIR=/w VENV_DIR=/v >"$T/tbx.env"
+  HALOFORGE_PINS_FILE=$T/pins.env HALOFORGE_TOOLBOX_ENV_FILE=$T/tbx.env \
+    run hf 'hf_init; load_toolbox_env_file; echo "WORK_DIR=$WORK_DIR VENV_DIR=$VENV_DIR"'
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"WORK_DIR=/w VENV_DIR=/v" ]]
+  HALOFORGE_PINS_FILE=$T/pins.env HALOFORGE_TOOLBOX_ENV_FILE=$T/cwd/toolbox/toolbox.env \
+    run hf 'hf_init; load_toolbox_env_file'
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"is not a snapshot haloforge wrote"* ]]
+  [ ! -e "$T/pwned-tbx" ]
 }
 
 @test "the checkout's versions.env loads with its references resolved" {

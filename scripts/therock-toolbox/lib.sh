@@ -4,13 +4,10 @@
 # Everything here runs inside the box: the venv, TheRock's ROCm paths, git checkouts at
 # pinned commits and the wheel cache.
 
-# load_toolbox_env: the box's build variables (toolbox/toolbox.env); pins and the caller's
-# environment win over it.
+# load_toolbox_env: the box's build variables (toolbox.env, through the runner's validated
+# snapshot); pins and the caller's environment win over it.
 load_toolbox_env() {
-  local f=${HALOFORGE_TOOLBOX_DIR:-}/toolbox.env
-  if [[ -r "$f" ]]; then
-    load_env_file "$f"
-  fi
+  load_toolbox_env_file
   : "${WORK_DIR:=/workspace}" "${VENV_DIR:=/opt/venv}" "${GPU_TARGET:=gfx1151}"
   : "${PYTORCH_ROCM_ARCH:=$GPU_TARGET}" "${GPU_ARCHS:=$GPU_TARGET}"
   export WORK_DIR VENV_DIR GPU_TARGET PYTORCH_ROCM_ARCH GPU_ARCHS

@@ -70,8 +70,8 @@ type Options struct {
 	Plan       *steps.Plan
 	StateDir   string // state.json, runs/<run-id>/, cache/<track>/
 	ScriptsDir string // root of the scripts tree on disk (scripts are <dir>/<track>/<file>)
-	ToolboxDir string // container definitions, passed to the scripts
-	PinsFile   string // the pins file on disk, for scripts that source it; "" if built in
+	ToolboxDir string // container definitions and toolbox.env (validated), passed to the scripts
+	PinsFile   string // the pins file on disk, named in the report; "" if built in
 	DryRun     bool   // HALOFORGE_DRY_RUN=1: scripts print commands; cache and state untouched
 	From       string // run this step and every later one, cached or not
 	Only       []string
@@ -108,6 +108,8 @@ type Runner struct {
 	interrupted bool // a step was stopped, or the run was cancelled between steps
 	started     time.Time
 	report      *Report
+	pinsSnap    []byte // what the steps read as their pins (snapshot.go)
+	toolboxSnap []byte // toolbox.env's build variables; nil when there is none
 }
 
 // New checks everything a run needs before any step runs: the state dir is
@@ -131,6 +133,9 @@ func New(o Options) (*Runner, error) {
 		return nil, err
 	}
 	if err := r.checkScripts(); err != nil {
+		return nil, err
+	}
+	if err := r.snapshots(); err != nil {
 		return nil, err
 	}
 	if o.Resume {
@@ -332,6 +337,10 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	defer unlock()
 	if err := os.MkdirAll(r.runDir, 0o755); err != nil {
 		err = fmt.Errorf("run dir: %w", err)
+		r.send(RunFinished{RunID: r.runID, Status: steps.OutcomeFailed, Err: err, At: time.Now()})
+		return nil, err
+	}
+	if err := r.writeSnapshots(); err != nil {
 		r.send(RunFinished{RunID: r.runID, Status: steps.OutcomeFailed, Err: err, At: time.Now()})
 		return nil, err
 	}

@@ -182,7 +182,7 @@ func TestRunSucceedsAndRecordsEverything(t *testing.T) {
 		"HALOFORGE_TRACK": "fx", "HALOFORGE_STEP": "env", "HALOFORGE_RUN_ID": rep.RunID,
 		"HALOFORGE_STATE_DIR": dir, "HALOFORGE_RUN_DIR": runDir, "HALOFORGE_CACHE_DIR": filepath.Join(dir, "cache", "fx"),
 		"HALOFORGE_TOOLBOX_DIR": "/nonexistent-toolbox", "HALOFORGE_CACHE_KEY": o.Plan.Steps[1].CacheKey,
-		"HALOFORGE_PINS_FILE": "/somewhere/versions.env", "HALOFORGE_DRY_RUN": "<unset>", "HALOFORGE_RESUME": "<unset>",
+		"HALOFORGE_PINS_FILE": filepath.Join(runDir, PinsSnapshot), "HALOFORGE_TOOLBOX_ENV_FILE": "<unset>", "HALOFORGE_DRY_RUN": "<unset>", "HALOFORGE_RESUME": "<unset>",
 		"HALOFORGE_RESULT_FILE": filepath.Join(runDir, "env.result"),
 		"GPU_TARGET":            "gfx1151", "VLLM_REF": "6e448d0ea9bf3d88d898b65449ca6dc2aec170ac", "FX_UNSET_ME": "<unset>",
 		"cwd": runDir, "tty": "yes",

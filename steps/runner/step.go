@@ -121,6 +121,10 @@ func (r *Runner) execute(ctx context.Context, s steps.PlannedStep, logPath strin
 	if err := os.MkdirAll(filepath.Join(r.o.StateDir, "cache", r.plan.Track.ID), 0o755); err != nil {
 		return streamResult{}, outcome{status: steps.OutcomeFailed, exitCode: -1, err: fmt.Errorf("cache dir: %w", err)}
 	}
+	// The step reads the validated pins, whatever became of the files since.
+	if err := r.writeSnapshots(); err != nil {
+		return streamResult{}, outcome{status: steps.OutcomeFailed, exitCode: -1, err: err}
+	}
 	// Only what this run of the step writes may count.
 	if err := os.Remove(r.resultPath(s.ID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return streamResult{}, outcome{status: steps.OutcomeFailed, exitCode: -1, err: fmt.Errorf("result file: %w", err)}
@@ -266,7 +270,8 @@ func (r *Runner) stepEnv(s steps.PlannedStep) []string {
 		"HALOFORGE_SCRIPTS_DIR": r.o.ScriptsDir,
 		"HALOFORGE_TOOLBOX_DIR": r.o.ToolboxDir,
 		"HALOFORGE_CACHE_KEY":   s.CacheKey,
-		"HALOFORGE_PINS_FILE":   r.o.PinsFile,
+		PinsFileEnv:             r.snapshotPath(PinsSnapshot),
+		ToolboxEnvFile:          r.snapshotPath(ToolboxSnapshot),
 		ResultEnv:               r.resultPath(s.ID),
 		"HALOFORGE_DRY_RUN":     "",
 		"HALOFORGE_RESUME":      "",
