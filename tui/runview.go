@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/haloforge/haloforge/steps/runner"
 	"github.com/haloforge/haloforge/tui/linemode"
 
 	tea "charm.land/bubbletea/v2"
@@ -150,5 +151,18 @@ func (s *runScreen) bottomLine() string {
 	if s.search.IsOpen() {
 		return s.search.View()
 	}
+	if w := s.rs.Waiting; w != nil {
+		return ansiCut(s.Styles.Warn.Render(waitingLine(w)), s.w)
+	}
 	return ansiCut(s.Styles.Subtle.Render(s.note), s.w)
+}
+
+// waitingLine says which step waits for input and that the wizard cannot
+// answer it (it owns the keyboard): stop, answer it first, resume.
+func waitingLine(w *runner.WaitingForInput) string {
+	what := "it reads its terminal"
+	if w.Prompt != "" {
+		what = w.Prompt
+	}
+	return fmt.Sprintf("? %s waits for input: %s · the wizard cannot answer it: stop, answer it first (a sudo password: sudo -v), resume", w.Step, what)
 }

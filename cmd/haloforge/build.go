@@ -89,7 +89,7 @@ func runBuild(cmd *cobra.Command, o buildOpts) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	return runAndPrint(cmdContext(cmd), out, r, o, colorOut(cmd))
+	return runAndPrint(cmdContext(cmd), cmd.InOrStdin(), out, r, o, colorOut(cmd))
 }
 
 // runBuildTUI shows the build in the wizard's run screen: the same runner,
@@ -149,15 +149,17 @@ func newBuildRunner(plan *steps.Plan, pinsFile string, o buildOpts, color bool) 
 
 // runAndPrint runs the build in line mode (the TUI takes over when it
 // exists) and maps its outcome to DESIGN.md's exit codes.
-func runAndPrint(parent context.Context, out io.Writer, r *runner.Runner, o buildOpts, color bool) error {
+func runAndPrint(parent context.Context, in io.Reader, out io.Writer, r *runner.Runner, o buildOpts, color bool) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	stopSignals := onInterrupt(out, cancel, r.Kill)
 	defer stopSignals()
+	answering, stopForward := forwardInput(in, r)
+	defer stopForward()
 
 	printed := make(chan linemode.Result, 1)
 	go func() {
-		printed <- linemode.Print(out, r.Events(), linemode.Options{Color: color, Resume: resumeCommand(o)})
+		printed <- linemode.Print(out, r.Events(), linemode.Options{Color: color, Resume: resumeCommand(o), Answering: answering})
 	}()
 	rep, runErr := r.Run(ctx)
 	<-printed

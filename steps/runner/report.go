@@ -58,6 +58,8 @@ type StepReport struct {
 	NotVerified []string `json:"not_verified"`
 	Tail        []string `json:"tail,omitempty"`
 	Error       string   `json:"error,omitempty"`
+	// Leftovers are the processes the step left running, with their fates.
+	Leftovers []Leftover `json:"leftovers,omitempty"`
 }
 
 // Failed says whether the step failed or was interrupted.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -81,9 +82,12 @@ type Options struct {
 	Analyzer   func(track, step string) Analyzer
 	Grace      time.Duration // SIGTERM to SIGKILL on a stop; 0 means DefaultGrace
 	StallCheck time.Duration // 0 means DefaultStallCheck
-	KeepColor  bool          // keep SGR colours in Lines.Text
-	MaxLine    int           // bytes of a screen line; 0 means DefaultMaxLine
-	Cols, Rows uint16        // pty size; 0 means 160x50
+	// InputQuiet is the silence after which a step is checked for waiting
+	// on its terminal (WaitingForInput); 0 means DefaultInputQuiet.
+	InputQuiet time.Duration
+	KeepColor  bool   // keep SGR colours in Lines.Text
+	MaxLine    int    // bytes of a screen line; 0 means DefaultMaxLine
+	Cols, Rows uint16 // pty size; 0 means 160x50
 	// Supervisor is the argv that runs "GRACE SCRIPT" under a supervisor
 	// (see Supervise); nil means this binary: /proc/self/exe __supervise.
 	Supervisor []string
@@ -108,8 +112,10 @@ type Runner struct {
 	interrupted bool // a step was stopped, or the run was cancelled between steps
 	started     time.Time
 	report      *Report
-	pinsSnap    []byte // what the steps read as their pins (snapshot.go)
-	toolboxSnap []byte // toolbox.env's build variables; nil when there is none
+	pinsSnap    []byte                 // what the steps read as their pins (snapshot.go)
+	toolboxSnap []byte                 // toolbox.env's build variables; nil when there is none
+	parked      []*supervisor          // supervisors keeping what a succeeded step left running until the run ends
+	current     atomic.Pointer[stream] // the running step's stream (Input, Waiting)
 }
 
 // New checks everything a run needs before any step runs: the state dir is
@@ -157,6 +163,9 @@ func withDefaults(o Options) Options {
 	}
 	if o.StallCheck <= 0 {
 		o.StallCheck = DefaultStallCheck
+	}
+	if o.InputQuiet <= 0 {
+		o.InputQuiet = DefaultInputQuiet
 	}
 	if o.Events <= 0 {
 		o.Events = DefaultEvents
@@ -352,6 +361,7 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 		r.send(Notice{Text: n})
 	}
 	err = errors.Join(r.writeReport(), r.runSteps(ctx, total))
+	r.unpark()
 	r.report.Duration = time.Since(r.started)
 	r.report.Status = r.runStatus()
 	err = errors.Join(err, r.writeReport())

@@ -41,6 +41,7 @@ const fxPins = "GPU_TARGET=gfx1151\nVLLM_REF=6e448d0ea9bf3d88d898b65449ca6dc2aec
 type fx struct {
 	id, script string
 	optional   bool
+	keeps      bool // KeepsRunning
 	deps, pins []string
 }
 
@@ -48,7 +49,7 @@ func fxTrack(specs ...fx) steps.Track {
 	t := steps.Track{ID: "fx", Title: "fixture track", Env: map[string]string{"FX_UNSET_ME": ""}}
 	for _, s := range specs {
 		t.Steps = append(t.Steps, steps.Step{ID: s.id, Title: "fixture " + s.id, Script: s.script,
-			Optional: s.optional, DependsOn: s.deps, Pins: s.pins})
+			Optional: s.optional, KeepsRunning: s.keeps, DependsOn: s.deps, Pins: s.pins})
 	}
 	return t
 }

@@ -131,6 +131,10 @@ func (s *Sanitizer) Flush(emit func(Line)) {
 	s.resetLine()
 }
 
+// Pending is the text of the line not ended yet (a prompt waits there,
+// without its newline).
+func (s *Sanitizer) Pending() string { return string(s.text) }
+
 // LinesSeen is how many '\n' the stream held so far.
 func (s *Sanitizer) LinesSeen() int { return s.lineNo }
 
