@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -460,18 +461,31 @@ func (r *Runner) offer(e Event) bool {
 	}
 }
 
-// lockStateDir keeps two builds from sharing a state dir at once.
+// lockStateDir keeps two builds from sharing a state dir at once. The lock
+// is flock(2) on <dir>/lock, which the kernel releases when its holder
+// dies, however it dies: a lock is never stale. The file names the
+// holder's pid, for the message of the one refused.
 func lockStateDir(dir string) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	path := filepath.Join(dir, "lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("state dir lock: %w", err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: %s", ErrBusy, dir)
+			holder := ""
+			if b, err := readSmall(path, 64); err == nil {
+				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+					holder = fmt.Sprintf(" (pid %d)", pid)
+				}
+			}
+			return nil, fmt.Errorf("%w%s: %s", ErrBusy, holder, dir)
 		}
 		return nil, fmt.Errorf("state dir lock: %w", err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	return func() { f.Close() }, nil
 }

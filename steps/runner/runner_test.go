@@ -734,9 +734,37 @@ func TestLockKeepsASecondRunOut(t *testing.T) {
 		for range r.Events() {
 		}
 	}()
-	if _, err := r.Run(context.Background()); !errors.Is(err, ErrBusy) {
-		t.Errorf("Run with the state dir locked: %v", err)
+	_, err = r.Run(context.Background())
+	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), fmt.Sprintf("(pid %d)", os.Getpid())) {
+		t.Errorf("Run with the state dir locked: %v (want the holder's pid)", err)
 	}
+}
+
+// TestLockOfADeadBuildIsNotStale: a build killed with -9 leaves its lock
+// file, naming its pid; the next build takes the lock all the same.
+func TestLockOfADeadBuildIsNotStale(t *testing.T) {
+	dir := t.TempDir()
+	holder := exec.Command("sh", "-c", `exec 9>>"$1/lock"; flock -x 9; echo "$$" >"$1/lock"; echo locked; exec sleep 60`, "sh", dir)
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := out.Read(make([]byte, 7)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lockStateDir(dir); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), fmt.Sprintf("(pid %d)", holder.Process.Pid)) {
+		t.Fatalf("while another process holds it: %v", err)
+	}
+	_ = holder.Process.Kill()
+	_ = holder.Wait()
+	unlock, err := lockStateDir(dir)
+	if err != nil {
+		t.Fatalf("after its holder died: %v", err)
+	}
+	unlock()
 }
 
 func TestStateJSONIsValidAfterEachStep(t *testing.T) {
