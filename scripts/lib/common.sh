@@ -24,12 +24,15 @@
 #   box.sh: distrobox_run, in_box, enter_box, box_image, same_image, box_path;
 #   patch.sh: the fail-closed patchers patch_replace_once, patch_list_add,
 #     patch_drop_requirements (applied / already present upstream / anchor not found);
-#   pip.sh: pinned pip installs (python-pins.txt) and a tree's [build-system] requires.
+#   pip.sh: pinned pip installs (python-pins.txt) and a tree's [build-system] requires;
+#   facts.sh: hf_fact_image, hf_fact_git, hf_pip_report + hf_fact_pip_report: what a step
+#     resolved (digests, commits, wheel files with sha256) for report.json and pins lock.
 #
 # Environment it honours: HALOFORGE_DRY_RUN=1, HALOFORGE_PINS_FILE, HALOFORGE_TOOLBOX_ENV_FILE,
 # HALOFORGE_TOOLBOX_DIR, HALOFORGE_STATE_DIR,
 # HALOFORGE_CACHE_DIR, HALOFORGE_CACHE_KEY, HALOFORGE_DISTROBOX_ROOT=1 (distrobox --root),
-# HALOFORGE_RESULT_FILE (the runner's verify results), MAX_JOBS, NO_COLOR.
+# HALOFORGE_RESULT_FILE (the runner's verify results), HALOFORGE_FACTS_FILE (what a step
+# resolved), MAX_JOBS, NO_COLOR.
 
 if [[ -n "${_HF_COMMON_LOADED:-}" ]]; then
   return 0
@@ -618,3 +621,5 @@ cached_wheel() {
 . "$HF_LIB_DIR/patch.sh"
 # shellcheck source=./pip.sh
 . "$HF_LIB_DIR/pip.sh"
+# shellcheck source=./facts.sh
+. "$HF_LIB_DIR/facts.sh"

@@ -45,7 +45,21 @@ pip_install_pinned() {
     spec=$(python_pin "$name") || die "cannot install $name unpinned: add $name==<version> to $HF_PYTHON_PINS"
     specs+=("$spec")
   done
-  retry -n 2 -d 10 -- "$py" -m pip install --constraint "$HF_PYTHON_PINS" "${specs[@]}"
+  pip_install_recorded "$py" --constraint "$HF_PYTHON_PINS" "${specs[@]}"
+}
+
+# pip_install_recorded PY ARGS...: PY -m pip install ARGS (retried), with what it installed
+# recorded as facts: the wheel files, their URLs and sha256 (--report, hf_fact_pip_report).
+pip_install_recorded() {
+  local py=$1 report rc=0
+  shift
+  report=$(hf_pip_report)
+  retry -n 2 -d 10 -- "$py" -m pip install "$@" --report "$report" || rc=$?
+  if ((rc != 0)); then
+    is_dry_run || rm -f -- "$report"
+    return "$rc"
+  fi
+  hf_fact_pip_report "$report"
 }
 
 # install_build_requires PY SRC [EXCLUDE...]: before `pip wheel --no-build-isolation`, install
@@ -77,5 +91,5 @@ install_build_requires() {
     return 0
   fi
   log_info "build requirements of $src: ${reqs[*]}"
-  retry -n 2 -d 10 -- "$py" -m pip install --constraint "$HF_PYTHON_PINS" "${reqs[@]}"
+  pip_install_recorded "$py" --constraint "$HF_PYTHON_PINS" "${reqs[@]}"
 }

@@ -139,8 +139,14 @@ hf() {
     "A=\$'x'" "A=x\\" 'A=*' 'A=x y' 'A=x > '"$T"'/pwned' 'A="x\"'; do
     printf '# ok\nB=1\n%s\n' "$bad" >"$T/bad.env"
     run hf "load_env_file '$T/bad.env'; echo \"A=\$A\""
-    [ "$status" -eq 1 ] || { echo "accepted: $bad → $output"; return 1; }
-    [[ "$output" == *"$T/bad.env:3: A: "* ]] || { echo "message for $bad: $output"; return 1; }
+    [ "$status" -eq 1 ] || {
+      echo "accepted: $bad → $output"
+      return 1
+    }
+    [[ "$output" == *"$T/bad.env:3: A: "* ]] || {
+      echo "message for $bad: $output"
+      return 1
+    }
     [ ! -e "$T/pwned" ]
   done
 }
@@ -422,4 +428,92 @@ requires = ["setuptools>=83.0.0", "scikit-build-core"]'
   [[ "$output" == *"setuptools-scm==8.3.1"*"jinja2==3.1.6"*"nosuch has no pin"* ]]
   run grep -vE '^(#.*|[a-z0-9-]+==[0-9][0-9A-Za-z.+]*|)$' "$LIB/python-pins.txt"
   [ "$status" -eq 1 ]
+}
+
+# pkgwheel NAME VERSION DIR: write a tiny valid wheel of NAME into DIR (the files PEP 427
+# asks for, made with zipfile: no build backend, no network).
+pkgwheel() {
+  mkdir -p "$3"
+  python3 - "$@" <<'PY'
+import base64, hashlib, sys, zipfile
+name, version, out = sys.argv[1:4]
+di = f"{name}-{version}.dist-info"
+files = {f"{name}/__init__.py": f'__version__ = "{version}"\n',
+         f"{di}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+         f"{di}/WHEEL": "Wheel-Version: 1.0\nGenerator: haloforge-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+record = []
+with zipfile.ZipFile(f"{out}/{name}-{version}-py3-none-any.whl", "w") as z:
+    for path, text in files.items():
+        data = text.encode()
+        z.writestr(path, data)
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{path},sha256={digest},{len(data)}")
+    record.append(f"{di}/RECORD,,")
+    z.writestr(f"{di}/RECORD", "\n".join(record) + "\n")
+PY
+}
+
+@test "hf_fact_pip_report records what pip --report says it installed, with the wheel's sha256" {
+  pkgwheel hfrrfact 1.2.3 "$T/wheels"
+  local whl
+  whl=$(ls "$T"/wheels/hfrrfact-1.2.3-*.whl)
+  export HALOFORGE_FACTS_FILE=$T/step.facts
+  run hf "rep=\$(hf_pip_report); python3 -m pip install -q --no-index --target '$T/site' '$whl' --report \"\$rep\"; hf_fact_pip_report \"\$rep\"; [ ! -e \"\$rep\" ]"
+  [ "$status" -eq 0 ]
+  local want
+  want=$(printf 'wheel\thfrrfact==1.2.3\tfile://%s\t%s' "$whl" "$(sha256sum "$whl" | cut -d' ' -f1)")
+  [ "$(cat "$T/step.facts")" = "$want" ]
+}
+
+@test "hf_fact_pip_report: VCS checkouts as git facts, no credentials, no local trees, nothing broken" {
+  cat >"$T/report.json" <<'JSON'
+{"version": "1", "install": [
+ {"metadata": {"name": "a", "version": "1.0"}, "download_info": {"url": "https://user:tok3n@idx.example/a-1.0-py3-none-any.whl", "archive_info": {"hashes": {"sha256": "0000000000000000000000000000000000000000000000000000000000000000"}}}},
+ {"metadata": {"name": "b", "version": "2.0"}, "download_info": {"url": "https://idx.example/b-2.0.tar.gz", "archive_info": {"hash": "sha256=1111111111111111111111111111111111111111111111111111111111111111"}}},
+ {"metadata": {"name": "c", "version": "3.0"}, "download_info": {"url": "https://git.example/c.git", "vcs_info": {"vcs": "git", "requested_revision": "v3.0", "commit_id": "2222222222222222222222222222222222222222"}}},
+ {"metadata": {"name": "d", "version": "4.0"}, "download_info": {"url": "file:///src/d", "dir_info": {}}},
+ {"metadata": {"name": "e\tx", "version": "5.0"}, "download_info": {"url": "https://idx.example/e.whl", "archive_info": {"hashes": {"sha256": "3333333333333333333333333333333333333333333333333333333333333333"}}}}
+]}
+JSON
+  export HALOFORGE_FACTS_FILE=$T/step.facts
+  run hf "hf_fact_pip_report '$T/report.json'"
+  [ "$status" -eq 0 ]
+  [ "$(sed -n 1p "$T/step.facts")" = "$(printf 'wheel\ta==1.0\thttps://idx.example/a-1.0-py3-none-any.whl\t%064d' 0)" ]
+  [ "$(sed -n 2p "$T/step.facts")" = "$(printf 'wheel\tb==2.0\thttps://idx.example/b-2.0.tar.gz\t%s' "$(printf '1%.0s' {1..64})")" ]
+  [ "$(sed -n 3p "$T/step.facts")" = "$(printf 'git\thttps://git.example/c.git\tv3.0\t%s' "$(printf '2%.0s' {1..40})")" ]
+  [ "$(wc -l <"$T/step.facts")" -eq 3 ]
+  run grep -c tok3n "$T/step.facts"
+  [ "$output" = 0 ]
+  [ ! -e "$T/report.json" ]
+}
+
+@test "hf_fact_git and hf_fact_image record the commit and the digest; a dry run and a run by hand record nothing" {
+  git -C "$T" init -q repo
+  git -C "$T/repo" -c user.email=t@t -c user.name=t commit -q --allow-empty -m one
+  local sha
+  sha=$(git -C "$T/repo" rev-parse HEAD)
+  export HALOFORGE_FACTS_FILE=$T/step.facts
+  # a stand-in engine: podman's inspect of a pulled image, with a second repository's digest
+  cat >"$T/fakeengine" <<'SH'
+#!/bin/sh
+case $4 in
+  '{{.Digest}}') echo sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb ;;
+  *) printf '%s\n' other.example/x@sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc \
+       docker.io/library/ubuntu@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa \
+       docker.io/library/ubuntu@sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb ;;
+esac
+SH
+  chmod +x "$T/fakeengine"
+  run hf "hf_fact_git '$T/repo' https://git.example/r.git v1; hf_fact_image ubuntu:24.04 '$T/fakeengine'"
+  [ "$status" -eq 0 ]
+  [ "$(sed -n 1p "$T/step.facts")" = "$(printf 'git\thttps://git.example/r.git\tv1\t%s' "$sha")" ]
+  [ "$(sed -n 2p "$T/step.facts")" = "$(printf 'image\tubuntu:24.04\tsha256:%s' "$(printf 'b%.0s' {1..64})")" ]
+  rm "$T/step.facts"
+  HALOFORGE_DRY_RUN=1 run hf "hf_fact_git '$T/repo' https://git.example/r.git v1; hf_fact_image ubuntu:24.04 '$T/fakeengine'"
+  [ "$status" -eq 0 ]
+  [ ! -e "$T/step.facts" ]
+  unset HALOFORGE_FACTS_FILE
+  run hf "hf_fact_git '$T/repo' https://git.example/r.git v1"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"resolved: https://git.example/r.git v1 is $sha"* ]]
 }

@@ -185,6 +185,7 @@ func TestRunSucceedsAndRecordsEverything(t *testing.T) {
 		"HALOFORGE_TOOLBOX_DIR": "/nonexistent-toolbox", "HALOFORGE_CACHE_KEY": o.Plan.Steps[1].CacheKey,
 		"HALOFORGE_PINS_FILE": filepath.Join(runDir, PinsSnapshot), "HALOFORGE_TOOLBOX_ENV_FILE": "<unset>", "HALOFORGE_DRY_RUN": "<unset>", "HALOFORGE_RESUME": "<unset>",
 		"HALOFORGE_RESULT_FILE": filepath.Join(runDir, "env.result"),
+		"HALOFORGE_FACTS_FILE":  filepath.Join(runDir, "env.facts"),
 		"GPU_TARGET":            "gfx1151", "VLLM_REF": "6e448d0ea9bf3d88d898b65449ca6dc2aec170ac", "FX_UNSET_ME": "<unset>",
 		"cwd": runDir, "tty": "yes",
 	}

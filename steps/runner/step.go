@@ -28,6 +28,7 @@ type outcome struct {
 	err      error
 	result   stepResult // what a step that exited 0 said it proved
 	left     []Leftover // what its script left running when it ended by itself
+	started  bool       // the script ran (its facts file may say what it consumed)
 }
 
 // runOne runs plan step i as the idx-th of total and records it in the
@@ -49,6 +50,14 @@ func (r *Runner) runOne(ctx context.Context, i, idx, total int) error {
 	sr.Bytes, sr.Lines, sr.Tail, sr.Findings = res.bytes, res.lines, res.tail, res.findings
 	sr.Verified, sr.NotVerified = nonNil(out.result.verified), nonNil(out.result.notVerified)
 	sr.Leftovers = out.left
+	if out.started {
+		facts, problems := readFacts(r.factsPath(s.ID))
+		if !facts.Empty() {
+			sr.Resolved = &facts
+			r.report.Resolved.merge(s.ID, facts)
+		}
+		sr.FactErrors = problems
+	}
 	if out.err != nil {
 		sr.Error = out.err.Error()
 	}
@@ -128,8 +137,10 @@ func (r *Runner) execute(ctx context.Context, s steps.PlannedStep, logPath strin
 		return streamResult{}, outcome{status: steps.OutcomeFailed, exitCode: -1, err: err}
 	}
 	// Only what this run of the step writes may count.
-	if err := os.Remove(r.resultPath(s.ID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return streamResult{}, outcome{status: steps.OutcomeFailed, exitCode: -1, err: fmt.Errorf("result file: %w", err)}
+	for _, p := range []string{r.resultPath(s.ID), r.factsPath(s.ID)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return streamResult{}, outcome{status: steps.OutcomeFailed, exitCode: -1, err: fmt.Errorf("result file: %w", err)}
+		}
 	}
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -151,7 +162,7 @@ func (r *Runner) execute(ctx context.Context, s steps.PlannedStep, logPath strin
 		return res, outcome{status: steps.OutcomeFailed, exitCode: -1, err: errors.Join(err, res.err)}
 	}
 	out := r.outcomeOf(end, res.err)
-	out.left = end.left
+	out.left, out.started = end.left, true
 	if out.status == steps.OutcomeSucceeded {
 		out.result = readResult(r.resultPath(s.ID))
 		if len(out.result.notVerified) > 0 {
@@ -437,6 +448,7 @@ func (r *Runner) stepEnv(s steps.PlannedStep) []string {
 		PinsFileEnv:             r.snapshotPath(PinsSnapshot),
 		ToolboxEnvFile:          r.snapshotPath(ToolboxSnapshot),
 		ResultEnv:               r.resultPath(s.ID),
+		FactsEnv:                r.factsPath(s.ID),
 		"HALOFORGE_DRY_RUN":     "",
 		"HALOFORGE_RESUME":      "",
 	}
