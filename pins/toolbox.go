@@ -110,11 +110,3 @@ func (f *File) Over(pins map[string]string) ([]Pin, error) {
 	}
 	return out, errors.Join(errs...)
 }
-
-// ValidValue checks v against a kind, as a pin of that kind is checked: for
-// values from elsewhere that must meet the same rules (what a step says it
-// resolved, a locked pin).
-func ValidValue(k Kind, v string) error {
-	_, err := validate(Spec{Name: string(k), Kind: k}, v)
-	return err
-}

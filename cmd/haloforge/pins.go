@@ -16,7 +16,7 @@ func newPinsCmd() *cobra.Command {
 		Use:   "pins",
 		Short: "Check versions.env and see what a pin bump rebuilds",
 	}
-	cmd.AddCommand(newPinsCheckCmd(), newPinsDiffCmd(), newPinsStatusCmd(), newPinsSetsCmd(), newPinsUseCmd())
+	cmd.AddCommand(newPinsCheckCmd(), newPinsDiffCmd(), newPinsStatusCmd(), newPinsSetsCmd(), newPinsUseCmd(), newPinsLockCmd())
 	return cmd
 }
 
