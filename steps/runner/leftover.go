@@ -24,6 +24,9 @@ type Leftover struct {
 	Container bool `json:"container,omitempty"`
 	// Fate says what haloforge did with it: one of the Fate* texts.
 	Fate string `json:"fate"`
+	// nested: it runs below another leftover (a loop's sleep, a container's
+	// process below conmon); the report names only the outermost ones.
+	nested bool
 }
 
 // What becomes of a leftover.
@@ -63,7 +66,7 @@ func Leftovers(root int) []Leftover {
 			inContainer = inContainer || runtime[a]
 		}
 		runtime[pid] = inContainer
-		out = append(out, Leftover{PID: pid, Command: procCmdline(pid), Container: inContainer})
+		out = append(out, Leftover{PID: pid, Command: procCmdline(pid), Container: inContainer, nested: len(ancestors) > 0})
 	})
 	return out
 }

@@ -41,8 +41,9 @@ const (
 
 // The report a supervisor writes on fd 4 when the script ends by itself,
 // one line each, tab-separated: "exit CODE", then "left PID KIND COMMAND"
-// for every process still running below it (KIND stray or container, the
-// command line with tabs and line ends made spaces), then "end". With
+// for every outermost process still running below it (KIND stray or
+// container, the command line with tabs and line ends made spaces; the
+// processes below one go with it), then "end". With
 // nothing left it exits right after; otherwise it waits, its terminal let
 // go, for ctlClean or ctlRelease.
 const (
@@ -207,8 +208,12 @@ func letGoOfTerminal() {
 func writeLeftovers(w *os.File, code int, left []Leftover) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\t%d\n", reportExit, code)
-	for i, l := range left {
-		if i == maxLeft {
+	n := 0
+	for _, l := range left {
+		if l.nested {
+			continue // its parent is listed, and goes with it
+		}
+		if n++; n > maxLeft {
 			break
 		}
 		kind := kindStray
