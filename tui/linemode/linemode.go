@@ -336,6 +336,12 @@ func (p *printer) diagnosis(f diagnose.Finding) {
 
 func (p *printer) runFinished(e runner.RunFinished) {
 	p.res.Status, p.res.RunDir, p.res.Err = e.Status, e.RunDir, e.Err
+	if p.track == "" && e.Err != nil {
+		// The run never started (another build holds the state dir): no
+		// outcome line for a track that did not run, nothing to resume.
+		fmt.Fprintf(p.w, "error: %v\n", e.Err)
+		return
+	}
 	switch e.Status {
 	case steps.OutcomeSucceeded:
 		fmt.Fprintf(p.w, "%s %s done in %s\n", p.paint(sgrGreen, "✓"), p.track, FormatDuration(e.Duration))

@@ -244,3 +244,17 @@ func TestPrintWaitingForInputAndLeftovers(t *testing.T) {
 		t.Errorf("answering a password prompt:\n%s", got)
 	}
 }
+
+// TestPrintARunThatNeverStarted: a run refused before it began (another
+// build holds the state dir) says why, without an outcome line for a blank
+// track or a resume command (review F15).
+func TestPrintARunThatNeverStarted(t *testing.T) {
+	got, res := printAll([]runner.Event{runner.RunFinished{RunID: "r1", Status: steps.OutcomeFailed, Err: errors.New("another haloforge build (pid 42) is running with this state dir: /s")}},
+		Options{Resume: "haloforge build --track fx --resume"})
+	if want := "error: another haloforge build (pid 42) is running with this state dir: /s\n"; got != want {
+		t.Errorf("printed %q, want %q", got, want)
+	}
+	if res.Err == nil {
+		t.Error("the result lost the error")
+	}
+}
