@@ -170,7 +170,7 @@ func runAndPrint(parent context.Context, in io.Reader, out io.Writer, r *runner.
 	}
 	switch {
 	case errors.Is(runErr, runner.ErrBusy):
-		return usageErr(runErr)
+		return silentExit(exitUsage) // line mode said it already
 	case rep == nil:
 		return failedErr(runErr)
 	case rep.Status == steps.OutcomeInterrupted:

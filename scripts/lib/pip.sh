@@ -53,6 +53,11 @@ pip_install_pinned() {
 pip_install_recorded() {
   local py=$1 report rc=0
   shift
+  if ! pip_has_report "$py"; then
+    log_warn "$py's pip is older than 22.2 (no --report): what it installs is not recorded"
+    retry -n 2 -d 10 -- "$py" -m pip install "$@"
+    return
+  fi
   report=$(hf_pip_report)
   retry -n 2 -d 10 -- "$py" -m pip install "$@" --report "$report" || rc=$?
   if ((rc != 0)); then
@@ -60,6 +65,16 @@ pip_install_recorded() {
     return "$rc"
   fi
   hf_fact_pip_report "$report"
+}
+
+# pip_has_report PY: true when PY's pip takes --report (pip >= 22.2; a fresh venv of an old
+# distro Python, 3.10's ensurepip, has pip 22.0). Asked once per interpreter.
+pip_has_report() {
+  local py=$1
+  is_dry_run && return 0
+  [[ "${_HF_PIP_REPORT_OK:-}" == *"|$py|"* ]] && return 0
+  "$py" -m pip install --help 2>/dev/null | grep -q -- '--report' || return 1
+  _HF_PIP_REPORT_OK+="|$py|"
 }
 
 # install_build_requires PY SRC [EXCLUDE...]: before `pip wheel --no-build-isolation`, install
