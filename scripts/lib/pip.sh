@@ -73,7 +73,7 @@ pip_has_report() {
   local py=$1
   is_dry_run && return 0
   [[ "${_HF_PIP_REPORT_OK:-}" == *"|$py|"* ]] && return 0
-  "$py" -m pip install --help 2>/dev/null | grep -q -- '--report' || return 1
+  "$py" -m pip help install 2>/dev/null | grep -q -- '--report' || return 1
   _HF_PIP_REPORT_OK+="|$py|"
 }
 
