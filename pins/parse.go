@@ -48,13 +48,26 @@ type Pin struct {
 
 // File is a parsed pins file, pins in file order.
 type File struct {
-	Path string
-	Pins []Pin
+	Path   string
+	Pins   []Pin
+	lookup func(string) (Spec, bool) // the names it may define; nil: the pins
+}
+
+// spec is the spec of a name the file may define.
+func (f *File) spec(name string) (Spec, bool) {
+	if f.lookup == nil {
+		return Lookup(name)
+	}
+	return f.lookup(name)
 }
 
 // Parse parses and validates versions.env content. Nothing in it is ever
 // executed: the shell syntax tree is only inspected.
-func Parse(path string, data []byte) (*File, error) {
+func Parse(path string, data []byte) (*File, error) { return parse(path, data, Lookup) }
+
+// parse is Parse against the names lookup knows (the pins, or toolbox.env's
+// build variables).
+func parse(path string, data []byte, lookup func(string) (Spec, bool)) (*File, error) {
 	if err := checkBytes(path, data); err != nil {
 		return nil, err
 	}
@@ -73,7 +86,7 @@ func Parse(path string, data []byte) (*File, error) {
 	if e := multiLineQuote(path, tree); e != nil {
 		return nil, e
 	}
-	f := &File{Path: path}
+	f := &File{Path: path, lookup: lookup}
 	comments := commentsByLine(data)
 	var errs []error
 	lastLine := 0
@@ -84,7 +97,7 @@ func Parse(path string, data []byte) (*File, error) {
 			continue
 		}
 		lastLine = line
-		p, err := statement(path, st)
+		p, err := statement(path, st, lookup)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -243,7 +256,7 @@ func posErr(path string, p syntax.Pos, reason string) error {
 }
 
 // statement accepts exactly `NAME=word` with no redirection or command.
-func statement(path string, st *syntax.Stmt) (Pin, error) {
+func statement(path string, st *syntax.Stmt, lookup func(string) (Spec, bool)) (Pin, error) {
 	switch {
 	case st.Negated, st.Background, st.Coprocess, st.Disown:
 		return Pin{}, posErr(path, st.Pos(), "only NAME=value lines are allowed")
@@ -265,7 +278,7 @@ func statement(path string, st *syntax.Stmt) (Pin, error) {
 		return Pin{}, posErr(path, a.Pos(), "only plain NAME=value assignments are allowed")
 	}
 	name := a.Name.Value
-	spec, known := Lookup(name)
+	spec, known := lookup(name)
 	if !known {
 		return Pin{}, posErr(path, a.Pos(), fmt.Sprintf("unknown name %s (known names: haloforge pins check --help)", name))
 	}
@@ -409,7 +422,7 @@ func (f *File) resolve() error {
 			continue
 		}
 		p.Value = v
-		spec, _ := Lookup(p.Name)
+		spec, _ := f.spec(p.Name)
 		floating, err := validate(spec, v)
 		if err != nil {
 			invalid[p.Name] = true
@@ -500,7 +513,7 @@ func (f *File) Set(assign string) error {
 }
 
 func (f *File) clone() *File {
-	c := &File{Path: f.Path, Pins: make([]Pin, len(f.Pins))}
+	c := &File{Path: f.Path, Pins: make([]Pin, len(f.Pins)), lookup: f.lookup}
 	copy(c.Pins, f.Pins)
 	for i := range c.Pins {
 		c.Pins[i].refs = append([]string(nil), f.Pins[i].refs...)

@@ -53,6 +53,10 @@ type Step struct {
 	Optional  bool     // a failure is recorded and the build goes on
 	// Why explains an optional step, shown when it is skipped or fails.
 	Why string
+	// KeepsRunning says the step starts a service on purpose: what its
+	// script leaves running after a success is reported and kept, not
+	// stopped when the run ends (after a failure it is stopped all the same).
+	KeepsRunning bool
 	// Needs are pins the step cannot run without although they may be
 	// empty elsewhere (a model to load): plan flags them, build refuses to
 	// start without them and the wizard asks for them.

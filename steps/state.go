@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"time"
 )
 
@@ -79,15 +80,32 @@ func LoadState(dir string) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read state: %w", err)
 	}
+	path := filepath.Join(dir, StateFile)
 	s := NewState()
 	if err := json.Unmarshal(b, s); err != nil {
-		return nil, fmt.Errorf("%s: not valid state JSON: %w", filepath.Join(dir, StateFile), err)
+		return nil, fmt.Errorf("%s: not valid state JSON: %w", path, err)
+	}
+	if s.Version > stateVersion {
+		return nil, fmt.Errorf("%s: version %d, written by a newer haloforge (this one reads version %d): update haloforge, or use another --state-dir", path, s.Version, stateVersion)
 	}
 	if s.Tracks == nil {
 		s.Tracks = map[string]*TrackState{}
 	}
+	for id, t := range s.Tracks {
+		// Run IDs name directories under runs/: one that is not a run ID
+		// (../..) would send --resume to read a report elsewhere.
+		if t != nil && t.LastRun != "" && !reRunID.MatchString(t.LastRun) {
+			return nil, fmt.Errorf("%s: track %s: last_run %q is not a run ID", path, id, t.LastRun)
+		}
+	}
 	return s, nil
 }
+
+// stateVersion is the state.json format this haloforge reads and writes.
+const stateVersion = 1
+
+// reRunID is the form of a run ID (runner: 20261124-101500-a1b2c3).
+var reRunID = regexp.MustCompile(`^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$`)
 
 // Track returns the state of a track, creating it when absent.
 func (s *State) Track(id string) *TrackState {
@@ -122,11 +140,18 @@ func (s *State) RecordSuccess(track string, ps PlannedStep, runID string, at tim
 	ss.LastSuccess = &Success{CacheKey: ps.CacheKey, RunID: runID, At: at, Duration: d, ScriptHash: ps.ScriptHash, SupportHash: ps.SupportHash, Pins: ps.PinValues}
 }
 
-// Save writes state.json atomically: a temp file in the same dir, fsync, rename.
+// Save writes state.json atomically: a temp file in the same dir, fsync,
+// rename. Only the holder of the state dir's lock saves, so a temp file
+// already there is one a killed haloforge left (kill -9 mid-write): it goes.
 func (s *State) Save(dir string) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
+	}
+	if stale, _ := filepath.Glob(filepath.Join(dir, "."+StateFile+".tmp-*")); len(stale) > 0 {
+		for _, p := range stale {
+			_ = os.Remove(p)
+		}
 	}
 	return WriteFileAtomic(filepath.Join(dir, StateFile), append(b, '\n'))
 }

@@ -78,6 +78,9 @@ type runState struct {
 	Attempts int      // runs started on this screen (retries included)
 	Notices  []string // what the runner wants the user to know (resume, re-plan)
 	now      func() time.Time
+	// Waiting is the step waiting for input on its terminal, until it
+	// prints again or ends; nil when none is.
+	Waiting *runner.WaitingForInput
 }
 
 func newRunState(p *Plan) *runState {
@@ -121,7 +124,10 @@ func (rs *runState) Apply(e runner.Event) {
 		if s := rs.Step(e.Step); s != nil && !s.Done {
 			s.State, s.Reason = stateSkipped, e.WhySkipped
 		}
+	case runner.WaitingForInput:
+		rs.Waiting = &e
 	case runner.Lines:
+		rs.endWait(e.Step)
 		if s := rs.Step(e.Step); s != nil {
 			s.Dropped += e.Dropped
 			for i := range e.Text {
@@ -134,14 +140,23 @@ func (rs *runState) Apply(e runner.Event) {
 			s.addFinding(e.Finding)
 		}
 	case runner.StepFinished:
+		rs.endWait(e.Step)
 		rs.stepFinished(e)
 	case runner.RunFinished:
+		rs.Waiting = nil
 		rs.Finished, rs.Status, rs.Err, rs.Current, rs.Ended = true, e.Status, e.Err, "", at(e.At)
 		for _, s := range rs.Steps {
 			if s.State == stateRunning { // the run ended under it (quit, crash)
 				s.State = stateInterrupted
 			}
 		}
+	}
+}
+
+// endWait ends a step's wait for input: it printed again, or ended.
+func (rs *runState) endWait(step string) {
+	if rs.Waiting != nil && rs.Waiting.Step == step {
+		rs.Waiting = nil
 	}
 }
 

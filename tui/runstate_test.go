@@ -173,3 +173,29 @@ func TestFormatting(t *testing.T) {
 		}
 	}
 }
+
+func TestRunStateKnowsAStepWaitsForInput(t *testing.T) {
+	rs := newRunState(testPlan())
+	w := runner.WaitingForInput{Step: "rocm", Prompt: "[sudo] password for ann:"}
+	rs.Apply(runner.StepStarted{Step: "rocm"})
+	rs.Apply(w)
+	if rs.Waiting == nil || *rs.Waiting != w {
+		t.Fatalf("Waiting = %+v", rs.Waiting)
+	}
+	if got := waitingLine(rs.Waiting); !strings.HasPrefix(got, "? rocm waits for input: [sudo] password for ann: · the wizard cannot answer it") {
+		t.Errorf("status line %q", got)
+	}
+	rs.Apply(runner.Lines{Step: "vllm", Text: []string{"other"}})
+	if rs.Waiting == nil {
+		t.Error("another step's line ended the wait")
+	}
+	rs.Apply(runner.Lines{Step: "rocm", Text: []string{"Sorry, try again."}})
+	if rs.Waiting != nil {
+		t.Error("the step printed again, yet it still waits")
+	}
+	rs.Apply(w)
+	rs.Apply(runner.StepFinished{Step: "rocm", Status: steps.OutcomeInterrupted})
+	if rs.Waiting != nil {
+		t.Error("the step ended, yet it still waits")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/haloforge/haloforge/steps/runner"
 	"github.com/haloforge/haloforge/tui/linemode"
 
 	tea "charm.land/bubbletea/v2"
@@ -198,6 +199,10 @@ func (s *runScreen) bottomLine() string {
 	if s.search.IsOpen() {
 		return s.search.View()
 	}
+	// A step waiting for input outranks every note: it stops until answered.
+	if w := s.rs.Waiting; w != nil {
+		return ansiCut(s.Styles.Warn.Render(waitingLine(w)), s.w)
+	}
 	if s.note == "" {
 		return ""
 	}
@@ -217,4 +222,14 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// waitingLine says which step waits for input and that the wizard cannot
+// answer it (it owns the keyboard): stop, answer it first, resume.
+func waitingLine(w *runner.WaitingForInput) string {
+	what := "it reads its terminal"
+	if w.Prompt != "" {
+		what = w.Prompt
+	}
+	return fmt.Sprintf("? %s waits for input: %s · the wizard cannot answer it: stop, answer it first (a sudo password: sudo -v), resume", w.Step, what)
 }

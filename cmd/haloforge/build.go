@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -105,7 +104,7 @@ func runBuild(cmd *cobra.Command, o buildOpts) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	return runAndPrint(cmdContext(cmd), out, r, o, colorOut(cmd))
+	return runAndPrint(cmdContext(cmd), cmd.InOrStdin(), out, r, o, colorOut(cmd))
 }
 
 // checkBuildFlags answers bad usage before anything is collected or
@@ -164,7 +163,8 @@ func runBuildTUI(cmd *cobra.Command, o buildOpts, pf *pins.File) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	ctx := cmdContext(cmd)
+	ctx, stop := signal.NotifyContext(cmdContext(cmd), stopSignals...)
+	defer stop()
 	res, err := tui.Run(ctx, e, tui.Options{
 		Plan: p, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout(),
 		Commands: func(c tui.Command) string {
@@ -197,14 +197,16 @@ func newBuildRunner(plan *steps.Plan, pinsFile string, o buildOpts, color bool) 
 
 // runAndPrint runs the build in line mode (the TUI takes over when it
 // exists) and maps its outcome to DESIGN.md's exit codes.
-func runAndPrint(parent context.Context, out io.Writer, r *runner.Runner, o buildOpts, color bool) error {
+func runAndPrint(parent context.Context, in io.Reader, out io.Writer, r *runner.Runner, o buildOpts, color bool) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	stopSignals := onInterrupt(out, cancel, r.Kill)
 	defer stopSignals()
+	answering, stopForward := forwardInput(in, r)
+	defer stopForward()
 
 	printed := make(chan linemode.Result, 1)
-	lo := linemode.Options{Color: color, DryRun: o.dryRun, Resume: func(step string) string { return resumeCommand(o, step) }}
+	lo := linemode.Options{Color: color, DryRun: o.dryRun, Resume: func(step string) string { return resumeCommand(o, step) }, Answering: answering}
 	go func() { printed <- linemode.Print(out, r.Events(), lo) }()
 	rep, runErr := r.Run(ctx)
 	<-printed
@@ -228,11 +230,11 @@ func runAndPrint(parent context.Context, out io.Writer, r *runner.Runner, o buil
 	return nil
 }
 
-// onInterrupt turns the first SIGINT or SIGTERM into a clean stop (SIGTERM,
-// grace, SIGKILL) and a second one into an immediate kill.
+// onInterrupt turns the first SIGINT, SIGTERM or SIGHUP (stopSignals) into a
+// clean stop (SIGTERM, grace, SIGKILL) and a second one into an immediate kill.
 func onInterrupt(out io.Writer, stop func(), kill func()) func() {
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigs, stopSignals...)
 	done := make(chan struct{})
 	go func() {
 		n := 0

@@ -3,21 +3,19 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/signal"
-	"path/filepath"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/tui"
+	"github.com/haloforge/haloforge/tui/demo"
 	"github.com/haloforge/haloforge/tui/session"
 )
 
 type demoOpts struct {
 	plain bool
-	g     *globalOpts // the demo writes only under <state-dir>/demo
+	g     *globalOpts // the demo writes only in <state-dir>/demo-XXXXXXXX, removed when it ends
 }
 
 func newDemoCmd(g *globalOpts) *cobra.Command {
@@ -36,24 +34,31 @@ func newDemoCmd(g *globalOpts) *cobra.Command {
 	return cmd
 }
 
-// runDemo starts the demo from scratch in <state-dir>/demo, so that the
-// story begins with the failure every time.
-func runDemo(cmd *cobra.Command, o demoOpts) error {
-	dir := filepath.Join(o.g.stateDirOr(), "demo")
+// runDemo starts the demo from scratch in a directory of its own under the
+// state dir (demo.NewWorkDir), so that the story begins with the failure
+// every time, and removes that directory, and only it, when it ends.
+func runDemo(cmd *cobra.Command, o demoOpts) (err error) {
 	lineMode := o.plain || !stdoutIsTerminal(cmd)
-	if err := os.RemoveAll(dir); err != nil {
-		return failedErr(fmt.Errorf("demo: clear %s: %w", dir, err))
+	wd, err := demo.NewWorkDir(o.g.stateDirOr())
+	if err != nil {
+		return usageErr(err)
 	}
-	e, err := session.NewDemo(dir)
+	defer func() {
+		if rerr := wd.Remove(); rerr != nil && err == nil {
+			err = failedErr(rerr)
+		}
+	}()
+	e, err := session.NewDemo(wd.Path())
 	if err != nil {
 		return failedErr(err)
 	}
-	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(cmdContext(cmd), stopSignals...)
 	defer stop()
 	if lineMode {
 		out := cmd.OutOrStdout()
 		fmt.Fprintln(out, "haloforge demo: sample data from a real Strix Halo box; nothing is installed.")
 		res, err := e.Story(ctx, out, session.StoryOptions{Run: true, Retries: 1, Demo: true})
+		fmt.Fprintf(out, "== the demo's files (%s) are removed now\n", wd.Path())
 		return outcomeErr(ctx, res.Status, res.Interrupted, err)
 	}
 	res, err := tui.Run(ctx, e, tui.Options{Demo: true, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout()})

@@ -53,6 +53,10 @@ var lineForms = []struct {
 	{"resume", regexp.MustCompile(`^  resume with: haloforge build .*--resume.*$`)},
 	{"run error", regexp.MustCompile(`^error: \S.*$`)},
 	{"report", regexp.MustCompile(`^report: /\S+/report\.json$`)},
+	{"waiting for input", regexp.MustCompile(`^\? \[\S+\] waiting for input: \S.*$`)},
+	{"how to answer", regexp.MustCompile(`^  (type the answer and press Enter|nothing can answer it here \(no terminal\)): \S.*$`)},
+	{"left running", regexp.MustCompile(`^  left running: pid \d+ .* \((killed: the step failed|stopped when the run ends|kept: \S.*)\)$`)},
+	{"more left running", regexp.MustCompile(`^  … and \d+ more left running \(all in the log\)$`)},
 }
 
 // runForms classifies every line of the runs in out (from each "run

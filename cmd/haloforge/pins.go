@@ -16,7 +16,7 @@ func newPinsCmd(g *globalOpts) *cobra.Command {
 		Use:   "pins",
 		Short: "Check versions.env and see what a pin bump rebuilds",
 	}
-	cmd.AddCommand(newPinsCheckCmd(), newPinsDiffCmd(), newPinsStatusCmd(g), newPinsSetsCmd(g), newPinsUseCmd(g))
+	cmd.AddCommand(newPinsCheckCmd(), newPinsDiffCmd(), newPinsStatusCmd(g), newPinsSetsCmd(g), newPinsUseCmd(g), newPinsLockCmd(g))
 	return cmd
 }
 

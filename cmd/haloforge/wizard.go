@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -75,7 +74,7 @@ func runWizard(cmd *cobra.Command, o wizardOpts) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(cmdContext(cmd), stopSignals...)
 	defer stop()
 	commands := wizardCommands(g)
 	if lineMode {

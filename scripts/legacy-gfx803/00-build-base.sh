@@ -18,3 +18,4 @@ mapfile -t args < <(build_args GFX803_BASE_IMAGE)
 ctx=$HALOFORGE_CACHE_DIR/empty-context
 is_dry_run || mkdir -p "$ctx"
 build_image Dockerfile_rocm64_base "$GFX803_LOCAL_BASE_IMAGE" "$ctx" "${args[@]}"
+fact_base_image "$GFX803_BASE_IMAGE"

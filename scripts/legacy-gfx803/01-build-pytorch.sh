@@ -15,3 +15,4 @@ hf_init "$@"
 [[ "$GFX803_PYTORCH_REF" =~ ^[0-9a-f]{40}$ ]] || log_warn "GFX803_PYTORCH_REF=$GFX803_PYTORCH_REF is a branch: the layer cache keeps the first build; use --no-cache by hand to pick up new commits"
 log_step "Build the torch stage ($GFX803_PYTORCH_REPO $GFX803_PYTORCH_REF)"
 build_stage torch
+fact_image_commit localhost/haloforge/gfx803-stage-torch /opt/venv/pytorch.commit "$GFX803_PYTORCH_REPO" "$GFX803_PYTORCH_REF"

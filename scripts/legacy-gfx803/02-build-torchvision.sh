@@ -13,3 +13,4 @@ hf_init "$@"
 
 log_step "Build the torchvision stage ($GFX803_VISION_REF) on the cached torch stage"
 build_stage vision
+hf_fact_remote https://github.com/pytorch/vision.git "$GFX803_VISION_REF"

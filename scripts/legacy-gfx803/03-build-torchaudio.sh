@@ -12,3 +12,4 @@ hf_init "$@"
 
 log_step "Build the torchaudio stage ($GFX803_AUDIO_REF) on the cached torch stage"
 build_stage audio
+hf_fact_remote https://github.com/pytorch/audio.git "$GFX803_AUDIO_REF"

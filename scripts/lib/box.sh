@@ -109,7 +109,7 @@ _HF_PATH_ENV='^(PIP_[A-Z0-9_]+|HF_PYTHON_PINS|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|
 _hf_env_names() {
   local f names=()
   mapfile -t names < <(compgen -e | grep -E '^HALOFORGE_|'"$_HF_PASS_ENV" || true)
-  for f in "$(pins_file)" "${HALOFORGE_TOOLBOX_DIR:-}/toolbox.env"; do
+  for f in "$(pins_file)" "$(toolbox_env_file)"; do
     [[ -n "$f" && -r "$f" ]] || continue
     mapfile -t -O "${#names[@]}" names < <(sed -nE 's/^([A-Za-z_][A-Za-z0-9_]*)=.*/\1/p' "$f")
   done

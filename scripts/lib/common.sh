@@ -14,7 +14,9 @@
 #     and run it, or under HALOFORGE_DRY_RUN=1 print "[dry-run] ..." and change nothing;
 #   require, require_env, require_file: fail early, saying what to install or set;
 #   retry and url_reachable: bounded retries and a short probe for the network;
-#   load_pins / load_env_file: every pin of versions.env, the caller's environment first;
+#   load_pins / load_toolbox_env_file / load_env_file: the pins and toolbox.env's build
+#     variables, the caller's environment first, read (never evaluated) from the runner's
+#     validated snapshots, or by hand from the checkout's files;
 #   hf_init: the HALOFORGE_* variables of the runner's contract, defaulted for a run by hand;
 #   as_root, mem_gib, max_jobs; cache_dir, cached_wheel, cache_prune (the wheel cache);
 #   hf_verified, hf_not_verified, hf_run_checks, hf_verify_begin, hf_verify_end: what a verify
@@ -22,11 +24,15 @@
 #   box.sh: distrobox_run, in_box, enter_box, box_image, same_image, box_path;
 #   patch.sh: the fail-closed patchers patch_replace_once, patch_list_add,
 #     patch_drop_requirements (applied / already present upstream / anchor not found);
-#   pip.sh: pinned pip installs (python-pins.txt) and a tree's [build-system] requires.
+#   pip.sh: pinned pip installs (python-pins.txt) and a tree's [build-system] requires;
+#   facts.sh: hf_fact_image, hf_fact_git, hf_pip_report + hf_fact_pip_report: what a step
+#     resolved (digests, commits, wheel files with sha256) for report.json and pins lock.
 #
-# Environment it honours: HALOFORGE_DRY_RUN=1, HALOFORGE_PINS_FILE, HALOFORGE_STATE_DIR,
+# Environment it honours: HALOFORGE_DRY_RUN=1, HALOFORGE_PINS_FILE, HALOFORGE_TOOLBOX_ENV_FILE,
+# HALOFORGE_TOOLBOX_DIR, HALOFORGE_STATE_DIR,
 # HALOFORGE_CACHE_DIR, HALOFORGE_CACHE_KEY, HALOFORGE_DISTROBOX_ROOT=1 (distrobox --root),
-# HALOFORGE_RESULT_FILE (the runner's verify results), MAX_JOBS, NO_COLOR.
+# HALOFORGE_RESULT_FILE (the runner's verify results), HALOFORGE_FACTS_FILE (what a step
+# resolved), MAX_JOBS, NO_COLOR.
 
 if [[ -n "${_HF_COMMON_LOADED:-}" ]]; then
   return 0
@@ -334,42 +340,173 @@ url_reachable() {
 }
 
 # ---- pins and the runner's environment ------------------------------------------------
+# Env files are read, never run: load_env_file assigns plain values and ${NAME} references
+# and refuses every other shell construct, naming the file and line. Under haloforge's runner
+# a step reads only the snapshots the runner wrote into the run dir after validating the pins
+# (versions.env, --set) and toolbox.env, fresh before each step (HALOFORGE_PINS_FILE,
+# HALOFORGE_TOOLBOX_ENV_FILE); a file that is not such a snapshot stops the step. Run by
+# hand, a step reads the checkout's versions.env (or HALOFORGE_PINS_FILE) and
+# toolbox/toolbox.env with the same reader; `haloforge pins check FILE` validates the values.
 
-# pins_file: the versions.env in use: $HALOFORGE_PINS_FILE, else the checkout's next to
-# the scripts tree (empty when neither exists; the runner then passes every pin itself).
+_HF_SNAPSHOT_HEAD='# haloforge snapshot v1'
+_HF_SNAPSHOT_END='# end of haloforge snapshot'
+
+# hf_by_runner: true when haloforge's runner started this step (it names the run; by hand the
+# run is manual-…, or not named yet).
+hf_by_runner() { [[ -n "${HALOFORGE_RUN_ID:-}" && "$HALOFORGE_RUN_ID" != manual-* ]]; }
+
+# pins_file: the versions.env in use: $HALOFORGE_PINS_FILE (the runner's snapshot), else, run
+# by hand, the checkout's next to the scripts tree (empty when neither exists).
 pins_file() {
   if [[ -n "${HALOFORGE_PINS_FILE:-}" ]]; then
     printf '%s\n' "$HALOFORGE_PINS_FILE"
-  elif [[ -f "$HF_LIB_DIR/../../versions.env" ]]; then
+  elif ! hf_by_runner && [[ -f "$HF_LIB_DIR/../../versions.env" ]]; then
     printf '%s\n' "$(cd "$HF_LIB_DIR/../.." && pwd)/versions.env"
   fi
+}
+
+# toolbox_env_file: toolbox.env's build variables in use: the runner's snapshot, else, run by
+# hand, $HALOFORGE_TOOLBOX_DIR/toolbox.env (the checkout's by default; never ./toolbox).
+toolbox_env_file() {
+  if hf_by_runner; then
+    printf '%s\n' "${HALOFORGE_TOOLBOX_ENV_FILE:-}"
+  elif [[ -n "${HALOFORGE_TOOLBOX_DIR:-}" && -f "$HALOFORGE_TOOLBOX_DIR/toolbox.env" ]]; then
+    printf '%s\n' "$HALOFORGE_TOOLBOX_DIR/toolbox.env"
+  fi
+}
+
+# hf_require_snapshot FILE: under the runner, FILE must be a snapshot haloforge wrote, whole.
+hf_require_snapshot() {
+  local file=$1 first last
+  [[ -f "$file" && -r "$file" ]] || die "haloforge's snapshot $file is missing: run the step through haloforge build"
+  first=$(head -n 1 -- "$file")
+  last=$(tail -n 1 -- "$file")
+  [[ "$first" == "$_HF_SNAPSHOT_HEAD" ]] \
+    || die "$file is not a snapshot haloforge wrote (its first line is not \"$_HF_SNAPSHOT_HEAD\"): under haloforge a step reads only the validated pins"
+  [[ "$last" == "$_HF_SNAPSHOT_END" ]] \
+    || die "$file was changed after haloforge wrote it (it no longer ends with \"$_HF_SNAPSHOT_END\"); the build's pins are the validated ones: re-run the step"
 }
 
 # load_env_file FILE: assign each NAME=value line of a versions.env-style file that the
 # environment does not already set, in file order, so ${REF}s see the caller's overrides
 # (haloforge build --set ROCM_VERSION=… changes TORCH_VERSION's ${ROCM_VERSION} too).
+# A value is made of plain words, '…' (literal), "…" (literal but for ${NAME}) and ${NAME};
+# nothing is evaluated, and anything else stops the step with the file and line. Names are
+# upper case, and never one that changes how programs run (PATH, LD_*, BASH_*, …).
 load_env_file() {
-  local file=$1 line name
-  [[ -r "$file" ]] || die "cannot read $file"
+  local file=$1 line name n=0 size
+  [[ -f "$file" && -r "$file" ]] || die "cannot read $file (not a readable regular file)"
+  size=$(wc -c <"$file")
+  ((size <= 1048576)) || die "$file is $size bytes: not an env file (at most 1 MiB)"
   while IFS= read -r line || [[ -n "$line" ]]; do
+    n=$((n + 1))
     line=${line%$'\r'}
+    ((${#line} <= 4096)) || die "$file:$n: line longer than 4096 bytes: not an env file"
     [[ "$line" =~ ^[[:space:]]*(#|$) ]] && continue
-    [[ "$line" =~ ^([A-Za-z_][A-Za-z0-9_]*)=(.*)$ ]] || die "$file: not a NAME=value line: $line"
+    [[ "$line" =~ ^([A-Za-z_][A-Za-z0-9_]*)=(.*)$ ]] \
+      || die "$file:$n: not a NAME=value line: $line (haloforge pins check $file says more)"
     name=${BASH_REMATCH[1]}
+    _hf_env_value "${BASH_REMATCH[2]}" \
+      || die "$file:$n: $name: $_HF_ENV_ERR (haloforge pins check $file says more)"
+    if [[ ! "$name" =~ ^[A-Z][A-Z0-9_]*$ ]] || _hf_env_name_refused "$name"; then
+      die "$file:$n: $name cannot be set from an env file"
+    fi
     [[ -n "${!name+set}" ]] && continue
-    # haloforge pins check guarantees NAME=word with only ${REF} expansions.
-    eval "$line"
+    printf -v "$name" '%s' "$_HF_ENV_VALUE"
     export "${name?}"
   done <"$file"
 }
 
-# load_pins: every pin in the environment; the runner's (already exported) values win.
+# _hf_env_name_refused NAME: names that change how the shell or every program runs.
+_hf_env_name_refused() {
+  case $1 in
+    PATH | IFS | HOME | SHELL | ENV | CDPATH | GLOBIGNORE | SHELLOPTS | PS4 | PROMPT_COMMAND | TMPDIR) return 0 ;;
+    PYTHONPATH | PYTHONHOME | PYTHONSTARTUP | LD_* | BASH* | HALOFORGE_* | _HF_*) return 0 ;;
+  esac
+  return 1
+}
+
+# _hf_env_value TEXT: the value TEXT stands for, in _HF_ENV_VALUE, or 1 with _HF_ENV_ERR.
+_hf_env_value() {
+  local rest=$1 out='' next
+  _HF_ENV_ERR=''
+  while [[ -n "$rest" ]]; do
+    if [[ "$rest" =~ ^([A-Za-z0-9_./:@%+,=-]+)(.*)$ || "$rest" =~ ^\'([^\']*)\'(.*)$ ]]; then
+      out+=${BASH_REMATCH[1]}
+      rest=${BASH_REMATCH[2]}
+    elif [[ "$rest" =~ ^\"([^\"]*)\"(.*)$ ]]; then
+      next=${BASH_REMATCH[2]}
+      _hf_env_refs "${BASH_REMATCH[1]}" || return 1
+      out+=$_HF_ENV_VALUE
+      rest=$next
+    elif [[ "$rest" =~ ^\$\{([A-Za-z_][A-Za-z0-9_]*)\}(.*)$ ]]; then
+      next=${BASH_REMATCH[2]}
+      _hf_env_ref "${BASH_REMATCH[1]}" || return 1
+      out+=$_HF_ENV_VALUE
+      rest=$next
+    elif [[ "$rest" =~ ^[[:space:]]+(#.*)?$ ]]; then
+      break
+    else
+      _HF_ENV_ERR="only plain words, '…', \"…\" and \${NAME} are allowed; found: ${rest:0:40}"
+      return 1
+    fi
+  done
+  _HF_ENV_VALUE=$out
+}
+
+# _hf_env_refs TEXT: TEXT (inside "…") with its ${NAME}s expanded; any other $, ` or \ is refused.
+_hf_env_refs() {
+  local rest=$1 out=''
+  while [[ -n "$rest" ]]; do
+    if [[ "$rest" =~ ^([^\$\`\\]+)(.*)$ ]]; then
+      out+=${BASH_REMATCH[1]}
+      rest=${BASH_REMATCH[2]}
+    elif [[ "$rest" =~ ^\$\{([A-Za-z_][A-Za-z0-9_]*)\}(.*)$ ]]; then
+      rest=${BASH_REMATCH[2]}
+      _hf_env_ref "${BASH_REMATCH[1]}" || return 1
+      out+=$_HF_ENV_VALUE
+    else
+      _HF_ENV_ERR="inside \"…\" only \${NAME} may follow a \$, and \` and \\ are not allowed; found: ${rest:0:40}"
+      return 1
+    fi
+  done
+  _HF_ENV_VALUE=$out
+}
+
+# _hf_env_ref NAME: NAME's value in _HF_ENV_VALUE; it must be set (earlier in the file or in
+# the environment).
+_hf_env_ref() {
+  if [[ -z "${!1+set}" ]]; then
+    _HF_ENV_ERR="refers to \${$1}, which is not set (neither earlier in the file nor in the environment)"
+    return 1
+  fi
+  _HF_ENV_VALUE=${!1}
+}
+
+# load_pins: every pin in the environment; the runner's (already exported) values win. Under
+# the runner only its snapshot is read.
 load_pins() {
   local file
   file=$(pins_file)
+  if hf_by_runner; then
+    [[ -n "$file" ]] || die "haloforge gave this step no pins snapshot (HALOFORGE_PINS_FILE is empty)"
+    hf_require_snapshot "$file"
+  fi
   if [[ -n "$file" ]]; then
     load_env_file "$file"
   fi
+}
+
+# load_toolbox_env_file: toolbox.env's build variables (WORK_DIR, VENV_DIR, the GPU targets);
+# the pins and the caller's environment win. Under the runner only its snapshot is read.
+load_toolbox_env_file() {
+  local file
+  file=$(toolbox_env_file)
+  [[ -n "$file" ]] || return 0
+  if hf_by_runner; then
+    hf_require_snapshot "$file"
+  fi
+  load_env_file "$file"
 }
 
 # hf_init: strict setup every step script calls after sourcing: pins, the HALOFORGE_*
@@ -484,3 +621,5 @@ cached_wheel() {
 . "$HF_LIB_DIR/patch.sh"
 # shellcheck source=./pip.sh
 . "$HF_LIB_DIR/pip.sh"
+# shellcheck source=./facts.sh
+. "$HF_LIB_DIR/facts.sh"

@@ -73,14 +73,16 @@ image_digest() {
   fi
 }
 
-# pull_image IMAGE: pull unless present; registries time out, so retry a few times.
+# pull_image IMAGE: pull unless present; registries time out, so retry a few times. The
+# digest the image was pulled as is recorded (hf_fact_image).
 pull_image() {
   local image=$1
   if ! is_dry_run && image_present "$image"; then
     log_ok "image already present: $image"
-    return 0
+  else
+    retry -n 3 -d 15 -- "$(engine)" pull "$image"
   fi
-  retry -n 3 -d 15 -- "$(engine)" pull "$image"
+  hf_fact_image "$image" "$(engine)"
 }
 
 # need_gpu_devices: a step that runs ROCm in a container needs /dev/kfd and /dev/dri on the
@@ -184,6 +186,26 @@ build_image() {
   run "$(engine)" build -f "$file" -t "$tag" \
     --label "org.opencontainers.image.created=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
     "$@" "$context"
+}
+
+# fact_image_commit IMAGE FILE REPO REF: record the commit a container build checked out,
+# from the file the Containerfile wrote it to inside IMAGE (git rev-parse HEAD > FILE).
+fact_image_commit() {
+  local image=$1 file=$2 repo=$3 ref=$4 sha
+  is_dry_run && return 0
+  sha=$("$(engine)" run --rm --network none --entrypoint cat "$image" "$file" 2>/dev/null) || sha=''
+  if [[ ! "$sha" =~ ^[0-9a-f]{40}$ ]]; then
+    log_warn "no commit in $image:$file: not recorded"
+    return 0
+  fi
+  log_ok "resolved: $repo $ref is $sha (in $image)"
+  _hf_fact git "$repo" "$ref" "$sha"
+}
+
+# fact_base_image IMAGE: record the digest of the base image a build pulled (its FROM): what
+# the image was built on (the image built here has no registry digest of its own).
+fact_base_image() {
+  hf_fact_image "$1" "$(engine)"
 }
 
 # report_gtt: how much memory the iGPU may use (the GTT pool), with the host fix when it is

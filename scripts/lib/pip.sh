@@ -45,7 +45,36 @@ pip_install_pinned() {
     spec=$(python_pin "$name") || die "cannot install $name unpinned: add $name==<version> to $HF_PYTHON_PINS"
     specs+=("$spec")
   done
-  retry -n 2 -d 10 -- "$py" -m pip install --constraint "$HF_PYTHON_PINS" "${specs[@]}"
+  pip_install_recorded "$py" --constraint "$HF_PYTHON_PINS" "${specs[@]}"
+}
+
+# pip_install_recorded PY ARGS...: PY -m pip install ARGS (retried), with what it installed
+# recorded as facts: the wheel files, their URLs and sha256 (--report, hf_fact_pip_report).
+pip_install_recorded() {
+  local py=$1 report rc=0
+  shift
+  if ! pip_has_report "$py"; then
+    log_warn "$py's pip is older than 22.2 (no --report): what it installs is not recorded"
+    retry -n 2 -d 10 -- "$py" -m pip install "$@"
+    return
+  fi
+  report=$(hf_pip_report)
+  retry -n 2 -d 10 -- "$py" -m pip install "$@" --report "$report" || rc=$?
+  if ((rc != 0)); then
+    is_dry_run || rm -f -- "$report"
+    return "$rc"
+  fi
+  hf_fact_pip_report "$report"
+}
+
+# pip_has_report PY: true when PY's pip takes --report (pip >= 22.2; a fresh venv of an old
+# distro Python, 3.10's ensurepip, has pip 22.0). Asked once per interpreter.
+pip_has_report() {
+  local py=$1
+  is_dry_run && return 0
+  [[ "${_HF_PIP_REPORT_OK:-}" == *"|$py|"* ]] && return 0
+  "$py" -m pip help install 2>/dev/null | grep -q -- '--report' || return 1
+  _HF_PIP_REPORT_OK+="|$py|"
 }
 
 # install_build_requires PY SRC [EXCLUDE...]: before `pip wheel --no-build-isolation`, install
@@ -77,5 +106,5 @@ install_build_requires() {
     return 0
   fi
   log_info "build requirements of $src: ${reqs[*]}"
-  retry -n 2 -d 10 -- "$py" -m pip install --constraint "$HF_PYTHON_PINS" "${reqs[@]}"
+  pip_install_recorded "$py" --constraint "$HF_PYTHON_PINS" "${reqs[@]}"
 }

@@ -82,6 +82,7 @@ if ! is_dry_run; then
     || die "neither podman nor docker found; install podman ($(_hf_install_hint podman))"
 fi
 if reuse_or_explain; then
+  hf_fact_image "$LLAMACPP_DISTRO_IMAGE"
   exit 0
 fi
 
@@ -107,3 +108,4 @@ if ! is_dry_run; then
   box_exists "$TOOLBOX_NAME" || die "distrobox create finished but there is no container $TOOLBOX_NAME"
   log_ok "box $TOOLBOX_NAME ready: distrobox enter$(root_word) $TOOLBOX_NAME"
 fi
+hf_fact_image "$LLAMACPP_DISTRO_IMAGE"

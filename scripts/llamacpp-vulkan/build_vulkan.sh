@@ -18,4 +18,6 @@ mapfile -t args < <(build_args VULKAN_BASE_IMAGE LLAMACPP_REPO LLAMACPP_REF)
 ctx=$HALOFORGE_CACHE_DIR/empty-context
 is_dry_run || mkdir -p "$ctx"
 build_image Dockerfile.vulkan "$VULKAN_IMAGE" "$ctx" "${args[@]}"
+fact_base_image "$VULKAN_BASE_IMAGE"
+hf_fact_remote "$LLAMACPP_REPO" "$LLAMACPP_REF"
 is_dry_run || log_ok "built $VULKAN_IMAGE"

@@ -28,4 +28,5 @@ mapfile -t args < <(build_args SPOOF_BASE_IMAGE SPOOF_BASE_DIGEST SPOOF_GFX_VERS
 ctx=$HALOFORGE_CACHE_DIR/empty-context
 is_dry_run || mkdir -p "$ctx"
 build_image Dockerfile.spoof_locked "$SPOOF_LOCKED_IMAGE" "$ctx" "${args[@]}"
+fact_base_image "$base"
 is_dry_run || log_ok "built $SPOOF_LOCKED_IMAGE from $base"

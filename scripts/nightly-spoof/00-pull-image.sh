@@ -14,6 +14,7 @@ log_step "Pull $NIGHTLY_IMAGE"
 log_warn "$NIGHTLY_IMAGE floats: what you pull today is not what you pulled yesterday (not reproducible)"
 # A floating tag is pulled every time: "present" says nothing about "current".
 retry -n 3 -d 15 -- "$(engine)" pull "$NIGHTLY_IMAGE"
+hf_fact_image "$NIGHTLY_IMAGE" "$(engine)"
 
 is_dry_run && exit 0
 digest=$(image_digest "$NIGHTLY_IMAGE")

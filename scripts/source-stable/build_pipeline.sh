@@ -157,6 +157,9 @@ main() {
   args+=(--build-arg "MAX_JOBS=$jobs")
   ((NO_CACHE)) && args+=(--no-cache)
   build_image Containerfile.source-stable "$SOURCE_IMAGE" "$ctx" "${args[@]}"
+  fact_base_image "$SOURCE_BASE_IMAGE"
+  fact_image_commit "$SOURCE_IMAGE" /opt/venv/vllm.commit "$VLLM_REPO" "$SOURCE_VLLM_REF"
+  fact_image_commit "$SOURCE_IMAGE" /opt/venv/flash-attention.commit "$FLASH_ATTENTION_REPO" "$SOURCE_FLASH_ATTENTION_REF"
   is_dry_run && return 0
   local dir
   dir=$(state_dir_for source-stable)

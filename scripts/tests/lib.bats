@@ -129,7 +129,104 @@ hf() {
   printf 'A=1\nexport B=2\n' >"$T/bad.env"
   run hf "load_env_file '$T/bad.env'"
   [ "$status" -eq 1 ]
-  [[ "$output" == *"not a NAME=value line: export B=2"* ]]
+  [[ "$output" == *"$T/bad.env:2: not a NAME=value line: export B=2"* ]]
+}
+
+@test "load_env_file never runs what a value holds, and names the file and line" {
+  local bad
+  for bad in 'A=$(touch '"$T"'/pwned)' 'A=`touch '"$T"'/pwned`' 'A="$(touch '"$T"'/pwned)"' \
+    'A=x;touch '"$T"'/pwned' 'A=x|touch '"$T"'/pwned' 'A=$HOME' 'A=${HOME:-x}' 'A=$((1+1))' \
+    "A=\$'x'" "A=x\\" 'A=*' 'A=x y' 'A=x > '"$T"'/pwned' 'A="x\"'; do
+    printf '# ok\nB=1\n%s\n' "$bad" >"$T/bad.env"
+    run hf "load_env_file '$T/bad.env'; echo \"A=\$A\""
+    [ "$status" -eq 1 ] || {
+      echo "accepted: $bad → $output"
+      return 1
+    }
+    [[ "$output" == *"$T/bad.env:3: A: "* ]] || {
+      echo "message for $bad: $output"
+      return 1
+    }
+    [ ! -e "$T/pwned" ]
+  done
+}
+
+@test "load_env_file takes quoted values, concatenations and references" {
+  printf '%s\n' "A='a b' # a comment" 'B="x${A}y"' "C='it'\"'\"'s'" 'D=${A}-${B}' "E=''" "F='https://h/x?y=1'" 'G=https://h/x' >"$T/q.env"
+  run hf "load_env_file '$T/q.env'; printf '%s|' \"\$A\" \"\$B\" \"\$C\" \"\$D\" \"\$E\" \"\$F\" \"\$G\""
+  [ "$status" -eq 0 ]
+  [ "$output" = "a b|xa by|it's|a b-xa by||https://h/x?y=1|https://h/x|" ]
+}
+
+@test "load_env_file refuses names that change how programs run, and special files" {
+  local name
+  for name in PATH LD_PRELOAD BASH_ENV IFS PYTHONPATH HALOFORGE_DRY_RUN lower; do
+    printf '%s=/tmp/x\n' "$name" >"$T/n.env"
+    run hf "load_env_file '$T/n.env'"
+    if [ "$status" -ne 1 ] || [[ "$output" != *"$T/n.env:1: $name cannot be set from an env file"* ]]; then
+      echo "$name: $output"
+      return 1
+    fi
+  done
+  run hf "load_env_file /dev/zero"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"not a readable regular file"* ]]
+  mkfifo "$T/fifo.env"
+  run timeout 5 bash -c ". \"\$LIB/common.sh\"; load_env_file '$T/fifo.env'"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"not a readable regular file"* ]]
+}
+
+# snapshot NAME=VALUE...: a snapshot as the runner writes it.
+snapshot() {
+  printf '# haloforge snapshot v1\n# pins from test, validated\n'
+  local kv
+  for kv in "$@"; do printf "%s='%s'\n" "${kv%%=*}" "${kv#*=}"; done
+  printf '# end of haloforge snapshot\n'
+}
+
+@test "under the runner a step reads only the runner's snapshot" {
+  export HALOFORGE_RUN_ID=20261124-101500-a1b2c3
+  snapshot GPU_TARGET=gfx1100 ROCM_VERSION=7.99.0 >"$T/pins.env"
+  HALOFORGE_PINS_FILE=$T/pins.env run hf 'load_pins; echo "$GPU_TARGET $ROCM_VERSION"'
+  [ "$status" -eq 0 ]
+  [ "$output" = "gfx1100 7.99.0" ]
+  # no snapshot: no fallback to the versions.env next to the scripts tree
+  run hf 'load_pins; echo "loaded ${ROCM_VERSION:-nothing}"'
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"haloforge gave this step no pins snapshot"* ]]
+  # a plain versions.env handed over is not a snapshot
+  HALOFORGE_PINS_FILE=$LIB/../../versions.env run hf 'load_pins'
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"is not a snapshot haloforge wrote"* ]]
+  # a line appended after haloforge wrote it (review F2b): refused, nothing runs
+  echo "HF_EVIL=\$(touch $T/pwned-toctou; echo x)" >>"$T/pins.env"
+  HALOFORGE_PINS_FILE=$T/pins.env run hf 'load_pins; echo "HF_EVIL=${HF_EVIL-unset}"'
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"was changed after haloforge wrote it"* ]]
+  [ ! -e "$T/pwned-toctou" ]
+}
+
+@test "toolbox.env: the runner's snapshot under the runner, the checkout's by hand, never ./toolbox" {
+  mkdir -p "$T/cwd/toolbox"
+  printf 'WORK_DIR=/workspace$(touch %s/pwned-tbx)\n' "$T" >"$T/cwd/toolbox/toolbox.env"
+  cd "$T/cwd"
+  run hf 'hf_init; load_toolbox_env_file; echo "WORK_DIR=$WORK_DIR VENV_DIR=$VENV_DIR"'
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"WORK_DIR=/workspace VENV_DIR=/opt/venv" ]]
+  [ ! -e "$T/pwned-tbx" ]
+  export HALOFORGE_RUN_ID=20261124-101500-a1b2c3
+  snapshot GPU_TARGET=gfx1151 >"$T/pins.env"
+  snapshot WORK_DIR=/w VENV_DIR=/v >"$T/tbx.env"
+  HALOFORGE_PINS_FILE=$T/pins.env HALOFORGE_TOOLBOX_ENV_FILE=$T/tbx.env \
+    run hf 'hf_init; load_toolbox_env_file; echo "WORK_DIR=$WORK_DIR VENV_DIR=$VENV_DIR"'
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"WORK_DIR=/w VENV_DIR=/v" ]]
+  HALOFORGE_PINS_FILE=$T/pins.env HALOFORGE_TOOLBOX_ENV_FILE=$T/cwd/toolbox/toolbox.env \
+    run hf 'hf_init; load_toolbox_env_file'
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"is not a snapshot haloforge wrote"* ]]
+  [ ! -e "$T/pwned-tbx" ]
 }
 
 @test "the checkout's versions.env loads with its references resolved" {
@@ -368,4 +465,92 @@ requires = ["setuptools>=83.0.0", "scikit-build-core"]'
   [[ "$output" == *"setuptools-scm==8.3.1"*"jinja2==3.1.6"*"nosuch has no pin"* ]]
   run grep -vE '^(#.*|[a-z0-9-]+==[0-9][0-9A-Za-z.+]*|)$' "$LIB/python-pins.txt"
   [ "$status" -eq 1 ]
+}
+
+# pkgwheel NAME VERSION DIR: write a tiny valid wheel of NAME into DIR (the files PEP 427
+# asks for, made with zipfile: no build backend, no network).
+pkgwheel() {
+  mkdir -p "$3"
+  python3 - "$@" <<'PY'
+import base64, hashlib, sys, zipfile
+name, version, out = sys.argv[1:4]
+di = f"{name}-{version}.dist-info"
+files = {f"{name}/__init__.py": f'__version__ = "{version}"\n',
+         f"{di}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+         f"{di}/WHEEL": "Wheel-Version: 1.0\nGenerator: haloforge-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+record = []
+with zipfile.ZipFile(f"{out}/{name}-{version}-py3-none-any.whl", "w") as z:
+    for path, text in files.items():
+        data = text.encode()
+        z.writestr(path, data)
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{path},sha256={digest},{len(data)}")
+    record.append(f"{di}/RECORD,,")
+    z.writestr(f"{di}/RECORD", "\n".join(record) + "\n")
+PY
+}
+
+@test "hf_fact_pip_report records what pip --report says it installed, with the wheel's sha256" {
+  pkgwheel hfrrfact 1.2.3 "$T/wheels"
+  local whl
+  whl=$(ls "$T"/wheels/hfrrfact-1.2.3-*.whl)
+  export HALOFORGE_FACTS_FILE=$T/step.facts
+  run hf "rep=\$(hf_pip_report); python3 -m pip install -q --no-index --target '$T/site' '$whl' --report \"\$rep\"; hf_fact_pip_report \"\$rep\"; [ ! -e \"\$rep\" ]"
+  [ "$status" -eq 0 ]
+  local want
+  want=$(printf 'wheel\thfrrfact==1.2.3\tfile://%s\t%s' "$whl" "$(sha256sum "$whl" | cut -d' ' -f1)")
+  [ "$(cat "$T/step.facts")" = "$want" ]
+}
+
+@test "hf_fact_pip_report: VCS checkouts as git facts, no credentials, no local trees, nothing broken" {
+  cat >"$T/report.json" <<'JSON'
+{"version": "1", "install": [
+ {"metadata": {"name": "a", "version": "1.0"}, "download_info": {"url": "https://user:tok3n@idx.example/a-1.0-py3-none-any.whl", "archive_info": {"hashes": {"sha256": "0000000000000000000000000000000000000000000000000000000000000000"}}}},
+ {"metadata": {"name": "b", "version": "2.0"}, "download_info": {"url": "https://idx.example/b-2.0.tar.gz", "archive_info": {"hash": "sha256=1111111111111111111111111111111111111111111111111111111111111111"}}},
+ {"metadata": {"name": "c", "version": "3.0"}, "download_info": {"url": "https://git.example/c.git", "vcs_info": {"vcs": "git", "requested_revision": "v3.0", "commit_id": "2222222222222222222222222222222222222222"}}},
+ {"metadata": {"name": "d", "version": "4.0"}, "download_info": {"url": "file:///src/d", "dir_info": {}}},
+ {"metadata": {"name": "e\tx", "version": "5.0"}, "download_info": {"url": "https://idx.example/e.whl", "archive_info": {"hashes": {"sha256": "3333333333333333333333333333333333333333333333333333333333333333"}}}}
+]}
+JSON
+  export HALOFORGE_FACTS_FILE=$T/step.facts
+  run hf "hf_fact_pip_report '$T/report.json'"
+  [ "$status" -eq 0 ]
+  [ "$(sed -n 1p "$T/step.facts")" = "$(printf 'wheel\ta==1.0\thttps://idx.example/a-1.0-py3-none-any.whl\t%064d' 0)" ]
+  [ "$(sed -n 2p "$T/step.facts")" = "$(printf 'wheel\tb==2.0\thttps://idx.example/b-2.0.tar.gz\t%s' "$(printf '1%.0s' {1..64})")" ]
+  [ "$(sed -n 3p "$T/step.facts")" = "$(printf 'git\thttps://git.example/c.git\tv3.0\t%s' "$(printf '2%.0s' {1..40})")" ]
+  [ "$(wc -l <"$T/step.facts")" -eq 3 ]
+  run grep -c tok3n "$T/step.facts"
+  [ "$output" = 0 ]
+  [ ! -e "$T/report.json" ]
+}
+
+@test "hf_fact_git and hf_fact_image record the commit and the digest; a dry run and a run by hand record nothing" {
+  git -C "$T" init -q repo
+  git -C "$T/repo" -c user.email=t@t -c user.name=t commit -q --allow-empty -m one
+  local sha
+  sha=$(git -C "$T/repo" rev-parse HEAD)
+  export HALOFORGE_FACTS_FILE=$T/step.facts
+  # a stand-in engine: podman's inspect of a pulled image, with a second repository's digest
+  cat >"$T/fakeengine" <<'SH'
+#!/bin/sh
+case $4 in
+  '{{.Digest}}') echo sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb ;;
+  *) printf '%s\n' other.example/x@sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc \
+       docker.io/library/ubuntu@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa \
+       docker.io/library/ubuntu@sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb ;;
+esac
+SH
+  chmod +x "$T/fakeengine"
+  run hf "hf_fact_git '$T/repo' https://git.example/r.git v1; hf_fact_image ubuntu:24.04 '$T/fakeengine'"
+  [ "$status" -eq 0 ]
+  [ "$(sed -n 1p "$T/step.facts")" = "$(printf 'git\thttps://git.example/r.git\tv1\t%s' "$sha")" ]
+  [ "$(sed -n 2p "$T/step.facts")" = "$(printf 'image\tubuntu:24.04\tsha256:%s' "$(printf 'b%.0s' {1..64})")" ]
+  rm "$T/step.facts"
+  HALOFORGE_DRY_RUN=1 run hf "hf_fact_git '$T/repo' https://git.example/r.git v1; hf_fact_image ubuntu:24.04 '$T/fakeengine'"
+  [ "$status" -eq 0 ]
+  [ ! -e "$T/step.facts" ]
+  unset HALOFORGE_FACTS_FILE
+  run hf "hf_fact_git '$T/repo' https://git.example/r.git v1"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"resolved: https://git.example/r.git v1 is $sha"* ]]
 }

@@ -35,7 +35,7 @@ if [[ "$have" == "$ROCM_VERSION" ]]; then
   log_ok "rocm $have already installed"
 else
   # PyPI as an extra index for plain dependencies; the == pins keep ROCm from AMD's index.
-  retry -n 2 -d 10 -- "$AOT_PY" -m pip install --constraint "$HF_PYTHON_PINS" \
+  pip_install_recorded "$AOT_PY" --constraint "$HF_PYTHON_PINS" \
     --index-url "$THEROCK_INDEX_URL" --extra-index-url https://pypi.org/simple \
     "rocm[libraries,devel,device-$GPU_TARGET]==$ROCM_VERSION" "rocm-sdk-device-$GPU_TARGET==$ROCM_VERSION"
 fi

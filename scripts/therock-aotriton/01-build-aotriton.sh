@@ -69,7 +69,9 @@ if [[ -f "$AOT_PREFIX/lib/libaotriton_v2.so" && "$(cat "$AOT_PREFIX/.haloforge-c
 fi
 git_at "$AOT_SRC" https://github.com/ROCm/aotriton.git "$pin"
 run git -C "$AOT_SRC" submodule update --init --recursive --depth 1
-run "$AOT_PY" -m pip install --constraint "$HF_PYTHON_PINS" -r "$AOT_SRC/requirements.txt"
+report=$(hf_pip_report)
+run "$AOT_PY" -m pip install --constraint "$HF_PYTHON_PINS" -r "$AOT_SRC/requirements.txt" --report "$report"
+hf_fact_pip_report "$report"
 # AOTriton's build runs "ninja install" as one unit (its README: never plain ninja);
 # AOTRITON_GPU_BUILD_TIMEOUT=0 lets slow kernels finish on a small build machine.
 run cmake -S "$AOT_SRC" -B "$AOT_SRC/build" -G Ninja \

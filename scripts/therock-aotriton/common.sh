@@ -48,12 +48,14 @@ git_at() {
     head=$(git -C "$dir" rev-parse HEAD 2>/dev/null || true)
     if [[ "$head" == "$ref" ]] || [[ -n "$head" && "$(git -C "$dir" rev-parse -q --verify "$ref^{commit}" 2>/dev/null)" == "$head" ]]; then
       log_ok "$dir is at $ref"
+      hf_fact_git "$dir" "$repo" "$ref"
       return 0
     fi
   fi
   run git init -q "$dir"
   retry -n 3 -d 10 -- git -C "$dir" fetch -q --depth 1 "$repo" "$ref"
   run git -C "$dir" checkout -q --force FETCH_HEAD
+  hf_fact_git "$dir" "$repo" "$ref"
 }
 
 # aotriton_pin FILE: the AOTriton commit PyTorch pins in cmake/External/aotriton.cmake.

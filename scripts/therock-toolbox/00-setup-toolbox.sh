@@ -150,6 +150,7 @@ if ! is_dry_run; then
 fi
 
 if reuse_or_explain; then
+  hf_fact_image "$TOOLBOX_IMAGE"
   exit 0
 fi
 
@@ -166,3 +167,4 @@ if ! is_dry_run; then
   box_exists "$TOOLBOX_NAME" || die "distrobox create finished but podman has no container $TOOLBOX_NAME"
   log_ok "box $TOOLBOX_NAME ready: distrobox enter$(root_word) $TOOLBOX_NAME"
 fi
+hf_fact_image "$TOOLBOX_IMAGE"

@@ -77,10 +77,15 @@ install_wheels() {
   if ! is_dry_run; then
     check_index
   fi
-  run "${PIP[@]}" install --retries 2 --timeout 60 --constraint "$HF_PYTHON_PINS" "${rocm_index_args[@]}" "${rocm_specs[@]}" \
+  local report
+  report=$(hf_pip_report)
+  run "${PIP[@]}" install --retries 2 --timeout 60 --constraint "$HF_PYTHON_PINS" "${rocm_index_args[@]}" "${rocm_specs[@]}" --report "$report" \
     || unresolved "${rocm_specs[*]} from $THEROCK_INDEX_URL"
-  run "${PIP[@]}" install --retries 2 --timeout 60 --constraint "$HF_PYTHON_PINS" "${torch_index_args[@]}" "${torch_specs[@]}" \
+  hf_fact_pip_report "$report"
+  report=$(hf_pip_report)
+  run "${PIP[@]}" install --retries 2 --timeout 60 --constraint "$HF_PYTHON_PINS" "${torch_index_args[@]}" "${torch_specs[@]}" --report "$report" \
     || unresolved "${torch_specs[*]} from $torch_index"
+  hf_fact_pip_report "$report"
 }
 
 # install_amdsmi: the SDK's own amdsmi Python package, built from the SDK's source tree, and

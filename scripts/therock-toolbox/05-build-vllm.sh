@@ -57,7 +57,7 @@ fi
 
 log_step "Build requirements (torch stays the venv's)"
 constraints=$VENV_DIR/haloforge-constraints.txt
-retry -n 2 -d 10 -- "${PIP[@]}" install --constraint "$constraints" --constraint "$HF_PYTHON_PINS" -r "$reqs"
+pip_install_recorded "$PY" --constraint "$constraints" --constraint "$HF_PYTHON_PINS" -r "$reqs"
 pip_install_pinned "$PY" setuptools-scm setuptools-rust
 if [[ -e "$VENV_DIR/bin/cmake" ]]; then
   # Build requirements may list cmake; the distro's /usr/bin/cmake must stay first.

@@ -4,13 +4,10 @@
 # Everything here runs inside the box: the venv, TheRock's ROCm paths, git checkouts at
 # pinned commits and the wheel cache.
 
-# load_toolbox_env: the box's build variables (toolbox/toolbox.env); pins and the caller's
-# environment win over it.
+# load_toolbox_env: the box's build variables (toolbox.env, through the runner's validated
+# snapshot); pins and the caller's environment win over it.
 load_toolbox_env() {
-  local f=${HALOFORGE_TOOLBOX_DIR:-}/toolbox.env
-  if [[ -r "$f" ]]; then
-    load_env_file "$f"
-  fi
+  load_toolbox_env_file
   : "${WORK_DIR:=/workspace}" "${VENV_DIR:=/opt/venv}" "${GPU_TARGET:=gfx1151}"
   : "${PYTORCH_ROCM_ARCH:=$GPU_TARGET}" "${GPU_ARCHS:=$GPU_TARGET}"
   export WORK_DIR VENV_DIR GPU_TARGET PYTORCH_ROCM_ARCH GPU_ARCHS
@@ -106,6 +103,7 @@ git_at() {
   if ! is_dry_run; then
     log_ok "$(basename "$dir") at $(git -C "$dir" rev-parse HEAD)"
   fi
+  hf_fact_git "$dir" "$repo" "$ref"
 }
 
 # Build tools every wheel build of this track needs in the venv before
@@ -155,11 +153,13 @@ build_wheel() {
 # install_wheel WHEEL: install a built wheel and its dependencies, with torch and friends
 # held at the versions 02-install-rocm.sh installed (FAILURES.md vllm-torch-version-conflict).
 install_wheel() {
-  local wheel=$1 constraints=$VENV_DIR/haloforge-constraints.txt
+  local wheel=$1 constraints=$VENV_DIR/haloforge-constraints.txt report
+  report=$(hf_pip_report)
   if is_dry_run || [[ -r "$constraints" ]]; then
-    run "${PIP[@]}" install --constraint "$constraints" --constraint "$HF_PYTHON_PINS" "$wheel"
+    run "${PIP[@]}" install --constraint "$constraints" --constraint "$HF_PYTHON_PINS" "$wheel" --report "$report"
   else
     log_warn "no $constraints (02-install-rocm.sh writes it); installing without torch constraints"
-    run "${PIP[@]}" install --constraint "$HF_PYTHON_PINS" "$wheel"
+    run "${PIP[@]}" install --constraint "$HF_PYTHON_PINS" "$wheel" --report "$report"
   fi
+  hf_fact_pip_report "$report"
 }

@@ -9,8 +9,8 @@ import (
 )
 
 // Event is one thing the runner reports. The set is closed: RunStarted,
-// Notice, StepStarted, StepSkipped, Lines, Found, StepFinished and
-// RunFinished, read with a type switch. A run emits RunStarted first and
+// Notice, StepStarted, StepSkipped, Lines, Found, WaitingForInput,
+// StepFinished and RunFinished, read with a type switch. A run emits RunStarted first and
 // RunFinished last; each step that runs emits StepStarted, then Lines and
 // Found in the order the log produced them, then StepFinished.
 //
@@ -110,6 +110,10 @@ type StepFinished struct {
 	// not check (ResultEnv); a NotVerified entry makes Status not-verified.
 	Verified    []string
 	NotVerified []string
+	// Leftovers are the processes the step's script left running when it
+	// ended by itself, each with its fate (killed after a failure, stopped
+	// when the run ends, kept).
+	Leftovers []Leftover
 	// Why is the verdict of the consumer that judged the step with
 	// Runner.Settle (a server's readiness, or the phase it stalled in);
 	// "" when the step ended by itself.
@@ -157,6 +161,18 @@ type Smoke struct {
 	Err                   string // why there is no answer; "" when it answered
 }
 
+// WaitingForInput says a step waits for an answer on its terminal: it has
+// printed nothing for a while, and a process of it is blocked reading the
+// terminal, or the line it left open asks something (a password, [y/N]).
+// The wait ends with the step's next Lines, or its StepFinished. While it
+// lasts, Runner.Input hands typed text to the step.
+type WaitingForInput struct {
+	Step   string
+	Prompt string        // the question, sanitised; "" when the step printed none
+	Echo   bool          // false: the terminal does not echo (a password)
+	Quiet  time.Duration // how long the step had been silent
+}
+
 // RunFinished closes a run; the channel closes after it.
 type RunFinished struct {
 	RunID    string
@@ -167,14 +183,15 @@ type RunFinished struct {
 	At       time.Time
 }
 
-func (RunStarted) event()   {}
-func (Notice) event()       {}
-func (StepStarted) event()  {}
-func (StepSkipped) event()  {}
-func (Lines) event()        {}
-func (Found) event()        {}
-func (StepFinished) event() {}
-func (RunFinished) event()  {}
-func (ServePhase) event()   {}
-func (Ready) event()        {}
-func (Smoke) event()        {}
+func (RunStarted) event()      {}
+func (Notice) event()          {}
+func (StepStarted) event()     {}
+func (StepSkipped) event()     {}
+func (Lines) event()           {}
+func (Found) event()           {}
+func (StepFinished) event()    {}
+func (RunFinished) event()     {}
+func (WaitingForInput) event() {}
+func (ServePhase) event()      {}
+func (Ready) event()           {}
+func (Smoke) event()           {}

@@ -27,6 +27,9 @@ func helperBuild() int {
 	if os.Getenv("FX_FILE") != "" {
 		track = fxTrack(fx{id: "cat", script: "cat.sh"})
 	}
+	if os.Getenv("FX_TAG") != "" {
+		track = fxTrack(fx{id: "daemon", script: "daemon.sh"}, fx{id: "stubborn", script: "stubborn.sh"})
+	}
 	pf, err := pins.Parse("fx.env", []byte(fxPins))
 	if err != nil {
 		return 2
@@ -134,6 +137,36 @@ func TestKill9OfHaloforgeLeavesNothingRunning(t *testing.T) {
 	var rep Report
 	if err := json.Unmarshal(mustRead(t, filepath.Join(runDir, ReportFile)), &rep); err != nil {
 		t.Errorf("report.json after kill -9: %v", err)
+	}
+}
+
+// TestKill9LeavesNoLeftoverOfAFinishedStep: what a succeeded step left
+// running waits, under its supervisor, for the run's end; a kill -9 of
+// haloforge before it ends them all the same.
+func TestKill9LeavesNoLeftoverOfAFinishedStep(t *testing.T) {
+	tag := daemonTag(t)
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(30*time.Second, func() bool {
+		m, _ := filepath.Glob(filepath.Join(dir, "runs", "*", "ready"))
+		return len(m) == 1
+	}) {
+		_ = cmd.Process.Kill()
+		t.Fatal("the step never got ready")
+	}
+	if n := len(tagged(tag)); n < 5 {
+		t.Errorf("only %d of the first step's daemons run during the second", n)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if !waitFor(15*time.Second, func() bool { return len(tagged(tag)) == 0 }) {
+		t.Errorf("still running after kill -9 of haloforge: %v", tagged(tag))
 	}
 }
 

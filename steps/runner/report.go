@@ -34,6 +34,9 @@ type Report struct {
 	PinsFile string        `json:"pins_file,omitempty"`
 	Notices  []string      `json:"notices,omitempty"`
 	Steps    []StepReport  `json:"steps"`
+	// Resolved is what the steps that ran recorded they consumed
+	// (FactsEnv): image digests, wheel files, commits, each with its step.
+	Resolved Resolved `json:"resolved"`
 }
 
 // StepReport is one step in report.json.
@@ -61,6 +64,12 @@ type StepReport struct {
 	// Why is the verdict of the consumer that judged the step (Settle):
 	// a server's readiness or stall; "" when the step ended by itself.
 	Why string `json:"why,omitempty"`
+	// Leftovers are the processes the step left running, with their fates.
+	Leftovers []Leftover `json:"leftovers,omitempty"`
+	// Resolved is what the step recorded it consumed (FactsEnv), and
+	// FactErrors the lines of its facts file that were not facts.
+	Resolved   *Resolved `json:"resolved,omitempty"`
+	FactErrors []string  `json:"fact_errors,omitempty"`
 }
 
 // Failed says whether the step failed or was interrupted.
@@ -70,7 +79,8 @@ func (s StepReport) Failed() bool {
 
 func (r *Runner) newReport() *Report {
 	rep := &Report{RunID: r.runID, Track: r.plan.Track.ID, Status: steps.OutcomeRunning, DryRun: r.o.DryRun,
-		Started: r.started, RunDir: r.runDir, PinsFile: r.o.PinsFile, Notices: r.notices}
+		Started: r.started, RunDir: r.runDir, PinsFile: r.o.PinsFile, Notices: r.notices,
+		Resolved: Resolved{Images: []ResolvedImage{}, Wheels: []ResolvedWheel{}, Git: []ResolvedGit{}}}
 	for _, s := range r.plan.Steps {
 		rep.Steps = append(rep.Steps, StepReport{ID: s.ID, Title: s.Title, Optional: s.Optional,
 			Status: StatusPending, CacheKey: s.CacheKey, Pins: s.PinValues, Findings: []diagnose.Finding{},

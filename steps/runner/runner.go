@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -70,8 +72,8 @@ type Options struct {
 	Plan       *steps.Plan
 	StateDir   string // state.json, runs/<run-id>/, cache/<track>/
 	ScriptsDir string // root of the scripts tree on disk (scripts are <dir>/<track>/<file>)
-	ToolboxDir string // container definitions, passed to the scripts
-	PinsFile   string // the pins file on disk, for scripts that source it; "" if built in
+	ToolboxDir string // container definitions and toolbox.env (validated), passed to the scripts
+	PinsFile   string // the pins file on disk, named in the report; "" if built in
 	DryRun     bool   // HALOFORGE_DRY_RUN=1: scripts print commands; cache and state untouched
 	From       string // run this step and every later one, cached or not
 	Only       []string
@@ -88,9 +90,12 @@ type Options struct {
 	Analyzer   func(track, step string) Analyzer
 	Grace      time.Duration // SIGTERM to SIGKILL on a stop; 0 means DefaultGrace
 	StallCheck time.Duration // 0 means DefaultStallCheck
-	KeepColor  bool          // keep SGR colours in Lines.Text
-	MaxLine    int           // bytes of a screen line; 0 means DefaultMaxLine
-	Cols, Rows uint16        // pty size; 0 means 160x50
+	// InputQuiet is the silence after which a step is checked for waiting
+	// on its terminal (WaitingForInput); 0 means DefaultInputQuiet.
+	InputQuiet time.Duration
+	KeepColor  bool   // keep SGR colours in Lines.Text
+	MaxLine    int    // bytes of a screen line; 0 means DefaultMaxLine
+	Cols, Rows uint16 // pty size; 0 means 160x50
 	// Supervisor is the argv that runs "GRACE SCRIPT" under a supervisor
 	// (see Supervise); nil means this binary: /proc/self/exe __supervise.
 	Supervisor []string
@@ -116,6 +121,10 @@ type Runner struct {
 	interrupted bool // a step was stopped, or the run was cancelled between steps
 	started     time.Time
 	report      *Report
+	pinsSnap    []byte                 // what the steps read as their pins (snapshot.go)
+	toolboxSnap []byte                 // toolbox.env's build variables; nil when there is none
+	parked      []*supervisor          // supervisors keeping what a succeeded step left running until the run ends
+	current     atomic.Pointer[stream] // the running step's stream (Input, Waiting)
 }
 
 // New checks everything a run needs before any step runs: the state dir is
@@ -145,6 +154,9 @@ func New(o Options) (*Runner, error) {
 	if o.Resume && o.NoHistory {
 		return nil, errors.New("runner: a run without history cannot resume")
 	}
+	if err := r.snapshots(); err != nil {
+		return nil, err
+	}
 	if o.Resume {
 		if err := r.planResume(); err != nil {
 			return nil, err
@@ -164,6 +176,9 @@ func withDefaults(o Options) Options {
 	}
 	if o.StallCheck <= 0 {
 		o.StallCheck = DefaultStallCheck
+	}
+	if o.InputQuiet <= 0 {
+		o.InputQuiet = DefaultInputQuiet
 	}
 	if o.Events <= 0 {
 		o.Events = DefaultEvents
@@ -378,6 +393,10 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 		r.send(RunFinished{RunID: r.runID, Status: steps.OutcomeFailed, Err: err, At: time.Now()})
 		return nil, err
 	}
+	if err := r.writeSnapshots(); err != nil {
+		r.send(RunFinished{RunID: r.runID, Status: steps.OutcomeFailed, Err: err, At: time.Now()})
+		return nil, err
+	}
 	r.started = time.Now()
 	r.report = r.newReport()
 	total := r.countRuns()
@@ -386,6 +405,7 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 		r.send(Notice{Text: n})
 	}
 	err := errors.Join(r.writeReport(), r.runSteps(ctx, total))
+	r.unpark()
 	r.report.Duration = time.Since(r.started)
 	r.report.Status = r.runStatus()
 	err = errors.Join(err, r.writeReport())
@@ -484,18 +504,31 @@ func (r *Runner) offer(e Event) bool {
 	}
 }
 
-// lockStateDir keeps two builds from sharing a state dir at once.
+// lockStateDir keeps two builds from sharing a state dir at once. The lock
+// is flock(2) on <dir>/lock, which the kernel releases when its holder
+// dies, however it dies: a lock is never stale. The file names the
+// holder's pid, for the message of the one refused.
 func lockStateDir(dir string) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	path := filepath.Join(dir, "lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("state dir lock: %w", err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: %s", ErrBusy, dir)
+			holder := ""
+			if b, err := readSmall(path, 64); err == nil {
+				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+					holder = fmt.Sprintf(" (pid %d)", pid)
+				}
+			}
+			return nil, fmt.Errorf("%w%s: %s", ErrBusy, holder, dir)
 		}
 		return nil, fmt.Errorf("state dir lock: %w", err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	return func() { f.Close() }, nil
 }

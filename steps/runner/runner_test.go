@@ -41,6 +41,7 @@ const fxPins = "GPU_TARGET=gfx1151\nVLLM_REF=6e448d0ea9bf3d88d898b65449ca6dc2aec
 type fx struct {
 	id, script string
 	optional   bool
+	keeps      bool // KeepsRunning
 	deps, pins []string
 }
 
@@ -48,7 +49,7 @@ func fxTrack(specs ...fx) steps.Track {
 	t := steps.Track{ID: "fx", Title: "fixture track", Env: map[string]string{"FX_UNSET_ME": ""}}
 	for _, s := range specs {
 		t.Steps = append(t.Steps, steps.Step{ID: s.id, Title: "fixture " + s.id, Script: s.script,
-			Optional: s.optional, DependsOn: s.deps, Pins: s.pins})
+			Optional: s.optional, KeepsRunning: s.keeps, DependsOn: s.deps, Pins: s.pins})
 	}
 	return t
 }
@@ -182,8 +183,9 @@ func TestRunSucceedsAndRecordsEverything(t *testing.T) {
 		"HALOFORGE_TRACK": "fx", "HALOFORGE_STEP": "env", "HALOFORGE_RUN_ID": rep.RunID,
 		"HALOFORGE_STATE_DIR": dir, "HALOFORGE_RUN_DIR": runDir, "HALOFORGE_CACHE_DIR": filepath.Join(dir, "cache", "fx"),
 		"HALOFORGE_TOOLBOX_DIR": "/nonexistent-toolbox", "HALOFORGE_CACHE_KEY": o.Plan.Steps[1].CacheKey,
-		"HALOFORGE_PINS_FILE": "/somewhere/versions.env", "HALOFORGE_DRY_RUN": "<unset>", "HALOFORGE_RESUME": "<unset>",
+		"HALOFORGE_PINS_FILE": filepath.Join(runDir, PinsSnapshot), "HALOFORGE_TOOLBOX_ENV_FILE": "<unset>", "HALOFORGE_DRY_RUN": "<unset>", "HALOFORGE_RESUME": "<unset>",
 		"HALOFORGE_RESULT_FILE": filepath.Join(runDir, "env.result"),
+		"HALOFORGE_FACTS_FILE":  filepath.Join(runDir, "env.facts"),
 		"GPU_TARGET":            "gfx1151", "VLLM_REF": "6e448d0ea9bf3d88d898b65449ca6dc2aec170ac", "FX_UNSET_ME": "<unset>",
 		"cwd": runDir, "tty": "yes",
 	}
@@ -733,9 +735,37 @@ func TestLockKeepsASecondRunOut(t *testing.T) {
 		for range r.Events() {
 		}
 	}()
-	if _, err := r.Run(context.Background()); !errors.Is(err, ErrBusy) {
-		t.Errorf("Run with the state dir locked: %v", err)
+	_, err = r.Run(context.Background())
+	if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), fmt.Sprintf("(pid %d)", os.Getpid())) {
+		t.Errorf("Run with the state dir locked: %v (want the holder's pid)", err)
 	}
+}
+
+// TestLockOfADeadBuildIsNotStale: a build killed with -9 leaves its lock
+// file, naming its pid; the next build takes the lock all the same.
+func TestLockOfADeadBuildIsNotStale(t *testing.T) {
+	dir := t.TempDir()
+	holder := exec.Command("sh", "-c", `exec 9>>"$1/lock"; flock -x 9; echo "$$" >"$1/lock"; echo locked; exec sleep 60`, "sh", dir)
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := out.Read(make([]byte, 7)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lockStateDir(dir); !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), fmt.Sprintf("(pid %d)", holder.Process.Pid)) {
+		t.Fatalf("while another process holds it: %v", err)
+	}
+	_ = holder.Process.Kill()
+	_ = holder.Wait()
+	unlock, err := lockStateDir(dir)
+	if err != nil {
+		t.Fatalf("after its holder died: %v", err)
+	}
+	unlock()
 }
 
 func TestStateJSONIsValidAfterEachStep(t *testing.T) {

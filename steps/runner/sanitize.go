@@ -131,6 +131,10 @@ func (s *Sanitizer) Flush(emit func(Line)) {
 	s.resetLine()
 }
 
+// Pending is the text of the line not ended yet (a prompt waits there,
+// without its newline).
+func (s *Sanitizer) Pending() string { return string(s.text) }
+
 // LinesSeen is how many '\n' the stream held so far.
 func (s *Sanitizer) LinesSeen() int { return s.lineNo }
 
@@ -290,6 +294,8 @@ func (s *Sanitizer) finishRune() {
 		s.appendRune(utf8.RuneError) // overlong forms and surrogates
 	case r >= 0x80 && r <= 0x9f:
 		s.hadCtl = true // C1 controls: U+009B is a CSI on some terminals
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		s.hadCtl = true // bidi embeddings, overrides and isolates reorder what follows on screen
 	default:
 		s.appendText(s.utf[:n])
 	}
@@ -341,6 +347,11 @@ func (s *Sanitizer) appendSGR() {
 	if len(s.color) > 2*s.maxLine() {
 		return
 	}
+	if len(s.seq) > 0 {
+		if s.seq = keptSGR(s.seq); len(s.seq) == 0 {
+			return // only attributes a step may not set (empty, it would reset)
+		}
+	}
 	s.color = append(s.color, "\x1b["...)
 	s.color = append(s.color, s.seq...)
 	s.color = append(s.color, 'm')
@@ -354,6 +365,36 @@ func (s *Sanitizer) appendSGR() {
 		s.carry = append(s.carry, s.seq...)
 		s.carry = append(s.carry, 'm')
 	}
+}
+
+// keptSGR drops, in place, the SGR attributes that hide or disguise text:
+// blink (5, 6), reverse (7) and conceal (8), with which a step could hide
+// its own later lines on screen (the log keeps them). Colours stay,
+// including 38;5;N and 38;2;R;G;B, whose 5 and 2 are not attributes.
+// A sequence left with nothing is returned empty.
+func keptSGR(seq []byte) []byte {
+	params := strings.Split(string(seq), ";")
+	out := params[:0]
+	for i := 0; i < len(params); i++ {
+		p := params[i]
+		switch p {
+		case "5", "6", "7", "8":
+			continue
+		case "38", "48", "58":
+			n := 0 // the colour's own fields
+			if i+1 < len(params) && params[i+1] == "5" {
+				n = 2
+			} else if i+1 < len(params) && params[i+1] == "2" {
+				n = 4
+			}
+			end := min(i+n, len(params)-1)
+			out = append(out, params[i:end+1]...)
+			i = end
+			continue
+		}
+		out = append(out, p)
+	}
+	return append(seq[:0], strings.Join(out, ";")...)
 }
 
 func isReset(params []byte) bool {

@@ -65,6 +65,8 @@ func TestSanitizeText(t *testing.T) {
 		{"line of only controls is dropped", []string{"a\n\x1b[2K\x1b[1A\nb\n"}, []string{"a", "b"}},
 		{"unfinished escape at end dropped", []string{"a\x1b]52;c;AAAA"}, []string{"a"}},
 		{"unfinished UTF-8 at end replaced", []string{"a\xe2\x9c"}, []string{"a\ufffd"}},
+		// review F15: a right-to-left override reorders what follows on screen
+		{"bidi overrides and isolates dropped", []string{"abc\u202egnp.exe\u202c \u2066x\u2069 \u202ay\u202c\n"}, []string{"abcgnp.exe x y"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,6 +98,10 @@ func TestSanitizeColor(t *testing.T) {
 		{"private SGR-like dropped", "\x1b[?25mx\x1b[>4;2m\n", []string{"x"}},
 		{"non-SGR CSI dropped", "\x1b[2Kx\x1b[5C\n", []string{"x"}},
 		{"oversized SGR dropped", "\x1b[" + strings.Repeat("1;", 40) + "mx\n", []string{"x"}},
+		// review F15: conceal (8) could hide the step's later lines, blink
+		// and reverse disguise them; colours stay, 256 and truecolor too
+		{"blink, reverse and conceal dropped", "\x1b[31;1;5;7;8mred\x1b[8mhidden\x1b[0m\n", []string{"\x1b[31;1mredhidden\x1b[0m\x1b[0m"}},
+		{"256 and truecolor keep their 5 and 2", "\x1b[38;5;8;48;2;5;6;7;5mx\n", []string{"\x1b[38;5;8;48;2;5;6;7mx\x1b[0m"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -27,6 +27,8 @@ type outcome struct {
 	exitCode int
 	err      error
 	result   stepResult // what a step that exited 0 said it proved
+	left     []Leftover // what its script left running when it ended by itself
+	started  bool       // the script ran (its facts file may say what it consumed)
 	why      string     // the consumer's verdict, when it settled the step
 }
 
@@ -50,6 +52,15 @@ func (r *Runner) runOne(ctx context.Context, i, idx, total int) error {
 	sr.Bytes, sr.Lines, sr.Tail, sr.Findings = res.bytes, res.lines, res.tail, res.findings
 	sr.Verified, sr.NotVerified = nonNil(out.result.verified), nonNil(out.result.notVerified)
 	sr.Why = out.why
+	sr.Leftovers = out.left
+	if out.started {
+		facts, problems := readFacts(r.factsPath(s.ID))
+		if !facts.Empty() {
+			sr.Resolved = &facts
+			r.report.Resolved.merge(s.ID, facts)
+		}
+		sr.FactErrors = problems
+	}
 	if out.err != nil {
 		sr.Error = out.err.Error()
 	}
@@ -65,7 +76,7 @@ func (r *Runner) runOne(ctx context.Context, i, idx, total int) error {
 	r.send(StepFinished{Step: s.ID, Title: s.Title, Index: idx, Total: total, Optional: s.Optional, WhyOptional: whyOptional,
 		Status: out.status, ExitCode: out.exitCode, Duration: d, Elapsed: time.Since(r.started), Log: logPath,
 		Err: out.err, Tail: res.tail, Findings: res.findings, Dropped: res.dropped,
-		Verified: out.result.verified, NotVerified: out.result.notVerified, Why: out.why, At: time.Now()})
+		Verified: out.result.verified, NotVerified: out.result.notVerified, Leftovers: out.left, Why: out.why, At: time.Now()})
 	return errors.Join(stateErr, repErr)
 }
 
@@ -132,15 +143,28 @@ func (r *Runner) execute(ctx context.Context, s steps.PlannedStep, logPath strin
 	if err := os.MkdirAll(filepath.Join(r.o.StateDir, "cache", r.plan.Track.ID), 0o755); err != nil {
 		return streamResult{}, outcome{status: steps.OutcomeFailed, exitCode: -1, err: fmt.Errorf("cache dir: %w", err)}
 	}
+	// The step reads the validated pins, whatever became of the files since.
+	if err := r.writeSnapshots(); err != nil {
+		return streamResult{}, outcome{status: steps.OutcomeFailed, exitCode: -1, err: err}
+	}
 	// Only what this run of the step writes may count.
-	if err := os.Remove(r.resultPath(s.ID)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return streamResult{}, outcome{status: steps.OutcomeFailed, exitCode: -1, err: fmt.Errorf("result file: %w", err)}
+	for _, p := range []string{r.resultPath(s.ID), r.factsPath(s.ID)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return streamResult{}, outcome{status: steps.OutcomeFailed, exitCode: -1, err: fmt.Errorf("result file: %w", err)}
+		}
 	}
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return streamResult{}, outcome{status: steps.OutcomeFailed, exitCode: -1, err: fmt.Errorf("log: %w", err)}
 	}
-	res, waitErr, stopped, verdict, err := r.inPty(ctx, s, logf, logPath)
+	res, end, err := r.inPty(ctx, s, logf, logPath)
+	// What the step left running goes after its own output.
+	for _, l := range leftoverLines(end.left) {
+		if _, werr := logf.WriteString(l + "\n"); werr != nil {
+			res.err = errors.Join(res.err, fmt.Errorf("log %s: %w", logPath, unwrapPath(werr)))
+			break
+		}
+	}
 	// The log promises every byte: one that does not close whole fails the step.
 	if cerr := logf.Close(); cerr != nil {
 		res.err = errors.Join(res.err, fmt.Errorf("log %s: %w", logPath, unwrapPath(cerr)))
@@ -148,10 +172,13 @@ func (r *Runner) execute(ctx context.Context, s steps.PlannedStep, logPath strin
 	if err != nil {
 		return res, outcome{status: steps.OutcomeFailed, exitCode: -1, err: errors.Join(err, res.err)}
 	}
-	out := r.outcomeOf(waitErr, stopped, res.err)
-	if verdict != nil {
-		return res, settled(*verdict, out)
+	out := r.outcomeOf(end, res.err)
+	if end.verdict != nil {
+		out = settled(*end.verdict, out)
+		out.left, out.started = end.left, true
+		return res, out
 	}
+	out.left, out.started = end.left, true
 	if out.status == steps.OutcomeSucceeded {
 		out.result = readResult(r.resultPath(s.ID))
 		if len(out.result.notVerified) > 0 {
@@ -180,40 +207,101 @@ func settled(v Verdict, out outcome) outcome {
 		result: stepResult{verified: v.Verified, notVerified: v.NotVerified}}
 }
 
+// ended is how a step's supervisor ended, or why it goes on.
+type ended struct {
+	waitErr error    // from the supervisor's Wait
+	stopped bool     // haloforge stopped the step (a cancel)
+	verdict *Verdict // the consumer settled the step (Settle) and it was stopped
+	// parked: the script ended by itself (exit code in code) and left
+	// strays, which its supervisor keeps until the run ends (Runner.unpark).
+	parked bool
+	// release: the script ended by itself and what it left stays running
+	// (a service, the container runtime); its supervisor is told so once
+	// the terminal is hung up.
+	release bool
+	code    int
+	left    []Leftover // what the script left running, with their fates
+}
+
+// supervisor is a step's supervisor process and its control pipe.
+type supervisor struct {
+	step string
+	cmd  *exec.Cmd
+	ctl  *os.File
+	done chan error // the result of cmd.Wait, once
+}
+
 // inPty starts the step in a new pty with its output going to logf, and
 // waits for it and its output; err is set when it could not start.
-func (r *Runner) inPty(ctx context.Context, s steps.PlannedStep, logf *os.File, logPath string) (res streamResult, waitErr error, stopped bool, verdict *Verdict, err error) {
+func (r *Runner) inPty(ctx context.Context, s steps.PlannedStep, logf *os.File, logPath string) (res streamResult, end ended, err error) {
 	master, slave, err := pty.Open()
 	if err != nil {
-		return res, nil, false, nil, fmt.Errorf("pty: %w", err)
+		return res, end, fmt.Errorf("pty: %w", err)
 	}
 	defer master.Close()
 	_ = pty.Setsize(master, &pty.Winsize{Cols: r.o.Cols, Rows: r.o.Rows})
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
 		slave.Close()
-		return res, nil, false, nil, err
+		return res, end, err
 	}
-	defer ctlW.Close()
+	repR, repW, err := os.Pipe()
+	if err != nil {
+		slave.Close()
+		ctlR.Close()
+		ctlW.Close()
+		return res, end, err
+	}
 	slaveName := slave.Name()
-	cmd := r.command(s, slave, ctlR)
+	cmd := r.command(s, slave, ctlR, repW)
 	err = cmd.Start()
 	slave.Close() // the children hold it now; EIO on master means they are all gone
 	ctlR.Close()
+	repW.Close()
 	if err != nil {
-		return res, nil, false, nil, fmt.Errorf("start %s: %w", s.ScriptPath, err)
+		ctlW.Close()
+		repR.Close()
+		return res, end, fmt.Errorf("start %s: %w", s.ScriptPath, err)
 	}
+	ends := make(chan scriptEnd, 1)
+	go func() {
+		defer repR.Close()
+		if e, ok := readScriptEnd(repR); ok {
+			ends <- e
+		}
+	}()
+	sup := &supervisor{step: s.ID, cmd: cmd, ctl: ctlW, done: make(chan error, 1)}
+	go func() { sup.done <- cmd.Wait() }()
 	st := newStream(master, logf, logPath, r, s)
+	st.supervisor, st.slave = cmd.Process.Pid, slaveName
+	r.current.Store(st)
+	defer r.current.Store(nil)
+	defer st.shut()
 	go st.read()
 	go st.process()
-	stopped, verdict, waitErr = r.wait(ctx, cmd, ctlW)
+	end = r.wait(ctx, s, sup, ends)
 	st.stopReader(slaveName, drainAfterExit)
-	return st.result(), waitErr, stopped, verdict, nil
+	res = st.result()
+	switch {
+	case end.parked:
+		r.parked = append(r.parked, sup)
+	case end.release:
+		// Hang the terminal up first: the supervisor leading the session
+		// would otherwise take the step's process group down with it.
+		st.shut()
+		_, _ = ctlW.Write([]byte{ctlRelease})
+		r.waitSupervisor(sup)
+		end.waitErr = <-sup.done
+	default:
+		ctlW.Close()
+	}
+	return res, end, nil
 }
 
 // command is the supervisor running the step's script in the pty, as the
-// leader of a new session whose controlling terminal is the pty.
-func (r *Runner) command(s steps.PlannedStep, slave, ctl *os.File) *exec.Cmd {
+// leader of a new session whose controlling terminal is the pty, with its
+// control pipe (fd 3) and its report pipe (fd 4).
+func (r *Runner) command(s steps.PlannedStep, slave, ctl, report *os.File) *exec.Cmd {
 	sup := r.o.Supervisor
 	args := append(slices.Clone(sup[1:]), r.o.Grace.String(), r.scriptPath(s))
 	args = append(args, r.o.Args[s.ID]...)
@@ -225,58 +313,153 @@ func (r *Runner) command(s steps.PlannedStep, slave, ctl *os.File) *exec.Cmd {
 		Stdin:       slave,
 		Stdout:      slave,
 		Stderr:      slave,
-		ExtraFiles:  []*os.File{ctl},
+		ExtraFiles:  []*os.File{ctl, report},
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0},
 	}
 	return cmd
 }
 
+// lastResortAfter is how long a supervisor gets to end after it was told
+// to stop, before it is killed with its process group.
+func (r *Runner) lastResortAfter() <-chan time.Time {
+	return time.After(r.o.Grace + killWait + 5*time.Second)
+}
+
 // wait waits for the supervisor; a cancelled ctx asks it to stop, Kill to
-// stop now, and a verdict (Settle) stops it too and is returned. A
-// supervisor that does not end after its own deadlines is killed with its
-// process group, the last resort.
-func (r *Runner) wait(ctx context.Context, cmd *exec.Cmd, ctl *os.File) (stopped bool, verdict *Verdict, err error) {
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+// stop now, and a verdict (Settle) stops it too and is kept in e.verdict. When the script ends by itself and leaves processes running,
+// the supervisor reports them and the runner decides their fate
+// (leftoverFate): the supervisor stops them now, lets them go, or keeps
+// them until the run ends (parked). A supervisor that does not end after
+// its own deadlines is killed with its process group, the last resort.
+func (r *Runner) wait(ctx context.Context, s steps.PlannedStep, sup *supervisor, ends <-chan scriptEnd) (e ended) {
 	stopping := ctx.Done()
 	settling := (<-chan Verdict)(r.settle)
 	var lastResort <-chan time.Time
+	scriptEnded := false
 	for {
 		select {
-		case err := <-done:
-			return stopped, verdict, err
+		case err := <-sup.done:
+			e.waitErr = err
+			return e
+		case end := <-ends:
+			scriptEnded, stopping = true, nil
+			word := leftoverFate(s, end)
+			e.left, e.code = end.left, end.code
+			switch word {
+			case 0:
+			case ctlPark:
+				e.parked = true
+				return e
+			case ctlRelease:
+				e.release = true
+				return e
+			default:
+				_, _ = sup.ctl.Write([]byte{word})
+				lastResort = r.lastResortAfter()
+			}
 		case v := <-settling:
-			verdict, settling, stopping = &v, nil, nil
-			_, _ = ctl.Write([]byte{ctlStop})
-			lastResort = time.After(r.o.Grace + killWait + 5*time.Second)
+			// The consumer judged the step (a server ready and stopped, or
+			// stalled): stop it as on a cancel; its outcome is the verdict.
+			e.verdict, settling, stopping = &v, nil, nil
+			_, _ = sup.ctl.Write([]byte{ctlStop})
+			lastResort = r.lastResortAfter()
 		case <-stopping:
-			stopped, stopping, settling = true, nil, nil
-			_, _ = ctl.Write([]byte{ctlStop})
-			lastResort = time.After(r.o.Grace + killWait + 5*time.Second)
+			e.stopped, stopping, settling = true, nil, nil
+			_, _ = sup.ctl.Write([]byte{ctlStop})
+			lastResort = r.lastResortAfter()
 		case <-r.kill:
-			if stopped || verdict != nil {
-				_, _ = ctl.Write([]byte{ctlKill})
+			if e.stopped || scriptEnded || e.verdict != nil {
+				_, _ = sup.ctl.Write([]byte{ctlKill})
 			}
 		case <-lastResort:
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			sup.kill()
 		}
 	}
 }
 
-func (r *Runner) outcomeOf(waitErr error, stopped bool, streamErr error) outcome {
-	code := 0
+// ctlPark is the runner's own decision to keep a supervisor waiting until
+// the run ends; it is never written to the pipe.
+const ctlPark = 'p'
+
+// leftoverFate decides what becomes of what a step's script left running
+// when it ended by itself, sets each leftover's Fate, and returns the word
+// for its supervisor (0: nothing was left, nothing to say). The container
+// runtime's processes are podman's. After a failure the rest is killed at
+// once; after a success it runs on until the run ends (a later step may use
+// it), unless the step keeps a service running on purpose (KeepsRunning).
+func leftoverFate(s steps.PlannedStep, end scriptEnd) byte {
+	word := byte(0)
+	for i := range end.left {
+		l := &end.left[i]
+		switch {
+		case l.Container:
+			l.Fate = FateContainer
+		case end.code != 0:
+			l.Fate, word = FateKilled, ctlClean
+		case s.KeepsRunning:
+			l.Fate, word = FateKept, ctlRelease
+		default:
+			l.Fate, word = FateRunEnd, ctlPark
+		}
+	}
+	if word == 0 && len(end.left) > 0 {
+		word = ctlRelease // only the container runtime's
+	}
+	return word
+}
+
+// unpark stops what the steps of this run left running until its end, and
+// waits for their supervisors.
+func (r *Runner) unpark() {
+	for _, sup := range r.parked {
+		_, _ = sup.ctl.Write([]byte{ctlClean})
+	}
+	for _, sup := range r.parked {
+		r.waitSupervisor(sup)
+		sup.ctl.Close()
+	}
+	r.parked = nil
+}
+
+// waitSupervisor waits for a supervisor that was told to end, and kills it
+// with its process group after lastResortAfter; sup.done still holds its
+// Wait result afterwards.
+func (r *Runner) waitSupervisor(sup *supervisor) {
+	select {
+	case err := <-sup.done:
+		sup.done <- err
+	case <-r.lastResortAfter():
+		sup.kill()
+	}
+}
+
+// kill is the last resort for a supervisor that does not end: SIGKILL to
+// every process below it (the script leads a group of its own), then to
+// its process group.
+func (sup *supervisor) kill() {
+	for _, pid := range Descendants(sup.cmd.Process.Pid) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	_ = syscall.Kill(-sup.cmd.Process.Pid, syscall.SIGKILL)
+}
+
+func (r *Runner) outcomeOf(e ended, streamErr error) outcome {
+	code := e.code
 	var ee *exec.ExitError
 	switch {
-	case errors.As(waitErr, &ee):
+	case e.parked || e.release:
+	case errors.As(e.waitErr, &ee):
 		code = ee.ExitCode()
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			code = 128 + int(ws.Signal())
 		}
-	case waitErr != nil:
-		return outcome{status: steps.OutcomeFailed, exitCode: -1, err: waitErr}
+	case e.waitErr != nil:
+		return outcome{status: steps.OutcomeFailed, exitCode: -1, err: e.waitErr}
+	default:
+		code = 0
 	}
 	switch {
-	case stopped:
+	case e.stopped:
 		return outcome{status: steps.OutcomeInterrupted, exitCode: code, err: streamErr}
 	case code != 0:
 		return outcome{status: steps.OutcomeFailed, exitCode: code, err: streamErr}
@@ -306,8 +489,10 @@ func (r *Runner) stepEnv(s steps.PlannedStep) []string {
 		"HALOFORGE_SCRIPTS_DIR": r.o.ScriptsDir,
 		"HALOFORGE_TOOLBOX_DIR": r.o.ToolboxDir,
 		"HALOFORGE_CACHE_KEY":   s.CacheKey,
-		"HALOFORGE_PINS_FILE":   r.o.PinsFile,
+		PinsFileEnv:             r.snapshotPath(PinsSnapshot),
+		ToolboxEnvFile:          r.snapshotPath(ToolboxSnapshot),
 		ResultEnv:               r.resultPath(s.ID),
+		FactsEnv:                r.factsPath(s.ID),
 		"HALOFORGE_DRY_RUN":     "",
 		"HALOFORGE_RESUME":      "",
 	}

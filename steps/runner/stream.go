@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -57,6 +58,13 @@ type stream struct {
 	werr      error // set by read before readDone closes
 	stopRead  atomic.Bool
 	abandoned chan struct{} // closed when stopReader gave up on the reader
+
+	supervisor int         // the step's supervisor's pid: its descendants are the step
+	slave      string      // the pty's slave device, /dev/pts/N
+	waiting    atomic.Bool // announced as waiting for input, and silent since
+	askedAt    int64       // lastWrite when the wait was announced (processor only)
+	masterMu   sync.Mutex  // held to write to master, or to close it (shut)
+	masterShut bool
 
 	an      Analyzer
 	seen    map[string]bool
@@ -165,6 +173,9 @@ func waitReadable(fd int) error {
 // got puts a chunk of output in the log, then tells the processor.
 func (st *stream) got(p []byte) {
 	st.lastWrite.Store(time.Now().UnixNano())
+	if st.waiting.Load() {
+		st.waiting.Store(false) // it answered, or went on
+	}
 	if st.werr == nil {
 		if _, werr := st.logf.Write(p); werr != nil {
 			// Keep reading so the child is not blocked; the run fails.
@@ -226,6 +237,8 @@ func (st *stream) process() {
 	defer rf.Close()
 	tick := time.NewTicker(st.r.o.StallCheck)
 	defer tick.Stop()
+	input := time.NewTicker(inputCheck)
+	defer input.Stop()
 	buf := make([]byte, 256<<10)
 	var off int64
 	finished := false
@@ -261,6 +274,8 @@ func (st *stream) process() {
 			finished = true
 		case <-tick.C:
 			st.idle()
+		case <-input.C:
+			st.checkInput(san.Pending())
 		}
 	}
 	st.lagging = false

@@ -30,6 +30,9 @@ type Options struct {
 	// ReadyHint is printed under a server's readiness (how to stop it);
 	// "" prints nothing.
 	ReadyHint string
+	// Answering says that what the user types reaches a step that waits
+	// for input (stdin is a terminal; see runner.Runner.Input).
+	Answering bool
 }
 
 // Result is what a run's events said, for the caller's next move.
@@ -142,6 +145,8 @@ func (p *printer) event(e runner.Event) (output bool) {
 		f := e.Finding
 		p.found[e.Step] = append(p.found[e.Step], f)
 		fmt.Fprintf(p.w, "%s [%s] %s: %s (line %d)\n", p.paint(sgrYellow, "!"), e.Step, f.Family, f.Summary, f.Line)
+	case runner.WaitingForInput:
+		p.waiting(e)
 	case runner.StepFinished:
 		p.finished(e)
 	case runner.ServePhase:
@@ -259,6 +264,7 @@ func (p *printer) finished(e runner.StepFinished) {
 		fmt.Fprintf(p.w, "%s %s %s\n", p.paint(sgrGreen, "✓"), e.Step, FormatDuration(e.Duration))
 		p.why(e.Why)
 		p.verified(e.Verified)
+		p.leftovers(e.Leftovers)
 		return
 	case steps.OutcomeNotVerified:
 		p.res.NotVerified = append(p.res.NotVerified, e.Step)
@@ -282,6 +288,7 @@ func (p *printer) finished(e runner.StepFinished) {
 		}
 		p.failure(e)
 	}
+	p.leftovers(e.Leftovers)
 	if e.Err != nil {
 		fmt.Fprintf(p.w, "  error: %v\n", e.Err)
 	}
@@ -292,6 +299,37 @@ func (p *printer) finished(e runner.StepFinished) {
 func (p *printer) why(why string) {
 	if why != "" {
 		fmt.Fprintf(p.w, "  why: %s\n", why)
+	}
+}
+
+// waiting says a step waits for an answer, and how it can get one.
+func (p *printer) waiting(e runner.WaitingForInput) {
+	if e.Prompt != "" {
+		fmt.Fprintf(p.w, "%s [%s] waiting for input: %s\n", p.paint(sgrYellow, "?"), e.Step, e.Prompt)
+	} else {
+		fmt.Fprintf(p.w, "%s [%s] waiting for input: it reads its terminal and has printed nothing for %s\n", p.paint(sgrYellow, "?"), e.Step, FormatDuration(e.Quiet))
+	}
+	switch {
+	case p.o.Answering && !e.Echo:
+		fmt.Fprintf(p.w, "  type the answer and press Enter: it goes to the step, not shown (the step turned the echo off); Ctrl-C stops\n")
+	case p.o.Answering:
+		fmt.Fprintf(p.w, "  type the answer and press Enter: it goes to the step; Ctrl-C stops\n")
+	default:
+		fmt.Fprintf(p.w, "  nothing can answer it here (no terminal): stop with Ctrl-C, answer it beforehand (a sudo password: sudo -v), then resume\n")
+	}
+}
+
+// maxLeftovers bounds the leftovers listed under a step; the log has all.
+const maxLeftovers = 10
+
+// leftovers lists what a step left running and what became of it.
+func (p *printer) leftovers(left []runner.Leftover) {
+	for i, l := range left {
+		if i == maxLeftovers {
+			fmt.Fprintf(p.w, "  … and %d more left running (all in the log)\n", len(left)-i)
+			return
+		}
+		fmt.Fprintf(p.w, "  left running: pid %d %s (%s)\n", l.PID, l.Command, l.Fate)
 	}
 }
 

@@ -210,3 +210,51 @@ func TestPrintShowsTheHangLadder(t *testing.T) {
 		t.Errorf("a ladder for a family without one:\n%s", out)
 	}
 }
+
+func TestPrintWaitingForInputAndLeftovers(t *testing.T) {
+	left := []runner.Leftover{
+		{PID: 41, Command: "bash -c while :; do sleep 1; done daemon", Fate: runner.FateKilled},
+		{PID: 42, Command: "/usr/bin/conmon --api-version 1", Container: true, Fate: runner.FateContainer},
+	}
+	events := []runner.Event{
+		runner.StepStarted{Step: "rocm", Title: "Install ROCm", Index: 1, Total: 1},
+		runner.Lines{Step: "rocm", First: 1, Text: []string{"installing"}},
+		runner.WaitingForInput{Step: "rocm", Prompt: "[sudo] password for ann:", Quiet: 2 * time.Second},
+		runner.WaitingForInput{Step: "rocm", Quiet: 3 * time.Second, Echo: true},
+		runner.StepFinished{Step: "rocm", Status: steps.OutcomeFailed, ExitCode: 1, Duration: 5 * time.Second, Log: "/s/rocm.log", Leftovers: left},
+	}
+	got, _ := printAll(events, Options{})
+	want := `▶ [1/1] rocm: Install ROCm · elapsed 0s
+[rocm] installing
+? [rocm] waiting for input: [sudo] password for ann:
+  nothing can answer it here (no terminal): stop with Ctrl-C, answer it beforehand (a sudo password: sudo -v), then resume
+? [rocm] waiting for input: it reads its terminal and has printed nothing for 3s
+  nothing can answer it here (no terminal): stop with Ctrl-C, answer it beforehand (a sudo password: sudo -v), then resume
+✗ rocm failed (exit 1) after 5s
+  diagnosis: no known failure recognised in the log
+  left running: pid 41 bash -c while :; do sleep 1; done daemon (killed: the step failed)
+  left running: pid 42 /usr/bin/conmon --api-version 1 (kept: the container runtime's, podman manages it)
+  log: /s/rocm.log
+`
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("line mode (-want +got):\n%s", diff)
+	}
+	got, _ = printAll(events[2:3], Options{Answering: true})
+	if !strings.Contains(got, "  type the answer and press Enter: it goes to the step, not shown (the step turned the echo off); Ctrl-C stops\n") {
+		t.Errorf("answering a password prompt:\n%s", got)
+	}
+}
+
+// TestPrintARunThatNeverStarted: a run refused before it began (another
+// build holds the state dir) says why, without an outcome line for a blank
+// track or a resume command (review F15).
+func TestPrintARunThatNeverStarted(t *testing.T) {
+	got, res := printAll([]runner.Event{runner.RunFinished{RunID: "r1", Status: steps.OutcomeFailed, Err: errors.New("another haloforge build (pid 42) is running with this state dir: /s")}},
+		Options{Resume: func(string) string { return "haloforge build --track fx --resume" }})
+	if want := "✗ the run did not start: another haloforge build (pid 42) is running with this state dir: /s\n"; got != want {
+		t.Errorf("printed %q, want %q", got, want)
+	}
+	if res.Err == nil {
+		t.Error("the result lost the error")
+	}
+}
