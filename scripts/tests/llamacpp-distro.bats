@@ -16,7 +16,6 @@ setup() {
   : >"$HALOFORGE_RESULT_FILE"
 }
 
-
 node() { # node DIR simd_count gfx_target_version
   mkdir -p "$1"
   printf 'cpu_cores_count 0\nsimd_count %s\ngfx_target_version %s\n' "$2" "$3" >"$1/properties"
@@ -157,4 +156,52 @@ FAKE
     LLAMACPP_DISTRO_IMAGE=docker.io/library/debian:sid bash "$S/llamacpp-distro/00-setup-box.sh"
   [ "$status" -eq 0 ]
   [[ "$output" == *"distrobox create --yes --name hf-bats-box --image docker.io/library/debian:sid"* ]]
+}
+
+# host_devs DEV...: a directory standing in for the host's root with these device nodes (plain
+# files: only their presence is read, HALOFORGE_DEV_ROOT), as a box step checks them.
+host_devs() {
+  local d
+  for d in "$@"; do
+    mkdir -p "$T/hostroot$(dirname "$d")"
+    : >"$T/hostroot$d"
+  done
+  export HALOFORGE_DEV_ROOT=$T/hostroot
+}
+
+# box_dry: 00-setup-box.sh's dry run on the host (not in a box).
+box_dry() {
+  env -u HALOFORGE_IN_BOX HALOFORGE_DRY_RUN=1 LLAMACPP_DISTRO_IMAGE=docker.io/library/debian:sid "$@" bash "$S/llamacpp-distro/00-setup-box.sh"
+}
+
+@test "BREAKS N3: toolbox on a docker manager: the host's numeric groups, never podman's keep-groups" {
+  host_devs /dev/dri /dev/kfd
+  mkdir -p "$T/bin"
+  printf '#!/bin/sh\n# stand-in: a podman that is not usable here\nexit 1\n' >"$T/bin/podman"
+  chmod +x "$T/bin/podman"
+  run box_dry DBX_CONTAINER_MANAGER=docker PATH="$T/bin:$PATH"
+  [ "$status" -eq 0 ]
+  create=$(grep '^\[dry-run\] distrobox create' <<<"$output")
+  [[ "$create" == *"--device /dev/dri --device /dev/kfd"* ]]
+  [[ "$create" != *keep-groups* ]]
+  [[ "$create" == *"--security-opt seccomp=unconfined"* ]]
+  gid=$(getent group video | cut -d: -f3)
+  [ -z "$gid" ] || [[ "$create" == *"--group-add $gid"* ]]
+}
+
+@test "toolbox under podman: keep-groups, and Vulkan alone gets no seccomp change" {
+  host_devs /dev/dri
+  run box_dry DBX_CONTAINER_MANAGER=podman
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"--additional-flags '--device /dev/dri --group-add keep-groups'"* ]]
+}
+
+@test "BREAKS N4: a rootful box gets passwordless sudo, so 01's apt runs unattended" {
+  host_devs /dev/dri
+  run box_dry HALOFORGE_DISTROBOX_ROOT=1
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"distrobox create --root --yes --name hf-bats-box"* ]]
+  [[ "$output" == *"exec --user root hf-bats-box sh -c"*"NOPASSWD:ALL"*"/etc/sudoers.d/haloforge"* ]]
+  run box_dry HALOFORGE_DISTROBOX_ROOT=0
+  [[ "$output" != *"sudoers.d/haloforge"* ]]
 }

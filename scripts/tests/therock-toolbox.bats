@@ -455,3 +455,35 @@ fresh_venv() {
     [ "$(sed -n '1p;3p' "$T/r$i/CMakeLists.txt" | paste -sd,)" = "x,y" ]
   done
 }
+
+# standin_box_manager IMAGE: a stand-in podman (no container can run here) that knows one
+# box made from IMAGE: it answers distrobox's and haloforge's inspect questions and logs the
+# rest to $T/manager-calls.
+standin_box_manager() {
+  mkdir -p "$T/bin"
+  cat >"$T/bin/podman" <<FAKE
+#!/usr/bin/env bash
+# stand-in podman for the bats tests
+printf '%s\n' "\$*" >>"$T/manager-calls"
+case "\$*" in
+*'{{.Config.Image}}'*) echo "$1" ;;
+*'{{.State.Running}}'*) echo true ;;
+*'.HostConfig.Devices'*) echo '/dev/kfd /dev/dri ' ;;
+esac
+FAKE
+  chmod +x "$T/bin/podman"
+  export PATH=$T/bin:$PATH
+}
+
+@test "BREAKS N5: re-running the toolbox step on an existing rootful box grants sudo too" {
+  standin_box_manager docker.io/library/ubuntu:24.04
+  HALOFORGE_DISTROBOX_ROOT=1 run dry 00-setup-toolbox.sh
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"box haloforge-therock exists with image docker.io/library/ubuntu:24.04: reused"* ]]
+  [[ "$output" == *"exec --user root haloforge-therock sh -c"*"NOPASSWD:ALL"*"/etc/sudoers.d/haloforge"* ]]
+  [[ "$output" != *"[dry-run] distrobox create"* ]]
+  # Rootless, the reused box is left as it is.
+  HALOFORGE_DISTROBOX_ROOT=0 run dry 00-setup-toolbox.sh
+  [[ "$output" == *"reused"* ]]
+  [[ "$output" != *"sudoers.d/haloforge"* ]]
+}
