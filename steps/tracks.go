@@ -233,9 +233,9 @@ var catalogue = []Track{
 		Source: "seeds/rocm-llamacpp-investigation.md",
 		Description: "llama.cpp's HIP backend hangs on gfx1151 upstream (at async uploads, then at " +
 			"graph_reserve). This track runs the investigation's ladder as data: HSA_ENABLE_SDMA=0, " +
-			"the gfx1100 override, flash attention off, CWSR off, a TheRock nightly, an image without " +
-			"rocWMMA, each with a stall timeout, recording every result and stopping at the first that " +
-			"loads and generates. Experimental: expect it to end with 'use Vulkan'.",
+			"flash attention off, CWSR off, a TheRock nightly, each with a stall timeout, recording " +
+			"every result and stopping at the first that loads and generates on the GPU (device " +
+			"evidence, not the backend name). Experimental: expect it to end with 'use Vulkan'.",
 		Pros:           []string{"tells you exactly which workaround works on your box", "every attempt recorded"},
 		Cons:           []string{"upstream hangs: often no strategy succeeds", "needs a GGUF model"},
 		GFX:            gfxStrixHalo,
