@@ -69,13 +69,18 @@ var catalogue = []Track{
 		Status: StatusStable,
 		Source: "seeds/spec-continuous-build.md (option B)",
 		Description: "A Fedora 43 container (Red Hat aligned: dnf, podman, clean layers) that builds " +
-			"vLLM v0.10.2 and flash-attention from source against PyTorch 2.8 on ROCm 6.4, with gfx1151 " +
-			"patched into vLLM's architecture list. build_pipeline.sh takes versions and hashes as " +
-			"arguments, defaults to versions.env, labels the image with every git hash and freezes " +
-			"requirements.lock. Pick it for a reproducible continuous build or an upstream path.",
-		Pros:           []string{"stable releases, not nightlies", "image labels record every pin", "Red Hat aligned"},
-		Cons:           []string{"older vLLM", "long build"},
-		GFX:            gfxStrixHalo,
+			"vLLM v0.10.2 and flash-attention from source against PyTorch 2.8 on ROCm 6.4. Not for " +
+			"Strix Halo with these pins: PyTorch's ROCm 6.4 wheels carry no gfx1151 kernels " +
+			"(pytorch#167299 added gfx115x later, for ROCm 7 wheels), so build_pipeline.sh refuses " +
+			"GPU_TARGET=gfx1151 before any download; on a Strix Halo pick therock-toolbox. For the " +
+			"RDNA3/4 or Instinct card in another box, set GPU_TARGET. build_pipeline.sh takes versions " +
+			"and hashes as arguments, defaults to versions.env, labels the image with every git hash " +
+			"and freezes requirements.lock. Pick it for a reproducible continuous build or an upstream path.",
+		Pros: []string{"stable releases, not nightlies", "image labels record every pin", "Red Hat aligned"},
+		Cons: []string{"not for gfx1151: torch 2.8.0+rocm6.4 has no Strix Halo kernels", "older vLLM", "long build"},
+		// The targets both torch 2.8.0+rocm6.4's wheels (pytorch#141667, #148562) and vLLM
+		// v0.10.2's HIP_SUPPORTED_ARCHS carry; the image checks torch's arch list itself.
+		GFX:            []string{"gfx1100", "gfx1101", "gfx1200", "gfx1201", "gfx1030", "gfx942", "gfx90a"},
 		Requires:       []string{"podman", "about 80 GB free disk", "32 GB RAM or more for the build"},
 		BlockingChecks: []string{"container-engine", "disk-space"},
 		Steps: []Step{
