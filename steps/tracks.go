@@ -17,7 +17,7 @@ var catalogue = []Track{
 			"no spoofing, every wheel kept and reused. Pick it on a Strix Halo box: it is the path " +
 			"most owners take and the one haloforge knows best. Needs a few hours of compiling the first time.",
 		Pros:           []string{"native gfx1151 kernels, no HSA override", "every pin reproducible, wheels cached", "runs by hand without the wizard"},
-		Cons:           []string{"hours of compiling on the first run", "AITER is CDNA-only and usually skipped"},
+		Cons:           []string{"hours of compiling on the first run", "gfx1151 is experimental in AITER; optional"},
 		GFX:            gfxStrixHalo,
 		Requires:       []string{"kernel >= 6.18.4", "podman and distrobox", "/dev/kfd and /dev/dri reachable (groups render, video)", "about 60 GB free disk"},
 		BlockingChecks: []string{"gpu", "kfd-access", "container-engine", "distrobox", "disk-space"},
@@ -27,7 +27,7 @@ var catalogue = []Track{
 			{ID: "tools", Title: "Install build tools from the distro", Script: "01-install-tools.sh", Pins: []string{"PYTHON_VERSION"}, DependsOn: []string{"toolbox"}},
 			{ID: "rocm", Title: "Install TheRock ROCm SDK and torch", Script: "02-install-rocm.sh", Pins: []string{"THEROCK_INDEX_URL", "TORCH_INDEX_URL", "ROCM_VERSION", "TORCH_VERSION", "TORCHVISION_VERSION", "TORCHAUDIO_VERSION", "GPU_TARGET"}, DependsOn: []string{"tools"}},
 			{ID: "aiter", Title: "Build AITER", Script: "03-build-aiter.sh", Pins: []string{"AITER_REPO", "AITER_REF", "PYTORCH_ROCM_ARCH"}, DependsOn: []string{"rocm"}, Optional: true,
-				Why: "AITER carries CDNA-only inline assembly; on gfx1151 it often fails to build and vLLM works without it"},
+				Why: "gfx1151 is experimental in AITER (v0.1.19; most of its CK and asm kernels are CDNA-only); optional: vLLM works without it"},
 			{ID: "flash-attention", Title: "Build flash-attention (Triton AMD)", Script: "04-build-fa.sh", Pins: []string{"FLASH_ATTENTION_REPO", "FLASH_ATTENTION_REF", "PYTORCH_ROCM_ARCH"}, DependsOn: []string{"rocm"}},
 			{ID: "vllm", Title: "Build vLLM", Script: "05-build-vllm.sh", Pins: []string{"VLLM_REPO", "VLLM_REF", "PYTORCH_ROCM_ARCH", "GPU_TARGET"}, DependsOn: []string{"rocm"}},
 			{ID: "verify", Title: "Verify torch, attention and vLLM", Script: "06-verify.sh", Pins: []string{"GPU_TARGET", "VERIFY_MODEL"}, DependsOn: []string{"aiter", "flash-attention", "vllm"}},
