@@ -193,7 +193,7 @@ var catalogue = []Track{
 		Env:            map[string]string{"TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL": "1", "TORCH_ROCM_AOTRITON_PREFER_DEFAULT": "1", "HIP_VISIBLE_DEVICES": "0"},
 		Steps: []Step{
 			{ID: "env", Title: "Set up the environment and ROCm SDK", Script: "00-setup-env.sh", Pins: []string{"PYTHON_VERSION", "THEROCK_INDEX_URL", "ROCM_VERSION", "GPU_TARGET"}},
-			{ID: "aotriton", Title: "Build AOTriton at PyTorch's pin", Script: "01-build-aotriton.sh", Pins: []string{"THEROCK_REPO", "THEROCK_REF", "PYTORCH_REF", "PYTORCH_AUDIO_REF", "PYTORCH_VISION_REF", "GPU_TARGET"}, DependsOn: []string{"env"}},
+			{ID: "aotriton", Title: "Build AOTriton at PyTorch's pin", Script: "01-build-aotriton.sh", Pins: []string{"THEROCK_REPO", "THEROCK_REF", "PYTORCH_REPO", "PYTORCH_REF", "GPU_TARGET"}, DependsOn: []string{"env"}},
 			{ID: "pytorch", Title: "Build PyTorch with AOTriton for gfx1151", Script: "02-build-pytorch-with-aotriton-gfx1151.sh", Pins: []string{"THEROCK_REF", "THEROCK_INDEX_URL", "ROCM_VERSION", "GPU_TARGET"}, DependsOn: []string{"aotriton"}},
 			{ID: "install", Title: "Install the wheels just built", Script: "04-install-wheels.sh", DependsOn: []string{"pytorch"}},
 			{ID: "verify", Title: "Backend check: AOTriton flash attention", Script: "run-backend-check.sh", Pins: []string{"GPU_TARGET"}, DependsOn: []string{"install"}},
