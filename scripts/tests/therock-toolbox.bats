@@ -574,3 +574,25 @@ standin_torch() {
   run "$T/venv/bin/python" -m pip install --no-index --find-links "$T/wheels" --constraint "$T/pins.txt" -r "$T/v/requirements/build/rock.txt"
   [ "$status" -eq 0 ]
 }
+
+@test "U1: python-pins.txt satisfies vLLM's 2026 [build-system] requires (0.26.1.dev0, the nearest to v0.27.1 read)" {
+  fresh_venv
+  "$T/venv/bin/python" -m pip install -q --constraint "$T/pins.txt" packaging==23.0
+  # The [build-system] table as quoted from vLLM 568afb3a (scripts/SOURCES.md, "Python build
+  # tools"); cmake and torch are provided by the distribution and the venv.
+  mkdir -p "$T/vllm"
+  printf '%s\n' '[build-system]' 'requires = [' '    "cmake>=3.26.1",' '    "ninja",' '    "packaging>=24.2",' \
+    '    "setuptools>=77.0.3,<81.0.0",' '    "setuptools-scm>=8.0",' '    "setuptools-rust>=1.9.0",' \
+    '    "torch == 2.11.0",' '    "wheel",' '    "jinja2",' ']' 'build-backend = "setuptools.build_meta"' >"$T/vllm/pyproject.toml"
+  run "$T/venv/bin/python" "$LIB/build_requires.py" "$T/vllm" --pins "$LIB/python-pins.txt" --exclude torch --exclude cmake
+  [ "$status" -eq 0 ] || {
+    echo "$output"
+    false
+  }
+  [[ "$output" == *'setuptools>=77.0.3,<81.0.0'* ]]
+  # A newer ref's floor (setuptools>=83.0.0, vLLM 027281ae) is named, not floated.
+  sed -i 's/"setuptools>=77.0.3,<81.0.0"/"setuptools>=83.0.0"/' "$T/vllm/pyproject.toml"
+  run "$T/venv/bin/python" "$LIB/build_requires.py" "$T/vllm" --pins "$LIB/python-pins.txt" --exclude torch --exclude cmake
+  [ "$status" -eq 3 ]
+  [[ "$output" == *"'setuptools>=83.0.0' is not satisfied by the pin setuptools==79.0.1"* ]]
+}

@@ -165,3 +165,12 @@ teardown() {
   [ "$status" -eq 1 ]
   [[ "$(cat "$T/results.tsv")" == "$(printf 'not-verified\t')Ollama runs on the CPU only: no ROCm GPU in its log"* ]]
 }
+
+@test "row 22: nightly-spoof says its rocm/vllm-dev image is deprecated upstream, and what replaces it" {
+  HALOFORGE_DRY_RUN=1 run bash "$S/nightly-spoof/00-pull-image.sh"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"rocm/vllm-dev is deprecated upstream (vllm/vllm-openai-rocm replaces it)"* ]]
+  [[ "$output" == *"[dry-run] podman pull docker.io/rocm/vllm-dev:nightly"* ]]
+  NIGHTLY_IMAGE=docker.io/example/other:nightly HALOFORGE_DRY_RUN=1 run bash "$S/nightly-spoof/00-pull-image.sh"
+  [[ "$output" != *"deprecated upstream"* ]]
+}
