@@ -596,3 +596,14 @@ standin_torch() {
   [ "$status" -eq 3 ]
   [[ "$output" == *"'setuptools>=83.0.0' is not satisfied by the pin setuptools==79.0.1"* ]]
 }
+
+@test "U3: 06 notes when vLLM sees only the APU's BIOS carve-out (amdsmi) and says which flags restore its defaults" {
+  standin_venv
+  STANDIN_VLLM_DEVICE_MEMORY=536870912 run "$TRACK/06-verify.sh"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"note: vLLM sees 0.5 GiB of GPU memory (amdsmi counts only the BIOS VRAM carve-out on this APU), HIP sees 96.0 GiB"*"--max-num-seqs 512 --max-num-batched-tokens 4096"* ]]
+  # Still verified: the note changes no outcome.
+  grep -q $'^verified\tvLLM .* detects the ROCm platform' "$T/results.tsv"
+  run "$TRACK/06-verify.sh"
+  [[ "$output" != *"note: vLLM sees"* ]]
+}
