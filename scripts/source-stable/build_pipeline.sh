@@ -146,7 +146,7 @@ no_kernels_for_target() {
     */rocm6.*/) ;;
     *) return 0 ;;
   esac
-  log_error "source-stable cannot build for GPU_TARGET=$GPU_TARGET with torch from $SOURCE_TORCH_INDEX_URL: PyTorch's ROCm 6.x wheels carry no gfx1150/gfx1151 kernels (added with pytorch#167299, for ROCm 7 wheels), so torch $SOURCE_TORCH_VERSION would fail with \"invalid device function\". For a Strix Halo use the therock-toolbox track (haloforge build --track therock-toolbox); this track builds for gfx1100, gfx1101, gfx1200, gfx1201, gfx1030, gfx942 or gfx90a (--set GPU_TARGET=gfx1100)"
+  log_error "source-stable cannot build for GPU_TARGET=$GPU_TARGET with torch from $SOURCE_TORCH_INDEX_URL: PyTorch's ROCm 6.x wheels carry no gfx1150/gfx1151 kernels (added with pytorch#167299, for ROCm 7 wheels), so torch $SOURCE_TORCH_VERSION would stop at its first kernel on this GPU. For a Strix Halo use the therock-toolbox track (haloforge build --track therock-toolbox); this track builds for gfx1100, gfx1101, gfx1200, gfx1201, gfx1030, gfx942 or gfx90a (--set GPU_TARGET=gfx1100)"
   _HF_DYING=1
   exit 2
 }
