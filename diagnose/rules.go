@@ -363,7 +363,7 @@ var rules = withSignals([]Rule{
 		ID:      "vllm-aiter-arch-invalid",
 		Title:   "AITER enabled on an unsupported GPU",
 		Summary: "vLLM's AITER path rejected gfx1151 as an unsupported arch.",
-		Cause:   "VLLM_ROCM_USE_AITER=1 turns on AITER kernels that only exist for CDNA.",
+		Cause:   "VLLM_ROCM_USE_AITER=1 turns on AITER, and this AITER lists no kernels for the GPU (gfx1151 is experimental in AITER from v0.1.12; most of its CK and asm kernels are CDNA-only).",
 		Fix:     "unset VLLM_ROCM_USE_AITER   # or export VLLM_ROCM_USE_AITER=0",
 		Seed:    true,
 		pats: []pat{

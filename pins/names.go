@@ -85,9 +85,8 @@ var specs = []Spec{
 	// therock-aotriton
 	{Name: "THEROCK_REPO", Kind: KindURL, Help: "TheRock git repository"},
 	{Name: "THEROCK_REF", Kind: KindRef, Help: "TheRock commit"},
-	{Name: "PYTORCH_REF", Kind: KindRef, Help: "PyTorch tag TheRock checks out (--repo-hashtag)"},
-	{Name: "PYTORCH_AUDIO_REF", Kind: KindRef, Help: "torchaudio tag TheRock checks out"},
-	{Name: "PYTORCH_VISION_REF", Kind: KindRef, Help: "torchvision tag TheRock checks out"},
+	{Name: "PYTORCH_REPO", Kind: KindURL, Help: "PyTorch repository TheRock checks out (--gitrepo-origin): the ROCm fork"},
+	{Name: "PYTORCH_REF", Kind: KindRef, Help: "ref of PYTORCH_REPO TheRock checks out (--repo-hashtag); audio and vision follow its related_commits"},
 	{Name: "CK_REPO", Kind: KindURL, Help: "Composable Kernel git repository"},
 	{Name: "CK_REF", Kind: KindRef, Help: "Composable Kernel release tag"},
 	// legacy-gfx803

@@ -17,7 +17,7 @@ var catalogue = []Track{
 			"no spoofing, every wheel kept and reused. Pick it on a Strix Halo box: it is the path " +
 			"most owners take and the one haloforge knows best. Needs a few hours of compiling the first time.",
 		Pros:           []string{"native gfx1151 kernels, no HSA override", "every pin reproducible, wheels cached", "runs by hand without the wizard"},
-		Cons:           []string{"hours of compiling on the first run", "AITER is CDNA-only and usually skipped"},
+		Cons:           []string{"hours of compiling on the first run", "gfx1151 is experimental in AITER; optional"},
 		GFX:            gfxStrixHalo,
 		Requires:       []string{"kernel >= 6.18.4", "podman and distrobox", "/dev/kfd and /dev/dri reachable (groups render, video)", "about 60 GB free disk"},
 		BlockingChecks: []string{"gpu", "kfd-access", "container-engine", "distrobox", "disk-space"},
@@ -27,7 +27,7 @@ var catalogue = []Track{
 			{ID: "tools", Title: "Install build tools from the distro", Script: "01-install-tools.sh", Pins: []string{"PYTHON_VERSION"}, DependsOn: []string{"toolbox"}},
 			{ID: "rocm", Title: "Install TheRock ROCm SDK and torch", Script: "02-install-rocm.sh", Pins: []string{"THEROCK_INDEX_URL", "TORCH_INDEX_URL", "ROCM_VERSION", "TORCH_VERSION", "TORCHVISION_VERSION", "TORCHAUDIO_VERSION", "GPU_TARGET"}, DependsOn: []string{"tools"}},
 			{ID: "aiter", Title: "Build AITER", Script: "03-build-aiter.sh", Pins: []string{"AITER_REPO", "AITER_REF", "PYTORCH_ROCM_ARCH"}, DependsOn: []string{"rocm"}, Optional: true,
-				Why: "AITER carries CDNA-only inline assembly; on gfx1151 it often fails to build and vLLM works without it"},
+				Why: "gfx1151 is experimental in AITER (v0.1.19; most of its CK and asm kernels are CDNA-only); optional: vLLM works without it"},
 			{ID: "flash-attention", Title: "Build flash-attention (Triton AMD)", Script: "04-build-fa.sh", Pins: []string{"FLASH_ATTENTION_REPO", "FLASH_ATTENTION_REF", "PYTORCH_ROCM_ARCH"}, DependsOn: []string{"rocm"}},
 			{ID: "vllm", Title: "Build vLLM", Script: "05-build-vllm.sh", Pins: []string{"VLLM_REPO", "VLLM_REF", "PYTORCH_ROCM_ARCH", "GPU_TARGET"}, DependsOn: []string{"rocm"}},
 			{ID: "verify", Title: "Verify torch, attention and vLLM", Script: "06-verify.sh", Pins: []string{"GPU_TARGET", "VERIFY_MODEL"}, DependsOn: []string{"aiter", "flash-attention", "vllm"}},
@@ -69,13 +69,18 @@ var catalogue = []Track{
 		Status: StatusStable,
 		Source: "seeds/spec-continuous-build.md (option B)",
 		Description: "A Fedora 43 container (Red Hat aligned: dnf, podman, clean layers) that builds " +
-			"vLLM v0.10.2 and flash-attention from source against PyTorch 2.8 on ROCm 6.4, with gfx1151 " +
-			"patched into vLLM's architecture list. build_pipeline.sh takes versions and hashes as " +
-			"arguments, defaults to versions.env, labels the image with every git hash and freezes " +
-			"requirements.lock. Pick it for a reproducible continuous build or an upstream path.",
-		Pros:           []string{"stable releases, not nightlies", "image labels record every pin", "Red Hat aligned"},
-		Cons:           []string{"older vLLM", "long build"},
-		GFX:            gfxStrixHalo,
+			"vLLM v0.10.2 and flash-attention from source against PyTorch 2.8 on ROCm 6.4. Not for " +
+			"Strix Halo with these pins: PyTorch's ROCm 6.4 wheels carry no gfx1151 kernels " +
+			"(pytorch#167299 added gfx115x later, for ROCm 7 wheels), so build_pipeline.sh refuses " +
+			"GPU_TARGET=gfx1151 before any download; on a Strix Halo pick therock-toolbox. For the " +
+			"RDNA3/4 or Instinct card in another box, set GPU_TARGET. build_pipeline.sh takes versions " +
+			"and hashes as arguments, defaults to versions.env, labels the image with every git hash " +
+			"and freezes requirements.lock. Pick it for a reproducible continuous build or an upstream path.",
+		Pros: []string{"stable releases, not nightlies", "image labels record every pin", "Red Hat aligned"},
+		Cons: []string{"not for gfx1151: torch 2.8.0+rocm6.4 has no Strix Halo kernels", "older vLLM", "long build"},
+		// The targets both torch 2.8.0+rocm6.4's wheels (pytorch#141667, #148562) and vLLM
+		// v0.10.2's HIP_SUPPORTED_ARCHS carry; the image checks torch's arch list itself.
+		GFX:            []string{"gfx1100", "gfx1101", "gfx1200", "gfx1201", "gfx1030", "gfx942", "gfx90a"},
 		Requires:       []string{"podman", "about 80 GB free disk", "32 GB RAM or more for the build"},
 		BlockingChecks: []string{"container-engine", "disk-space"},
 		Steps: []Step{
@@ -188,7 +193,7 @@ var catalogue = []Track{
 		Env:            map[string]string{"TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL": "1", "TORCH_ROCM_AOTRITON_PREFER_DEFAULT": "1", "HIP_VISIBLE_DEVICES": "0"},
 		Steps: []Step{
 			{ID: "env", Title: "Set up the environment and ROCm SDK", Script: "00-setup-env.sh", Pins: []string{"PYTHON_VERSION", "THEROCK_INDEX_URL", "ROCM_VERSION", "GPU_TARGET"}},
-			{ID: "aotriton", Title: "Build AOTriton at PyTorch's pin", Script: "01-build-aotriton.sh", Pins: []string{"THEROCK_REPO", "THEROCK_REF", "PYTORCH_REF", "PYTORCH_AUDIO_REF", "PYTORCH_VISION_REF", "GPU_TARGET"}, DependsOn: []string{"env"}},
+			{ID: "aotriton", Title: "Build AOTriton at PyTorch's pin", Script: "01-build-aotriton.sh", Pins: []string{"THEROCK_REPO", "THEROCK_REF", "PYTORCH_REPO", "PYTORCH_REF", "GPU_TARGET"}, DependsOn: []string{"env"}},
 			{ID: "pytorch", Title: "Build PyTorch with AOTriton for gfx1151", Script: "02-build-pytorch-with-aotriton-gfx1151.sh", Pins: []string{"THEROCK_REF", "THEROCK_INDEX_URL", "ROCM_VERSION", "GPU_TARGET"}, DependsOn: []string{"aotriton"}},
 			{ID: "install", Title: "Install the wheels just built", Script: "04-install-wheels.sh", DependsOn: []string{"pytorch"}},
 			{ID: "verify", Title: "Backend check: AOTriton flash attention", Script: "run-backend-check.sh", Pins: []string{"GPU_TARGET"}, DependsOn: []string{"install"}},
@@ -233,9 +238,9 @@ var catalogue = []Track{
 		Source: "seeds/rocm-llamacpp-investigation.md",
 		Description: "llama.cpp's HIP backend hangs on gfx1151 upstream (at async uploads, then at " +
 			"graph_reserve). This track runs the investigation's ladder as data: HSA_ENABLE_SDMA=0, " +
-			"the gfx1100 override, flash attention off, CWSR off, a TheRock nightly, an image without " +
-			"rocWMMA, each with a stall timeout, recording every result and stopping at the first that " +
-			"loads and generates. Experimental: expect it to end with 'use Vulkan'.",
+			"flash attention off, CWSR off, a TheRock nightly, each with a stall timeout, recording " +
+			"every result and stopping at the first that loads and generates on the GPU (device " +
+			"evidence, not the backend name). Experimental: expect it to end with 'use Vulkan'.",
 		Pros:           []string{"tells you exactly which workaround works on your box", "every attempt recorded"},
 		Cons:           []string{"upstream hangs: often no strategy succeeds", "needs a GGUF model"},
 		GFX:            gfxStrixHalo,

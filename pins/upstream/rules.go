@@ -74,11 +74,9 @@ var GitRepos = map[string]string{
 	// toolbox/Dockerfile_rocm64_pytorch clones these by URL
 	"GFX803_VISION_REF": "https://github.com/pytorch/vision.git",
 	"GFX803_AUDIO_REF":  "https://github.com/pytorch/audio.git",
-	// TheRock's external-builds/pytorch/pytorch_{torch,audio,vision}_repo.py
-	// DEFAULT_ORIGIN (ROCm/TheRock@89553ce3), checked out at --repo-hashtag
-	"PYTORCH_REF":        "https://github.com/pytorch/pytorch.git",
-	"PYTORCH_AUDIO_REF":  "https://github.com/pytorch/audio.git",
-	"PYTORCH_VISION_REF": "https://github.com/pytorch/vision.git",
+	// checked out by TheRock's pytorch_torch_repo.py --gitrepo-origin PYTORCH_REPO
+	// --repo-hashtag PYTORCH_REF (audio and vision follow its related_commits)
+	"PYTORCH_REF": "PYTORCH_REPO",
 }
 
 // ModelPins are Hugging Face model pins (an org/name ID, or a local path).

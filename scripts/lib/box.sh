@@ -53,6 +53,100 @@ box_devices() {
 # box_exists NAME: true when the container exists.
 box_exists() { box_image "$1" >/dev/null; }
 
+# box_running NAME: true when the container is running (podman exec needs that). Read-only.
+box_running() {
+  local -a mgr
+  read -r -a mgr <<<"$(box_manager)"
+  [[ "$("${mgr[@]}" container inspect --format '{{.State.Running}}' "$1" 2>/dev/null)" == true ]]
+}
+
+# box_root_word: " --root" for a rootful box (HALOFORGE_DISTROBOX_ROOT=1), for the commands a
+# message shows.
+box_root_word() {
+  if [[ "${HALOFORGE_DISTROBOX_ROOT:-0}" == 1 ]]; then
+    printf ' --root'
+  fi
+}
+
+# host_has_dev PATH: the host has the device PATH (/dev/kfd, /dev/dri). HALOFORGE_DEV_ROOT
+# (tests) names a directory that stands in for the host's root in this check only; the
+# flags still name the real path.
+host_has_dev() {
+  [[ -e "${HALOFORGE_DEV_ROOT:-}$1" ]]
+}
+
+# box_oci_runtime: podman's OCI runtime (crun, runc), empty when unknown or not podman.
+# Read-only.
+box_oci_runtime() {
+  local -a mgr
+  read -r -a mgr <<<"$(box_manager)"
+  [[ "${mgr[-1]}" == podman ]] || return 0
+  command -v podman >/dev/null 2>&1 || return 0
+  "${mgr[@]}" info --format '{{.Host.OCIRuntime.Name}}' 2>/dev/null || true
+}
+
+# box_gpu_flags DEV...: sets BOX_FLAGS to what hands the host devices DEV (/dev/kfd, /dev/dri)
+# to a distrobox box (FACTS.md "Containers"), for `distrobox create --additional-flags`: a
+# --device for each, the user's render and video groups, and seccomp unconfined when
+# /dev/kfd (ROCm) is among them; empty without devices. distrobox already runs the box
+# --privileged with /dev mounted and, under podman, the run.oci.keep_original_groups=1
+# annotation (89luca89/distrobox 1.8.2.4 distrobox-create lines 676, 755, 935), so these are
+# belt and braces. `--group-add keep-groups` is a podman (crun) keyword: docker resolves
+# group names against the image's /etc/group and the box would never start ("Unable to find
+# group keep-groups"), so a docker manager gets the numeric gids of the host's groups.
+box_gpu_flags() {
+  BOX_FLAGS=()
+  (($#)) || return 0
+  local dev kfd=0
+  for dev in "$@"; do
+    BOX_FLAGS+=(--device "$dev")
+    [[ "$dev" == /dev/kfd ]] && kfd=1
+  done
+  local -a mgr
+  read -r -a mgr <<<"$(box_manager)"
+  if [[ "${mgr[-1]}" != podman ]]; then
+    local g gid
+    for g in video render; do
+      gid=$(getent group "$g" 2>/dev/null | cut -d: -f3) || true
+      [[ -n "$gid" ]] && BOX_FLAGS+=(--group-add "$gid")
+    done
+  else
+    BOX_FLAGS+=(--group-add keep-groups)
+    # keep-groups works through crun (podman troubleshooting, "Passed-in devices or files
+    # can't be accessed in rootless container"); runc accepts the flag and ignores it, which
+    # only matters rootless.
+    local rt
+    rt=$(box_oci_runtime)
+    if [[ -n "$rt" && "$rt" != crun && "${HALOFORGE_DISTROBOX_ROOT:-0}" != 1 ]]; then
+      log_warn "podman runs containers with $rt: --group-add keep-groups only takes effect with crun, so rootless access to the GPU may fail in the box (install crun, or use HALOFORGE_DISTROBOX_ROOT=1)"
+    fi
+  fi
+  ((kfd)) && BOX_FLAGS+=(--security-opt seccomp=unconfined)
+  return 0
+}
+
+# grant_box_sudo: a rootful box (HALOFORGE_DISTROBOX_ROOT=1) gives its user no passwordless
+# sudo: distrobox-init sets one up only rootless, and makes a rootful user choose a password
+# at the first interactive shell (89luca89/distrobox 1.8.2.4 distrobox-init lines 2338-2350,
+# 2573-2590). The later steps run sudo unattended inside the box (apt/dnf, /opt), so the
+# box's root grants it, through the container manager distrobox itself drives with sudo.
+# Idempotent (the same file each time), so a re-run grants it to a box an older haloforge
+# made; only the box $TOOLBOX_NAME is changed, and nothing happens rootless.
+grant_box_sudo() {
+  [[ "${HALOFORGE_DISTROBOX_ROOT:-0}" == 1 ]] || return 0
+  local user
+  local -a mgr
+  user=$(id -un)
+  read -r -a mgr <<<"$(box_manager)"
+  # podman exec needs a running container; distrobox enter starts a stopped box.
+  if ! is_dry_run && ! box_running "$TOOLBOX_NAME"; then
+    in_box true
+  fi
+  log_info "rootful box: granting $user passwordless sudo inside $TOOLBOX_NAME (/etc/sudoers.d/haloforge)"
+  run "${mgr[@]}" exec --user root "$TOOLBOX_NAME" sh -c \
+    "printf '%s ALL=(root) NOPASSWD:ALL\\n' \"\$1\" > /etc/sudoers.d/haloforge && chmod 0440 /etc/sudoers.d/haloforge" sh "$user"
+}
+
 # same_image A B: image references equal up to the implied docker.io/library/ prefix and
 # :latest tag (podman records "ubuntu:24.04" as docker.io/library/ubuntu:24.04).
 same_image() {

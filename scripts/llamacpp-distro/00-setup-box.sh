@@ -19,27 +19,22 @@ hf_init "$@"
 require_env LLAMACPP_DISTRO_BOX LLAMACPP_DISTRO_IMAGE
 distro_init
 
-root_word() {
-  if [[ "${HALOFORGE_DISTROBOX_ROOT:-0}" == 1 ]]; then
-    printf ' --root'
-  fi
-}
-
 if [[ $(id -u) -eq 0 ]]; then
   msg="running as root: distrobox refuses that (\"Running distrobox-create as sudo is not supported\"). Run haloforge as your normal user; for rootful podman set HALOFORGE_DISTROBOX_ROOT=1"
   is_dry_run || die "$msg"
   log_warn "$msg"
 fi
 
-# device_flags: FLAGS gets the GPU devices this host has, and keep-groups so the user's
-# render and video groups still open them (FACTS.md "Containers").
+# device_flags: FLAGS gets the GPU devices this host has, through box_gpu_flags (lib/box.sh:
+# keep-groups under podman, the numeric render and video gids under docker, whose
+# --group-add resolves names in the image's /etc/group), so the user's groups still open them.
 device_flags() {
   FLAGS=()
-  local dev
+  local dev have=()
   for dev in /dev/dri /dev/kfd; do
-    [[ -e "$dev" ]] && FLAGS+=(--device "$dev")
+    host_has_dev "$dev" && have+=("$dev")
   done
-  if ((${#FLAGS[@]} == 0)); then
+  if ((${#have[@]} == 0)); then
     if [[ "${HALOFORGE_ALLOW_NO_GPU:-0}" == 1 ]]; then
       log_warn "HALOFORGE_ALLOW_NO_GPU=1: this host has no /dev/dri and no /dev/kfd; the box gets no GPU (Vulkan will only find llvmpipe, a CPU device)"
       return 0
@@ -48,9 +43,8 @@ device_flags() {
     log_warn "no /dev/dri or /dev/kfd on this machine (a real run stops here)"
     return 0
   fi
-  FLAGS+=(--group-add keep-groups)
-  [[ -e /dev/kfd ]] && FLAGS+=(--security-opt seccomp=unconfined)
-  return 0
+  box_gpu_flags "${have[@]}"
+  FLAGS=("${BOX_FLAGS[@]}")
 }
 
 # reuse_or_explain: 0 to reuse the box, 1 to create it; stops with the exact commands when
@@ -60,6 +54,8 @@ reuse_or_explain() {
   have=$(box_image "$TOOLBOX_NAME") || return 1
   if same_image "$have" "$LLAMACPP_DISTRO_IMAGE"; then
     log_ok "box $TOOLBOX_NAME exists with image $have: reused"
+    # A rootful box made before haloforge granted sudo (or by hand) needs it too.
+    grant_box_sudo
     return 0
   fi
   if [[ "${HALOFORGE_RECREATE_BOX:-0}" == 1 ]]; then
@@ -71,7 +67,7 @@ reuse_or_explain() {
     log_warn "box $TOOLBOX_NAME was created from $have, not from $LLAMACPP_DISTRO_IMAGE: a real run stops here"
     return 1
   }
-  die "box $TOOLBOX_NAME exists but was created from $have, not from the pinned $LLAMACPP_DISTRO_IMAGE. To replace it: distrobox rm$(root_word) --force $TOOLBOX_NAME (or re-run with HALOFORGE_RECREATE_BOX=1); to keep it: --set LLAMACPP_DISTRO_IMAGE=$have, or pick another LLAMACPP_DISTRO_BOX"
+  die "box $TOOLBOX_NAME exists but was created from $have, not from the pinned $LLAMACPP_DISTRO_IMAGE. To replace it: distrobox rm$(box_root_word) --force $TOOLBOX_NAME (or re-run with HALOFORGE_RECREATE_BOX=1); to keep it: --set LLAMACPP_DISTRO_IMAGE=$have, or pick another LLAMACPP_DISTRO_BOX"
 }
 
 log_step "Box $TOOLBOX_NAME from $LLAMACPP_DISTRO_IMAGE"
@@ -97,15 +93,17 @@ explain_first_start() {
   local -a mgr
   read -r -a mgr <<<"$(box_manager)"
   if "${mgr[@]}" logs "$TOOLBOX_NAME" 2>&1 | grep -q 'invalid password hash'; then
-    die "distrobox $(distrobox version 2>/dev/null | awk '{print $NF}') cannot set up your user in $LLAMACPP_DISTRO_IMAGE: its chpasswd rejects the random password older distrobox seeds (\"chpasswd: invalid password hash\", fixed in distrobox 1.8.2). Update distrobox to 1.8.2 or newer, then: distrobox rm$(root_word) --force $TOOLBOX_NAME and run this step again"
+    die "distrobox $(distrobox version 2>/dev/null | awk '{print $NF}') cannot set up your user in $LLAMACPP_DISTRO_IMAGE: its chpasswd rejects the random password older distrobox seeds (\"chpasswd: invalid password hash\", fixed in distrobox 1.8.2). Update distrobox to 1.8.2 or newer, then: distrobox rm$(box_root_word) --force $TOOLBOX_NAME and run this step again"
   fi
   die "the first start of $TOOLBOX_NAME failed; its log: $(box_manager) logs $TOOLBOX_NAME"
 }
 
 log_step "First start of $TOOLBOX_NAME (distrobox sets up the user inside)"
 in_box true || explain_first_start
+# 01 installs with sudo, unattended: a rootful box needs passwordless sudo first.
+grant_box_sudo
 if ! is_dry_run; then
   box_exists "$TOOLBOX_NAME" || die "distrobox create finished but there is no container $TOOLBOX_NAME"
-  log_ok "box $TOOLBOX_NAME ready: distrobox enter$(root_word) $TOOLBOX_NAME"
+  log_ok "box $TOOLBOX_NAME ready: distrobox enter$(box_root_word) $TOOLBOX_NAME"
 fi
 hf_fact_image "$LLAMACPP_DISTRO_IMAGE"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
-# llamacpp-distro step "verify": llama-bench runs a model on the chosen GPU backend, and
-# its own JSON says so ("backends": "Vulkan" or "ROCm", a GPU in "gpu_info"). Runs inside
-# the box.
+# llamacpp-distro step "verify": llama-bench runs a model on the chosen GPU backend's first
+# device (-dev), and its own JSON says so: "devices" is that device, a GPU in "gpu_info",
+# layers offloaded, the backend among "backends" (which alone lists only what is compiled
+# in: lib/llama_gpu_evidence.py, shared with the other llama.cpp tracks). Runs inside the box.
 #
 # Pins: LLAMA_MODEL (a GGUF file). Without it, a tiny random-weight llama model (about
 # 0.7 MB) is written with python3-gguf into $HALOFORGE_STATE_DIR/llamacpp-distro: that
@@ -17,6 +18,8 @@
 
 # shellcheck source=../lib/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+# shellcheck source=../lib/llama.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/llama.sh"
 # shellcheck source=./lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 hf_init "$@"
@@ -118,35 +121,14 @@ cat "$out.stderr"
 cat "$out"
 cp "$out" "$DISTRO_STATE/llama-bench.json"
 
-# summary: backends, gpu_info, build and one "test: t/s" per row, from llama-bench's JSON.
-summary=$(
-  python3 - "$out" <<'PY'
-import json, sys
-rows = json.load(open(sys.argv[1]))
-if not isinstance(rows, list) or not rows:
-    sys.exit("no result rows")
-r = rows[0]
-print(r.get("backends", ""))
-print(r.get("gpu_info", ""))
-print("%s (build %s)" % (r.get("build_commit", "?"), r.get("build_number", "?")))
-for r in rows:
-    test = ("pp%d" % r["n_prompt"]) if r.get("n_prompt") else ("tg%d" % r.get("n_gen", 0))
-    if r.get("n_depth"):
-        test += " @ d%d" % r["n_depth"]
-    print("%s: %.1f t/s" % (test, r.get("avg_ts", 0.0)))
-PY
-) || not_verified "llama-bench printed no JSON result rows (see $out)"
-mapfile -t lines <<<"$summary"
-backends=${lines[0]} gpu=${lines[1]} build=${lines[2]}
-results=$(printf '%s\n' "${lines[@]:3}" | paste -sd',' | sed 's/,/, /g')
-
-[[ ",$backends," == *",$PREFIX,"* ]] \
-  || not_verified "llama-bench ran on backends '${backends:-none}', not $PREFIX: the GPU backend did not load (CPU only)"
-[[ -n $gpu ]] || not_verified "llama-bench reports backend $PREFIX but no GPU in gpu_info"
-what="llama.cpp $build on $PREFIX ($gpu): $results"
-if [[ $gpu == llvmpipe* ]]; then
-  [[ ${HALOFORGE_ALLOW_NO_GPU:-0} == 1 ]] \
-    || not_verified "Vulkan ran on llvmpipe, Mesa's CPU device, not on a GPU: check /dev/dri in the box and the render group"
+# The proof: device evidence in every row (lib/llama_gpu_evidence.py); llvmpipe, Mesa's CPU
+# Vulkan device, counts only in the HALOFORGE_ALLOW_NO_GPU=1 test mode.
+allow=()
+[[ ${HALOFORGE_ALLOW_NO_GPU:-0} == 1 ]] && allow=(--allow-llvmpipe)
+llama_gpu_evidence bench "$out" --backend "$PREFIX" --device "$DEV" "${allow[@]}" \
+  || not_verified "$EVIDENCE_WHY"
+what=$EVIDENCE_SUMMARY
+if ((${#allow[@]})) && grep -q '"gpu_info": "llvmpipe' "$out"; then
   what="$what; llvmpipe is a CPU Vulkan device (HALOFORGE_ALLOW_NO_GPU=1 test mode)"
 fi
 ((tiny)) && what="$what; tiny random model: proof that kernels run, not a speed"

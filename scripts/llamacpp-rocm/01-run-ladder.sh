@@ -2,7 +2,10 @@
 # shellcheck source-path=SCRIPTDIR
 # llamacpp-rocm, step "ladder": try each strategy of ladder.tsv with a stall timeout, record
 # every result in $HALOFORGE_STATE_DIR/llamacpp-rocm/ladder.json, and stop at the first one
-# that loads the model and generates tokens (the investigation's success criteria).
+# that loads the model and generates tokens on the GPU (the investigation's success criteria).
+# llama-bench runs with -dev ROCm0 -o jsonl -v: its rows must carry device evidence, not just
+# "ROCm" among the backends compiled in (lib/llama_gpu_evidence.py), and the -v lines
+# ("offloaded N/M layers to GPU") must not say the layers stayed on the CPU.
 #
 # Experimental and honest about it: upstream llama.cpp's HIP backend hangs on gfx1151 at
 # the time of the seed, and the likely end of this ladder is "use the llamacpp-vulkan track".
@@ -11,6 +14,8 @@ set -Eeuo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 # shellcheck source=../lib/container.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/container.sh"
+# shellcheck source=../lib/llama.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/llama.sh"
 # shellcheck source=./ladder.sh
 . "$(dirname "${BASH_SOURCE[0]}")/ladder.sh"
 hf_init "$@"
@@ -26,6 +31,7 @@ fi
 [[ -f "$model" ]] || is_dry_run || die "LLAMA_MODEL=$model: no such file"
 model_dir=$(dirname "$model")
 [[ -d "$model_dir" ]] && model_dir=$(cd "$model_dir" && pwd)
+is_dry_run || require python3
 
 log_warn "experimental: llama.cpp's ROCm backend hangs on gfx1151 on many kernel/ROCm pairs; each rung gets ${LLAMA_STALL_TIMEOUT}s of silence after a hang-prone line before it counts as hung"
 need_gpu_devices
@@ -57,7 +63,7 @@ for rung in "${rungs[@]}"; do
     for kv in "${kvs[@]}"; do cmd+=(-e "$kv"); done
   fi
   cmd+=(-v "$model_dir:/models:ro,z" "$image"
-    llama-bench -m "/models/$(basename "$model")" -ngl 99 -p 64 -n 16 -r 1 -v)
+    llama-bench -m "/models/$(basename "$model")" -ngl 99 -p 64 -n 16 -r 1 -v -o jsonl -dev ROCm0)
   if [[ "$flags" != - ]]; then
     read -r -a extra <<<"$flags"
     cmd+=("${extra[@]}")
@@ -72,16 +78,18 @@ for rung in "${rungs[@]}"; do
   "$eng" rm -f "haloforge-ladder-$id" >/dev/null 2>&1 || true
   run_watched "$LLAMA_STALL_TIMEOUT" "$log" "haloforge-ladder-$id" "${cmd[@]}" || wrc=$?
   secs=$((SECONDS - start))
-  results=$(awk -f "$HALOFORGE_SCRIPTS_DIR/llamacpp-vulkan/parse_llama_bench.awk" "$log" || true)
-  backends=$(awk -f "$HALOFORGE_SCRIPTS_DIR/llamacpp-vulkan/bench_backends.awk" "$log" || echo unknown)
+  evidence=0
+  llama_gpu_evidence bench "$log" --backend ROCm --device ROCm0 && evidence=1
   if ((wrc == 3)); then
     status=hung detail=$STALL_REASON
   elif ((WATCH_EXIT != 0)); then
-    status=failed detail="exit $WATCH_EXIT: $(grep -v '^[[:space:]]*$' "$log" | tail -n 1)"
-  elif bench_generated "$results" && [[ ",$backends," == *,ROCm* ]]; then
-    status=success detail="backend $backends: $(tr '\t\n' '= ' <<<"$results" | sed 's/ $//')"
-  elif bench_generated "$results"; then
-    status=failed detail="generated on $backends, not on ROCm"
+    # llama-bench's own "error: …" line (e.g. "invalid device: ROCm0"), else the last line.
+    why=$(grep -m1 '^error: ' "$log" || grep -v '^[[:space:]]*$' "$log" | tail -n 1)
+    status=failed detail="exit $WATCH_EXIT: $why"
+  elif ((evidence)) && bench_generated "$EVIDENCE_RESULTS"; then
+    status=success detail=$EVIDENCE_SUMMARY
+  elif grep -q '"avg_ts"' "$log"; then
+    status=failed detail="not on the GPU: $EVIDENCE_WHY"
   else
     status=failed detail="the model ran but generated no tokens"
   fi

@@ -92,8 +92,8 @@ host_change_hint() {
   esac
 }
 
-# bench_generated RESULTS: true when parse_llama_bench.awk's output has a generation (tg)
-# row with a positive speed: the model loaded and produced tokens.
+# bench_generated RESULTS: true when the "TEST<TAB>t/s" lines of lib/llama_gpu_evidence.py
+# have a generation (tg) row with a positive speed: the model loaded and produced tokens.
 bench_generated() {
   awk -F '\t' '$1 ~ /^tg/ && $2 + 0 > 0 { ok = 1 } END { exit !ok }' <<<"$1"
 }

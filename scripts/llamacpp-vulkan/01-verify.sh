@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
 # llamacpp-vulkan, step "verify": Vulkan sees the GPU through RADV inside the image, and
-# ggml's own test-backend-ops -o MUL_MAT -b Vulkan0 passes (the Vulkan matrix multiplications
-# match the CPU backend: proof without a model); with LLAMA_MODEL set, llama-bench runs, its
-# rows must report the Vulkan backend (not CPU only), and its prompt (pp) and generation (tg)
-# tokens/s are saved to $HALOFORGE_STATE_DIR/llamacpp-vulkan/bench.tsv.
+# ggml's own test-backend-ops -o MUL_MAT -b Vulkan0 tests that device and passes (the Vulkan
+# matrix multiplications match the CPU backend: proof without a model); with LLAMA_MODEL set,
+# llama-bench runs on -dev Vulkan0 with JSON output, its rows must carry device evidence (not
+# the backends column, which lists what is compiled in: lib/llama_gpu_evidence.py), and its
+# prompt (pp) and generation (tg) tokens/s are saved to
+# $HALOFORGE_STATE_DIR/llamacpp-vulkan/bench.tsv.
 set -Eeuo pipefail
 # shellcheck source=../lib/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 # shellcheck source=../lib/container.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/container.sh"
+# shellcheck source=../lib/llama.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/llama.sh"
 # shellcheck source=./report.sh
 . "$(dirname "${BASH_SOURCE[0]}")/report.sh"
 hf_init "$@"
 
 require_env VULKAN_IMAGE
+is_dry_run || require python3
 eng=$(engine)
 mapfile -t dri < <(dri_flags)
 if [[ ! -e /dev/dri ]]; then
@@ -47,8 +52,18 @@ ops=("$eng" run --rm "${dri[@]}" "$VULKAN_IMAGE" test-backend-ops -o MUL_MAT -b 
 if is_dry_run; then
   run "${ops[@]}"
 else
-  run "${ops[@]}" 2>&1 | tail -n 5 || die "test-backend-ops -o MUL_MAT failed on Vulkan0: the Vulkan backend computes wrong results or does not start (the lines above)"
-  hf_verified "llama.cpp $LLAMACPP_REF: test-backend-ops -o MUL_MAT passed on Vulkan0 (matches the CPU backend)"
+  # The whole output is read: "Backend Vulkan0: OK" and "N/N tests passed" with N > 0. A
+  # device that is not there is only "Skipping", and a filter that matches nothing passes
+  # "0/0", both with exit 0 (tests/test-backend-ops.cpp).
+  mkdir -p "$HALOFORGE_RUN_DIR"
+  opslog=$HALOFORGE_RUN_DIR/test-backend-ops.log
+  rc=0
+  run "${ops[@]}" >"$opslog" 2>&1 || rc=$?
+  tail -n 12 "$opslog"
+  log_info "(the whole output: $opslog)"
+  ((rc == 0)) || die "test-backend-ops -o MUL_MAT failed on Vulkan0 (exit $rc): the Vulkan backend computes wrong results or does not start (see $opslog)"
+  llama_gpu_evidence backend-ops "$opslog" --device Vulkan0 || die "$EVIDENCE_WHY (see $opslog)"
+  hf_verified "llama.cpp $LLAMACPP_REF: $EVIDENCE_SUMMARY (matches the CPU backend)"
 fi
 
 model=${LLAMA_MODEL:-}
@@ -63,19 +78,20 @@ fi
 model_dir=$(dirname "$model")
 [[ -d "$model_dir" ]] && model_dir=$(cd "$model_dir" && pwd)
 log_step "llama-bench on $(basename "$model") (Vulkan, all layers on the GPU)"
-out=$HALOFORGE_RUN_DIR/llama-bench.md
+out=$HALOFORGE_RUN_DIR/llama-bench.json
 bench=("$eng" run --rm "${dri[@]}" -v "$model_dir:/models:ro,z" "$VULKAN_IMAGE"
-  llama-bench -m "/models/$(basename "$model")" -ngl 99 -p 512 -n 128)
+  llama-bench -m "/models/$(basename "$model")" -ngl 99 -p 512 -n 128 -o json -dev Vulkan0)
 if is_dry_run; then
   run "${bench[@]}"
   exit 0
 fi
 mkdir -p "$HALOFORGE_RUN_DIR"
-run "${bench[@]}" | tee "$out"
-results=$(awk -f "$HF_SCRIPT_DIR/parse_llama_bench.awk" "$out") \
-  || die "llama-bench printed no results (see $out)"
-backends=$(awk -f "$HF_SCRIPT_DIR/bench_backends.awk" "$out") || backends=unknown
-gpu_backend "$backends" || die "llama-bench ran on $backends only, not on the GPU: Vulkan found no usable device in the image (see $out)"
-report_bench "$results" "$model" "$(state_dir_for llamacpp-vulkan)/bench.tsv"
-hf_verified "llama-bench ran $(basename "$model") on the $backends backend ($(tr '\t\n' '= ' <<<"$results" | sed 's/ $//') tokens/s)"
+# run would print its "+ command" line into the JSON: print it here, then run the command.
+log_info "+ $(quote_cmd "${bench[@]}")"
+"${bench[@]}" >"$out" || die "llama-bench failed on Vulkan0 (the lines above; an \"invalid device: Vulkan0\" means Vulkan found no GPU in the image)"
+cat "$out"
+llama_gpu_evidence bench "$out" --backend Vulkan --device Vulkan0 \
+  || die "$EVIDENCE_WHY (see $out)"
+report_bench "$EVIDENCE_RESULTS" "$model" "$(state_dir_for llamacpp-vulkan)/bench.tsv"
+hf_verified "llama-bench ran $(basename "$model"): $EVIDENCE_SUMMARY"
 hf_verify_end

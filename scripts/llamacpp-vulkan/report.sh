@@ -1,12 +1,6 @@
 # shellcheck shell=bash
-# gpu_backend BACKENDS: true when llama-bench's backend column names a GPU backend (Vulkan,
-# ROCm, HIP, CUDA), not only the CPU.
-gpu_backend() {
-  [[ ",$1," =~ ,(Vulkan|ROCm|HIP|CUDA|SYCL|Metal)[^,]*, ]]
-}
-
-# report_bench RESULTS MODEL FILE: print parse_llama_bench.awk's lines as prompt and
-# generation speeds and append them, dated, to FILE (one TSV row per result).
+# report_bench RESULTS MODEL FILE: print the "TEST<TAB>t/s" lines of lib/llama_gpu_evidence.py
+# as prompt and generation speeds and append them, dated, to FILE (one TSV row per result).
 report_bench() {
   local results=$1 model=$2 file=$3 test tps kind
   while IFS=$'\t' read -r test tps; do

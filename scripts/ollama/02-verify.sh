@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
-# ollama, step "verify": the API answers, and Ollama's own log says it found the ROCm GPU.
+# ollama, step "verify": the API answers, and Ollama's own log says it found the ROCm GPU
+# (its "inference compute" line with library=ROCm). What it proved, or why not, goes to the
+# runner's report (hf_verified / hf_not_verified), like every verify step.
 set -Eeuo pipefail
 # shellcheck source=../lib/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
@@ -19,19 +21,30 @@ if is_dry_run; then
   exit 0
 fi
 require curl
+hf_verify_begin
+# not_verified REASON: record the reason and fail the step.
+not_verified() {
+  hf_not_verified "$1"
+  die "$1"
+}
 version=''
 for _ in $(seq 1 30); do
   version=$(curl -fsS --max-time 5 "$url" 2>/dev/null) && break
   sleep 1
 done
-[[ -n "$version" ]] || die "Ollama does not answer on $url after 30 s; see: $eng logs $name"
+[[ -n "$version" ]] || not_verified "Ollama does not answer on $url after 30 s; see: $eng logs $name"
 log_ok "Ollama answers: $version"
+# /api/version answers {"version":"0.32.15"}.
+version=$(sed -n 's/.*"version" *: *"\([^"]*\)".*/\1/p' <<<"$version")
 
 log_step "Look for the GPU in Ollama's log"
 logs=$("$eng" logs "$name" 2>&1 || true)
 if gpu_line=$(ollama_gpu_line <<<"$logs"); then
   log_ok "Ollama found the GPU: $gpu_line"
+  # The fields after the message: library=ROCm compute=gfx1151 … name=… total=… available=…
+  hf_verified "Ollama ${version:-?} runs on the ROCm GPU: ${gpu_line#*msg=\"inference compute\" }"
 else
   grep -iE 'no compatible GPUs|unable to open /dev/kfd|rocm.*(error|unsupported)' <<<"$logs" | tail -n 5 >&2 || true
-  die "Ollama runs on the CPU only: no ROCm GPU in its log (see: $eng logs $name)"
+  not_verified "Ollama runs on the CPU only: no ROCm GPU in its log (see: $eng logs $name)"
 fi
+hf_verify_end

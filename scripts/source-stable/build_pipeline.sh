@@ -2,7 +2,8 @@
 # shellcheck source-path=SCRIPTDIR
 # build_pipeline.sh (source-stable, step "image"): build toolbox/Containerfile.source-stable,
 # vLLM and flash-attention from source on Fedora 43 against PyTorch 2.8 / ROCm 6.4, with
-# every version and git hash as an image label (seed spec, option B).
+# every version and git hash as an image label (seed spec, option B). Not for gfx1151: a
+# gfx115x target with a ROCm 6.x torch index is refused before anything is downloaded.
 #
 # Versions and hashes come from arguments, else the environment, else versions.env: the
 # runner passes no arguments, so a pipeline run builds exactly the pinned set.
@@ -129,6 +130,25 @@ check_values() {
   [[ "$PYTHON_VERSION" =~ ^3\.[0-9]+$ ]] || usage_error "PYTHON_VERSION='$PYTHON_VERSION' is not like 3.12"
   [[ "$SOURCE_TORCH_INDEX_URL" =~ ^https:// ]] || usage_error "SOURCE_TORCH_INDEX_URL must be https"
   [[ "$GPU_TARGET" =~ ^gfx[0-9a-f]+$ ]] || usage_error "GPU_TARGET='$GPU_TARGET' is not a gfx target"
+  no_kernels_for_target
+}
+
+# no_kernels_for_target: refuse, before any download, a target the torch index has no
+# kernels for: PyTorch's ROCm 6.x wheels carry no gfx1150/gfx1151 (Strix Halo) code, which
+# PyTorch added to its ROCm wheels with pytorch#167299 (2025-11-07, ROCm 7 builds), so the
+# image would only stop at its arch check after gigabytes of downloads.
+no_kernels_for_target() {
+  case $GPU_TARGET in
+    gfx115*) ;;
+    *) return 0 ;;
+  esac
+  case ${SOURCE_TORCH_INDEX_URL%/}/ in
+    */rocm6.*/) ;;
+    *) return 0 ;;
+  esac
+  log_error "source-stable cannot build for GPU_TARGET=$GPU_TARGET with torch from $SOURCE_TORCH_INDEX_URL: PyTorch's ROCm 6.x wheels carry no gfx1150/gfx1151 kernels (added with pytorch#167299, for ROCm 7 wheels), so torch $SOURCE_TORCH_VERSION would stop at its first kernel on this GPU. For a Strix Halo use the therock-toolbox track (haloforge build --track therock-toolbox); this track builds for gfx1100, gfx1101, gfx1200, gfx1201, gfx1030, gfx942 or gfx90a (--set GPU_TARGET=gfx1100)"
+  _HF_DYING=1
+  exit 2
 }
 
 # build_context DIR: the few files the Containerfile copies in (nothing else, so the cache
@@ -137,7 +157,8 @@ build_context() {
   local dir=$1
   is_dry_run && return 0
   mkdir -p "$dir"
-  cp "$HALOFORGE_SCRIPTS_DIR/lib/list_add.awk" "$HALOFORGE_SCRIPTS_DIR/lib/python-pins.txt" "$HF_SCRIPT_DIR/patch-vllm-arch.sh" "$dir/"
+  cp "$HALOFORGE_SCRIPTS_DIR/lib/list_add.awk" "$HALOFORGE_SCRIPTS_DIR/lib/python-pins.txt" "$HF_SCRIPT_DIR/patch-vllm-arch.sh" \
+    "$HF_SCRIPT_DIR/venv-amdsmi.sh" "$dir/"
 }
 
 main() {

@@ -16,7 +16,6 @@ setup() {
   : >"$HALOFORGE_RESULT_FILE"
 }
 
-
 node() { # node DIR simd_count gfx_target_version
   mkdir -p "$1"
   printf 'cpu_cores_count 0\nsimd_count %s\ngfx_target_version %s\n' "$2" "$3" >"$1/properties"
@@ -83,7 +82,9 @@ node() { # node DIR simd_count gfx_target_version
 }
 
 # stand_in_bench [JSON]: a stand-in llama-bench (no GPU here) that lists one llvmpipe Vulkan
-# device only when GGML_VK_VISIBLE_DEVICES is set, as the real one does, and prints JSON.
+# device only when GGML_VK_VISIBLE_DEVICES is set, as the real one does, and prints JSON
+# (real, captured without -dev) with "devices" set to the -dev it was given, as the real one
+# writes it.
 stand_in_bench() {
   local json=${1:-$D/llama-bench-lavapipe.json}
   mkdir -p "$T/bin"
@@ -95,7 +96,10 @@ case "\$*" in
   echo 'Available devices:'
   if [[ -n "\${GGML_VK_VISIBLE_DEVICES:-}" ]]; then echo '  Vulkan0: llvmpipe (LLVM 22.1.8, 256 bits) (24105 MiB, 23614 MiB free)'; else echo '  (none)'; fi ;;
 --help) echo '  -lm, --load-mode <auto|none|mmap|mlock|mmap+mlock|dio> (default: auto)' ;;
-*) echo 'ggml_vulkan: Warning: Device type is CPU.' >&2; cat "$json" ;;
+*) echo 'ggml_vulkan: Warning: Device type is CPU.' >&2
+  dev=auto prev=''
+  for a in "\$@"; do [[ \$prev == -dev ]] && dev=\$a; prev=\$a; done
+  sed "s/\"devices\": \"auto\"/\"devices\": \"\$dev\"/" "$json" ;;
 esac
 FAKE
   chmod +x "$T/bin/llama-bench"
@@ -112,8 +116,8 @@ FAKE
   [ "$status" -eq 0 ]
   grep -q -- '-o json -r 3 -fa 1 -lm none -ngl 999 -dev Vulkan0 -p 512 -n 128' "$T/calls"
   run cat "$HALOFORGE_RESULT_FILE"
-  [[ "$output" == "$(printf 'verified\t')llama.cpp Debian (build 11669) on Vulkan (llvmpipe (LLVM 22.1.8, 256 bits)): pp64: 2756.6 t/s, tg16: 407.8 t/s, pp64 @ d256: 2291.0 t/s, tg16 @ d256: 454.2 t/s; llvmpipe is a CPU Vulkan device"* ]]
-  cmp "$D/llama-bench-lavapipe.json" "$HALOFORGE_STATE_DIR/llamacpp-distro/llama-bench.json"
+  [[ "$output" == "$(printf 'verified\t')llama.cpp Debian (build 11669) on Vulkan device Vulkan0 (llvmpipe (LLVM 22.1.8, 256 bits)): pp64: 2756.6 t/s, tg16: 407.8 t/s, pp64 @ d256: 2291.0 t/s, tg16 @ d256: 454.2 t/s; llvmpipe is a CPU Vulkan device"* ]]
+  [ "$(grep -c '"devices": "Vulkan0"' "$HALOFORGE_STATE_DIR/llamacpp-distro/llama-bench.json")" -eq 4 ]
 }
 
 @test "verify: without test mode, llvmpipe is not a GPU: not verified, exit 1" {
@@ -129,7 +133,7 @@ FAKE
   stand_in_bench "$T/cpu.json"
   run env HALOFORGE_ALLOW_NO_GPU=1 bash "$S/llamacpp-distro/02-verify.sh"
   [ "$status" -eq 1 ]
-  [[ "$(cat "$HALOFORGE_RESULT_FILE")" == "$(printf 'not-verified\t')llama-bench ran on backends 'CPU', not Vulkan"* ]]
+  [[ "$(cat "$HALOFORGE_RESULT_FILE")" == "$(printf 'not-verified\t')llama-bench ran with backends 'CPU', not Vulkan"* ]]
 }
 
 @test "verify: no Vulkan device at all is not verified, and says where to look" {
@@ -157,4 +161,52 @@ FAKE
     LLAMACPP_DISTRO_IMAGE=docker.io/library/debian:sid bash "$S/llamacpp-distro/00-setup-box.sh"
   [ "$status" -eq 0 ]
   [[ "$output" == *"distrobox create --yes --name hf-bats-box --image docker.io/library/debian:sid"* ]]
+}
+
+# host_devs DEV...: a directory standing in for the host's root with these device nodes (plain
+# files: only their presence is read, HALOFORGE_DEV_ROOT), as a box step checks them.
+host_devs() {
+  local d
+  for d in "$@"; do
+    mkdir -p "$T/hostroot$(dirname "$d")"
+    : >"$T/hostroot$d"
+  done
+  export HALOFORGE_DEV_ROOT=$T/hostroot
+}
+
+# box_dry: 00-setup-box.sh's dry run on the host (not in a box).
+box_dry() {
+  env -u HALOFORGE_IN_BOX HALOFORGE_DRY_RUN=1 LLAMACPP_DISTRO_IMAGE=docker.io/library/debian:sid "$@" bash "$S/llamacpp-distro/00-setup-box.sh"
+}
+
+@test "BREAKS N3: toolbox on a docker manager: the host's numeric groups, never podman's keep-groups" {
+  host_devs /dev/dri /dev/kfd
+  mkdir -p "$T/bin"
+  printf '#!/bin/sh\n# stand-in: a podman that is not usable here\nexit 1\n' >"$T/bin/podman"
+  chmod +x "$T/bin/podman"
+  run box_dry DBX_CONTAINER_MANAGER=docker PATH="$T/bin:$PATH"
+  [ "$status" -eq 0 ]
+  create=$(grep '^\[dry-run\] distrobox create' <<<"$output")
+  [[ "$create" == *"--device /dev/dri --device /dev/kfd"* ]]
+  [[ "$create" != *keep-groups* ]]
+  [[ "$create" == *"--security-opt seccomp=unconfined"* ]]
+  gid=$(getent group video | cut -d: -f3)
+  [ -z "$gid" ] || [[ "$create" == *"--group-add $gid"* ]]
+}
+
+@test "toolbox under podman: keep-groups, and Vulkan alone gets no seccomp change" {
+  host_devs /dev/dri
+  run box_dry DBX_CONTAINER_MANAGER=podman
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"--additional-flags '--device /dev/dri --group-add keep-groups'"* ]]
+}
+
+@test "BREAKS N4: a rootful box gets passwordless sudo, so 01's apt runs unattended" {
+  host_devs /dev/dri
+  run box_dry HALOFORGE_DISTROBOX_ROOT=1
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"distrobox create --root --yes --name hf-bats-box"* ]]
+  [[ "$output" == *"exec --user root hf-bats-box sh -c"*"NOPASSWD:ALL"*"/etc/sudoers.d/haloforge"* ]]
+  run box_dry HALOFORGE_DISTROBOX_ROOT=0
+  [[ "$output" != *"sudoers.d/haloforge"* ]]
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bats
-# Tests of the llamacpp-vulkan track: the llama-bench parser on real llama-bench output
-# (testdata/, sources in testdata/README.md) and the verify step with a stand-in container
-# engine (no GPU or registry here) that prints real vulkaninfo and llama-bench output.
+# Tests of the llamacpp-vulkan track: the verify step with a stand-in container engine (no
+# GPU or registry here) that plays real output of Debian sid's llama.cpp (testdata/, sources
+# in testdata/README.md): test-backend-ops and llama-bench, on lavapipe and on the CPU. Where
+# a GPU must appear, the lavapipe output's device name is replaced by the 8060S's (a variant,
+# named so in the engine).
 # shellcheck disable=SC2016
 
 setup() {
@@ -12,43 +14,24 @@ setup() {
   unset HALOFORGE_DRY_RUN LLAMA_MODEL
 }
 
-parse() { awk -f "$S/llamacpp-vulkan/parse_llama_bench.awk" "$@"; }
-
-@test "parser: prompt and generation rows of a Vulkan run, stddev dropped" {
-  run parse "$D/llama-bench-vulkan-rx580.md"
-  [ "$status" -eq 0 ]
-  [ "$output" = "$(printf 'pp512\t346.76\npp4096\t255.79\ntg128\t36.23\npp4096+tg128\t182.59')" ]
-}
-
-@test "parser: finds test and t/s among extra columns (Strix Halo, ROCm+Vulkan)" {
-  run parse "$D/llama-bench-strix-halo-rocm-vulkan.md"
-  [ "$status" -eq 0 ]
-  [ "$output" = "$(printf 'pp128\t124.14\npp256\t191.08')" ]
-}
-
-@test "parser: depth rows keep their full test name" {
-  run parse "$D/llama-bench-depth.md"
-  [ "${lines[2]}" = "$(printf 'pp512 @ d5000\t170.06')" ]
-  [ "${lines[3]}" = "$(printf 'tg128 @ d5000\t9.09')" ]
-}
-
-@test "parser: no table, no result, non-zero" {
-  run parse <<<"ggml_vulkan: Found 0 Vulkan devices"
-  [ "$status" -eq 1 ]
-  [ -z "$output" ]
-  run parse <<<"$(printf '| a | b |\n| - | - |\n| 1 | 2 |\n')"
-  [ "$status" -eq 1 ]
-}
-
-# engine: a stand-in podman printing a real vulkaninfo summary, or a real llama-bench table.
+# engine [OPS [BENCH]]: a stand-in podman printing a real vulkaninfo summary, OPS as
+# test-backend-ops' output (default: the real Vulkan0 run, its llvmpipe device renamed to the
+# 8060S: a GPU stand-in) and BENCH as llama-bench's (default: the real -dev Vulkan0 JSON,
+# renamed the same way); with BENCH_MD, a llama-bench run without -o json prints that table.
 engine() {
+  local ops=${1:-$T/ops-gpu.txt} bench=${2:-$T/bench-gpu.json}
   mkdir -p "$T/bin"
+  sed 's/llvmpipe (LLVM 22.1.8, 256 bits)/Radeon 8060S Graphics (RADV GFX1151)/' "$D/test-backend-ops-vulkan0.txt" >"$T/ops-gpu.txt"
+  sed 's/llvmpipe (LLVM 22.1.8, 256 bits)/Radeon 8060S Graphics (RADV GFX1151)/' "$D/llama-bench-lavapipe-dev.json" >"$T/bench-gpu.json"
   cat >"$T/bin/podman" <<FAKE
 #!/usr/bin/env bash
+# stand-in podman for the bats tests
 printf '%s\n' "\$*" >>"$T/calls"
 case "\$*" in
 *vulkaninfo*) printf '%s\n' 'Devices:' '========' 'GPU0:' '	apiVersion         = 1.4.318' '	deviceType         = PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU' '	deviceName         = Radeon 8060S Graphics (RADV GFX1151)' '	driverName         = radv' ;;
-*llama-bench*) cat "$D/llama-bench-vulkan-rx580.md" ;;
+*test-backend-ops*) cat "$ops" ;;
+*'llama-bench'*'-o json'*) cat "$bench" ;;
+*llama-bench*) cat "\${BENCH_MD:-/dev/null}" ;;
 esac
 FAKE
   chmod +x "$T/bin/podman"
@@ -60,6 +43,7 @@ FAKE
   run bash "$S/llamacpp-vulkan/01-verify.sh"
   [ "$status" -eq 0 ]
   [[ "$output" == *"RADV drives the GPU"* ]]
+  [[ "$output" == *"verified: llama.cpp b10590: test-backend-ops: 10/10 tests passed on Vulkan0 (Radeon 8060S Graphics (RADV GFX1151)) (matches the CPU backend)"* ]]
   [[ "$output" == *"--set LLAMA_MODEL=/path/to/model.gguf"* ]]
   run grep -q llama-bench "$T/calls"
   [ "$status" -ne 0 ]
@@ -70,10 +54,36 @@ FAKE
   mkdir -p "$T/models" && : >"$T/models/m.gguf"
   LLAMA_MODEL=$T/models/m.gguf run bash "$S/llamacpp-vulkan/01-verify.sh"
   [ "$status" -eq 0 ]
-  [[ "$output" == *"prompt processing (pp512): 346.76 tokens/s"* ]]
-  [[ "$output" == *"generation (tg128): 36.23 tokens/s"* ]]
-  grep -q -- "-v $T/models:/models:ro,z .* llama-bench -m /models/m.gguf -ngl 99" "$T/calls"
-  [ "$(cut -f2- "$HALOFORGE_STATE_DIR/llamacpp-vulkan/bench.tsv" | head -n 1)" = "$(printf 'm.gguf\tpp512\t346.76')" ]
+  [[ "$output" == *"prompt processing (pp64): 773.34 tokens/s"* ]]
+  [[ "$output" == *"generation (tg16): 241.01 tokens/s"* ]]
+  [[ "$output" == *"verified: llama-bench ran m.gguf: llama.cpp Debian (build 11669) on Vulkan device Vulkan0 (Radeon 8060S Graphics (RADV GFX1151)): pp64: 773.3 t/s, tg16: 241.0 t/s"* ]]
+  grep -q -- "-v $T/models:/models:ro,z .* llama-bench -m /models/m.gguf -ngl 99 -p 512 -n 128 -o json -dev Vulkan0" "$T/calls"
+  [ "$(cut -f2- "$HALOFORGE_STATE_DIR/llamacpp-vulkan/bench.tsv" | head -n 1)" = "$(printf 'm.gguf\tpp64\t773.34')" ]
+}
+
+@test "BREAKS N7: test-backend-ops that tested no Vulkan device (real: exit 0, OK) fails the verify" {
+  engine "$D/test-backend-ops-no-device.txt"
+  run bash "$S/llamacpp-vulkan/01-verify.sh"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"error: test-backend-ops tested no device Vulkan0 (devices: CPU)"* ]]
+  [[ "$output" != *"verified: llama.cpp"* ]]
+}
+
+@test "BREAKS N7: a MUL_MAT run that executed 0 tests (real: 0/0, OK) fails the verify" {
+  sed 's/llvmpipe (LLVM 22.1.8, 256 bits)/Radeon 8060S Graphics (RADV GFX1151)/' "$D/test-backend-ops-no-match.txt" >"$T/nomatch.txt"
+  engine "$T/nomatch.txt"
+  run bash "$S/llamacpp-vulkan/01-verify.sh"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"test-backend-ops ran 0 tests on Vulkan0"* ]]
+}
+
+@test "BREAKS N2: llama-bench that ran on the CPU (real: backend column says Vulkan) fails the verify" {
+  engine "" "$D/llama-bench-cpu-only.json"
+  mkdir -p "$T/models" && : >"$T/models/m.gguf"
+  BENCH_MD=$D/llama-bench-cpu-only.md LLAMA_MODEL=$T/models/m.gguf run bash "$S/llamacpp-vulkan/01-verify.sh"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"ran on devices 'auto', not Vulkan0"* ]]
+  [ ! -s "$HALOFORGE_STATE_DIR/llamacpp-vulkan/bench.tsv" ]
 }
 
 @test "verify refuses a model path that does not exist" {

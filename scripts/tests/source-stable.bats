@@ -1,13 +1,16 @@
 #!/usr/bin/env bats
 # Tests of the source-stable track: build_pipeline.sh's arguments (defaults from
-# versions.env, overrides, usage errors), the vLLM architecture patcher on the real
-# CMakeLists lines of v0.10.2 and of 2026 main (FACTS.md), and the lock check.
+# versions.env, overrides, usage errors, the refusal of gfx1151 with a ROCm 6 torch), the
+# vLLM architecture patcher on the real CMakeLists lines of v0.10.2 and of 2026 main
+# (FACTS.md), the lock check, and venv-amdsmi.sh in a real venv.
 # shellcheck disable=SC2016
 
 setup() {
   S=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
   T=$BATS_TEST_TMPDIR
-  export NO_COLOR=1 HALOFORGE_STATE_DIR=$T/state HALOFORGE_DRY_RUN=1
+  # The track is not for gfx1151 (versions.env's GPU_TARGET): the builds below are for a
+  # GPU its torch has kernels for.
+  export NO_COLOR=1 HALOFORGE_STATE_DIR=$T/state HALOFORGE_DRY_RUN=1 GPU_TARGET=gfx1100
   V0102='set(HIP_SUPPORTED_ARCHS "gfx906;gfx908;gfx90a;gfx942;gfx950;gfx1030;gfx1100;gfx1101;gfx1200;gfx1201")'
   MAIN2026='set(HIP_SUPPORTED_ARCHS "gfx906;gfx908;gfx90a;gfx942;gfx950;gfx1030;gfx1100;gfx1101;gfx1102;gfx1103;gfx1150;gfx1151;gfx1152;gfx1153;gfx1200;gfx1201")'
 }
@@ -131,4 +134,64 @@ patcher() { sh "$S/source-stable/patch-vllm-arch.sh" "$1" gfx1151 "$S/lib/list_a
   [[ "$output" == *"Would install"*"wheel-0.38.4"* || "$output" == *"already satisfied"* ]]
   filtered=$tree/requirements/haloforge-build.txt
   [ "$(cat "$filtered")" = $'-r common.txt\nsetuptools' ]
+}
+
+@test "BREAKS N1: gfx1151 with PyTorch's ROCm 6.4 index is refused before any download (exit 2)" {
+  GPU_TARGET=gfx1151 run pipeline
+  [ "$status" -eq 2 ]
+  [[ "$output" == *"error: source-stable cannot build for GPU_TARGET=gfx1151 with torch from https://download.pytorch.org/whl/rocm6.4"* ]]
+  [[ "$output" == *"use the therock-toolbox track"* ]]
+  [[ "$output" != *"[dry-run]"* ]]
+  GPU_TARGET=gfx1150 run pipeline --torch-index-url https://download.pytorch.org/whl/rocm6.3/
+  [ "$status" -eq 2 ]
+  # A torch index that can carry gfx115x kernels is let through (the image checks them).
+  GPU_TARGET=gfx1151 run pipeline --torch-index-url https://download.pytorch.org/whl/rocm7.1
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"--build-arg GPU_TARGET=gfx1151"* ]]
+}
+
+# standin_root: a directory standing in for the image's / with Fedora's layout of the amdsmi
+# package (site-packages/amdsmi with its library inside); the package is a stand-in that
+# records it was imported.
+standin_root() {
+  mkdir -p "$T/root/usr/lib/python3.14/site-packages/amdsmi"
+  printf 'STANDIN = "haloforge stand-in for Fedora amdsmi"\n' >"$T/root/usr/lib/python3.14/site-packages/amdsmi/__init__.py"
+  : >"$T/root/usr/lib/python3.14/site-packages/amdsmi/libamd_smi.so"
+}
+
+@test "row 15: venv-amdsmi.sh makes Fedora's system-site amdsmi importable by the venv" {
+  python3 -m venv "$T/venv" || skip "python3 -m venv unavailable (apt python3-venv)"
+  standin_root
+  PATH=$T/venv/bin:$PATH run "$T/venv/bin/python" -c 'import amdsmi'
+  [ "$status" -ne 0 ]
+  PATH=$T/venv/bin:$PATH run sh "$S/source-stable/venv-amdsmi.sh" "$T/root"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"amdsmi imports in the venv from $T/venv/lib/python3"*"/site-packages/amdsmi"* ]]
+  run "$T/venv/bin/python" -c 'import amdsmi; print(amdsmi.STANDIN)'
+  [ "$output" = "haloforge stand-in for Fedora amdsmi" ]
+  [ -f "$(echo "$T"/venv/lib/python3*/site-packages/amdsmi/libamd_smi.so)" ]
+}
+
+@test "row 15: no amdsmi package, or one that does not import, stops the image build" {
+  python3 -m venv "$T/venv" || skip "python3 -m venv unavailable (apt python3-venv)"
+  mkdir -p "$T/empty"
+  PATH=$T/venv/bin:$PATH run sh "$S/source-stable/venv-amdsmi.sh" "$T/empty"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"error: no amdsmi Python package under $T/empty/usr/lib*/python3*/site-packages"* ]]
+  standin_root
+  printf 'raise ImportError("libamd_smi.so: cannot open shared object file")\n' >"$T/root/usr/lib/python3.14/site-packages/amdsmi/__init__.py"
+  PATH=$T/venv/bin:$PATH run sh "$S/source-stable/venv-amdsmi.sh" "$T/root"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"error: amdsmi from $T/root/usr/lib/python3.14/site-packages/amdsmi does not import"* ]]
+}
+
+@test "row 15: the image runs venv-amdsmi.sh after the venv is made and before vLLM" {
+  cf=$BATS_TEST_DIRNAME/../../toolbox/Containerfile.source-stable
+  venv=$(grep -n -- '-m venv /opt/venv' "$cf" | cut -d: -f1)
+  smi=$(grep -n 'RUN sh /haloforge/venv-amdsmi.sh' "$cf" | cut -d: -f1)
+  vllm=$(grep -n 'git init -q /src/vllm' "$cf" | cut -d: -f1)
+  [ -n "$venv" ] && [ -n "$smi" ] && [ -n "$vllm" ]
+  [ "$venv" -lt "$smi" ] && [ "$smi" -lt "$vllm" ]
+  grep -q 'COPY venv-amdsmi.sh /haloforge/' "$cf"
+  grep -q 'venv-amdsmi.sh' "$S/source-stable/build_pipeline.sh"
 }

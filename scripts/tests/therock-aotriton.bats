@@ -133,3 +133,29 @@ aot() { bash -c ". '$S/lib/common.sh'; . '$S/therock-aotriton/common.sh'; HALOFO
   [ ! -e "$T/state/therock-aotriton/venv" ]
   [ $((SECONDS - start)) -lt 30 ]
 }
+
+@test "N6: TheRock checks out the ROCm fork at PYTORCH_REF; audio and vision follow its related_commits" {
+  HALOFORGE_DRY_RUN=1 run bash "$S/therock-aotriton/01-build-aotriton.sh"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"pytorch_torch_repo.py checkout --gitrepo-origin https://github.com/ROCm/pytorch.git --repo-hashtag release/2.11"* ]]
+  [[ "$output" == *"pytorch_audio_repo.py checkout --require-related-commit"* ]]
+  [[ "$output" == *"pytorch_vision_repo.py checkout --require-related-commit"* ]]
+  [[ "$output" == *"warning: PYTORCH_REF=release/2.11 is not a commit: a branch floats"* ]]
+  [[ "$output" != *"--repo-hashtag v2.11.0"* ]]
+  # A commit pin is taken as it is, without the warning.
+  HALOFORGE_DRY_RUN=1 PYTORCH_REF=0123456789abcdef0123456789abcdef01234567 run bash "$S/therock-aotriton/01-build-aotriton.sh"
+  [[ "$output" == *"--repo-hashtag 0123456789abcdef0123456789abcdef01234567"* ]]
+  [[ "$output" != *"branch floats"* ]]
+}
+
+@test "U2: build_prod_wheels.py's pip gets PyPI beside AMD's index; your own PIP_* settings win" {
+  unset PIP_INDEX_URL PIP_EXTRA_INDEX_URL PIP_NO_INDEX
+  HALOFORGE_DRY_RUN=1 run bash "$S/therock-aotriton/02-build-pytorch-with-aotriton-gfx1151.sh"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"&& env PIP_EXTRA_INDEX_URL=https://pypi.org/simple "*"build_prod_wheels.py build "*"--install-rocm --index-url https://repo.amd.com/rocm/whl-multi-arch/"* ]]
+  HALOFORGE_DRY_RUN=1 PIP_INDEX_URL=http://127.0.0.1:9/simple run bash "$S/therock-aotriton/02-build-pytorch-with-aotriton-gfx1151.sh"
+  [[ "$output" == *"&& env PIP_EXTRA_INDEX_URL=http://127.0.0.1:9/simple "*"build_prod_wheels.py build"* ]]
+  HALOFORGE_DRY_RUN=1 PIP_EXTRA_INDEX_URL=http://127.0.0.1:9/simple run bash "$S/therock-aotriton/02-build-pytorch-with-aotriton-gfx1151.sh"
+  [[ "$output" == *"your PIP_EXTRA_INDEX_URL / PIP_NO_INDEX are kept"* ]]
+  [[ "$output" != *"env PIP_EXTRA_INDEX_URL="* ]]
+}

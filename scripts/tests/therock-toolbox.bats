@@ -455,3 +455,155 @@ fresh_venv() {
     [ "$(sed -n '1p;3p' "$T/r$i/CMakeLists.txt" | paste -sd,)" = "x,y" ]
   done
 }
+
+# standin_box_manager IMAGE: a stand-in podman (no container can run here) that knows one
+# box made from IMAGE: it answers distrobox's and haloforge's inspect questions and logs the
+# rest to $T/manager-calls.
+standin_box_manager() {
+  mkdir -p "$T/bin"
+  cat >"$T/bin/podman" <<FAKE
+#!/usr/bin/env bash
+# stand-in podman for the bats tests
+printf '%s\n' "\$*" >>"$T/manager-calls"
+case "\$*" in
+*'{{.Config.Image}}'*) echo "$1" ;;
+*'{{.State.Running}}'*) echo true ;;
+*'.HostConfig.Devices'*) echo '/dev/kfd /dev/dri ' ;;
+esac
+FAKE
+  chmod +x "$T/bin/podman"
+  export PATH=$T/bin:$PATH
+}
+
+@test "BREAKS N5: re-running the toolbox step on an existing rootful box grants sudo too" {
+  standin_box_manager docker.io/library/ubuntu:24.04
+  HALOFORGE_DISTROBOX_ROOT=1 run dry 00-setup-toolbox.sh
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"box haloforge-therock exists with image docker.io/library/ubuntu:24.04: reused"* ]]
+  [[ "$output" == *"exec --user root haloforge-therock sh -c"*"NOPASSWD:ALL"*"/etc/sudoers.d/haloforge"* ]]
+  [[ "$output" != *"[dry-run] distrobox create"* ]]
+  # Rootless, the reused box is left as it is.
+  HALOFORGE_DISTROBOX_ROOT=0 run dry 00-setup-toolbox.sh
+  [[ "$output" == *"reused"* ]]
+  [[ "$output" != *"sudoers.d/haloforge"* ]]
+}
+
+# rock_tree DIR: a stand-in vLLM tree whose requirements/build/rock.txt is upstream's, line for
+# line (vllm-project/vllm 027281ae), including its -r ../common.txt (a stand-in common.txt).
+rock_tree() {
+  mkdir -p "$1/requirements/build"
+  printf '%s\n' "$MAIN2026" >"$1/CMakeLists.txt"
+  printf 'wheel\n' >"$1/requirements/common.txt"
+  printf '%s\n' '# Common dependencies' '-r ../common.txt' '' '' \
+    '--extra-index-url https://repo.amd.com/rocm/whl-multi-arch/' 'torch==2.12.0+rocm7.14.0' \
+    'torchvision==0.27.0+rocm7.14.0' 'torchaudio==2.11.0+rocm7.14.0' 'triton==3.7.1+git0263a6a6.rocm7.14.0' \
+    'cmake>=3.26.1,<4' 'packaging>=26.2' 'setuptools>=83.0.0' 'setuptools-scm>=8' 'setuptools-rust>=1.9.0' \
+    'wheel' 'jinja2>=3.1.6' 'amdsmi==7.0.2' 'timm>=1.0.17' 'tilelang==0.1.10' >"$1/requirements/build/rock.txt"
+}
+
+# standin_torch VERSION: a torch distribution record (dist-info only: a stand-in, no code) in
+# the test venv, as pip and importlib.metadata see an installed torch.
+standin_torch() {
+  local sp
+  sp=$("$T/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  mkdir -p "$sp/torch-$1.dist-info"
+  printf 'Metadata-Version: 2.1\nName: torch\nVersion: %s\nSummary: haloforge test stand-in\n' "$1" >"$sp/torch-$1.dist-info/METADATA"
+  : >"$sp/torch-$1.dist-info/RECORD"
+}
+
+@test "BREAKS row 26: a ref whose rock.txt wants torch 2.12 stops, naming it, before any pip" {
+  fresh_venv
+  "$T/venv/bin/python" -m pip install -q --constraint "$T/pins.txt" packaging==23.0
+  standin_torch 2.11.0+rocm7.14.0
+  rock_tree "$T/v"
+  export VENV_DIR=$T/venv TORCH_VERSION=2.11.0+rocm7.14.0 VLLM_REF=027281ae80cf4b2de7f3a27ee165b916d98c0084
+  run box_lib 'activate_venv; check_rock_torch '"$T/v"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"error: vLLM at 027281ae80cf4b2de7f3a27ee165b916d98c0084 builds against torch 2.12.0+rocm7.14.0 (requirements/build/rock.txt), this venv has torch 2.11.0+rocm7.14.0 (TORCH_VERSION=2.11.0+rocm7.14.0): use a pin set whose torch is 2.12.0+rocm7.14.0"* ]]
+  # The same torch passes; a ref without rock.txt passes.
+  sed -i 's/^torch==2.12.0+rocm7.14.0$/torch==2.11.0+rocm7.14.0/' "$T/v/requirements/build/rock.txt"
+  run box_lib 'activate_venv; check_rock_torch '"$T/v"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"built for torch 2.11.0+rocm7.14.0, the venv's"* ]]
+  mkdir -p "$T/norock"
+  run box_lib 'activate_venv; check_rock_torch '"$T/norock"
+  [ "$status" -eq 0 ]
+}
+
+@test "BREAKS row 26: rock.txt's floors against the pins: real pip says ResolutionImpossible, the check names the pin" {
+  fresh_venv
+  "$T/venv/bin/python" -m pip install -q --constraint "$T/pins.txt" packaging==23.0
+  rock_tree "$T/v"
+  export VENV_DIR=$T/venv
+  # 05's order: patch-vllm.sh drops torch, triton and amdsmi, then pip installs the file.
+  run box_lib "bash '$TRACK/patch-vllm.sh' '$T/v' gfx1151"
+  rock=$T/v/requirements/build/rock.txt
+  [ "$status" -eq 0 ]
+  run grep -c 'torch\|triton\|amdsmi' "$rock"
+  [ "$output" = 0 ]
+  # What 05 ran before: real pip, constrained by the pins, on the file. Offline, pip can
+  # serve only setuptools, wheel and packaging, so it gets upstream's lines for those three
+  # (and the include): the conflict is the same one.
+  grep -E '^(-r |packaging|setuptools>|wheel)' "$rock" >"$T/v/requirements/build/rock-offline.txt"
+  run "$T/venv/bin/python" -m pip install --constraint "$T/pins.txt" -r "$T/v/requirements/build/rock-offline.txt"
+  [ "$status" -ne 0 ]
+  [[ "$output" == *ResolutionImpossible* ]]
+  # What it runs now, first: the conflicts, by file, line and pin.
+  run box_lib 'activate_venv; check_reqs_pins '"$rock"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"rock.txt:"*": 'packaging>=26.2' is not satisfied by the pin packaging==23.0 ($T/pins.txt)"* ]]
+  [[ "$output" == *"rock.txt:"*": 'setuptools>=83.0.0' is not satisfied by the pin setuptools==66.1.1 ($T/pins.txt)"* ]]
+  [[ "$output" != *ResolutionImpossible* ]]
+}
+
+@test "row 26: a requirements file the pins satisfy, -r include included, passes and real pip installs it" {
+  fresh_venv
+  "$T/venv/bin/python" -m pip install -q --constraint "$T/pins.txt" packaging==23.0
+  mkdir -p "$T/v/requirements/build"
+  printf 'setuptools>=60\n' >"$T/v/requirements/common.txt"
+  printf -- '-r ../common.txt\n--extra-index-url https://repo.amd.com/rocm/whl-multi-arch/\nwheel>=0.38\npackaging>=23.0\n' >"$T/v/requirements/build/rock.txt"
+  export VENV_DIR=$T/venv
+  run box_lib 'activate_venv; check_reqs_pins '"$T/v/requirements/build/rock.txt"
+  [ "$status" -eq 0 ]
+  # The include is read relative to the file that names it: a floor there is checked too.
+  printf 'setuptools>=70\n' >"$T/v/requirements/common.txt"
+  run box_lib 'activate_venv; check_reqs_pins '"$T/v/requirements/build/rock.txt"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"common.txt:1: 'setuptools>=70' is not satisfied by the pin setuptools==66.1.1"* ]]
+  printf 'setuptools>=60\n' >"$T/v/requirements/common.txt"
+  run "$T/venv/bin/python" -m pip install --no-index --find-links "$T/wheels" --constraint "$T/pins.txt" -r "$T/v/requirements/build/rock.txt"
+  [ "$status" -eq 0 ]
+}
+
+@test "U1: python-pins.txt satisfies vLLM's 2026 [build-system] requires (0.26.1.dev0, the nearest to v0.27.1 read)" {
+  fresh_venv
+  "$T/venv/bin/python" -m pip install -q --constraint "$T/pins.txt" packaging==23.0
+  # The [build-system] table as quoted from vLLM 568afb3a (scripts/SOURCES.md, "Python build
+  # tools"); cmake and torch are provided by the distribution and the venv.
+  mkdir -p "$T/vllm"
+  printf '%s\n' '[build-system]' 'requires = [' '    "cmake>=3.26.1",' '    "ninja",' '    "packaging>=24.2",' \
+    '    "setuptools>=77.0.3,<81.0.0",' '    "setuptools-scm>=8.0",' '    "setuptools-rust>=1.9.0",' \
+    '    "torch == 2.11.0",' '    "wheel",' '    "jinja2",' ']' 'build-backend = "setuptools.build_meta"' >"$T/vllm/pyproject.toml"
+  run "$T/venv/bin/python" "$LIB/build_requires.py" "$T/vllm" --pins "$LIB/python-pins.txt" --exclude torch --exclude cmake
+  [ "$status" -eq 0 ] || {
+    echo "$output"
+    false
+  }
+  [[ "$output" == *'setuptools>=77.0.3,<81.0.0'* ]]
+  # A newer ref's floor (setuptools>=83.0.0, vLLM 027281ae) is named, not floated.
+  sed -i 's/"setuptools>=77.0.3,<81.0.0"/"setuptools>=83.0.0"/' "$T/vllm/pyproject.toml"
+  run "$T/venv/bin/python" "$LIB/build_requires.py" "$T/vllm" --pins "$LIB/python-pins.txt" --exclude torch --exclude cmake
+  [ "$status" -eq 3 ]
+  [[ "$output" == *"'setuptools>=83.0.0' is not satisfied by the pin setuptools==79.0.1"* ]]
+}
+
+@test "U3: 06 notes when vLLM sees only the APU's BIOS carve-out (amdsmi) and says which flags restore its defaults" {
+  standin_venv
+  STANDIN_VLLM_DEVICE_MEMORY=536870912 run "$TRACK/06-verify.sh"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"note: vLLM sees 0.5 GiB of GPU memory (amdsmi counts only the BIOS VRAM carve-out on this APU), HIP sees 96.0 GiB"*"--max-num-seqs 512 --max-num-batched-tokens 4096"* ]]
+  # Still verified: the note changes no outcome.
+  grep -q $'^verified\tvLLM .* detects the ROCm platform' "$T/results.tsv"
+  run "$TRACK/06-verify.sh"
+  [[ "$output" != *"note: vLLM sees"* ]]
+}

@@ -126,3 +126,51 @@ ct() { bash -c ". '$S/lib/common.sh'; . '$S/lib/container.sh'; $1"; }
   OLLAMA_GPU_OVERHEAD=8GB run bash "$S/ollama/run_ollama.sh"
   [ "$status" -eq 2 ]
 }
+
+# ollama_standins LOG: a real HTTP server on the loopback answering Ollama's /api/version
+# (python3 -m http.server over a file, standing in for Ollama itself), and a stand-in engine
+# whose `logs` prints LOG; exports what 02-verify.sh reads.
+ollama_standins() {
+  mkdir -p "$T/www/api" "$T/bin"
+  printf '{"version":"0.32.15"}' >"$T/www/api/version"
+  printf '%s\n' "$1" >"$T/ollama.log"
+  printf '#!/bin/sh\n# stand-in engine for the bats tests: only `logs` answers\n[ "$1" = logs ] && cat "%s"\nexit 0\n' "$T/ollama.log" >"$T/bin/podman"
+  chmod +x "$T/bin/podman"
+  python3 -u -m http.server --bind 127.0.0.1 0 --directory "$T/www" >"$T/http.log" 2>&1 &
+  echo $! >"$T/http.pid"
+  local port=''
+  for _ in $(seq 1 50); do
+    port=$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$T/http.log" | head -n 1)
+    [ -n "$port" ] && break
+    sleep 0.1
+  done
+  [ -n "$port" ]
+  export OLLAMA_PORT=$port HALOFORGE_CONTAINER_ENGINE=$T/bin/podman HALOFORGE_RESULT_FILE=$T/results.tsv
+}
+
+teardown() {
+  if [ -f "$T/http.pid" ]; then kill "$(cat "$T/http.pid")" 2>/dev/null || true; fi
+}
+
+@test "N9: ollama's verify records what it proved: the GPU line of its log, as verified" {
+  ollama_standins 'time=2026-01-10T10:00:00.000Z level=INFO source=types.go:42 msg="inference compute" id=0 library=ROCm compute=gfx1151 libdirs=ollama,rocm_v7_2 name="Radeon 8060S Graphics" total="96.0 GiB" available="95.2 GiB"'
+  run bash "$S/ollama/02-verify.sh"
+  [ "$status" -eq 0 ]
+  [ "$(cat "$T/results.tsv")" = "$(printf 'verified\tOllama 0.32.15 runs on the ROCm GPU: id=0 library=ROCm compute=gfx1151 libdirs=ollama,rocm_v7_2 name="Radeon 8060S Graphics" total="96.0 GiB" available="95.2 GiB"')" ]
+}
+
+@test "N9: ollama on the CPU only is recorded as not verified, with the reason, and fails" {
+  ollama_standins 'time=2026-01-10T10:00:00.000Z level=INFO source=types.go:42 msg="inference compute" id=cpu library=cpu compute="" name=cpu total="123.0 GiB"'
+  run bash "$S/ollama/02-verify.sh"
+  [ "$status" -eq 1 ]
+  [[ "$(cat "$T/results.tsv")" == "$(printf 'not-verified\t')Ollama runs on the CPU only: no ROCm GPU in its log"* ]]
+}
+
+@test "row 22: nightly-spoof says its rocm/vllm-dev image is deprecated upstream, and what replaces it" {
+  HALOFORGE_DRY_RUN=1 run bash "$S/nightly-spoof/00-pull-image.sh"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"rocm/vllm-dev is deprecated upstream (vllm/vllm-openai-rocm replaces it)"* ]]
+  [[ "$output" == *"[dry-run] podman pull docker.io/rocm/vllm-dev:nightly"* ]]
+  NIGHTLY_IMAGE=docker.io/example/other:nightly HALOFORGE_DRY_RUN=1 run bash "$S/nightly-spoof/00-pull-image.sh"
+  [[ "$output" != *"deprecated upstream"* ]]
+}

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
 # therock-aotriton, step "aotriton" (01-build-aotriton.sh): TheRock at its pin, PyTorch checked
-# out by TheRock's own scripts at PYTORCH_REF (pytorch_torch_repo.py's --repo-hashtag: its
-# default is "nightly", the day's nightly branch, so pinning TheRock alone pins no torch;
-# external-builds/pytorch/pytorch_torch_repo.py @therock-7.14 line 38), audio and vision at
-# their pins, and AOTriton built for the GPU target at the commit PyTorch pins in
+# out by TheRock's own scripts from the ROCm fork TheRock builds its 2.11 wheels from
+# (PYTORCH_REPO, PYTORCH_REF = release/2.11: external-builds/pytorch/README.md @therock-7.14;
+# pytorch_torch_repo.py's own defaults are upstream pytorch/pytorch and "nightly", lines 37-38,
+# so pinning TheRock alone pins no torch), audio and vision at the commits the fork's
+# related_commits names (--require-related-commit), and AOTriton built for the GPU target at
+# the commit PyTorch pins in
 # cmake/External/aotriton.cmake, installed under aotriton/build/install_dir, where 02 hands
 # it to the PyTorch build (AOTRITON_INSTALLED_PREFIX). AOTriton's CMakeLists.txt needs
 # pkg-config and liblzma's headers (pkg_search_module(LZMA REQUIRED liblzma) @8fdb4a43,
@@ -17,7 +19,7 @@ set -Eeuo pipefail
 hf_init "$@"
 aot_paths
 
-require_env THEROCK_REPO THEROCK_REF GPU_TARGET PYTORCH_REF PYTORCH_AUDIO_REF PYTORCH_VISION_REF
+require_env THEROCK_REPO THEROCK_REF GPU_TARGET PYTORCH_REPO PYTORCH_REF
 need_tools git cmake ninja pkg-config
 if ! is_dry_run && ! pkg-config --exists liblzma; then
   if command -v dnf >/dev/null 2>&1; then lzma=xz-devel; else lzma=liblzma-dev; fi
@@ -30,19 +32,37 @@ need_venv
 log_step "TheRock at $THEROCK_REF"
 git_at "$THEROCK_DIR" "$THEROCK_REPO" "$THEROCK_REF"
 
-log_step "Check out PyTorch, audio, vision and triton with TheRock's patches"
+log_step "Check out PyTorch ($PYTORCH_REPO $PYTORCH_REF), audio, vision and triton with TheRock's patches"
+if [[ ! "$PYTORCH_REF" =~ ^[0-9a-f]{40}$ ]]; then
+  log_warn "PYTORCH_REF=$PYTORCH_REF is not a commit: a branch floats, so this checks out what it holds today; the commit is logged below, and --set PYTORCH_REF=<that sha> rebuilds the same torch"
+fi
+# A checkout made from other pins is not reused: audio, vision and triton follow the torch tree.
+stamp=$PT_BUILD/.haloforge-pytorch-ref
+if [[ -d "$PT_BUILD/pytorch/.git" ]] && ! is_dry_run; then
+  have=$(cat "$stamp" 2>/dev/null || echo 'unknown pins')
+  [[ "$have" == "$PYTORCH_REPO $PYTORCH_REF" ]] \
+    || die "$PT_BUILD/pytorch was checked out from $have, the pins say $PYTORCH_REPO $PYTORCH_REF: remove $PT_BUILD/pytorch, pytorch_audio, pytorch_vision and triton there, then run this step again"
+fi
 for repo in torch audio vision; do
-  dir=$PT_BUILD/pytorch ref=$PYTORCH_REF
+  dir=$PT_BUILD/pytorch
+  args=(--gitrepo-origin "$PYTORCH_REPO" --repo-hashtag "$PYTORCH_REF")
   case $repo in
-    audio) dir=$PT_BUILD/pytorch_audio ref=$PYTORCH_AUDIO_REF ;;
-    vision) dir=$PT_BUILD/pytorch_vision ref=$PYTORCH_VISION_REF ;;
+    audio) dir=$PT_BUILD/pytorch_audio args=(--require-related-commit) ;;
+    vision) dir=$PT_BUILD/pytorch_vision args=(--require-related-commit) ;;
   esac
   if [[ -d "$dir/.git" ]]; then
     log_ok "$dir already checked out (remove it to check out again)"
   else
-    run_in "$PT_BUILD" "$AOT_PY" "pytorch_${repo}_repo.py" checkout --repo-hashtag "$ref"
+    run_in "$PT_BUILD" "$AOT_PY" "pytorch_${repo}_repo.py" checkout "${args[@]}"
+    if [[ $repo == torch ]] && ! is_dry_run; then
+      printf '%s %s\n' "$PYTORCH_REPO" "$PYTORCH_REF" >"$stamp"
+    fi
   fi
 done
+if ! is_dry_run; then
+  log_info "PyTorch tree (TheRock adds its hipify commit on top of the checked-out one):"
+  git -C "$PT_BUILD/pytorch" log -3 --format='  %H %s'
+fi
 # Triton after torch: its pin lives in the torch tree (TheRock's build_prod_wheels.py docs).
 if [[ -d "$PT_BUILD/triton/.git" ]]; then
   log_ok "$PT_BUILD/triton already checked out"

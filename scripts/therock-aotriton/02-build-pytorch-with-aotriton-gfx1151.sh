@@ -68,6 +68,22 @@ log_step "FBGEMM GenAI guard"
 patch_fbgemm_genai "$PT_BUILD/pytorch"
 
 log_step "build_prod_wheels.py build"
+# build_prod_wheels.py installs rocm[...] with `pip install --index-url $THEROCK_INDEX_URL` and
+# nothing else (@therock-7.14 lines 445-466): the rocm sdist's build tools and torch's own
+# dependencies come from PyPI, so PyPI is the extra index. Your PIP_* settings win: your own
+# PIP_EXTRA_INDEX_URL or PIP_NO_INDEX is kept, and a PIP_INDEX_URL (a mirror), which the
+# script's --index-url would replace, becomes the extra index instead of PyPI.
+pipenv=(env PIP_EXTRA_INDEX_URL=https://pypi.org/simple)
+if [[ -n "${PIP_EXTRA_INDEX_URL:-}${PIP_NO_INDEX:-}" ]]; then
+  pipenv=()
+  log_info "your PIP_EXTRA_INDEX_URL / PIP_NO_INDEX are kept for build_prod_wheels.py's pip"
+elif [[ -n "${PIP_INDEX_URL:-}" ]]; then
+  pipenv=(env "PIP_EXTRA_INDEX_URL=$PIP_INDEX_URL")
+  log_info "your PIP_INDEX_URL stands in for PyPI as build_prod_wheels.py's extra index"
+elif [[ -x "$AOT_PY" ]] && "$AOT_PY" -m pip config list 2>/dev/null | grep -qE '^[a-z]+\.(index-url|extra-index-url|no-index)='; then
+  pipenv=()
+  log_info "your pip configuration names its indexes (pip config list): kept for build_prod_wheels.py's pip"
+fi
 mapfile -t args < <(prod_wheels_args "$from" "$skip_audio" "$skip_vision" "$clean")
 if [[ -f "$bpw" ]]; then
   # Older TheRock trees lack some flags: drop what this checkout's script does not know.
@@ -89,7 +105,7 @@ if ! is_dry_run; then
   mkdir -p "$PYOUT" "$AOT_STATE"
   : >"$stamp"
 fi
-run_in "$PT_BUILD" "$AOT_PY" build_prod_wheels.py build "${args[@]}"
+run_in "$PT_BUILD" "${pipenv[@]}" "$AOT_PY" build_prod_wheels.py build "${args[@]}"
 is_dry_run && exit 0
 
 log_step "The wheels this run built"

@@ -26,17 +26,13 @@ check_user() {
   die "$msg"
 }
 
-# device_flags: sets FLAGS to the flags that hand the GPU to the box (FACTS.md "Containers"):
-# /dev/kfd (compute) and /dev/dri (render nodes), and the user's render and video groups.
-# distrobox already runs the box --privileged with /dev mounted and, under podman, the
-# run.oci.keep_original_groups=1 annotation (89luca89/distrobox 1.8.2.4 distrobox-create
-# lines 676, 755, 935), so these are belt and braces. `--group-add keep-groups` is a
-# podman (crun) keyword: docker resolves group names in the image's /etc/group and the box
-# would never start ("Unable to find group keep-groups"), so docker gets the numeric gids.
+# device_flags: sets FLAGS to the flags that hand the GPU to the box: /dev/kfd (compute) and
+# /dev/dri (render nodes) through box_gpu_flags (lib/box.sh: keep-groups under podman, the
+# numeric render and video gids under docker). A host without /dev/kfd stops here.
 device_flags() {
   FLAGS=()
   local no_gpu=${HALOFORGE_ALLOW_NO_GPU:-0}
-  if [[ ! -e /dev/kfd && "$no_gpu" != 1 ]]; then
+  if ! host_has_dev /dev/kfd && [[ "$no_gpu" != 1 ]]; then
     if is_dry_run; then
       log_warn "/dev/kfd is missing on this machine: a real run stops here (HALOFORGE_ALLOW_NO_GPU=1 goes on without the GPU)"
     else
@@ -44,39 +40,11 @@ device_flags() {
     fi
   fi
   if [[ "$no_gpu" == 1 ]]; then
-    log_warn "HALOFORGE_ALLOW_NO_GPU=1: creating the box WITHOUT --device /dev/kfd --device /dev/dri --group-add keep-groups; ROCm will not see a GPU in it"
+    log_warn "HALOFORGE_ALLOW_NO_GPU=1: creating the box WITHOUT --device /dev/kfd --device /dev/dri; ROCm will not see a GPU in it"
     return 0
   fi
-  local -a mgr
-  read -r -a mgr <<<"$(box_manager)"
-  FLAGS=(--device /dev/kfd --device /dev/dri)
-  if [[ "${mgr[-1]}" != podman ]]; then
-    local g gid
-    for g in video render; do
-      gid=$(getent group "$g" 2>/dev/null | cut -d: -f3) || true
-      [[ -n "$gid" ]] && FLAGS+=(--group-add "$gid")
-    done
-    FLAGS+=(--security-opt seccomp=unconfined)
-    return 0
-  fi
-  FLAGS+=(--group-add keep-groups --security-opt seccomp=unconfined)
-  # keep-groups works through crun (podman troubleshooting, "Passed-in devices or files
-  # can't be accessed in rootless container"); runc accepts the flag and ignores it, which
-  # only matters rootless.
-  local rt
-  rt=$(oci_runtime)
-  if [[ -n "$rt" && "$rt" != crun && "${HALOFORGE_DISTROBOX_ROOT:-0}" != 1 ]]; then
-    log_warn "podman runs containers with $rt: --group-add keep-groups only takes effect with crun, so rootless access to /dev/kfd may fail in the box (install crun, or use HALOFORGE_DISTROBOX_ROOT=1)"
-  fi
-}
-
-# oci_runtime: podman's OCI runtime (crun, runc), empty when unknown. Read-only.
-oci_runtime() {
-  local -a mgr
-  read -r -a mgr <<<"$(box_manager)"
-  [[ "${mgr[-1]}" == podman ]] || return 0
-  command -v podman >/dev/null 2>&1 || return 0
-  "${mgr[@]}" info --format '{{.Host.OCIRuntime.Name}}' 2>/dev/null || true
+  box_gpu_flags /dev/kfd /dev/dri
+  FLAGS=("${BOX_FLAGS[@]}")
 }
 
 # warn_missing_devices: a reused box made without the GPU flags (an earlier
@@ -87,30 +55,7 @@ warn_missing_devices() {
   local devs
   devs=$(box_devices "$TOOLBOX_NAME") || return 0
   if [[ " $devs " != *" /dev/kfd "* ]]; then
-    log_warn "box $TOOLBOX_NAME was created without --device /dev/kfd (an earlier HALOFORGE_ALLOW_NO_GPU=1 run?); if ROCm sees no GPU inside it, run distrobox rm$(root_word) --force $TOOLBOX_NAME and this step again"
-  fi
-}
-
-# grant_box_sudo: a rootful box (HALOFORGE_DISTROBOX_ROOT=1) gives its user no passwordless
-# sudo: distrobox-init sets one up only rootless, and makes a rootful user choose a password
-# at the first interactive shell (89luca89/distrobox 1.8.2.4 distrobox-init lines 2338-2350,
-# 2573-2590). The later steps run sudo unattended inside the box (apt/dnf, /opt), so the
-# box's root grants it here, through the container manager distrobox itself drives with
-# sudo. Only this box, which this step created, is changed.
-grant_box_sudo() {
-  [[ "${HALOFORGE_DISTROBOX_ROOT:-0}" == 1 ]] || return 0
-  local user
-  local -a mgr
-  user=$(id -un)
-  read -r -a mgr <<<"$(box_manager)"
-  log_info "rootful box: granting $user passwordless sudo inside $TOOLBOX_NAME (/etc/sudoers.d/haloforge)"
-  run "${mgr[@]}" exec --user root "$TOOLBOX_NAME" sh -c \
-    "printf '%s ALL=(root) NOPASSWD:ALL\\n' \"\$1\" > /etc/sudoers.d/haloforge && chmod 0440 /etc/sudoers.d/haloforge" sh "$user"
-}
-
-root_word() {
-  if [[ "${HALOFORGE_DISTROBOX_ROOT:-0}" == 1 ]]; then
-    printf ' --root'
+    log_warn "box $TOOLBOX_NAME was created without --device /dev/kfd (an earlier HALOFORGE_ALLOW_NO_GPU=1 run?); if ROCm sees no GPU inside it, run distrobox rm$(box_root_word) --force $TOOLBOX_NAME and this step again"
   fi
 }
 
@@ -123,10 +68,12 @@ reuse_or_explain() {
   if same_image "$have" "$TOOLBOX_IMAGE"; then
     log_ok "box $TOOLBOX_NAME exists with image $have: reused"
     warn_missing_devices
+    # A rootful box made before haloforge granted sudo (or by hand) needs it too.
+    grant_box_sudo
     return 0
   fi
   local root
-  root=$(root_word)
+  root=$(box_root_word)
   if is_dry_run; then
     log_warn "box $TOOLBOX_NAME was created from $have, not from the pinned $TOOLBOX_IMAGE: a real run stops here unless HALOFORGE_RECREATE_BOX=1, which does:"
     distrobox_run rm --force "$TOOLBOX_NAME"
@@ -165,6 +112,6 @@ in_box true
 grant_box_sudo
 if ! is_dry_run; then
   box_exists "$TOOLBOX_NAME" || die "distrobox create finished but podman has no container $TOOLBOX_NAME"
-  log_ok "box $TOOLBOX_NAME ready: distrobox enter$(root_word) $TOOLBOX_NAME"
+  log_ok "box $TOOLBOX_NAME ready: distrobox enter$(box_root_word) $TOOLBOX_NAME"
 fi
 hf_fact_image "$TOOLBOX_IMAGE"

@@ -3,9 +3,10 @@
 # therock-toolbox step "aiter" (optional): AMD's AITER kernels as a wheel, built against the
 # venv's torch. Runs inside the box.
 #
-# Why optional: AITER maps gfx1151 since v0.1.12 but calls RDNA 3.5 "Experimental"
-# (aiter/jit/utils/build_targets.py @v0.1.19); much of it is CDNA inline assembly, and vLLM
-# works without it. Never set VLLM_ROCM_USE_AITER=1 on gfx1151. HALOFORGE_SKIP_AITER=1 skips
+# Why optional: gfx1151 is experimental in AITER: it maps gfx1151 since v0.1.12
+# (aiter/jit/utils/build_targets.py @v0.1.19) and its README @v0.1.19 lists gfx1151 (RDNA3.5)
+# as "Experimental" ("Most CK and ASM kernels are CDNA-only"), and vLLM works without it.
+# Keep VLLM_ROCM_USE_AITER unset unless you test a model with it. HALOFORGE_SKIP_AITER=1 skips
 # this step. Before the build: AITER's [build-system] requires (pybind11, setuptools_scm,
 # wheel, packaging, psutil, ninja, pandas, flydsl at v0.1.19), read from its pyproject.toml and
 # held to scripts/lib/python-pins.txt; CK_DIR at its composable_kernel submodule, as kyuz0's

@@ -9,7 +9,8 @@
 # amdsmi and torch pins dropped from the ROCm build requirements; ROCm's clang as CC/CXX
 # (segfaults otherwise); HIPFLAGS with the device library path; MAX_JOBS from RAM;
 # pip wheel --no-deps --no-build-isolation after the ref's own [build-system] requires
-# (read from its pyproject.toml) and its ROCm build requirements file, with setuptools-rust
+# (read from its pyproject.toml) and its ROCm build requirements file (checked against the
+# pins first; a ref whose rock.txt wants another torch stops at once), with setuptools-rust
 # by name: vLLM >= 0.23's setup.py imports setuptools_rust at top level, and some refs'
 # files do not list it. All of it held to scripts/lib/python-pins.txt; torch stays the venv's.
 # The wheel is cached per cache key.
@@ -36,6 +37,7 @@ fi
 
 rocm_env
 git_at "$VLLM_REPO" "$VLLM_REF" "$src"
+check_rock_torch "$src"
 
 log_step "Use the venv's torch"
 if ! is_dry_run && [[ ! -f "$src/use_existing_torch.py" ]]; then
@@ -57,6 +59,7 @@ fi
 
 log_step "Build requirements (torch stays the venv's)"
 constraints=$VENV_DIR/haloforge-constraints.txt
+check_reqs_pins "$reqs"
 pip_install_recorded "$PY" --constraint "$constraints" --constraint "$HF_PYTHON_PINS" -r "$reqs"
 pip_install_pinned "$PY" setuptools-scm setuptools-rust
 if [[ -e "$VENV_DIR/bin/cmake" ]]; then

@@ -163,3 +163,40 @@ install_wheel() {
   fi
   hf_fact_pip_report "$report"
 }
+
+# check_rock_torch SRC: a vLLM ref that carries TheRock's own build file,
+# requirements/build/rock.txt (vllm-project/vllm 027281ae: torch==2.12.0+rocm7.14.0), names
+# the torch it is built against; the venv's torch must be that one, or the build would mix
+# two torches. Read before use_existing_torch.py strips the line. A ref without the file
+# passes.
+check_rock_torch() {
+  local rock=$1/requirements/build/rock.txt have want rc=0
+  if is_dry_run; then
+    log_info "[dry-run] if $rock exists: its torch pin must be the venv's torch ($TORCH_VERSION), else the step stops naming the torch it wants"
+    return 0
+  fi
+  [[ -f "$rock" ]] || return 0
+  have=$(pip_installed_version torch)
+  [[ -n "$have" ]] || die "no torch in $VENV_DIR: run the rocm step first (haloforge build --track therock-toolbox --from rocm)"
+  want=$("$PY" "$HF_LIB_DIR/reqs_check.py" "$rock" --torch "$have") || rc=$?
+  case $rc in
+    0) log_ok "$rock: built for torch $have, the venv's" ;;
+    4) die "vLLM at ${VLLM_REF:-?} builds against torch $want (requirements/build/rock.txt), this venv has torch $have (TORCH_VERSION=${TORCH_VERSION:-?}): use a pin set whose torch is $want (haloforge pins sets), or a VLLM_REF made for torch $have" ;;
+    *) die "cannot read the torch pin of $rock (the reason is above)" ;;
+  esac
+}
+
+# check_reqs_pins FILE: FILE (a build requirements file, with its -r includes) against
+# python-pins.txt before pip: a floor or cap that a pin does not satisfy (a newer ref's
+# setuptools>=83.0.0 against setuptools==79.0.1) stops here with the file, the line and the
+# pin to change, instead of pip's raw ResolutionImpossible.
+check_reqs_pins() {
+  local file=$1
+  if is_dry_run; then
+    log_info "[dry-run] $file and its -r includes are checked against $HF_PYTHON_PINS before pip"
+    return 0
+  fi
+  "$PY" "$HF_LIB_DIR/reqs_check.py" "$file" --pins "$HF_PYTHON_PINS" \
+    || die "the build requirements of vLLM at ${VLLM_REF:-?} ($file) ask for versions $HF_PYTHON_PINS does not allow (the lines above): a pin set made for this ref carries the build pins it needs; change the pin only with the torch it must work with"
+  log_ok "$file: every pinned build tool satisfies it"
+}

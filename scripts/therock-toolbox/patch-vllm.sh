@@ -9,7 +9,10 @@
 #    vllm-project/vllm 027281ae) when the ref has it, else requirements/build/rocm.txt
 #    (since Apr 2026), else requirements/rocm-build.txt: no amdsmi (02-install-rocm.sh
 #    installs the SDK's own) and no torch/torchvision/torchaudio/triton pins (the venv's
-#    TheRock torch is the one).
+#    TheRock torch is the one). rock.txt pins TheRock's torch and newer build tools
+#    (packaging>=26.2, setuptools>=83.0.0 at 027281ae): 05-build-vllm.sh checks its torch pin
+#    against the venv's before use_existing_torch.py, and the file against python-pins.txt
+#    before pip (lib.sh check_rock_torch, check_reqs_pins).
 # Each prints applied / already present upstream; an anchor that moved stops with an error.
 
 # shellcheck source=../lib/common.sh
