@@ -59,6 +59,8 @@ while (($#)); do
   shift
 done
 cat "$STANDIN_DATA/vllm-ray-connect-vllm-13521.log" "$STANDIN_DATA/nccl-socket-vllm-9329.log"
+# vLLM's own line (vllm/platforms/__init__.py) when it finds no platform: a readiness warning.
+echo 'INFO 02-24 16:11:22 __init__.py:187] No platform detected, vLLM is running on UnspecifiedPlatform'
 sed -n '1,/Application startup complete/p' "$STANDIN_DATA/vllm-0.13-gb10-success.log"
 exec python3 -c 'import http.server, sys
 class H(http.server.BaseHTTPRequestHandler):
@@ -145,6 +147,7 @@ interface = "lo"
 		"✓ ray status lists 2 nodes",
 		"▶ [3/3] vllm on halo1",
 		"RCCL uses NET/Socket",
+		"! vLLM found no ROCm platform (amdsmi missing?): it will not use the GPU: INFO 02-24 16:11:22 __init__.py:187] No platform detected",
 		"ready in",
 	} {
 		if !strings.Contains(out, want) {

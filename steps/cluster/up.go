@@ -499,17 +499,19 @@ func (c *Cluster) ready(ctx context.Context, l Launch, p *Plan, res *UpResult) e
 		}
 		return &UpError{Launch: l, Reason: reason, Tail: lastN(tail, 30), Findings: fs}
 	}
-	handle := func(evs []serve.Event) error {
+	handle := func(evs []serve.ReadinessEvent) error {
 		for _, ev := range evs {
-			switch ev.Kind {
-			case serve.EventPhase:
+			switch ev := ev.(type) {
+			case serve.PhaseEntered:
 				c.say("  ▸ %s (%s)", ev.Title, roundSec(ev.Elapsed))
-			case serve.EventWarning:
-				c.say("  ! %s: %s", ev.Reason, clean(ev.Line))
-			case serve.EventReady:
+			case serve.PhaseWarning:
+				c.say("  ! %s: %s", ev.Text, clean(ev.Line))
+			case serve.ServerReady:
 				c.say("  ✓ ready in %s: %s", roundSec(ev.Elapsed), p.URL)
 				return errReady
-			case serve.EventFailed, serve.EventStalled:
+			case serve.StartFailed:
+				return fail(ev.Reason)
+			case serve.PhaseStalled:
 				return fail(ev.Reason)
 			}
 		}

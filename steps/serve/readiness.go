@@ -39,30 +39,71 @@ type Phase struct {
 	Budget time.Duration
 }
 
-// EventKind says what changed.
-type EventKind string
+// ReadinessEvent is one change of a start-up's readiness state. The set is
+// closed: PhaseEntered, PhaseWarning, ServerReady, PhaseStalled and
+// StartFailed, read with a type switch. A start-up enters its phases in
+// order (PhaseEntered), may warn within one (PhaseWarning), and ends with
+// exactly one of ServerReady, PhaseStalled or StartFailed; after that the
+// machine reports nothing.
+type ReadinessEvent interface{ readinessEvent() }
 
-// Event kinds, in the order a start-up produces them.
-const (
-	EventPhase   EventKind = "phase"   // a new phase began
-	EventWarning EventKind = "warning" // a line worth showing now (a CPU fallback, a hint)
-	EventReady   EventKind = "ready"   // the server answers and lists the model
-	EventStalled EventKind = "stalled" // a phase went silent longer than its budget
-	EventFailed  EventKind = "failed"  // the engine said it failed, or exited
-)
-
-// Event is one change of the readiness state.
-type Event struct {
-	Kind    EventKind     `json:"kind"`
-	Phase   PhaseID       `json:"phase"` // entered (phase, ready) or stuck/failed in
-	Title   string        `json:"title"`
-	At      time.Time     `json:"at"`
-	Elapsed time.Duration `json:"elapsed"` // since the start
-	Line    string        `json:"line,omitempty"`
-	Reason  string        `json:"reason,omitempty"`
-	// SuggestContext is vLLM's own "estimated maximum model length", to offer as --ctx.
-	SuggestContext int `json:"suggest_context,omitempty"`
+// PhaseEntered says a new phase of the start-up began.
+type PhaseEntered struct {
+	Phase   PhaseID
+	Title   string
+	At      time.Time
+	Elapsed time.Duration // since the start
+	Line    string        // the log line or probe that marked it; "" for the first phase
 }
+
+// PhaseWarning is a line worth showing now (a CPU fallback, a hint), seen
+// within the phase the start-up is in; the phase does not change.
+type PhaseWarning struct {
+	Phase   PhaseID // the phase it was seen in
+	Title   string
+	At      time.Time
+	Elapsed time.Duration // since the start
+	Line    string        // the log line, cut short
+	Text    string        // what it means for the user
+}
+
+// ServerReady says the server answers its health probe and lists the model
+// (the health probe alone for an engine with no model list).
+type ServerReady struct {
+	At      time.Time
+	Elapsed time.Duration // from the start to readiness
+}
+
+// PhaseStalled says a phase went silent (no new line, no activity) longer
+// than its budget.
+type PhaseStalled struct {
+	Phase   PhaseID // the phase it is stuck in
+	Title   string
+	At      time.Time
+	Elapsed time.Duration // since the start
+	Reason  string        // the silence, the phase and the last line, in words
+	Line    string        // the last log line; "" when there was none
+}
+
+// StartFailed says the engine failed before it was ready: its log said so,
+// or it exited.
+type StartFailed struct {
+	Phase   PhaseID // the phase it failed in
+	Title   string
+	At      time.Time
+	Elapsed time.Duration // since the start
+	Reason  string        // why, in words
+	Line    string        // the line that said so, or the last line before the exit
+	// SuggestContext is vLLM's own "estimated maximum model length", to
+	// offer as --ctx; 0 when the engine gave none.
+	SuggestContext int
+}
+
+func (PhaseEntered) readinessEvent() {}
+func (PhaseWarning) readinessEvent() {}
+func (ServerReady) readinessEvent()  {}
+func (PhaseStalled) readinessEvent() {}
+func (StartFailed) readinessEvent()  {}
 
 // milestone moves the machine to a phase when a line contains any of its texts.
 type milestone struct {
@@ -248,8 +289,8 @@ func (r *Readiness) NextProbe() string {
 }
 
 // Lines feeds log lines that arrived by now (a batch: the runner's Lines event).
-func (r *Readiness) Lines(now time.Time, lines []string) []Event {
-	var out []Event
+func (r *Readiness) Lines(now time.Time, lines []string) []ReadinessEvent {
+	var out []ReadinessEvent
 	for _, raw := range lines {
 		if r.done {
 			break
@@ -275,15 +316,15 @@ func (r *Readiness) Activity(now time.Time) {
 }
 
 // Probe feeds one HTTP probe's result: status 0 when the connection failed.
-func (r *Readiness) Probe(now time.Time, path string, status int, body []byte) []Event {
+func (r *Readiness) Probe(now time.Time, path string, status int, body []byte) []ReadinessEvent {
 	if r.done || status != 200 {
 		return nil
 	}
-	var out []Event
+	var out []ReadinessEvent
 	switch path {
 	case r.p.health:
 		if r.p.models == "" {
-			return r.finish(now, EventReady, len(r.p.phases)-1, "", "")
+			return r.ready(now)
 		}
 		if r.Phase().ID != PhaseModels {
 			out = append(out, r.enter(now, r.index(PhaseModels), path+" answers 200")...)
@@ -293,52 +334,53 @@ func (r *Readiness) Probe(now time.Time, path string, status int, body []byte) [
 			return nil
 		}
 		if listsModel(body, r.o.Model) {
-			return append(out, r.finish(now, EventReady, len(r.p.phases)-1, "", "")...)
+			return append(out, r.ready(now)...)
 		}
 	}
 	return out
 }
 
 // Tick checks the stall budget at time now.
-func (r *Readiness) Tick(now time.Time) []Event {
+func (r *Readiness) Tick(now time.Time) []ReadinessEvent {
 	if r.done {
 		return nil
 	}
 	ph := r.Phase()
 	if ph.Budget > 0 && now.Sub(r.since) >= ph.Budget {
 		reason := fmt.Sprintf("no progress for %s in phase %q (%s); last line: %s", roundDur(now.Sub(r.since)), ph.ID, ph.Title, orNone(r.lastLine))
-		return r.finish(now, EventStalled, r.phase, reason, r.lastLine)
+		r.done = true
+		return []ReadinessEvent{PhaseStalled{Phase: ph.ID, Title: ph.Title, At: now, Elapsed: now.Sub(r.start), Reason: reason, Line: r.lastLine}}
 	}
 	return nil
 }
 
 // Exited records the engine's exit: before ready, that is a failure in the current phase.
-func (r *Readiness) Exited(now time.Time, code int) []Event {
+func (r *Readiness) Exited(now time.Time, code int) []ReadinessEvent {
 	if r.done {
 		return nil
 	}
 	reason := fmt.Sprintf("the engine exited (code %d) in phase %q (%s); last line: %s", code, r.Phase().ID, r.Phase().Title, orNone(r.lastLine))
-	return r.finish(now, EventFailed, r.phase, reason, r.lastLine)
+	return r.fail(now, reason, 0)
 }
 
-func (r *Readiness) line(now time.Time, line string) []Event {
+func (r *Readiness) line(now time.Time, line string) []ReadinessEvent {
 	r.lastLine = excerptLine(line)
-	var out []Event
+	var out []ReadinessEvent
 	for _, f := range r.p.failures {
 		if matches(line, f) {
-			ev := r.finish(now, EventFailed, r.phase, f.reason, r.lastLine)
 			if m := reMaxLen.FindStringSubmatch(line); m != nil {
-				fmt.Sscan(m[1], &ev[0].SuggestContext)
-				ev[0].Reason = fmt.Sprintf("%s: vLLM estimates a maximum model length of %s; try --ctx %s", f.reason, m[1], m[1])
+				var suggest int
+				fmt.Sscan(m[1], &suggest)
+				return r.fail(now, fmt.Sprintf("%s: vLLM estimates a maximum model length of %s; try --ctx %s", f.reason, m[1], m[1]), suggest)
 			}
-			return ev
+			return r.fail(now, f.reason, 0)
 		}
 	}
 	for _, w := range r.p.warnings {
 		if matches(line, w) && !r.warned[w.reason] {
 			r.warned[w.reason] = true
-			out = append(out, Event{Kind: EventWarning, Phase: r.Phase().ID, Title: r.Phase().Title, At: now,
-				Elapsed: now.Sub(r.start), Line: r.lastLine, Reason: w.reason})
+			ph := r.Phase()
+			out = append(out, PhaseWarning{Phase: ph.ID, Title: ph.Title, At: now, Elapsed: now.Sub(r.start), Line: r.lastLine, Text: w.reason})
 		}
 	}
 	for _, m := range r.p.milestones {
@@ -353,17 +395,25 @@ func (r *Readiness) line(now time.Time, line string) []Event {
 
 func (r *Readiness) heartbeat(line string) bool { return containsAny(line, r.p.heartbeats) }
 
-func (r *Readiness) enter(now time.Time, i int, line string) []Event {
+func (r *Readiness) enter(now time.Time, i int, line string) []ReadinessEvent {
 	r.phase, r.since = i, now
 	ph := r.p.phases[i]
-	return []Event{{Kind: EventPhase, Phase: ph.ID, Title: ph.Title, At: now, Elapsed: now.Sub(r.start), Line: line}}
+	return []ReadinessEvent{PhaseEntered{Phase: ph.ID, Title: ph.Title, At: now, Elapsed: now.Sub(r.start), Line: line}}
 }
 
-func (r *Readiness) finish(now time.Time, kind EventKind, i int, reason, line string) []Event {
+// ready ends the start-up in the ready phase.
+func (r *Readiness) ready(now time.Time) []ReadinessEvent {
+	r.done, r.phase = true, len(r.p.phases)-1
+	return []ReadinessEvent{ServerReady{At: now, Elapsed: now.Sub(r.start)}}
+}
+
+// fail ends the start-up in the current phase; suggest is vLLM's estimated
+// maximum model length (0 when none).
+func (r *Readiness) fail(now time.Time, reason string, suggest int) []ReadinessEvent {
 	r.done = true
-	r.phase = i
-	ph := r.p.phases[i]
-	return []Event{{Kind: kind, Phase: ph.ID, Title: ph.Title, At: now, Elapsed: now.Sub(r.start), Line: line, Reason: reason}}
+	ph := r.Phase()
+	return []ReadinessEvent{StartFailed{Phase: ph.ID, Title: ph.Title, At: now, Elapsed: now.Sub(r.start),
+		Reason: reason, Line: r.lastLine, SuggestContext: suggest}}
 }
 
 func (r *Readiness) index(id PhaseID) int {

@@ -22,9 +22,9 @@ func readLines(t *testing.T, name string) []string {
 
 // replay feeds lines one a second from start and returns the events, the
 // machine and the time of the last line.
-func replay(t *testing.T, r *Readiness, start time.Time, lines []string) ([]Event, time.Time) {
+func replay(t *testing.T, r *Readiness, start time.Time, lines []string) ([]ReadinessEvent, time.Time) {
 	t.Helper()
-	var evs []Event
+	var evs []ReadinessEvent
 	now := start
 	for _, l := range lines {
 		now = now.Add(time.Second)
@@ -33,14 +33,36 @@ func replay(t *testing.T, r *Readiness, start time.Time, lines []string) ([]Even
 	return evs, now
 }
 
-func phasesOf(evs []Event) []PhaseID {
+func phasesOf(evs []ReadinessEvent) []PhaseID {
 	var ids []PhaseID
 	for _, e := range evs {
-		if e.Kind == EventPhase {
+		if e, ok := e.(PhaseEntered); ok {
 			ids = append(ids, e.Phase)
 		}
 	}
 	return ids
+}
+
+// single is the one event of evs when there is exactly one and it is a T.
+func single[T ReadinessEvent](evs []ReadinessEvent) (T, bool) {
+	var none T
+	if len(evs) != 1 {
+		return none, false
+	}
+	e, ok := evs[0].(T)
+	return e, ok
+}
+
+// isOnly says evs is exactly one T.
+func isOnly[T ReadinessEvent](evs []ReadinessEvent) bool {
+	_, ok := single[T](evs)
+	return ok
+}
+
+// stalledIn says evs is exactly one stall, in phase id.
+func stalledIn(evs []ReadinessEvent, id PhaseID) bool {
+	st, ok := single[PhaseStalled](evs)
+	return ok && st.Phase == id
 }
 
 func newR(t *testing.T, engine, model string) *Readiness {
@@ -106,7 +128,7 @@ func TestReadinessSuccess(t *testing.T) {
 			if r.Done() {
 				t.Fatal("ready before any probe answered")
 			}
-			var last []Event
+			var last []ReadinessEvent
 			for _, p := range tc.probes {
 				if path := r.NextProbe(); path != p.path {
 					t.Fatalf("next probe %q, want %q", path, p.path)
@@ -118,7 +140,7 @@ func TestReadinessSuccess(t *testing.T) {
 				now = now.Add(200 * time.Millisecond)
 				last = r.Probe(now, p.path, p.status, []byte(p.body))
 			}
-			if len(last) != 1 || last[0].Kind != EventReady || !r.Done() || r.NextProbe() != "" {
+			if _, ready := single[ServerReady](last); !ready || !r.Done() || r.NextProbe() != "" {
 				t.Fatalf("after the probes: %v (done %v)", last, r.Done())
 			}
 			if evs := r.Tick(now.Add(time.Hour)); evs != nil {
@@ -152,7 +174,12 @@ func TestReadinessStallInEachPhase(t *testing.T) {
 			r := newR(t, tc.engine, "")
 			evs, now := replay(t, r, t0, lines[:cut])
 			ph := r.Phase()
-			if seen[ph.ID] || (len(evs) > 0 && evs[len(evs)-1].Kind != EventPhase && ph.ID != PhaseStarting) {
+			if len(evs) > 0 && ph.ID != PhaseStarting {
+				if _, entered := evs[len(evs)-1].(PhaseEntered); !entered {
+					continue
+				}
+			}
+			if seen[ph.ID] {
 				continue
 			}
 			seen[ph.ID] = true
@@ -161,11 +188,12 @@ func TestReadinessStallInEachPhase(t *testing.T) {
 					t.Fatalf("stalled before the budget of %s: %v", ph.Budget, evs)
 				}
 				evs := r.Tick(now.Add(ph.Budget))
-				if len(evs) != 1 || evs[0].Kind != EventStalled || evs[0].Phase != ph.ID {
+				st, stalled := single[PhaseStalled](evs)
+				if !stalled || st.Phase != ph.ID {
 					t.Fatalf("after %s in %s: %v", ph.Budget, ph.ID, evs)
 				}
-				if !strings.Contains(evs[0].Reason, string(ph.ID)) || !strings.Contains(evs[0].Reason, ph.Title) {
-					t.Errorf("the stall does not name its phase: %q", evs[0].Reason)
+				if !strings.Contains(st.Reason, string(ph.ID)) || !strings.Contains(st.Reason, ph.Title) {
+					t.Errorf("the stall does not name its phase: %q", st.Reason)
 				}
 				if r.Tick(now.Add(2*ph.Budget)) != nil || r.Lines(now.Add(2*ph.Budget), []string{"late"}) != nil {
 					t.Error("events after the stall")
@@ -180,7 +208,7 @@ func TestReadinessStallInEachPhase(t *testing.T) {
 	r := newR(t, EngineVLLM, "")
 	_, now := replay(t, r, t0, readLines(t, "vllm-0.13-gb10-success.log"))
 	r.Probe(now, "/health", 200, nil)
-	if evs := r.Tick(now.Add(time.Minute)); len(evs) != 1 || evs[0].Phase != PhaseModels {
+	if evs := r.Tick(now.Add(time.Minute)); !stalledIn(evs, PhaseModels) {
 		t.Fatalf("no /v1/models answer: %v", evs)
 	}
 }
@@ -211,14 +239,14 @@ func TestReadinessHeartbeatIsNotProgress(t *testing.T) {
 	r := newR(t, EngineVLLM, "")
 	budget := r.Phase().Budget
 	now := t0
-	var evs []Event
+	var evs []ReadinessEvent
 	for now.Sub(t0) < budget {
 		now = now.Add(10 * time.Second)
 		evs = append(evs, r.Lines(now, []string{lines[int(now.Sub(t0)/(10*time.Second))%len(lines)]})...)
 		evs = append(evs, r.Tick(now)...)
 	}
-	if len(evs) != 1 || evs[0].Kind != EventStalled || evs[0].Phase != PhaseStarting ||
-		!strings.Contains(evs[0].Reason, "Waiting for 1 local, 0 remote core engine proc(s) to start.") {
+	if st, stalled := single[PhaseStalled](evs); !stalled || st.Phase != PhaseStarting ||
+		!strings.Contains(st.Reason, "Waiting for 1 local, 0 remote core engine proc(s) to start.") {
 		t.Fatalf("events %v", evs)
 	}
 }
@@ -239,9 +267,9 @@ func TestReadinessFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newR(t, tc.engine, "")
 			evs, _ := replay(t, r, t0, readLines(t, tc.log))
-			last := evs[len(evs)-1]
-			if last.Kind != EventFailed || last.Phase != tc.phase || !strings.Contains(last.Reason, tc.reason) || last.SuggestContext != tc.ctx {
-				t.Fatalf("last event %+v", last)
+			last, failed := evs[len(evs)-1].(StartFailed)
+			if !failed || last.Phase != tc.phase || !strings.Contains(last.Reason, tc.reason) || last.SuggestContext != tc.ctx {
+				t.Fatalf("last event %+v", evs[len(evs)-1])
 			}
 			if !r.Done() {
 				t.Fatal("not done after a failure")
@@ -263,8 +291,8 @@ func TestReadinessExitAndActivity(t *testing.T) {
 		t.Fatalf("busy but quiet: %v", evs)
 	}
 	evs := r.Exited(now.Add(time.Minute), 139)
-	if len(evs) != 1 || evs[0].Kind != EventFailed || evs[0].Phase != PhaseLoading ||
-		!strings.Contains(evs[0].Reason, "exited (code 139) in phase \"loading\"") || !strings.Contains(evs[0].Reason, "load_model: loading model") {
+	if f, failed := single[StartFailed](evs); !failed || f.Phase != PhaseLoading ||
+		!strings.Contains(f.Reason, "exited (code 139) in phase \"loading\"") || !strings.Contains(f.Reason, "load_model: loading model") {
 		t.Fatalf("exit: %v", evs)
 	}
 }
@@ -274,7 +302,7 @@ func TestReadinessExitAndActivity(t *testing.T) {
 func TestReadinessProbeBeforeLog(t *testing.T) {
 	r := newR(t, EngineLlamaCpp, "")
 	evs := r.Probe(t0.Add(time.Second), "/health", 200, nil)
-	if len(evs) != 1 || evs[0].Phase != PhaseModels || r.NextProbe() != "/v1/models" {
+	if e, entered := single[PhaseEntered](evs); !entered || e.Phase != PhaseModels || r.NextProbe() != "/v1/models" {
 		t.Fatalf("%v, next %q", evs, r.NextProbe())
 	}
 	if evs := r.Probe(t0.Add(2*time.Second), "/v1/models", 200, []byte(`{"data":[]}`)); evs != nil {
@@ -283,7 +311,7 @@ func TestReadinessProbeBeforeLog(t *testing.T) {
 	if evs := r.Probe(t0.Add(2*time.Second), "/v1/models", 200, []byte(`not json`)); evs != nil {
 		t.Fatalf("a broken answer made it ready: %v", evs)
 	}
-	if evs := r.Probe(t0.Add(3*time.Second), "/v1/models", 200, []byte(`{"data":[{"id":"m.gguf"}]}`)); len(evs) != 1 || evs[0].Kind != EventReady {
+	if evs := r.Probe(t0.Add(3*time.Second), "/v1/models", 200, []byte(`{"data":[{"id":"m.gguf"}]}`)); !isOnly[ServerReady](evs) {
 		t.Fatalf("%v", evs)
 	}
 }
@@ -293,7 +321,7 @@ func TestReadinessWarnings(t *testing.T) {
 	// llama-bench's stderr of the real lavapipe run names the CPU device once.
 	line := "ggml_vulkan: Warning: Device type is CPU. This is probably not the device you want."
 	evs := r.Lines(t0, []string{line, line})
-	if len(evs) != 1 || evs[0].Kind != EventWarning || !strings.Contains(evs[0].Reason, "llvmpipe") {
+	if w, warned := single[PhaseWarning](evs); !warned || !strings.Contains(w.Text, "llvmpipe") {
 		t.Fatalf("%v", evs)
 	}
 }
@@ -340,14 +368,14 @@ func FuzzReadiness(f *testing.F) {
 		evs = append(evs, r.Exited(t0.Add(2*time.Hour), 1)...)
 		last, terminal := -1, 0
 		for _, ev := range evs {
-			i := r.index(ev.Phase)
-			if ev.Kind == EventPhase && i <= last {
-				t.Fatalf("phase went back: %v", evs)
-			}
-			if ev.Kind == EventPhase {
+			switch ev := ev.(type) {
+			case PhaseEntered:
+				i := r.index(ev.Phase)
+				if i <= last {
+					t.Fatalf("phase went back: %v", evs)
+				}
 				last = i
-			}
-			if ev.Kind == EventReady || ev.Kind == EventStalled || ev.Kind == EventFailed {
+			case ServerReady, PhaseStalled, StartFailed:
 				terminal++
 			}
 		}

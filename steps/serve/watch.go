@@ -225,7 +225,7 @@ func (w *Watcher) event(e runner.Event) {
 		}
 		w.rd = rd
 		ph := rd.Phase()
-		w.emit(w.phaseEvent(Event{Kind: EventPhase, Phase: ph.ID, Title: ph.Title, At: e.At}))
+		w.emit(w.servePhase(ph.ID, ph.Title, e.At, ""))
 	case runner.Lines:
 		if e.Step == w.o.Step && w.rd != nil {
 			w.readiness(w.rd.Lines(time.Now(), e.Text), false)
@@ -246,8 +246,8 @@ func (w *Watcher) probed(pr probeResult, smokes chan<- SmokeResult) {
 		w.firstHealth = pr.at
 	}
 	for _, ev := range w.rd.Probe(pr.at, pr.path, pr.status, pr.body) {
-		w.readiness([]Event{ev}, false)
-		if ev.Kind == EventReady && w.o.Smoke && (w.o.Launch.Served != "" || w.o.Launch.Engine != EngineOllama) {
+		w.readiness([]ReadinessEvent{ev}, false)
+		if _, ready := ev.(ServerReady); ready && w.o.Smoke && (w.o.Launch.Served != "" || w.o.Launch.Engine != EngineOllama) {
 			sr := DefaultSmoke(w.o.Launch.Served)
 			go func() { smokes <- w.o.Prober.Complete(w.smokeCtx, sr) }()
 		}
@@ -256,17 +256,21 @@ func (w *Watcher) probed(pr probeResult, smokes chan<- SmokeResult) {
 
 // readiness turns the machine's events into stream events and verdicts;
 // exited says the step is over already (nothing to settle).
-func (w *Watcher) readiness(evs []Event, exited bool) {
+func (w *Watcher) readiness(evs []ReadinessEvent, exited bool) {
 	for _, ev := range evs {
-		w.mu.Lock()
-		w.res.Phase = ev.Phase
-		w.mu.Unlock()
-		switch ev.Kind {
-		case EventPhase, EventWarning:
-			w.emit(w.phaseEvent(ev))
-		case EventReady:
+		switch ev := ev.(type) {
+		case PhaseEntered:
+			w.setPhase(ev.Phase)
+			w.emit(w.servePhase(ev.Phase, ev.Title, ev.At, ev.Line))
+		case PhaseWarning:
+			w.setPhase(ev.Phase)
+			sp := w.servePhase(ev.Phase, ev.Title, ev.At, ev.Line)
+			sp.Warning = ev.Text
+			w.emit(sp)
+		case ServerReady:
 			w.readyAt = ev.At
 			w.mu.Lock()
+			w.res.Phase = PhaseReady
 			w.res.Ready, w.res.ReadyAfter = true, ev.At.Sub(w.started)
 			if !w.firstHealth.IsZero() {
 				w.res.SinceHealth = ev.At.Sub(w.firstHealth)
@@ -274,27 +278,42 @@ func (w *Watcher) readiness(evs []Event, exited bool) {
 			r := w.res
 			w.mu.Unlock()
 			w.emit(runner.Ready{Step: w.o.Step, URL: w.o.Launch.URL, Model: w.o.Launch.Served, Elapsed: r.ReadyAfter, SinceHealth: r.SinceHealth})
-		case EventStalled, EventFailed:
+		case PhaseStalled:
 			w.mu.Lock()
-			w.res.Stalled = ev.Kind == EventStalled
-			w.res.Failed = ev.Reason
+			w.res.Phase, w.res.Stalled, w.res.Failed = ev.Phase, true, ev.Reason
+			w.mu.Unlock()
+			w.emit(runner.Found{Step: w.o.Step, Finding: stallFinding(ev)})
+			w.failed(ev.Reason, exited)
+		case StartFailed:
+			w.mu.Lock()
+			w.res.Phase, w.res.Stalled, w.res.Failed = ev.Phase, false, ev.Reason
 			if ev.SuggestContext > 0 {
 				w.res.SuggestContext = ev.SuggestContext
 			}
 			w.mu.Unlock()
-			if ev.Kind == EventStalled {
-				w.emit(runner.Found{Step: w.o.Step, Finding: stallFinding(ev)})
-			}
-			if !exited {
-				w.settle(runner.Verdict{Status: steps.OutcomeFailed, Why: ev.Reason})
-			}
+			w.failed(ev.Reason, exited)
 		}
+	}
+}
+
+// setPhase records the last phase reached.
+func (w *Watcher) setPhase(id PhaseID) {
+	w.mu.Lock()
+	w.res.Phase = id
+	w.mu.Unlock()
+}
+
+// failed settles a start-up that stalled or failed as a failed step, unless
+// the step is over already (exited).
+func (w *Watcher) failed(why string, exited bool) {
+	if !exited {
+		w.settle(runner.Verdict{Status: steps.OutcomeFailed, Why: why})
 	}
 }
 
 // stallFinding is the stall as a finding of the port-never-opens family,
 // its text naming the phase.
-func stallFinding(ev Event) diagnose.Finding {
+func stallFinding(ev PhaseStalled) diagnose.Finding {
 	f := diagnose.Finding{Family: PortNeverOpens, Text: ev.Reason, Summary: "The server never answered: it stalled in phase " + string(ev.Phase) + ".", Stall: true}
 	if r, ok := diagnose.RuleByID(PortNeverOpens); ok {
 		f.Summary, f.Fix, f.Title, f.Links, f.Ladder = r.Summary, r.Fix, r.Title, r.Links, r.Ladder
@@ -303,14 +322,11 @@ func stallFinding(ev Event) diagnose.Finding {
 	return f
 }
 
-func (w *Watcher) phaseEvent(ev Event) runner.ServePhase {
-	i := w.rd.index(ev.Phase)
-	sp := runner.ServePhase{Step: w.o.Step, Phase: string(ev.Phase), Title: ev.Title, Index: i + 1, Total: len(w.rd.p.phases),
-		Budget: w.rd.p.phases[i].Budget, Elapsed: ev.At.Sub(w.started), Line: ev.Line}
-	if ev.Kind == EventWarning {
-		sp.Warning = ev.Reason
-	}
-	return sp
+// servePhase is the stream's event for a phase entered at at (or warned in).
+func (w *Watcher) servePhase(id PhaseID, title string, at time.Time, line string) runner.ServePhase {
+	i := w.rd.index(id)
+	return runner.ServePhase{Step: w.o.Step, Phase: string(id), Title: title, Index: i + 1, Total: len(w.rd.p.phases),
+		Budget: w.rd.p.phases[i].Budget, Elapsed: at.Sub(w.started), Line: line}
 }
 
 // userStop settles a ready server as served, or interrupts one that is not.

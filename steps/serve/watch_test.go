@@ -193,7 +193,7 @@ func TestWatchReadySmokeAndStop(t *testing.T) {
 		len(fin[0].Verified) != 2 || !strings.Contains(fin[0].Verified[1], "first token after") {
 		t.Fatalf("finished %+v", fin)
 	}
-	if !s.res.Ready || !s.res.StoppedByUser || s.res.RunStatus != steps.OutcomeSucceeded || s.res.Smoke == nil {
+	if !s.res.Ready || s.res.Phase != PhaseReady || !s.res.StoppedByUser || s.res.RunStatus != steps.OutcomeSucceeded || s.res.Smoke == nil {
 		t.Fatalf("result %+v", s.res)
 	}
 	if pid := readPID(t, s.dir); pid > 0 {
@@ -289,5 +289,31 @@ func TestWatchVLLMMaxModelLength(t *testing.T) {
 	}
 	if s.res.SuggestContext != 127776 {
 		t.Fatalf("result %+v", s.res)
+	}
+}
+
+// The machine's events reach the stream as ServePhase events: a phase with
+// its place and budget, then a warning within it (its text set, the phase
+// unchanged); the result keeps the last phase reached.
+func TestWatchPhasesAndWarningsOnTheStream(t *testing.T) {
+	rd := newR(t, EngineLlamaCpp, "")
+	w := &Watcher{o: WatchOptions{Step: StepID}, out: make(chan runner.Event, 16), rd: rd, started: t0}
+	load := "load_model: loading model '/models/tiny.gguf'"
+	cpu := "ggml_vulkan: Warning: Device type is CPU. This is probably not the device you want."
+	w.readiness(rd.Lines(t0.Add(2*time.Second), []string{load, cpu}), false)
+	close(w.out)
+	var got []runner.Event
+	for e := range w.out {
+		got = append(got, e)
+	}
+	entered := runner.ServePhase{Step: StepID, Phase: "loading", Title: "loading the model", Index: 2, Total: 6,
+		Budget: llamaLoadingBudget, Elapsed: 2 * time.Second, Line: load}
+	warned := entered
+	warned.Line, warned.Warning = cpu, "the Vulkan device is a CPU (llvmpipe), not a GPU"
+	if want := []runner.Event{entered, warned}; !slices.Equal(got, want) {
+		t.Fatalf("stream %+v, want %+v", got, want)
+	}
+	if r := w.Result(); r.Phase != PhaseLoading || r.Ready || r.Stalled || r.Failed != "" {
+		t.Fatalf("result %+v", r)
 	}
 }
