@@ -36,9 +36,9 @@ var catalogue = []Track{
 		// AMD's prebuilt image, one without a working ROCm gets Vulkan.
 		RecommendWhen: &Recommendation{For: gfxStrixHalo, Rank: 1, Unless: []Obstacle{ROCmBroken, CannotBuild}},
 		Next: []string{
-			"distrobox enter $TOOLBOX_NAME",
-			"source /opt/venv/bin/activate",
-			"vllm serve <model> --gpu-memory-utilization 0.85",
+			"haloforge serve --track therock-toolbox --model Qwen/Qwen3-0.6B",
+			"haloforge bench --track therock-toolbox --model Qwen/Qwen3-0.6B",
+			"distrobox enter $TOOLBOX_NAME -- /opt/venv/bin/vllm serve <model> --gpu-memory-utilization 0.85",
 		},
 	},
 	{
@@ -61,7 +61,7 @@ var catalogue = []Track{
 			{ID: "verify", Title: "Verify torch and vLLM in the image", Script: "02-verify.sh", Pins: []string{"VLLM_IMAGE", "GPU_TARGET", "VERIFY_MODEL"}, DependsOn: []string{"launcher"}},
 		},
 		RecommendWhen: &Recommendation{For: []string{"gfx1151", "gfx1100", "gfx1101", "gfx90a", "gfx942"}, Rank: 2, Unless: []Obstacle{ROCmBroken}},
-		Next:          []string{"$HALOFORGE_STATE_DIR/vllm-image/start-vllm.sh <model>"},
+		Next:          []string{"haloforge serve --track vllm-image --model <model>", "$HALOFORGE_STATE_DIR/vllm-image/start-vllm.sh <model>"},
 	},
 	{
 		ID:     "source-stable",
@@ -151,7 +151,11 @@ var catalogue = []Track{
 		},
 		// The fallback for any GPU: Vulkan needs no ROCm and no compiling on the host.
 		RecommendWhen: &Recommendation{Rank: 9},
-		Next:          []string{"podman run --rm -it --device /dev/dri -v ~/models:/models $VULKAN_IMAGE llama-server -m /models/<model>.gguf -ngl 999"},
+		Next: []string{
+			"haloforge serve --track llamacpp-vulkan --model <model>.gguf",
+			"haloforge bench --track llamacpp-vulkan --model <model>.gguf",
+			"podman run --rm -it --device /dev/dri -v ~/models:/models $VULKAN_IMAGE llama-server -m /models/<model>.gguf -ngl 999",
+		},
 	},
 	{
 		ID:     "ollama",
@@ -173,7 +177,7 @@ var catalogue = []Track{
 			{ID: "verify", Title: "Verify Ollama sees the GPU", Script: "02-verify.sh", Pins: []string{"OLLAMA_PORT"}, DependsOn: []string{"serve"}},
 		},
 		RecommendWhen: &Recommendation{For: []string{"gfx1150", "gfx1102", "gfx1030"}, Rank: 2, Unless: []Obstacle{ROCmBroken}},
-		Next:          []string{"podman exec -it haloforge-ollama ollama run <model>"},
+		Next:          []string{"haloforge serve --track ollama --model <model>", "podman exec -it haloforge-ollama ollama run <model>"},
 	},
 	{
 		ID:     "therock-aotriton",
@@ -279,8 +283,9 @@ var catalogue = []Track{
 			{ID: "verify", Title: "llama-bench on the GPU backend", Script: "02-verify.sh", Pins: []string{"LLAMA_MODEL"}, DependsOn: []string{"packages"}},
 		},
 		Next: []string{
+			"haloforge serve --track llamacpp-distro --model <model>.gguf",
+			"haloforge bench --track llamacpp-distro --model <model>.gguf",
 			"distrobox enter $LLAMACPP_DISTRO_BOX -- llama-server -m <model>.gguf -ngl 999 --host 127.0.0.1",
-			"distrobox enter $LLAMACPP_DISTRO_BOX -- llama-bench -m <model>.gguf -o jsonl -r 3 -fa 1 -ngl 999",
 		},
 	},
 }

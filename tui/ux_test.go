@@ -184,7 +184,7 @@ func TestQuittingGivesTheNextCommands(t *testing.T) {
 		t.Fatal("q on the summary did not quit")
 	}
 	r := m.Result()
-	if len(r.Next) != 3 || !strings.HasPrefix(r.Next[0], "distrobox enter") || len(r.RunDirs) != 1 {
+	if len(r.Next) != 3 || !strings.HasPrefix(r.Next[0], "haloforge serve --track therock-toolbox") || len(r.RunDirs) != 1 {
 		t.Errorf("result after a build: %+v", r)
 	}
 

@@ -210,8 +210,8 @@ func TestPlanViewExpandsNextCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := p.Track.Next[0]; got != "distrobox enter haloforge-therock" {
-		t.Errorf("next[0] = %q, want the toolbox name filled in", got)
+	if got := p.Track.Next[2]; !strings.HasPrefix(got, "distrobox enter haloforge-therock -- ") {
+		t.Errorf("next[2] = %q, want the toolbox name filled in", got)
 	}
 	got := expandNext([]string{"$HALOFORGE_STATE_DIR/x.sh $UNKNOWN <model>"}, map[string]string{}, "/s")
 	if got[0] != "/s/x.sh $UNKNOWN <model>" {
