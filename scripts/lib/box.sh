@@ -147,6 +147,48 @@ grant_box_sudo() {
     "printf '%s ALL=(root) NOPASSWD:ALL\\n' \"\$1\" > /etc/sudoers.d/haloforge && chmod 0440 /etc/sudoers.d/haloforge" sh "$user"
 }
 
+# require_box_tools: distrobox and a container manager it can drive (a dry run needs neither).
+require_box_tools() {
+  is_dry_run && return 0
+  require distrobox
+  command -v podman >/dev/null 2>&1 || command -v docker >/dev/null 2>&1 \
+    || die "neither podman nor docker found; install podman ($(_hf_install_hint podman))"
+}
+
+# box_reuse_or_create IMAGE IMAGE_PIN NAME_PIN [FLAG...]: makes $TOOLBOX_NAME from IMAGE with
+# the container flags FLAG... (box_gpu_flags' devices), or reuses it. Returns 0 when a box made from IMAGE already exists (reused;
+# a rootful one gets its sudo grant), 1 after creating one (no box, or
+# HALOFORGE_RECREATE_BOX=1 removed a box made from another image). A box from another image
+# stops the step with the exact commands; IMAGE_PIN and NAME_PIN are the pins the user can
+# set instead (the steps that make boxes share this, so they say the same thing).
+box_reuse_or_create() {
+  local want=$1 image_pin=$2 name_pin=$3 have
+  shift 3
+  if have=$(box_image "$TOOLBOX_NAME"); then
+    if same_image "$have" "$want"; then
+      log_ok "box $TOOLBOX_NAME exists with image $have: reused"
+      # A rootful box made before haloforge granted sudo (or by hand) needs it too.
+      grant_box_sudo
+      return 0
+    fi
+    if is_dry_run; then
+      log_warn "box $TOOLBOX_NAME was created from $have, not from the pinned $want: a real run stops here unless HALOFORGE_RECREATE_BOX=1, which does:"
+      distrobox_run rm --force "$TOOLBOX_NAME"
+    elif [[ "${HALOFORGE_RECREATE_BOX:-0}" == 1 ]]; then
+      log_warn "box $TOOLBOX_NAME was created from $have, the pin says $want: HALOFORGE_RECREATE_BOX=1, removing it"
+      distrobox_run rm --force "$TOOLBOX_NAME"
+    else
+      die "box $TOOLBOX_NAME exists but was created from $have, not from the pinned $want; replacing it means rebuilding everything inside it. To replace it: distrobox rm$(box_root_word) --force $TOOLBOX_NAME (or re-run with HALOFORGE_RECREATE_BOX=1); to keep it: --set $image_pin=$have, or pick another $name_pin"
+    fi
+  fi
+  local -a create=(create --yes --name "$TOOLBOX_NAME" --image "$want")
+  if (($#)); then
+    create+=(--additional-flags "$*")
+  fi
+  distrobox_run "${create[@]}"
+  return 1
+}
+
 # same_image A B: image references equal up to the implied docker.io/library/ prefix and
 # :latest tag (podman records "ubuntu:24.04" as docker.io/library/ubuntu:24.04).
 same_image() {

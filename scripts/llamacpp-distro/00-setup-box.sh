@@ -47,46 +47,13 @@ device_flags() {
   FLAGS=("${BOX_FLAGS[@]}")
 }
 
-# reuse_or_explain: 0 to reuse the box, 1 to create it; stops with the exact commands when
-# the box exists from another image (unless HALOFORGE_RECREATE_BOX=1).
-reuse_or_explain() {
-  local have
-  have=$(box_image "$TOOLBOX_NAME") || return 1
-  if same_image "$have" "$LLAMACPP_DISTRO_IMAGE"; then
-    log_ok "box $TOOLBOX_NAME exists with image $have: reused"
-    # A rootful box made before haloforge granted sudo (or by hand) needs it too.
-    grant_box_sudo
-    return 0
-  fi
-  if [[ "${HALOFORGE_RECREATE_BOX:-0}" == 1 ]]; then
-    log_warn "box $TOOLBOX_NAME was created from $have, the pin says $LLAMACPP_DISTRO_IMAGE: HALOFORGE_RECREATE_BOX=1, removing it"
-    distrobox_run rm --force "$TOOLBOX_NAME"
-    return 1
-  fi
-  is_dry_run && {
-    log_warn "box $TOOLBOX_NAME was created from $have, not from $LLAMACPP_DISTRO_IMAGE: a real run stops here"
-    return 1
-  }
-  die "box $TOOLBOX_NAME exists but was created from $have, not from the pinned $LLAMACPP_DISTRO_IMAGE. To replace it: distrobox rm$(box_root_word) --force $TOOLBOX_NAME (or re-run with HALOFORGE_RECREATE_BOX=1); to keep it: --set LLAMACPP_DISTRO_IMAGE=$have, or pick another LLAMACPP_DISTRO_BOX"
-}
-
 log_step "Box $TOOLBOX_NAME from $LLAMACPP_DISTRO_IMAGE"
 device_flags
-if ! is_dry_run; then
-  require distrobox
-  command -v podman >/dev/null 2>&1 || command -v docker >/dev/null 2>&1 \
-    || die "neither podman nor docker found; install podman ($(_hf_install_hint podman))"
-fi
-if reuse_or_explain; then
+require_box_tools
+if box_reuse_or_create "$LLAMACPP_DISTRO_IMAGE" LLAMACPP_DISTRO_IMAGE LLAMACPP_DISTRO_BOX "${FLAGS[@]}"; then
   hf_fact_image "$LLAMACPP_DISTRO_IMAGE"
   exit 0
 fi
-
-create=(create --yes --name "$TOOLBOX_NAME" --image "$LLAMACPP_DISTRO_IMAGE")
-if ((${#FLAGS[@]})); then
-  create+=(--additional-flags "${FLAGS[*]}")
-fi
-distrobox_run "${create[@]}"
 
 # explain_first_start: a failed first start, with the cause when it is a known one.
 explain_first_start() {

@@ -3,9 +3,7 @@
 #
 # The track's box is $LLAMACPP_DISTRO_BOX; box.sh's helpers (enter_box, in_box) work on
 # $TOOLBOX_NAME, so distro_init points that at the track's box.
-# The verify protocol: the runner exports HALOFORGE_RESULT_FILE; a step appends
-# "verified<TAB>what" or "not-verified<TAB>reason". hf_verified/hf_not_verified come from
-# lib/common.sh where it has them; otherwise the same lines are written here.
+# The verify protocol (hf_verified/hf_not_verified, HALOFORGE_RESULT_FILE) is lib/common.sh's.
 
 # distro_init: the box name for box.sh, the track's state directory.
 distro_init() {
@@ -13,34 +11,6 @@ distro_init() {
   TOOLBOX_NAME=$LLAMACPP_DISTRO_BOX
   DISTRO_STATE=$HALOFORGE_STATE_DIR/llamacpp-distro
   export TOOLBOX_NAME DISTRO_STATE
-}
-
-if ! declare -F hf_verified >/dev/null; then
-  # hf_verified WHAT: the step proved its outcome (one line in $HALOFORGE_RESULT_FILE).
-  hf_verified() { _distro_result verified "$*"; }
-fi
-if ! declare -F hf_not_verified >/dev/null; then
-  # hf_not_verified REASON: the outcome could not be proven, and why.
-  hf_not_verified() { _distro_result not-verified "$*"; }
-fi
-
-# _distro_result KIND TEXT: the same lines (log and file) as lib/common.sh's _hf_result.
-_distro_result() {
-  local kind=$1 text=$2
-  text=${text//$'\t'/ }
-  text=${text//$'\r'/ }
-  text=${text//$'\n'/ }
-  [[ -n "$text" ]] || text='(no detail given)'
-  if [[ $kind == verified ]]; then
-    printf '%sverified:%s %s\n' "$_HF_C_GREEN" "$_HF_C_OFF" "$text"
-  else
-    printf '%snot verified:%s %s\n' "$_HF_C_YELLOW" "$_HF_C_OFF" "$text"
-  fi
-  is_dry_run && return 0
-  if [[ -n "${HALOFORGE_RESULT_FILE:-}" ]]; then
-    printf '%s\t%s\n' "$kind" "$text" >>"$HALOFORGE_RESULT_FILE" \
-      || log_warn "cannot append to HALOFORGE_RESULT_FILE=$HALOFORGE_RESULT_FILE"
-  fi
 }
 
 # gpu_gfx_targets: the LLVM targets of the GPUs the kernel's KFD topology lists (no ROCm

@@ -59,53 +59,16 @@ warn_missing_devices() {
   fi
 }
 
-# reuse_or_explain: 0 when a box with the right image exists (reuse), 1 when there is no box
-# (create it); stops with the exact commands when the box has another image, unless
-# HALOFORGE_RECREATE_BOX=1 asks for the box to be replaced.
-reuse_or_explain() {
-  local have
-  have=$(box_image "$TOOLBOX_NAME") || return 1
-  if same_image "$have" "$TOOLBOX_IMAGE"; then
-    log_ok "box $TOOLBOX_NAME exists with image $have: reused"
-    warn_missing_devices
-    # A rootful box made before haloforge granted sudo (or by hand) needs it too.
-    grant_box_sudo
-    return 0
-  fi
-  local root
-  root=$(box_root_word)
-  if is_dry_run; then
-    log_warn "box $TOOLBOX_NAME was created from $have, not from the pinned $TOOLBOX_IMAGE: a real run stops here unless HALOFORGE_RECREATE_BOX=1, which does:"
-    distrobox_run rm --force "$TOOLBOX_NAME"
-    return 1
-  fi
-  if [[ "${HALOFORGE_RECREATE_BOX:-0}" == 1 ]]; then
-    log_warn "box $TOOLBOX_NAME was created from $have, the pin says $TOOLBOX_IMAGE: HALOFORGE_RECREATE_BOX=1, removing it"
-    distrobox_run rm --force "$TOOLBOX_NAME"
-    return 1
-  fi
-  die "box $TOOLBOX_NAME exists but was created from $have, not from the pinned $TOOLBOX_IMAGE; replacing it means rebuilding everything inside it. To replace it: distrobox rm$root --force $TOOLBOX_NAME (or re-run with HALOFORGE_RECREATE_BOX=1); to keep it: --set TOOLBOX_IMAGE=$have, or pick another TOOLBOX_NAME"
-}
-
 log_step "Toolbox $TOOLBOX_NAME from $TOOLBOX_IMAGE"
 check_user
 device_flags
-if ! is_dry_run; then
-  require distrobox
-  command -v podman >/dev/null 2>&1 || command -v docker >/dev/null 2>&1 \
-    || die "neither podman nor docker found; install podman ($(_hf_install_hint podman))"
-fi
+require_box_tools
 
-if reuse_or_explain; then
+if box_reuse_or_create "$TOOLBOX_IMAGE" TOOLBOX_IMAGE TOOLBOX_NAME "${FLAGS[@]}"; then
+  warn_missing_devices
   hf_fact_image "$TOOLBOX_IMAGE"
   exit 0
 fi
-
-create=(create --yes --name "$TOOLBOX_NAME" --image "$TOOLBOX_IMAGE")
-if ((${#FLAGS[@]})); then
-  create+=(--additional-flags "${FLAGS[*]}")
-fi
-distrobox_run "${create[@]}"
 
 log_step "First start of $TOOLBOX_NAME (distrobox sets up the user inside)"
 in_box true
