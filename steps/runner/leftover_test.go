@@ -254,3 +254,43 @@ func importSleeper(t *testing.T, podman []string) string {
 	_ = tar.Wait()
 	return image
 }
+
+// TestAChildOnItsWayOutIsNotALeftover is what CI's real distrobox run hit: a
+// step's child that ends a few milliseconds after the script (sudo's
+// monitor process after `sudo podman exec`) was listed and killed as left
+// running, and its lines came after the step's own last line. A child
+// that ends within leftoverSettle is not a leftover; one that outlives it
+// still is.
+func TestAChildOnItsWayOutIsNotALeftover(t *testing.T) {
+	for _, tc := range []struct {
+		linger string
+		listed bool
+	}{
+		{"0.05", false},
+		{"30", true},
+	} {
+		t.Run("linger="+tc.linger, func(t *testing.T) {
+			tag := daemonTag(t)
+			t.Setenv("FX_LINGER", tc.linger)
+			dir := t.TempDir()
+			o := fxOptions(fxPlan(t, fxTrack(fx{id: "lingering", script: "lingering.sh"}), fxPins, "testdata/scripts", dir), dir)
+			rep, evs := run(t, o, nil)
+			if rep.Steps[0].ExitCode != 3 {
+				t.Fatalf("step %+v", rep.Steps[0])
+			}
+			f := finishedOf(evs, "lingering")
+			if got := len(f.Leftovers) > 0; got != tc.listed {
+				t.Errorf("leftovers %+v, want listed=%v", f.Leftovers, tc.listed)
+			}
+			log, _ := os.ReadFile(f.Log)
+			lines := strings.Split(strings.TrimRight(string(log), "\n"), "\n")
+			last := lines[len(lines)-1]
+			if !tc.listed && !strings.Contains(last, "the reason, as the step's last line") {
+				t.Errorf("the log's last line is %q, want the step's own", last)
+			}
+			if alive := tagged(tag); tc.listed && len(alive) > 0 {
+				t.Errorf("after the run, alive: %v", alive)
+			}
+		})
+	}
+}

@@ -138,7 +138,7 @@ func Supervise(args []string) int {
 				return code
 			}
 			parked.Store(true)
-			left := Leftovers(os.Getpid())
+			left := settledLeftovers(os.Getpid(), leftoverSettle)
 			writeLeftovers(report, code, left)
 			report.Close()
 			if len(left) == 0 {
@@ -154,6 +154,26 @@ func Supervise(args []string) int {
 			terminate(c == ctlKill, grace, ctl, gone)
 			return <-status
 		}
+	}
+}
+
+// leftoverSettle is how long the step's own processes get to finish
+// exiting after its script ended before they count as left running: sudo's
+// monitor process outlives `sudo podman exec` by milliseconds, and so may a
+// pipeline's last member. A real daemon costs the step this much once.
+const leftoverSettle = 300 * time.Millisecond
+
+// settledLeftovers is Leftovers(root) once no process outside the container
+// runtime is left, or when within has passed (podman's conmon and friends
+// stay by design, so they are not waited for).
+func settledLeftovers(root int, within time.Duration) []Leftover {
+	deadline := time.Now().Add(within)
+	for {
+		left := Leftovers(root)
+		if !slices.ContainsFunc(left, func(l Leftover) bool { return !l.Container }) || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
