@@ -167,7 +167,20 @@ func (v *logView) rows(line string) int {
 	if !v.wrap || ansi.StringWidth(line) <= v.width {
 		return 1
 	}
-	return strings.Count(ansi.Wrap(line, v.width, ""), "\n") + 1
+	return len(wrapCells(line, v.width))
+}
+
+// wrapCells wraps a log line at word boundaries into rows of at most width
+// cells, cutting words wider than that. ansi.Wrap alone may return a row
+// one cell too wide (a leading space before a word exactly width wide:
+// FuzzLogView's find), so its rows are hard-wrapped again; the empty
+// rows that leaves at the end are dropped.
+func wrapCells(line string, width int) []string {
+	rows := strings.Split(ansi.Hardwrap(ansi.Wrap(line, width, ""), width, true), "\n")
+	for len(rows) > 1 && ansi.StringWidth(rows[len(rows)-1]) == 0 {
+		rows = rows[:len(rows)-1]
+	}
+	return rows
 }
 
 // Scroll moves the window by delta lines (negative is up) and pauses
@@ -344,7 +357,7 @@ func (v *logView) View(st Styles) string {
 			line = highlight(ansi.Strip(line), v.query, st)
 		}
 		if v.wrap {
-			for _, r := range strings.Split(ansi.Wrap(line, v.width, ""), "\n") {
+			for _, r := range wrapCells(line, v.width) {
 				if len(rows) < v.height {
 					rows = append(rows, r)
 				}
