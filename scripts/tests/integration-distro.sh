@@ -98,7 +98,7 @@ phase_build() {
       env -C "$REPO" HALOFORGE_TINY_GGUF="$STATE/llamacpp-distro/tiny-random.gguf" \
       go test -count=1 -run '^TestReadGGUFFromPythonGGUF$' ./steps/serve
   fi
-  check "llama-bench ran on the Vulkan device llvmpipe" contains "$out" "on Vulkan (llvmpipe"
+  check "llama-bench ran on the Vulkan device llvmpipe" contains "$out" "on Vulkan device Vulkan0 (llvmpipe"
   check "the step says llvmpipe is a CPU device (test mode)" contains "$out" "llvmpipe is a CPU Vulkan device"
   local results
   results=$(
