@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -450,6 +451,13 @@ func (s *serveScreen) render() string {
 	var b strings.Builder
 	switch {
 	case s.setupErr != nil:
+		var nb *serve.NotBuiltError
+		if errors.As(s.setupErr, &nb) {
+			// Nothing ran: say what is missing and how to build it.
+			b.WriteString(st.Fail.Render(wrap("✗ "+nb.Why+": nothing was started.", s.w)) + "\n")
+			b.WriteString(wrap("Build it first: esc goes back to its plan, where Enter builds it; or run "+nb.Next, s.w) + "\n")
+			return b.String()
+		}
 		b.WriteString(st.Fail.Render("✗ cannot serve "+s.track+": "+s.setupErr.Error()) + "\n")
 		return b.String()
 	case s.setup == nil:

@@ -185,3 +185,25 @@ func TestSummaryOpensServe(t *testing.T) {
 		t.Fatalf("s opened %q", m.top().Crumb())
 	}
 }
+
+// A track that is not built gets no form: one line says so and what builds
+// it, and Enter starts nothing (C3 of the UX review).
+func TestServeScreenRefusesUnbuiltTrack(t *testing.T) {
+	f := newFakeBackend(t)
+	f.serveErr = &serve.NotBuiltError{Track: "llamacpp-distro", Why: "llamacpp-distro is not built yet", Next: "haloforge build --track llamacpp-distro"}
+	s := newServeScreen(context.Background(), testCommon(), f, "llamacpp-distro")
+	s.SetSize(80, 24)
+	follow(t, s, s.Init()(), time.Second)
+	text := screenText(s)
+	for _, want := range []string{"✗ llamacpp-distro is not built yet: nothing was started.", "Enter builds it", "haloforge build --track llamacpp-distro"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("the screen lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "command  ") {
+		t.Fatalf("a form for an unbuilt track:\n%s", text)
+	}
+	if cmd := s.Update(press("enter")); cmd != nil || s.running {
+		t.Fatal("Enter started something on an unbuilt track")
+	}
+}

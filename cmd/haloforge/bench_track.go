@@ -54,6 +54,13 @@ func runBenchTrack(cmd *cobra.Command, o benchOptions) error {
 		printBenchLaunch(out, b)
 		return nil
 	}
+	built, err := checkBuilt(s, o.stateDir, req.Root)
+	if err != nil {
+		return err
+	}
+	if built.Note != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: %s\n", built.Note)
+	}
 	if err := runner.CheckStateDir(o.stateDir); err != nil {
 		return usageErr(err)
 	}
