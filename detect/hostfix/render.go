@@ -37,7 +37,11 @@ func (p *Plan) WriteText(w io.Writer) error {
 	if src == "" {
 		src = "this machine"
 	}
-	fmt.Fprintf(&b, "Host fix plan for %s\nBootloader: %s: %s\n", src, p.Bootloader, p.Boot.Reason)
+	fmt.Fprintf(&b, "Host fix plan for %s\n", src)
+	if m := p.Machine.appliesTo(); m != "" {
+		fmt.Fprintf(&b, "Applies to: %s\n", m)
+	}
+	fmt.Fprintf(&b, "Bootloader: %s: %s\n", p.Bootloader, p.Boot.Reason)
 	if p.Boot.Problem != "" {
 		fmt.Fprintf(&b, "  haloforge will not change the kernel command line here: %s\n", p.Boot.Problem)
 	}
