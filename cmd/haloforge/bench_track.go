@@ -111,7 +111,7 @@ func runBenchTrack(cmd *cobra.Command, o benchOptions) error {
 	if o.command == "" {
 		o.command = b.Shell
 	}
-	return compareAndPrint(cmdContext(cmd), cmd, o, run, raw)
+	return compareAndPrint(cmdContext(cmd), cmd, o, run, raw, hostOrigin{ranHere: true})
 }
 
 // runAndTime runs the bench runner in line mode and returns the engine's
