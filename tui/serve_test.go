@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -205,5 +206,68 @@ func TestServeScreenRefusesUnbuiltTrack(t *testing.T) {
 	}
 	if cmd := s.Update(press("enter")); cmd != nil || s.running {
 		t.Fatal("Enter started something on an unbuilt track")
+	}
+}
+
+// At 80x24 (a body of 22 rows) the started server's result is on screen
+// without scrolling: the form folds into two lines, the engine log gives
+// way to the result once it is ready. On a smaller terminal the screen
+// scrolls to the result by itself. Long lines wrap instead of being cut:
+// the fit line, the command (between its words), the bench verdicts; the
+// model's path keeps its file name. (C9, C10 of the UX review.)
+func TestServeScreenFitsAndWraps(t *testing.T) {
+	for _, size := range [][2]int{{80, 22}, {60, 13}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			f := newFakeBackend(t)
+			s := newServeScreen(context.Background(), testCommon(), f, "llamacpp-distro")
+			s.SetSize(size[0], size[1])
+			follow(t, s, s.Init()(), time.Second)
+			form := screenText(s)
+			for _, want := range []string{"(0.90 × 124.0 GiB)", "-fa on", "tiny-random.gguf"} {
+				if !strings.Contains(form, want) {
+					t.Fatalf("the form lost %q at width %d:\n%s", want, size[0], form)
+				}
+			}
+			for _, l := range strings.Split(form, "\n") {
+				if ansi.StringWidth(l) > size[0] {
+					t.Fatalf("a line wider than %d: %q", size[0], l)
+				}
+			}
+			msgs, _ := runWithin(s.Update(press("enter")), time.Second)
+			s.Update(msgs[0])
+			pumpServe(t, s, func() bool { return s.run.smoke != nil })
+			view := ansi.Strip(s.View())
+			for _, want := range []string{"http://127.0.0.1:8080", "first token after 118 ms"} {
+				if !strings.Contains(view, want) {
+					t.Fatalf("the result %q is not on the %dx%d screen:\n%s", want, size[0], size[1], view)
+				}
+			}
+			if size[0] == 80 && !strings.Contains(view, "Serve and measure") {
+				t.Fatalf("at 80x24 the title scrolled away:\n%s", view)
+			}
+			follow(t, s, press("b"), time.Second)
+			text := screenText(s)
+			if !strings.Contains(strings.Join(strings.Fields(text), " "), "it ran on llvmpipe (LLVM 22.1.8, 256 bits); the references are Radeon 8060S") {
+				t.Fatalf("a bench verdict was cut:\n%s", text)
+			}
+			s.Update(press("x"))
+			pumpServe(t, s, func() bool { return !s.running })
+		})
+	}
+}
+
+func TestPathTail(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		w    int
+		want string
+	}{
+		{"/short/m.gguf", 40, "/short/m.gguf"},
+		{"/tmp/ux/state/demo-123/models/tiny-random.gguf", 26, "…/models/tiny-random.gguf"},
+		{"/a/b.gguf", 5, "/a/b.gguf"}, // too narrow to shorten usefully
+	} {
+		if got := pathTail(tc.in, tc.w); got != tc.want || (tc.w >= 8 && ansi.StringWidth(got) > tc.w) {
+			t.Errorf("pathTail(%q, %d) = %q, want %q", tc.in, tc.w, got, tc.want)
+		}
 	}
 }
