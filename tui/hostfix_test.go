@@ -444,3 +444,50 @@ func helpKeys(bs []key.Binding) []string {
 	}
 	return out
 }
+
+// The demo's machine: its bundle does not say how it boots. The screen says
+// plainly the bootloader could not be identified, lists the arguments to
+// set by hand with where the common bootloaders keep them (commands whole),
+// and offers no APPLY: there is nothing haloforge would change. (C5 of the
+// UX review.)
+func TestHostFixUnknownBootloaderSaysWhatToDoByHand(t *testing.T) {
+	b, err := demo.Bundle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, _ := hostfix.FromBundle(b)
+	p, err := hostfix.Build(detect.Analyse(b), ev, hostfix.Options{Source: "demo bundle", Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Bootloader != hostfix.BootUnknown {
+		t.Fatalf("the demo's bundle now names its bootloader (%s): this test needs one that does not", p.Bootloader)
+	}
+	f := newFakeBackend(t)
+	f.hostFix = &HostFix{Plan: p, Refusal: "demo: nothing is applied."}
+	for _, w := range []int{80, 120} {
+		s := newHostFixFor(t, f, w, 80)
+		v := ansi.Strip(s.View())
+		flat := strings.Join(strings.Fields(v), " ")
+		for _, want := range []string{
+			"Bootloader: could not be identified",
+			"haloforge cannot tell which file or tool sets the kernel command line on this machine, so it changes none. Set them by hand:",
+			"1. Add to the kernel command line: ttm.pages_limit=30670848 ttm.page_pool_size=30670848",
+			"sudo update-grub",
+			"sudo grubby --update-kernel=ALL",
+			"--args='ttm.pages_limit=30670848 ttm.page_pool_size=30670848'",
+			"2. Reboot, then check with: haloforge doctor --verify",
+			"Nothing for haloforge to change here.",
+		} {
+			if !strings.Contains(flat, want) {
+				t.Fatalf("width %d: no %q:\n%s", w, want, v)
+			}
+		}
+		if strings.Contains(v, "you type APPLY") || strings.Contains(v, "after you type APPLY") {
+			t.Fatalf("width %d: APPLY offered with nothing haloforge would change:\n%s", w, v)
+		}
+		if s.Update(press("a")); s.TakesText() {
+			t.Fatalf("width %d: a opened the APPLY question", w)
+		}
+	}
+}
