@@ -423,7 +423,7 @@ func TestTmuxDemoHostFixes(t *testing.T) {
 	tm.keys("a")
 	tm.waitFor("Bootloader: unknown", 5*time.Second)
 	scr := tm.screen()
-	for _, want := range []string{"host fixes", "set ttm.pages_limit=30670848", "kernel-arg · check gtt-size"} {
+	for _, want := range []string{"host fixes", "set ttm.pages_limit=30670848", "kernel-arg · check GTT size (gtt-size)"} {
 		if !strings.Contains(scr, want) {
 			t.Errorf("the host-fix screen lacks %q:\n%s", want, scr)
 		}
