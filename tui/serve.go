@@ -542,6 +542,11 @@ func (s *serveScreen) launchSummary() string {
 		line := fmt.Sprintf("fit      %s  %s of %s usable", verdict, serve.GiB(f.NeedBytes), serve.GiB(f.UsableBytes))
 		b.WriteString(strings.Join(hangLines(line, s.w, 9), "\n") + "\n")
 	}
+	for _, w := range l.Warnings { // what serve prints as warning: lines
+		for _, line := range hangLines("! "+w, s.w-9, 2) {
+			b.WriteString("         " + st.Warn.Render(line) + "\n")
+		}
+	}
 	return b.String()
 }
 
@@ -696,28 +701,20 @@ func (s *serveScreen) runView() (string, int) {
 	for _, w := range r.warnings {
 		b.WriteString("  " + st.Warn.Render("! "+w) + "\n")
 	}
+	// The result in the words `haloforge serve` prints (linemode's
+	// sentences), so the screen and the command line say the same.
 	if r.ready != nil {
-		// The URL on a line of its own when the line would not hold it:
-		// it is the one thing to copy from this screen.
-		line := fmt.Sprintf("%s ready at %s in %s", st.OK.Render("✓"), r.ready.URL, linemode.FormatDuration(r.ready.Elapsed))
-		if ansi.StringWidth(line) > s.w {
-			line = fmt.Sprintf("%s ready in %s at\n  %s", st.OK.Render("✓"), linemode.FormatDuration(r.ready.Elapsed), r.ready.URL)
-		}
-		b.WriteString(line + "\n")
+		b.WriteString(st.OK.Render("✓") + " " + strings.Join(hangLines(linemode.ReadySentence(*r.ready), s.w-2, 2), "\n") + "\n")
 		resultEnd = strings.Count(b.String(), "\n") - 1
 	}
 	if sm := r.smoke; sm != nil {
 		if sm.Err != "" {
-			b.WriteString(st.Fail.Render(strings.Join(hangLines("✗ first request: "+sm.Err, s.w, 2), "\n")) + "\n")
+			b.WriteString(st.Fail.Render("✗") + " " + strings.Join(hangLines(linemode.SmokeSentence(*sm), s.w-2, 2), "\n") + "\n")
 		} else {
-			line := fmt.Sprintf("first token after %d ms · %d tokens", sm.TTFT.Milliseconds(), sm.Tokens)
-			if sm.TokensPerSecond > 0 {
-				line += fmt.Sprintf(" · %.1f tok/s", sm.TokensPerSecond)
+			b.WriteString(st.OK.Render("✓") + " " + strings.Join(hangLines(linemode.SmokeSentence(*sm), s.w-2, 2), "\n") + "\n")
+			if sm.Text != "" {
+				b.WriteString(strings.Join(hangLines(st.Subtle.Render("  answer: ")+sm.Text, s.w, 10), "\n") + "\n")
 			}
-			if sm.EngineTokensPerSecond > 0 {
-				line += fmt.Sprintf(" (engine: %.1f tok/s)", sm.EngineTokensPerSecond)
-			}
-			b.WriteString(st.OK.Render("✓") + " " + strings.Join(hangLines(line, s.w, 2), "\n") + "\n")
 		}
 		resultEnd = strings.Count(b.String(), "\n") - 1
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/runner"
 	"github.com/haloforge/haloforge/steps/serve"
+	"github.com/haloforge/haloforge/tui/linemode"
 )
 
 // follow sends msg to the screen and then every message its commands
@@ -119,7 +120,7 @@ func TestServeScreenServesAndBenches(t *testing.T) {
 	pumpServe(t, s, func() bool { return s.run.smoke != nil })
 	text := screenText(s)
 	for _, want := range []string{"Start-up", "✓ starting llama-server", "✓ healthy: waiting for /v1/models", "✓ ready",
-		"✓ ready at http://127.0.0.1:8080 in 2s", "first token after 118 ms · 9 tokens · 385.9 tok/s (engine: 365.1 tok/s)"} {
+		"✓ ready at http://127.0.0.1:8080 in 2s", "/v1/completions answered: first token after 118 ms, 9 tokens at 385.9 tok/s (engine: 365.1 tok/s)"} {
 		if !strings.Contains(text, want) {
 			t.Fatalf("after the start, no %q:\n%s", want, text)
 		}
@@ -270,4 +271,34 @@ func TestPathTail(t *testing.T) {
 			t.Errorf("pathTail(%q, %d) = %q, want %q", tc.in, tc.w, got, tc.want)
 		}
 	}
+}
+
+// The serve screen says what `haloforge serve` prints (C11 of the UX
+// review: the demo's serve act is this screen, and it must match the real
+// command): the same ready and first-answer sentences, and the answer.
+func TestServeScreenSaysWhatServePrints(t *testing.T) {
+	s, _ := newServeTest(t)
+	msgs, _ := runWithin(s.Update(press("enter")), time.Second)
+	s.Update(msgs[0])
+	pumpServe(t, s, func() bool { return s.run.smoke != nil })
+	events := make(chan runner.Event, 2)
+	events <- *s.run.ready
+	events <- *s.run.smoke
+	close(events)
+	var cli strings.Builder
+	linemode.Print(&cli, events, linemode.Options{})
+	screen := strings.Join(strings.Fields(screenText(s)), " ")
+	n := 0
+	for _, l := range strings.Split(strings.TrimSpace(cli.String()), "\n") {
+		l = strings.TrimPrefix(strings.TrimPrefix(l, "✓ [serve] "), "  ")
+		if !strings.Contains(screen, strings.Join(strings.Fields(l), " ")) {
+			t.Errorf("serve prints %q; the screen does not say it:\n%s", l, screenText(s))
+		}
+		n++
+	}
+	if n != 3 { // ready, answered, answer
+		t.Fatalf("line mode printed %d lines:\n%s", n, cli.String())
+	}
+	s.Update(press("x"))
+	pumpServe(t, s, func() bool { return !s.running })
 }
