@@ -355,12 +355,17 @@ func hostFixLines(fix *HostFix, width int, st Styles) []string {
 	default:
 		add(wrapLines("Bootloader: "+st.Bold.Render(clean(p.Bootloader))+" — "+clean(p.Boot.Reason), width)...)
 	}
-	if len(byHand) > 0 {
-		// Kernel arguments haloforge cannot set on this boot setup: say
-		// so plainly and how to set them by hand, before the list.
+	// Kernel arguments haloforge cannot set on this boot setup: said
+	// plainly, with how to set them by hand: first when that is all there
+	// is to do, else after what APPLY changes (with a pointer here).
+	handFirst := len(byHand) > 0 && !haloforgeWouldApply(p)
+	switch {
+	case handFirst:
 		add("")
 		add(byHandLines(p, byHand, width, st)...)
-	} else if p.Boot.Problem != "" {
+	case len(byHand) > 0:
+		add(wrapLines(st.Warn.Render("! haloforge sets no kernel argument here: you set "+strings.Join(byHand, " ")+" by hand (how: By hand, below)."), width)...)
+	case p.Boot.Problem != "":
 		add(wrapLines(st.Warn.Render("! haloforge will not change the kernel command line here: "+clean(p.Boot.Problem)), width)...)
 	}
 	if len(p.Actions) == 0 {
@@ -392,6 +397,10 @@ func hostFixLines(fix *HostFix, width int, st Styles) []string {
 	case fix.PreviewErr != "":
 		add(wrapLines(st.Warn.Render("! What applying changes is not known here: "+clean(fix.PreviewErr)), width)...)
 		add(commandLines("haloforge doctor --plan --json > plan.json && haloforge doctor --apply plan.json", width, 2)...)
+	}
+	if len(byHand) > 0 && !handFirst {
+		add("", st.Bold.Render("By hand"))
+		add(byHandLines(p, byHand, width, st)...)
 	}
 	for _, sk := range p.Skipped {
 		add(hangLines(st.Subtle.Render("Not a host change: "+clean(hostfix.CheckLabel(sk.Check))+", "+clean(sk.Status)+": "+clean(sk.Reason)), width, 2)...)

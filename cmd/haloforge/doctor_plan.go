@@ -108,7 +108,7 @@ func hostFacts(cmd *cobra.Command, o doctorOpts) (*detect.Report, *hostfix.Evide
 		if err != nil {
 			return nil, nil, "", usageErr(err)
 		}
-		source = "the system under " + o.host.root
+		source = "the system under " + o.host.root + " (its boot files; the hardware facts are this machine's: --bundle FILE gives another's)"
 		if o.bundle != "" {
 			source = o.bundle + " (booting like the system under " + o.host.root + ")"
 		}
