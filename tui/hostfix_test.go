@@ -406,6 +406,21 @@ func TestDetectionOffersHostFixes(t *testing.T) {
 	if v := plain(m); !strings.Contains(v, "a: apply these fixes (4 host changes)") {
 		t.Errorf("the detection does not offer the fixes:\n%s", v)
 	}
+	// At 80 columns, next to the demo machine's counts, the offer goes on
+	// its own line rather than being cut.
+	var checks []Check
+	for i, st := range []detect.Status{detect.StatusOK, detect.StatusWarn, detect.StatusFail, detect.StatusSkip} {
+		for range []int{13, 1, 1, 6}[i] {
+			checks = append(checks, Check{ID: "gpu", Status: st, Summary: "x"})
+		}
+	}
+	ds := &detectScreen{common: testCommon(), det: &Detection{Checks: checks, HostFixes: 2}}
+	cv := ansi.Strip(ds.checksView(80))
+	if !slices.ContainsFunc(strings.Split(cv, "\n"), func(l string) bool {
+		return strings.Contains(l, "a: apply these fixes (2 host changes)") && ansi.StringWidth(l) <= 80
+	}) {
+		t.Errorf("at 80 columns the offer is cut:\n%s", cv)
+	}
 	drive(t, m, press("a"))
 	v := plain(m)
 	if m.top().Crumb() != "host fixes" || !strings.Contains(v, "Bootloader: grub") {
