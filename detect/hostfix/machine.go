@@ -81,9 +81,15 @@ func shortHash(s string) string {
 // fingerprint hashes each group of boot facts in e.
 func fingerprint(e *Evidence) map[string]string {
 	var files, tools, kernels, groups strings.Builder
+	// The configuration under /etc only: what the plan edits, readable by
+	// any user. Boot entries and grub.cfg are outputs, and on many systems
+	// only root reads them (/efi, /boot/grub2): a plan made as the user and
+	// applied as root must not look stale for that.
 	paths := make([]string, 0, len(e.Files))
 	for p := range e.Files {
-		paths = append(paths, p)
+		if strings.HasPrefix(p, "/etc/") {
+			paths = append(paths, p)
+		}
 	}
 	slices.Sort(paths)
 	for _, p := range paths {

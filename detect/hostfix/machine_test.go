@@ -117,3 +117,14 @@ func TestCheckMachineTargets(t *testing.T) {
 		})
 	}
 }
+
+// Files only root may read (grub.cfg, boot entries on an ESP) do not count:
+// a plan made as the user and applied as root is not stale for them.
+func TestFingerprintIgnoresRootOnlyOutputs(t *testing.T) {
+	ev := &Evidence{Root: "/r", Files: map[string][]byte{"/etc/default/grub": []byte("x")}}
+	asRoot := &Evidence{Root: "/r", Files: map[string][]byte{"/etc/default/grub": []byte("x"),
+		"/boot/grub2/grub.cfg": []byte("menuentry"), "/efi/loader/entries/a.conf": []byte("options quiet")}}
+	if a, b := fingerprint(ev)["boot files"], fingerprint(asRoot)["boot files"]; a != b {
+		t.Errorf("root-only outputs changed the fingerprint: %s vs %s", a, b)
+	}
+}
