@@ -77,17 +77,26 @@ func PreparePinsUse(path string, s sets.Set, tracks []Track, now time.Time) (*Pi
 	if err != nil {
 		return nil, err
 	}
-	data, err := sets.Apply(path, orig, s, now)
-	if err != nil {
+	u := &PinsUse{Set: s, Path: path, Target: target, Old: oldF, orig: orig, mode: st.Mode().Perm()}
+	if err := u.apply(orig, tracks, now); err != nil {
 		return nil, err
 	}
-	newF, err := pins.Parse(path, data)
+	return u, nil
+}
+
+// apply computes the set's new content from orig, what changes and what
+// each track rebuilds.
+func (u *PinsUse) apply(orig []byte, tracks []Track, now time.Time) error {
+	data, err := sets.Apply(u.Path, orig, u.Set, now)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	changed := pins.Diff(oldF, newF)
-	return &PinsUse{Set: s, Path: path, Target: target, Old: oldF, New: newF, Changed: changed,
-		Rebuild: Rebuilds(tracks, changed), orig: orig, data: data, mode: st.Mode().Perm()}, nil
+	if u.New, err = pins.Parse(u.Path, data); err != nil {
+		return err
+	}
+	u.data, u.Changed = data, pins.Diff(u.Old, u.New)
+	u.Rebuild = Rebuilds(tracks, u.Changed)
+	return nil
 }
 
 // PreparePinsCreate computes the set's change to a pins file that does not
@@ -98,17 +107,11 @@ func PreparePinsCreate(path, baseName string, base []byte, s sets.Set, tracks []
 	if err != nil {
 		return nil, err
 	}
-	data, err := sets.Apply(path, base, s, now)
-	if err != nil {
+	u := &PinsUse{Set: s, Path: path, Target: path, Old: oldF, Created: true, mode: 0o644}
+	if err := u.apply(base, tracks, now); err != nil {
 		return nil, err
 	}
-	newF, err := pins.Parse(path, data)
-	if err != nil {
-		return nil, err
-	}
-	changed := pins.Diff(oldF, newF)
-	return &PinsUse{Set: s, Path: path, Target: path, Old: oldF, New: newF, Changed: changed, Created: true,
-		Rebuild: Rebuilds(tracks, changed), data: data, mode: 0o644}, nil
+	return u, nil
 }
 
 // create writes a new pins file: a temporary file in its directory, linked
