@@ -481,7 +481,8 @@ func (s *serveScreen) render() string {
 		if errors.As(s.setupErr, &nb) {
 			// Nothing ran: say what is missing and how to build it.
 			b.WriteString(st.Fail.Render(wrap("✗ "+nb.Why+": nothing was started.", s.w)) + "\n")
-			b.WriteString(wrap("Build it first: esc goes back to its plan, where Enter builds it; or run "+nb.Next, s.w) + "\n")
+			b.WriteString(wrap("Build it first: Enter on the track's plan in the wizard builds it, or run", s.w) + "\n")
+			b.WriteString(strings.Join(commandLines(nb.Next, s.w, 2), "\n") + "\n")
 			return b.String()
 		}
 		b.WriteString(st.Fail.Render("✗ cannot serve "+s.track+": "+s.setupErr.Error()) + "\n")

@@ -197,7 +197,7 @@ func TestServeScreenRefusesUnbuiltTrack(t *testing.T) {
 	s.SetSize(80, 24)
 	follow(t, s, s.Init()(), time.Second)
 	text := screenText(s)
-	for _, want := range []string{"✗ llamacpp-distro is not built yet: nothing was started.", "Enter builds it", "haloforge build --track llamacpp-distro"} {
+	for _, want := range []string{"✗ llamacpp-distro is not built yet: nothing was started.", "Enter on the track's plan in the wizard builds it", "  haloforge build --track llamacpp-distro"} {
 		if !strings.Contains(text, want) {
 			t.Fatalf("the screen lacks %q:\n%s", want, text)
 		}
