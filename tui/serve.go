@@ -514,6 +514,10 @@ func (s *serveScreen) render() string {
 	}
 	if s.bench.started || s.bench.err != nil {
 		b.WriteString("\n" + s.benchView())
+		if s.bench.report != nil || s.bench.err != nil {
+			// The benchmark's verdict is the newest result: in view too.
+			s.resultEnd = strings.Count(strings.TrimRight(b.String(), "\n"), "\n")
+		}
 	}
 	// Every line was wrapped to the width above; the cut only guards the
 	// screen against a line that was not (the engine's own log lines).

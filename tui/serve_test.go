@@ -247,6 +247,9 @@ func TestServeScreenFitsAndWraps(t *testing.T) {
 				t.Fatalf("at 80x24 the title scrolled away:\n%s", view)
 			}
 			follow(t, s, press("b"), time.Second)
+			if view := ansi.Strip(s.View()); !strings.Contains(view, "verdict: ") {
+				t.Fatalf("the benchmark's verdict is not on the %dx%d screen:\n%s", size[0], size[1], view)
+			}
 			text := screenText(s)
 			if !strings.Contains(strings.Join(strings.Fields(text), " "), "it ran on llvmpipe (LLVM 22.1.8, 256 bits); the references are Radeon 8060S") {
 				t.Fatalf("a bench verdict was cut:\n%s", text)
