@@ -23,6 +23,34 @@ type Input struct {
 	Name    string // as given on the command line
 	scan    func(skip func(string)) ([]Finding, error)
 	skipped *[]string
+	tail    *streamTail // a stream's kept end, for its suspects (stdin, a FIFO)
+}
+
+// StdinName is how messages name "-": people read "standard input".
+const StdinName = "standard input"
+
+// DisplayName is the input's name for people: "standard input" for "-".
+func (in Input) DisplayName() string {
+	if in.Name == "-" {
+		return StdinName
+	}
+	return in.Name
+}
+
+// Suspects returns, after Scan, up to limit lines that look like the error
+// of a failure no rule knows (see the function Suspects): for a log file
+// read from disk, for standard input and a FIFO from the end of the stream
+// Scan kept (suspectTail bytes: memory stays bounded), none for a run
+// directory or a bundle.
+func (in Input) Suspects(limit int) []Suspect {
+	if in.tail != nil {
+		return in.tail.suspects(limit)
+	}
+	if in.scan == nil || in.Name == "-" {
+		return nil
+	}
+	ss, _ := Suspects(in.Name, limit)
+	return ss
 }
 
 // Scan reads the input offline and returns its findings, each with File
@@ -72,10 +100,11 @@ func OpenInput(arg string, stdin io.Reader) (Input, error) {
 func openInput(arg string, stdin io.Reader, lim limits) (Input, error) {
 	in := Input{Name: arg, skipped: new([]string)}
 	if arg == "-" {
+		in.tail = newStreamTail(capStream(stdin, "-", lim.logBytes), suspectTail)
 		in.scan = func(func(string)) ([]Finding, error) {
-			fs, err := Scan(capStream(stdin, "-", lim.logBytes), MatcherOptions{File: "-"})
+			fs, err := Scan(in.tail, MatcherOptions{File: "-"})
 			if err != nil {
-				return nil, fmt.Errorf("-: %w", err)
+				return nil, fmt.Errorf("%s: %w", StdinName, err)
 			}
 			return fs, nil
 		}
@@ -94,6 +123,10 @@ func openInput(arg string, stdin io.Reader, lim limits) (Input, error) {
 	case mode&fs.ModeNamedPipe != 0:
 		// A FIFO is opened when it is read: the open waits for a writer,
 		// as cat's does.
+		tail := &streamTail{max: suspectTail}
+		if !isTarGz(arg) {
+			in.tail = tail
+		}
 		in.scan = func(skip func(string)) ([]Finding, error) {
 			f, err := os.Open(arg)
 			if err != nil {
@@ -103,7 +136,8 @@ func openInput(arg string, stdin io.Reader, lim limits) (Input, error) {
 			if isTarGz(arg) {
 				return scanTarGz(arg, f, lim, skip)
 			}
-			fs, err := Scan(capStream(f, arg, lim.logBytes), MatcherOptions{File: arg})
+			tail.r = capStream(f, arg, lim.logBytes)
+			fs, err := Scan(tail, MatcherOptions{File: arg})
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", arg, err)
 			}

@@ -45,9 +45,13 @@ type PinsUse struct {
 	Old, New *pins.File
 	Changed  map[string]pins.Change
 	Rebuild  map[string][]string // track -> steps re-run (Rebuilds)
-	orig     []byte
-	data     []byte
-	mode     fs.FileMode
+	// Created says the file does not exist yet: Write creates it from
+	// the built-in copy with the set in, and never replaces a file that
+	// appeared meanwhile.
+	Created bool
+	orig    []byte
+	data    []byte
+	mode    fs.FileMode
 }
 
 // ErrModeNotKept: the pins file was written but keeps the temporary
@@ -73,23 +77,77 @@ func PreparePinsUse(path string, s sets.Set, tracks []Track, now time.Time) (*Pi
 	if err != nil {
 		return nil, err
 	}
-	data, err := sets.Apply(path, orig, s, now)
+	u := &PinsUse{Set: s, Path: path, Target: target, Old: oldF, orig: orig, mode: st.Mode().Perm()}
+	if err := u.apply(orig, tracks, now); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// apply computes the set's new content from orig, what changes and what
+// each track rebuilds.
+func (u *PinsUse) apply(orig []byte, tracks []Track, now time.Time) error {
+	data, err := sets.Apply(u.Path, orig, u.Set, now)
+	if err != nil {
+		return err
+	}
+	if u.New, err = pins.Parse(u.Path, data); err != nil {
+		return err
+	}
+	u.data, u.Changed = data, pins.Diff(u.Old, u.New)
+	u.Rebuild = Rebuilds(tracks, u.Changed)
+	return nil
+}
+
+// PreparePinsCreate computes the set's change to a pins file that does not
+// exist yet: it starts from base (the built-in copy, named baseName in
+// messages), so the diff shows what differs from the pins in use now.
+func PreparePinsCreate(path, baseName string, base []byte, s sets.Set, tracks []Track, now time.Time) (*PinsUse, error) {
+	oldF, err := pins.Parse(baseName, base)
 	if err != nil {
 		return nil, err
 	}
-	newF, err := pins.Parse(path, data)
-	if err != nil {
+	u := &PinsUse{Set: s, Path: path, Target: path, Old: oldF, Created: true, mode: 0o644}
+	if err := u.apply(base, tracks, now); err != nil {
 		return nil, err
 	}
-	changed := pins.Diff(oldF, newF)
-	return &PinsUse{Set: s, Path: path, Target: target, Old: oldF, New: newF, Changed: changed,
-		Rebuild: Rebuilds(tracks, changed), orig: orig, data: data, mode: st.Mode().Perm()}, nil
+	return u, nil
+}
+
+// create writes a new pins file: a temporary file in its directory, linked
+// to its name (which fails if a file appeared there meanwhile).
+func (u *PinsUse) create() error {
+	tmp, err := os.CreateTemp(filepath.Dir(u.Target), "."+filepath.Base(u.Target)+".new-*")
+	if err != nil {
+		return fmt.Errorf("%s not written: %w", u.Path, err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(u.data)
+	if err == nil {
+		err = tmp.Chmod(u.mode)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Link(tmp.Name(), u.Target)
+	}
+	if err != nil {
+		return fmt.Errorf("%s not written: %w", u.Path, err)
+	}
+	return nil
 }
 
 // Write keeps the old file next to it (FILE.bak-<time>, never overwriting
 // an earlier backup) and replaces the file atomically with its mode. It
 // returns the backup's path.
 func (u *PinsUse) Write(now time.Time) (string, error) {
+	if u.Created {
+		return "", u.create()
+	}
 	backup, err := writeBackup(u.Target, u.orig, u.mode, now)
 	if err != nil {
 		return "", fmt.Errorf("%s not written: the backup failed: %w", u.Path, err)

@@ -16,7 +16,7 @@ func (s *serveScreen) benchView() string {
 	b.WriteString(st.Bold.Render("Benchmark") + "\n")
 	switch {
 	case r.err != nil:
-		b.WriteString(st.Fail.Render("✗ "+r.err.Error()) + "\n")
+		b.WriteString(st.Fail.Render(wrap("✗ "+r.err.Error(), s.w)) + "\n")
 	case r.report != nil:
 		b.WriteString(benchTable(r.report, st, s.w))
 		if r.engine != "" {
@@ -51,7 +51,19 @@ func benchTable(rep *bench.Report, st Styles, width int) string {
 			style = st.Warn
 		}
 		row := fmt.Sprintf("  %-16s %12.2f  %12s  ", c.Result.Test, c.Result.TokensPerS, ref)
-		b.WriteString(row + style.Render(ansiCut(verdict, max(width-len(row), 10))) + "\n")
+		// The verdict wraps under its column (or, on a narrow terminal,
+		// under the row): it is the sentence the screen is for.
+		indent := len(row)
+		if width-indent < 24 {
+			b.WriteString(strings.TrimRight(row, " ") + "\n")
+			row, indent = "    ", 4
+		}
+		for i, l := range wrapLines(verdict, width-indent) {
+			if i > 0 {
+				row = strings.Repeat(" ", indent)
+			}
+			b.WriteString(row + style.Render(l) + "\n")
+		}
 	}
 	v := strings.ReplaceAll(wrap(rep.Verdict, max(width-11, 20)), "\n", "\n           ")
 	b.WriteString("  " + st.Bold.Render("verdict: ") + v + "\n")

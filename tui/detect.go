@@ -244,11 +244,18 @@ const checkNameWidth = 18
 // them, each fix under its check: prose wrapped, commands whole.
 func (s *detectScreen) checksView(width int) string {
 	var b strings.Builder
-	b.WriteString(s.Styles.Bold.Render("Checks") + s.Styles.Subtle.Render("  "+checkCounts(s.det.Checks)))
+	head := s.Styles.Bold.Render("Checks") + s.Styles.Subtle.Render("  "+checkCounts(s.det.Checks))
 	if n := s.det.HostFixes; n > 0 { // the host-fix screen (tui/hostfix.go)
-		b.WriteString(s.Styles.Warn.Render(fmt.Sprintf("   a: apply these fixes (%d host changes)", n)))
+		offer := s.Styles.Warn.Render(fmt.Sprintf("a: apply these fixes (%d host changes)", n))
+		// The offer on a line of its own when the counts leave it no room:
+		// cut, it would lose the key's meaning.
+		if ansi.StringWidth(head)+3+ansi.StringWidth(offer) <= width {
+			head += "   " + offer
+		} else {
+			head += "\n" + offer
+		}
 	}
-	b.WriteString("\n")
+	b.WriteString(head + "\n")
 	indent := strings.Repeat(" ", 3+checkNameWidth)
 	for _, c := range s.det.Checks {
 		for i, l := range wrapWithPrefix(c.Summary, max(width-len(indent), 20), "") {

@@ -41,6 +41,9 @@ func (f *fakeBackend) ServeSetup(_ context.Context, track string) (*ServeSetup, 
 	if serve.EngineOf(track) == "" {
 		return nil, errors.New("track " + track + " has no server")
 	}
+	if f.serveErr != nil {
+		return nil, f.serveErr
+	}
 	model, err := f.fakeTinyModel()
 	if err != nil {
 		return nil, err

@@ -42,6 +42,7 @@ type fakeBackend struct {
 	useErr     error
 	shell      *exec.Cmd // what Shell opens; nil: the track has no box
 	needs      []Need    // what Plan says the track needs until SetPin sets it
+	serveErr   error     // what ServeSetup answers instead of a form
 
 	mu       sync.Mutex
 	model    string // the serve screen's tiny model (fake_serve_test.go)

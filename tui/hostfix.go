@@ -127,7 +127,22 @@ func (s *hostFixScreen) FullHelp() [][]key.Binding {
 // canConfirm is true when the APPLY question can be asked: there is
 // something to apply, or the demo, which asks and then refuses.
 func (s *hostFixScreen) canConfirm() bool {
-	return !s.planning && !s.applied && s.fix != nil && (s.fix.Applicable || s.fix.Refusal != "")
+	return !s.planning && !s.applied && s.fix != nil && (s.fix.Applicable || (s.fix.Refusal != "" && haloforgeWouldApply(s.fix.Plan)))
+}
+
+// haloforgeWouldApply says whether the plan holds a change haloforge makes
+// itself (not advice, not kernel arguments it must leave to the user): the
+// demo asks for APPLY only then, as a real machine would.
+func haloforgeWouldApply(p *hostfix.Plan) bool {
+	if p == nil {
+		return false
+	}
+	for _, a := range p.Actions {
+		if !a.Advice && (a.Kind != hostfix.KindKernelArg || p.Boot.Editable()) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *hostFixScreen) Update(msg tea.Msg) tea.Cmd {
@@ -333,8 +348,24 @@ func hostFixLines(fix *HostFix, width int, st Styles) []string {
 	var out []string
 	add := func(ls ...string) { out = append(out, ls...) }
 	add(st.Title.Render("Host fixes") + st.Subtle.Render(" for "+clean(cmp.Or(p.Source, "this machine"))))
-	add(wrapLines("Bootloader: "+st.Bold.Render(clean(p.Bootloader))+" — "+clean(p.Boot.Reason), width)...)
-	if p.Boot.Problem != "" {
+	byHand := manualArgs(p)
+	switch {
+	case p.Bootloader == hostfix.BootUnknown:
+		add(wrapLines("Bootloader: "+st.Warn.Render("could not be identified")+st.Subtle.Render(" ("+clean(p.Boot.Reason)+")"), width)...)
+	default:
+		add(wrapLines("Bootloader: "+st.Bold.Render(clean(p.Bootloader))+" — "+clean(p.Boot.Reason), width)...)
+	}
+	// Kernel arguments haloforge cannot set on this boot setup: said
+	// plainly, with how to set them by hand: first when that is all there
+	// is to do, else after what APPLY changes (with a pointer here).
+	handFirst := len(byHand) > 0 && !haloforgeWouldApply(p)
+	switch {
+	case handFirst:
+		add("")
+		add(byHandLines(p, byHand, width, st)...)
+	case len(byHand) > 0:
+		add(wrapLines(st.Warn.Render("! haloforge sets no kernel argument here: you set "+strings.Join(byHand, " ")+" by hand (how: By hand, below)."), width)...)
+	case p.Boot.Problem != "":
 		add(wrapLines(st.Warn.Render("! haloforge will not change the kernel command line here: "+clean(p.Boot.Problem)), width)...)
 	}
 	if len(p.Actions) == 0 {
@@ -348,7 +379,7 @@ func hostFixLines(fix *HostFix, width int, st Styles) []string {
 			tag += ", you do it"
 		}
 		add(hangLines(fmt.Sprintf("%2d. %s", i+1, clean(a.Change)), width, 4)...)
-		add(st.Subtle.Render("    " + tag + " · check " + clean(a.Check)))
+		add(st.Subtle.Render("    " + tag + " · check " + clean(hostfix.CheckLabel(a.Check))))
 		for _, c := range strings.Split(a.Command, "\n") {
 			if c != "" {
 				add(commandLines(clean(c), width, 6)...)
@@ -367,21 +398,79 @@ func hostFixLines(fix *HostFix, width int, st Styles) []string {
 		add(wrapLines(st.Warn.Render("! What applying changes is not known here: "+clean(fix.PreviewErr)), width)...)
 		add(commandLines("haloforge doctor --plan --json > plan.json && haloforge doctor --apply plan.json", width, 2)...)
 	}
+	if len(byHand) > 0 && !handFirst {
+		add("", st.Bold.Render("By hand"))
+		add(byHandLines(p, byHand, width, st)...)
+	}
 	for _, sk := range p.Skipped {
-		add(hangLines(st.Subtle.Render("Not a host change: "+clean(sk.Check)+" ("+clean(sk.Status)+"): "+clean(sk.Reason)), width, 2)...)
+		add(hangLines(st.Subtle.Render("Not a host change: "+clean(hostfix.CheckLabel(sk.Check))+", "+clean(sk.Status)+": "+clean(sk.Reason)), width, 2)...)
 	}
 	for _, n := range p.Notes {
 		add(hangLines("Note: "+clean(n), width, 2)...)
 	}
 	if fix.Refusal != "" {
 		add(wrapLines(st.Warn.Render(clean(fix.Refusal)), width)...)
+	}
+	if fix.Refusal != "" && haloforgeWouldApply(p) {
 		add(wrapLines(st.Subtle.Render("On your machine, this screen shows the exact diffs and commands; after you type "+
 			confirmWord+", the terminal goes to sudo for what needs root, every file is backed up first, and nothing is rebooted."), width)...)
 	}
-	if p.Reboot {
+	if p.Reboot && (len(byHand) == 0 || haloforgeWouldApply(p)) { // else step 2 above says it
 		add("")
 		add(wrapLines("A reboot is needed for the kernel changes; haloforge never reboots. After it: haloforge doctor --verify", width)...)
 	}
+	return out
+}
+
+// manualArgs are the kernel arguments of the plan that haloforge cannot
+// set on this boot setup (an unknown bootloader, NixOS, …): the user sets
+// them by hand.
+func manualArgs(p *hostfix.Plan) []string {
+	if p.Boot.Editable() {
+		return nil
+	}
+	var args []string
+	for _, a := range p.Actions {
+		if a.Kind == hostfix.KindKernelArg && a.Arg != nil && a.Arg.Op != "remove" {
+			args = append(args, clean(a.Arg.String()))
+		}
+	}
+	return args
+}
+
+// byHandLines say what to do by hand when haloforge cannot set the kernel
+// arguments: which ones, where each common bootloader keeps them, and the
+// reboot and check after.
+func byHandLines(p *hostfix.Plan, args []string, width int, st Styles) []string {
+	var out []string
+	why := "haloforge cannot tell which file or tool sets the kernel command line on this machine, so it changes none."
+	if p.Bootloader != hostfix.BootUnknown && p.Boot.Problem != "" {
+		why = "haloforge does not set kernel arguments here: " + clean(p.Boot.Problem) + "."
+	}
+	out = append(out, wrapLines(st.Warn.Render("! "+why)+" Set them by hand:", width)...)
+	out = append(out, "  1. Add to the kernel command line:")
+	out = append(out, commandLines(strings.Join(args, " "), width, 7)...)
+	if p.Bootloader == hostfix.BootUnknown {
+		// Where the common bootloaders keep them: prose wraps, commands
+		// go on lines of their own and break only between words.
+		joined := strings.Join(args, " ")
+		appends := ""
+		for _, a := range args {
+			appends += " --append=" + a
+		}
+		for _, how := range [][2]string{
+			{"GRUB (Debian, Ubuntu): add them to GRUB_CMDLINE_LINUX_DEFAULT in /etc/default/grub, then", "sudo update-grub"},
+			{"GRUB with grubby (Fedora):", "sudo grubby --update-kernel=ALL --args='" + joined + "'"},
+			{"systemd-boot: add them to /etc/kernel/cmdline, or to the options line of each /boot/loader/entries/*.conf", ""},
+			{"rpm-ostree (Silverblue, Bazzite):", "sudo rpm-ostree kargs" + appends},
+		} {
+			out = append(out, hangLines(st.Subtle.Render("     · "+how[0]), width, 7)...)
+			if how[1] != "" {
+				out = append(out, commandLines(how[1], width, 9)...)
+			}
+		}
+	}
+	out = append(out, "  2. Reboot, then check with: haloforge doctor --verify")
 	return out
 }
 

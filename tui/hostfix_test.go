@@ -111,8 +111,8 @@ func TestHostFixScreenShowsThePlan(t *testing.T) {
 		"Host fixes for fake: a Debian root with GRUB",
 		"Bootloader: grub",
 		" 1. set ttm.pages_limit=30670848",
-		"kernel-arg · check gtt-size",
-		"modprobe · check gttsize-deprecated",
+		"kernel-arg · check GTT size (gtt-size)",
+		"modprobe · check amdgpu.gttsize (gttsize-deprecated)",
 		"What APPLY changes now",
 		"--- /etc/default/grub",
 		`+GRUB_CMDLINE_LINUX_DEFAULT="quiet splash ttm.pages_limit=30670848`,
@@ -406,6 +406,21 @@ func TestDetectionOffersHostFixes(t *testing.T) {
 	if v := plain(m); !strings.Contains(v, "a: apply these fixes (4 host changes)") {
 		t.Errorf("the detection does not offer the fixes:\n%s", v)
 	}
+	// At 80 columns, next to the demo machine's counts, the offer goes on
+	// its own line rather than being cut.
+	var checks []Check
+	for i, st := range []detect.Status{detect.StatusOK, detect.StatusWarn, detect.StatusFail, detect.StatusSkip} {
+		for range []int{13, 1, 1, 6}[i] {
+			checks = append(checks, Check{ID: "gpu", Status: st, Summary: "x"})
+		}
+	}
+	ds := &detectScreen{common: testCommon(), det: &Detection{Checks: checks, HostFixes: 2}}
+	cv := ansi.Strip(ds.checksView(80))
+	if !slices.ContainsFunc(strings.Split(cv, "\n"), func(l string) bool {
+		return strings.Contains(l, "a: apply these fixes (2 host changes)") && ansi.StringWidth(l) <= 80
+	}) {
+		t.Errorf("at 80 columns the offer is cut:\n%s", cv)
+	}
 	drive(t, m, press("a"))
 	v := plain(m)
 	if m.top().Crumb() != "host fixes" || !strings.Contains(v, "Bootloader: grub") {
@@ -443,4 +458,51 @@ func helpKeys(bs []key.Binding) []string {
 		out = append(out, b.Help().Key)
 	}
 	return out
+}
+
+// The demo's machine: its bundle does not say how it boots. The screen says
+// plainly the bootloader could not be identified, lists the arguments to
+// set by hand with where the common bootloaders keep them (commands whole),
+// and offers no APPLY: there is nothing haloforge would change. (C5 of the
+// UX review.)
+func TestHostFixUnknownBootloaderSaysWhatToDoByHand(t *testing.T) {
+	b, err := demo.Bundle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, _ := hostfix.FromBundle(b)
+	p, err := hostfix.Build(detect.Analyse(b), ev, hostfix.Options{Source: "demo bundle", Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Bootloader != hostfix.BootUnknown {
+		t.Fatalf("the demo's bundle now names its bootloader (%s): this test needs one that does not", p.Bootloader)
+	}
+	f := newFakeBackend(t)
+	f.hostFix = &HostFix{Plan: p, Refusal: "demo: nothing is applied."}
+	for _, w := range []int{80, 120} {
+		s := newHostFixFor(t, f, w, 80)
+		v := ansi.Strip(s.View())
+		flat := strings.Join(strings.Fields(v), " ")
+		for _, want := range []string{
+			"Bootloader: could not be identified",
+			"haloforge cannot tell which file or tool sets the kernel command line on this machine, so it changes none. Set them by hand:",
+			"1. Add to the kernel command line: ttm.pages_limit=30670848 ttm.page_pool_size=30670848",
+			"sudo update-grub",
+			"sudo grubby --update-kernel=ALL",
+			"--args='ttm.pages_limit=30670848 ttm.page_pool_size=30670848'",
+			"2. Reboot, then check with: haloforge doctor --verify",
+			"Nothing for haloforge to change here.",
+		} {
+			if !strings.Contains(flat, want) {
+				t.Fatalf("width %d: no %q:\n%s", w, want, v)
+			}
+		}
+		if strings.Contains(v, "you type APPLY") || strings.Contains(v, "after you type APPLY") {
+			t.Fatalf("width %d: APPLY offered with nothing haloforge would change:\n%s", w, v)
+		}
+		if s.Update(press("a")); s.TakesText() {
+			t.Fatalf("width %d: a opened the APPLY question", w)
+		}
+	}
 }

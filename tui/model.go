@@ -284,9 +284,7 @@ func (m *Model) planReady(msg planMsg) tea.Cmd {
 		if m.picker == nil {
 			return nil
 		}
-		m.picker.Reset()
-		m.layout()
-		return m.picker.Init()
+		return nil // the picker is still live, as the user left it
 	}
 	m.errNote = ""
 	m.result.Planned = true

@@ -486,7 +486,7 @@ func TestBlockingCheckNeedsASecondEnter(t *testing.T) {
 	det.Checks = append(det.Checks, Check{ID: "kfd-access", Status: detect.StatusFail, Summary: "/dev/kfd is missing", Fix: "sudo modprobe amdgpu"})
 	drive(t, m, detectedMsg{det: det}, press("enter"), press("enter"))
 	v := plain(m)
-	if !strings.Contains(v, "✗ Blocking checks fail: /dev/kfd (build stops at them") || !strings.Contains(v, "/dev/kfd: /dev/kfd is missing") {
+	if !strings.Contains(v, "✗ Blocking checks fail: /dev/kfd (kfd-access). The build stops at them") || !strings.Contains(v, "/dev/kfd: /dev/kfd is missing") {
 		t.Fatalf("plan does not warn about the blocking check:\n%s", v)
 	}
 	drive(t, m, press("enter"))

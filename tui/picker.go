@@ -40,8 +40,10 @@ func newPickerScreen(c *common, tracks []steps.Track, preselect string, det *Det
 	return p
 }
 
-// buildForm makes the select of tracks, on the current choice. A completed
-// huh form cannot be reused, so going back to the picker builds it again.
+// buildForm makes the select of tracks, on the current choice. The form
+// never completes: Enter is the picker's (Update), so that the list, its
+// cursor and its filter are as the user left them when the plan above it
+// closes, as gum's filter keeps its text.
 func (p *pickerScreen) buildForm() {
 	opts := make([]huh.Option[string], len(p.tracks))
 	for i, t := range p.tracks {
@@ -80,13 +82,6 @@ func gfxOf(d *Detection) string {
 	}
 	return d.GPU.Gfx
 }
-
-// Reset rebuilds the form, keeping the choice, so that the picker is live
-// again after its choice was taken (back from the plan, or a plan error).
-func (p *pickerScreen) Reset() { p.buildForm() }
-
-// Revealed resets the picker when the plan above it closes.
-func (p *pickerScreen) Revealed() { p.Reset() }
 
 // label is the option text: ID and a badge in brackets, so that it reads
 // the same with and without colour. ★ marks detection's pick; a track that
@@ -168,6 +163,10 @@ func (p *pickerScreen) Update(msg tea.Msg) tea.Cmd {
 		switch {
 		case key.Matches(k, p.Keys.Back) && !filtering && !filtered:
 			return closeScreen
+		case key.Matches(k, p.Keys.Back) && filtered && !filtering:
+			return p.clearFilter()
+		case key.Matches(k, p.Keys.Enter):
+			return p.choose(filtering)
 		case !filtering && (key.Matches(k, p.Keys.PageDown) || key.Matches(k, p.Keys.PageUp)):
 			d := p.h / 2
 			if key.Matches(k, p.Keys.PageUp) {
@@ -183,10 +182,33 @@ func (p *pickerScreen) Update(msg tea.Msg) tea.Cmd {
 	if p.hovered() != before {
 		p.scroll = 0
 	}
-	if p.form.State == huh.StateCompleted {
-		return send(trackChosenMsg{track: p.choice})
-	}
 	return cmd
+}
+
+// clearFilter shows every track again with the cursor on the one it was
+// on (huh's own clear keeps the row number, which is another track).
+func (p *pickerScreen) clearFilter() tea.Cmd {
+	if id := p.hovered(); id != "" {
+		p.choice = id
+	}
+	p.buildForm()
+	return p.form.Init()
+}
+
+// choose asks for the plan of the hovered track. A filter being typed is
+// set first (huh's Esc while typing), so that it is still there, with the
+// cursor on the track, when the user comes back from the plan.
+func (p *pickerScreen) choose(filtering bool) tea.Cmd {
+	id := p.hovered()
+	if id == "" {
+		return nil // the filter matches nothing
+	}
+	if filtering {
+		f, _ := p.form.Update(tea.KeyPressMsg{Code: tea.KeyEscape})
+		p.form = f.(*huh.Form)
+	}
+	p.choice = id
+	return send(trackChosenMsg{track: id})
 }
 
 func (p *pickerScreen) hovered() string {

@@ -11,6 +11,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/detect/hostfix"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/tui/linemode"
 )
@@ -196,9 +197,9 @@ func (s *planScreen) stopLines() []string {
 	if len(s.blocking) > 0 {
 		names := make([]string, len(s.blocking))
 		for i, c := range s.blocking {
-			names[i] = checkName(c.ID)
+			names[i] = hostfix.CheckLabel(c.ID)
 		}
-		add(st.Fail.Render, "✗ Blocking checks fail: "+strings.Join(names, ", ")+" (build stops at them; the detection screen has the fixes)")
+		add(st.Fail.Render, "✗ Blocking checks fail: "+strings.Join(names, ", ")+". The build stops at them; the detection screen has the fixes.")
 		for _, c := range s.blocking {
 			add(st.Subtle.Render, "  "+checkName(c.ID)+": "+c.Summary)
 		}

@@ -2,12 +2,15 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/steps"
@@ -46,6 +49,9 @@ type serveScreen struct {
 	lines  []string // the whole view at the current width
 	offset int
 	w, h   int
+	// resultEnd is the line of the server's latest result (ready, first
+	// answer, stop), -1 before one; shownResult the one last scrolled to.
+	resultEnd, shownResult int
 }
 
 // serverRun is what the server's events said.
@@ -106,7 +112,7 @@ type (
 
 func newServeScreen(ctx context.Context, c *common, b Backend, track string) *serveScreen {
 	return &serveScreen{common: c, ctx: ctx, backend: b, track: track,
-		edit: newPrompt("", "", "set", "cancel")}
+		edit: newPrompt("", "", "set", "cancel"), resultEnd: -1, shownResult: -1}
 }
 
 // Init asks the backend for the track's defaults and the machine's memory.
@@ -425,6 +431,19 @@ func (s *serveScreen) benchEvents(msg eventsMsg) tea.Cmd {
 	}
 }
 
+// pathTail keeps the end of a path that is wider than w cells, where its
+// file name is, after "…": /a/long/dir/models/m.gguf → …/models/m.gguf.
+func pathTail(p string, w int) string {
+	if ansi.StringWidth(p) <= w || w < 8 {
+		return p
+	}
+	tail := ansi.TruncateLeft(p, ansi.StringWidth(p)-(w-1), "")
+	if i := strings.Index(tail, "/"); i > 0 {
+		tail = tail[i:] // start at a directory, not inside a name
+	}
+	return "…" + tail
+}
+
 // keepTail keeps the last engineTailLines lines.
 func keepTail(tail, lines []string) []string {
 	tail = append(tail, lines...)
@@ -442,6 +461,14 @@ func (s *serveScreen) View() string {
 // relayout renders the whole screen at the current width; View windows it.
 func (s *serveScreen) relayout() {
 	s.lines = strings.Split(s.render(), "\n")
+	if s.resultEnd >= 0 && s.resultEnd != s.shownResult {
+		// A new result line (ready, the first answer, the stop): scroll
+		// just enough to show it, whatever the terminal's height.
+		s.shownResult = s.resultEnd
+		if s.h > 0 && s.resultEnd >= s.offset+s.h {
+			s.offset = s.resultEnd - s.h + 1
+		}
+	}
 	s.offset = clampOffset(s.offset, len(s.lines), s.h)
 }
 
@@ -450,6 +477,14 @@ func (s *serveScreen) render() string {
 	var b strings.Builder
 	switch {
 	case s.setupErr != nil:
+		var nb *serve.NotBuiltError
+		if errors.As(s.setupErr, &nb) {
+			// Nothing ran: say what is missing and how to build it.
+			b.WriteString(st.Fail.Render(wrap("✗ "+nb.Why+": nothing was started.", s.w)) + "\n")
+			b.WriteString(wrap("Build it first: Enter on the track's plan in the wizard builds it, or run", s.w) + "\n")
+			b.WriteString(strings.Join(commandLines(nb.Next, s.w, 2), "\n") + "\n")
+			return b.String()
+		}
 		b.WriteString(st.Fail.Render("✗ cannot serve "+s.track+": "+s.setupErr.Error()) + "\n")
 		return b.String()
 	case s.setup == nil:
@@ -460,19 +495,64 @@ func (s *serveScreen) render() string {
 	if s.setup.Note != "" {
 		b.WriteString(st.Warn.Render(wrap(s.setup.Note, s.w)) + "\n")
 	}
-	b.WriteString("\n" + s.formView() + "\n")
-	b.WriteString(s.fitView())
+	s.resultEnd = -1
+	if s.run.started && s.run.err == nil {
+		// Once the server starts, the form folds into two lines, so that
+		// the start-up and its result fit an 80x24 terminal.
+		b.WriteString("\n" + s.launchSummary())
+	} else {
+		b.WriteString("\n" + s.formView() + "\n")
+		b.WriteString(s.fitView())
+	}
 	if s.run.started || s.run.err != nil {
-		b.WriteString("\n" + s.runView())
+		b.WriteString("\n")
+		run, resultEnd := s.runView()
+		if resultEnd >= 0 {
+			s.resultEnd = strings.Count(b.String(), "\n") + resultEnd
+		}
+		b.WriteString(run)
 	}
 	if s.bench.started || s.bench.err != nil {
 		b.WriteString("\n" + s.benchView())
+		if s.bench.report != nil || s.bench.err != nil {
+			// The benchmark's verdict is the newest result: in view too.
+			s.resultEnd = strings.Count(strings.TrimRight(b.String(), "\n"), "\n")
+		}
 	}
+	// Every line was wrapped to the width above; the cut only guards the
+	// screen against a line that was not (the engine's own log lines).
 	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
 	for i, l := range lines {
 		lines[i] = ansiCut(l, s.w)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// launchSummary is the form and its fit in two lines, while the server runs.
+func (s *serveScreen) launchSummary() string {
+	st := s.Styles
+	l := s.launch
+	parts := []string{filepath.Base(l.Model)}
+	if f := l.Fit; f != nil {
+		parts = append(parts, fmt.Sprintf("ctx %d", f.Context), fmt.Sprintf("util %.2f", f.Util))
+	}
+	parts = append(parts, "port "+strconv.Itoa(l.Port))
+	var b strings.Builder
+	b.WriteString(strings.Join(hangLines("model    "+strings.Join(parts, " · "), s.w, 9), "\n") + "\n")
+	if f := l.Fit; f != nil {
+		verdict := st.OK.Render("fits")
+		if !f.Fits {
+			verdict = st.Fail.Render("does not fit")
+		}
+		line := fmt.Sprintf("fit      %s  %s of %s usable", verdict, serve.GiB(f.NeedBytes), serve.GiB(f.UsableBytes))
+		b.WriteString(strings.Join(hangLines(line, s.w, 9), "\n") + "\n")
+	}
+	for _, w := range l.Warnings { // what serve prints as warning: lines
+		for _, line := range hangLines("! "+w, s.w-9, 2) {
+			b.WriteString("         " + st.Warn.Render(line) + "\n")
+		}
+	}
+	return b.String()
 }
 
 // formView is the four fields, the focused one marked.
@@ -491,6 +571,9 @@ func (s *serveScreen) formView() string {
 			if f == "util" {
 				value = st.Subtle.Render("(default " + strconv.FormatFloat(serve.UnifiedUtilCap, 'f', 2, 64) + ")")
 			}
+		}
+		if f == "model" {
+			value = pathTail(value, s.w-11)
 		}
 		if i == s.focus && s.edit.IsOpen() {
 			value = s.edit.View()
@@ -520,20 +603,41 @@ func (s *serveScreen) fitView() string {
 		if !f.Fits {
 			verdict = st.Fail.Render("does not fit")
 		}
-		fmt.Fprintf(&b, "fit      %s %s  %s of %s usable (%.2f × %s)\n", bar, verdict,
+		line := fmt.Sprintf("fit      %s %s  %s of %s usable (%.2f × %s)", bar, verdict,
 			serve.GiB(f.NeedBytes), serve.GiB(f.UsableBytes), f.Util, serve.GiB(f.LimitBytes))
-		fmt.Fprintf(&b, "         %s\n", st.Subtle.Render(fmt.Sprintf("weights %s + KV cache %s (ctx %d) + overhead %s",
-			serve.GiB(f.WeightsBytes), serve.GiB(f.KVBytes), f.Context, serve.GiB(f.OverheadBytes))))
-		fmt.Fprintf(&b, "         %s\n", st.Subtle.Render(s.ceilingSource()))
+		b.WriteString(strings.Join(hangLines(line, s.w, 9), "\n") + "\n")
+		sizes := fmt.Sprintf("weights %s + KV cache %s (ctx %d) + overhead %s",
+			serve.GiB(f.WeightsBytes), serve.GiB(f.KVBytes), f.Context, serve.GiB(f.OverheadBytes))
+		for _, l := range hangLines(sizes, s.w-9, 0) {
+			b.WriteString("         " + st.Subtle.Render(l) + "\n")
+		}
+		for _, l := range hangLines(s.ceilingSource(), s.w-9, 0) {
+			b.WriteString("         " + st.Subtle.Render(l) + "\n")
+		}
 		if !f.Fits {
 			b.WriteString(indent(st.Warn.Render(wrap(f.Advice, s.w-9)), "         ") + "\n")
 		}
 	case l.FitNote != "":
-		b.WriteString("fit      " + st.Subtle.Render("unknown: "+l.FitNote) + "\n")
+		for i, line := range hangLines("unknown: "+l.FitNote, s.w-9, 0) {
+			lead := "         "
+			if i == 0 {
+				lead = "fit      "
+			}
+			b.WriteString(lead + st.Subtle.Render(line) + "\n")
+		}
 	}
-	fmt.Fprintf(&b, "command  %s\n", serve.QuoteCommand(l.Command))
+	// The command wraps between its words (commandLines), never inside a
+	// path or a flag, so it can be read and copied whole.
+	for i, line := range commandLines(serve.QuoteCommand(l.Command), s.w, 9) {
+		if i == 0 {
+			line = "command  " + strings.TrimPrefix(line, "         ")
+		}
+		b.WriteString(line + "\n")
+	}
 	for _, w := range l.Warnings {
-		b.WriteString("         " + st.Warn.Render("! "+w) + "\n")
+		for _, line := range hangLines("! "+w, s.w-9, 2) {
+			b.WriteString("         " + st.Warn.Render(line) + "\n")
+		}
 	}
 	return b.String()
 }
@@ -566,13 +670,14 @@ func fitBar(need, usable uint64, width int) string {
 }
 
 // runView is the start-up phase by phase, then readiness and the timings.
-func (s *serveScreen) runView() string {
+func (s *serveScreen) runView() (string, int) {
 	st := s.Styles
 	r := s.run
 	var b strings.Builder
+	resultEnd := -1
 	if r.err != nil {
-		b.WriteString(st.Fail.Render("✗ not started: "+r.err.Error()) + "\n")
-		return b.String()
+		b.WriteString(st.Fail.Render(wrap("✗ not started: "+r.err.Error(), s.w)) + "\n")
+		return b.String(), strings.Count(b.String(), "\n") - 1
 	}
 	b.WriteString(st.Bold.Render("Start-up") + "\n")
 	now := -1
@@ -601,41 +706,44 @@ func (s *serveScreen) runView() string {
 	for _, w := range r.warnings {
 		b.WriteString("  " + st.Warn.Render("! "+w) + "\n")
 	}
+	// The result in the words `haloforge serve` prints (linemode's
+	// sentences), so the screen and the command line say the same.
 	if r.ready != nil {
-		fmt.Fprintf(&b, "%s ready at %s in %s\n", st.OK.Render("✓"), r.ready.URL, linemode.FormatDuration(r.ready.Elapsed))
+		b.WriteString(st.OK.Render("✓") + " " + strings.Join(hangLines(linemode.ReadySentence(*r.ready), s.w-2, 2), "\n") + "\n")
+		resultEnd = strings.Count(b.String(), "\n") - 1
 	}
 	if sm := r.smoke; sm != nil {
 		if sm.Err != "" {
-			b.WriteString(st.Fail.Render("✗ first request: "+sm.Err) + "\n")
+			b.WriteString(st.Fail.Render("✗") + " " + strings.Join(hangLines(linemode.SmokeSentence(*sm), s.w-2, 2), "\n") + "\n")
 		} else {
-			line := fmt.Sprintf("first token after %d ms · %d tokens", sm.TTFT.Milliseconds(), sm.Tokens)
-			if sm.TokensPerSecond > 0 {
-				line += fmt.Sprintf(" · %.1f tok/s", sm.TokensPerSecond)
+			b.WriteString(st.OK.Render("✓") + " " + strings.Join(hangLines(linemode.SmokeSentence(*sm), s.w-2, 2), "\n") + "\n")
+			if sm.Text != "" {
+				b.WriteString(strings.Join(hangLines(st.Subtle.Render("  answer: ")+sm.Text, s.w, 10), "\n") + "\n")
 			}
-			if sm.EngineTokensPerSecond > 0 {
-				line += fmt.Sprintf(" (engine: %.1f tok/s)", sm.EngineTokensPerSecond)
-			}
-			b.WriteString(st.OK.Render("✓") + " " + line + "\n")
 		}
+		resultEnd = strings.Count(b.String(), "\n") - 1
 	}
 	for _, f := range r.found {
-		b.WriteString(st.HintTitle.Render(f.Family) + " " + f.Summary + "\n")
+		b.WriteString(strings.Join(hangLines(st.HintTitle.Render(f.Family)+" "+f.Summary, s.w, 2), "\n") + "\n")
 	}
 	if f := r.finished; f != nil {
 		mark := st.OK.Render("■ server stopped")
 		if f.Status == steps.OutcomeFailed {
 			mark = st.Fail.Render("✗ server failed")
 		}
-		b.WriteString(mark + st.Subtle.Render(": "+f.Why) + "\n")
+		b.WriteString(strings.Join(hangLines(mark+st.Subtle.Render(": "+f.Why), s.w, 2), "\n") + "\n")
 		if f.Status == steps.OutcomeFailed {
-			b.WriteString(st.Subtle.Render("  log: "+f.Log) + "\n")
+			b.WriteString(st.Subtle.Render(strings.Join(hardLines("  log: "+f.Log, s.w, 7, plainText), "\n")) + "\n")
 		}
+		resultEnd = strings.Count(b.String(), "\n") - 1
 	}
-	if s.running && len(r.tail) > 0 {
+	// The engine's last lines while it starts; once it is ready the
+	// result takes their place (the whole log is in the run's serve.log).
+	if s.running && r.ready == nil && len(r.tail) > 0 {
 		b.WriteString(st.Subtle.Render("engine log") + "\n")
 		for _, l := range r.tail {
 			b.WriteString(st.Subtle.Render("  │ ") + l + "\n")
 		}
 	}
-	return b.String()
+	return b.String(), resultEnd
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/runner"
 	"github.com/haloforge/haloforge/steps/serve"
+	"github.com/haloforge/haloforge/tui/linemode"
 )
 
 // follow sends msg to the screen and then every message its commands
@@ -118,7 +120,7 @@ func TestServeScreenServesAndBenches(t *testing.T) {
 	pumpServe(t, s, func() bool { return s.run.smoke != nil })
 	text := screenText(s)
 	for _, want := range []string{"Start-up", "✓ starting llama-server", "✓ healthy: waiting for /v1/models", "✓ ready",
-		"✓ ready at http://127.0.0.1:8080 in 2s", "first token after 118 ms · 9 tokens · 385.9 tok/s (engine: 365.1 tok/s)"} {
+		"✓ ready at http://127.0.0.1:8080 in 2s", "/v1/completions answered: first token after 118 ms, 9 tokens at 385.9 tok/s (engine: 365.1 tok/s)"} {
 		if !strings.Contains(text, want) {
 			t.Fatalf("after the start, no %q:\n%s", want, text)
 		}
@@ -184,4 +186,122 @@ func TestSummaryOpensServe(t *testing.T) {
 	if m.top().Crumb() != "serve" {
 		t.Fatalf("s opened %q", m.top().Crumb())
 	}
+}
+
+// A track that is not built gets no form: one line says so and what builds
+// it, and Enter starts nothing (C3 of the UX review).
+func TestServeScreenRefusesUnbuiltTrack(t *testing.T) {
+	f := newFakeBackend(t)
+	f.serveErr = &serve.NotBuiltError{Track: "llamacpp-distro", Why: "llamacpp-distro is not built yet", Next: "haloforge build --track llamacpp-distro"}
+	s := newServeScreen(context.Background(), testCommon(), f, "llamacpp-distro")
+	s.SetSize(80, 24)
+	follow(t, s, s.Init()(), time.Second)
+	text := screenText(s)
+	for _, want := range []string{"✗ llamacpp-distro is not built yet: nothing was started.", "Enter on the track's plan in the wizard builds it", "  haloforge build --track llamacpp-distro"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("the screen lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "command  ") {
+		t.Fatalf("a form for an unbuilt track:\n%s", text)
+	}
+	if cmd := s.Update(press("enter")); cmd != nil || s.running {
+		t.Fatal("Enter started something on an unbuilt track")
+	}
+}
+
+// At 80x24 (a body of 22 rows) the started server's result is on screen
+// without scrolling: the form folds into two lines, the engine log gives
+// way to the result once it is ready. On a smaller terminal the screen
+// scrolls to the result by itself. Long lines wrap instead of being cut:
+// the fit line, the command (between its words), the bench verdicts; the
+// model's path keeps its file name. (C9, C10 of the UX review.)
+func TestServeScreenFitsAndWraps(t *testing.T) {
+	for _, size := range [][2]int{{80, 22}, {60, 13}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			f := newFakeBackend(t)
+			s := newServeScreen(context.Background(), testCommon(), f, "llamacpp-distro")
+			s.SetSize(size[0], size[1])
+			follow(t, s, s.Init()(), time.Second)
+			form := screenText(s)
+			for _, want := range []string{"(0.90 × 124.0 GiB)", "-fa on", "tiny-random.gguf"} {
+				if !strings.Contains(form, want) {
+					t.Fatalf("the form lost %q at width %d:\n%s", want, size[0], form)
+				}
+			}
+			for _, l := range strings.Split(form, "\n") {
+				if ansi.StringWidth(l) > size[0] {
+					t.Fatalf("a line wider than %d: %q", size[0], l)
+				}
+			}
+			msgs, _ := runWithin(s.Update(press("enter")), time.Second)
+			s.Update(msgs[0])
+			pumpServe(t, s, func() bool { return s.run.smoke != nil })
+			view := ansi.Strip(s.View())
+			for _, want := range []string{"http://127.0.0.1:8080", "first token after 118 ms"} {
+				if !strings.Contains(view, want) {
+					t.Fatalf("the result %q is not on the %dx%d screen:\n%s", want, size[0], size[1], view)
+				}
+			}
+			if size[0] == 80 && !strings.Contains(view, "Serve and measure") {
+				t.Fatalf("at 80x24 the title scrolled away:\n%s", view)
+			}
+			follow(t, s, press("b"), time.Second)
+			if view := ansi.Strip(s.View()); !strings.Contains(view, "verdict: ") {
+				t.Fatalf("the benchmark's verdict is not on the %dx%d screen:\n%s", size[0], size[1], view)
+			}
+			text := screenText(s)
+			if !strings.Contains(strings.Join(strings.Fields(text), " "), "it ran on llvmpipe (LLVM 22.1.8, 256 bits); the references are Radeon 8060S") {
+				t.Fatalf("a bench verdict was cut:\n%s", text)
+			}
+			s.Update(press("x"))
+			pumpServe(t, s, func() bool { return !s.running })
+		})
+	}
+}
+
+func TestPathTail(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		w    int
+		want string
+	}{
+		{"/short/m.gguf", 40, "/short/m.gguf"},
+		{"/tmp/ux/state/demo-123/models/tiny-random.gguf", 26, "…/models/tiny-random.gguf"},
+		{"/a/b.gguf", 5, "/a/b.gguf"}, // too narrow to shorten usefully
+	} {
+		if got := pathTail(tc.in, tc.w); got != tc.want || (tc.w >= 8 && ansi.StringWidth(got) > tc.w) {
+			t.Errorf("pathTail(%q, %d) = %q, want %q", tc.in, tc.w, got, tc.want)
+		}
+	}
+}
+
+// The serve screen says what `haloforge serve` prints (C11 of the UX
+// review: the demo's serve act is this screen, and it must match the real
+// command): the same ready and first-answer sentences, and the answer.
+func TestServeScreenSaysWhatServePrints(t *testing.T) {
+	s, _ := newServeTest(t)
+	msgs, _ := runWithin(s.Update(press("enter")), time.Second)
+	s.Update(msgs[0])
+	pumpServe(t, s, func() bool { return s.run.smoke != nil })
+	events := make(chan runner.Event, 2)
+	events <- *s.run.ready
+	events <- *s.run.smoke
+	close(events)
+	var cli strings.Builder
+	linemode.Print(&cli, events, linemode.Options{})
+	screen := strings.Join(strings.Fields(screenText(s)), " ")
+	n := 0
+	for _, l := range strings.Split(strings.TrimSpace(cli.String()), "\n") {
+		l = strings.TrimPrefix(strings.TrimPrefix(l, "✓ [serve] "), "  ")
+		if !strings.Contains(screen, strings.Join(strings.Fields(l), " ")) {
+			t.Errorf("serve prints %q; the screen does not say it:\n%s", l, screenText(s))
+		}
+		n++
+	}
+	if n != 3 { // ready, answered, answer
+		t.Fatalf("line mode printed %d lines:\n%s", n, cli.String())
+	}
+	s.Update(press("x"))
+	pumpServe(t, s, func() bool { return !s.running })
 }

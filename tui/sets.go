@@ -9,6 +9,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 )
 
 // PinSets are the known-good pin sets (`haloforge pins sets`) as the sets
@@ -183,7 +184,7 @@ func (s *setsScreen) ask() {
 		s.note = "Your pins already have every pin of " + set.ID + ": nothing to write."
 	case s.sets.CannotWrite != "":
 		first, _, _ := strings.Cut(clean(s.sets.CannotWrite), ";")
-		s.note = first + " (see below)"
+		s.note = first + " (why: above)"
 	default:
 		s.asking, s.note = true, ""
 	}
@@ -293,8 +294,17 @@ func (s *setsScreen) detailLines(width int) []string {
 	if set.Note != "" {
 		out = append(out, hangLines(st.Subtle.Render("note: "+clean(set.Note)), width, 6)...)
 	}
+	subtle := func(l string) string { return st.Subtle.Render(l) }
 	for _, e := range set.Evidence {
-		out = append(out, hardLines("evidence: "+clean(e), width, 10, func(l string) string { return st.Subtle.Render(l) })...)
+		// A URL is never broken behind an indent (it would not copy or
+		// click as one): too long for its line, it goes on lines of its
+		// own from the first column.
+		if line := "evidence: " + clean(e); ansi.StringWidth(line) <= width {
+			out = append(out, subtle(line))
+			continue
+		}
+		out = append(out, subtle("evidence:"))
+		out = append(out, hardLines(clean(e), width, 0, subtle)...)
 	}
 	if s.sets.CannotWrite != "" {
 		out = append(out, "")

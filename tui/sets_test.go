@@ -134,7 +134,7 @@ func TestSetsScreenCannotWrite(t *testing.T) {
 	s.Update(press("down"))
 	s.Update(press("u"))
 	v := ansi.Strip(s.View())
-	if s.TakesText() || len(f.used) != 0 || !strings.Contains(v, "demo: nothing is written (sample data) (see below)") || !strings.Contains(v, "on your machine, u writes") {
+	if s.TakesText() || len(f.used) != 0 || !strings.Contains(v, "demo: nothing is written (sample data) (why: above)") || !strings.Contains(v, "on your machine, u writes") {
 		t.Errorf("asking %v, used %v:\n%s", s.TakesText(), f.used, v)
 	}
 
@@ -178,5 +178,44 @@ func TestWizardWritesASetAndPlansAgain(t *testing.T) {
 	}
 	if v := plain(m); strings.Contains(v, "gone or moved upstream") {
 		t.Errorf("the new plan still warns:\n%s", v)
+	}
+}
+
+// An evidence URL too long for its line goes on lines of its own from the
+// first column, never behind an indent, so its pieces join back into the
+// URL; a short one stays on the evidence line. (C9 of the UX review.)
+func TestSetsScreenKeepsURLsWhole(t *testing.T) {
+	long := "https://github.com/kyuz0/amd-strix-halo-vllm-toolboxes/blob/ecbe4bf404b7aef5cf37ade5d7f0f395335df185/tests/test_rocm_release_config.py"
+	f := newFakeBackend(t)
+	f.pinSets = twoSets()
+	f.pinSets.Sets[1].Evidence = []string{long, "https://hub.docker.com/r/rocm/vllm/tags"}
+	for _, w := range []int{80, 120} {
+		s := newSetsFor(t, f, w, 60)
+		s.Update(press("down"))
+		lines := s.detailLines(w)
+		var joined strings.Builder
+		at := -1
+		for i, l := range lines {
+			l = ansi.Strip(l)
+			if l == "evidence:" {
+				at = i
+				continue
+			}
+			if at >= 0 && strings.HasPrefix(l, "evidence: ") {
+				break
+			}
+			if at >= 0 {
+				if strings.HasPrefix(l, " ") {
+					t.Fatalf("width %d: a URL piece behind an indent: %q", w, l)
+				}
+				joined.WriteString(l)
+			}
+		}
+		if joined.String() != long {
+			t.Fatalf("width %d: the URL's lines join into %q, want %q\n%s", w, joined.String(), long, ansi.Strip(strings.Join(lines, "\n")))
+		}
+		if !slices.ContainsFunc(lines, func(l string) bool { return ansi.Strip(l) == "evidence: https://hub.docker.com/r/rocm/vllm/tags" }) {
+			t.Fatalf("width %d: the short URL left its line", w)
+		}
 	}
 }

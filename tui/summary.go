@@ -123,12 +123,12 @@ func summaryText(rs *runState, p *Plan, resume string, demo bool, st Styles, wid
 			if len(rs.RunDirs) > 1 {
 				label = fmt.Sprintf("run %d/%d ", i+1, len(rs.RunDirs))
 			}
-			b.WriteString("  " + label + d + "\n")
+			b.WriteString(strings.Join(hardLines("  "+label+d, width, 2+len(label), plainText), "\n") + "\n")
 		}
 		if failed != nil && failed.Log != "" {
-			b.WriteString("  log     " + failed.Log + "\n")
+			b.WriteString(strings.Join(hardLines("  log     "+failed.Log, width, 10, plainText), "\n") + "\n")
 		} else if last := rs.RunDirs[len(rs.RunDirs)-1]; last != "" {
-			b.WriteString("  report  " + filepath.Join(last, "report.json") + "\n")
+			b.WriteString(strings.Join(hardLines("  report  "+filepath.Join(last, "report.json"), width, 10, plainText), "\n") + "\n")
 		}
 	}
 	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
@@ -144,11 +144,19 @@ func summaryText(rs *runState, p *Plan, resume string, demo bool, st Styles, wid
 func nextBlock(rs *runState, p *Plan, resume string, demo bool, st Styles, width int) string {
 	var b strings.Builder
 	failed := rs.Failed()
-	cmdLine := func(c string) { b.WriteString("  " + st.Key.Render("$ "+c) + "\n") }
+	// A command wider than the screen breaks between its words with " \"
+	// (commandLines), so it still copies and runs as one.
+	cmdLine := func(c string) {
+		for _, l := range commandLines("$ "+c, width, 2) {
+			b.WriteString(st.Key.Render(l) + "\n")
+		}
+	}
 	switch {
 	case failed != nil && demo:
 		b.WriteString("\n" + st.Bold.Render("Next") + "\n")
-		b.WriteString("  " + st.Subtle.Render("esc, then r: the demo applies the fix and retries. `haloforge demo` starts the story again.") + "\n")
+		for _, l := range proseRows("esc, then r: the demo applies the fix and retries. `haloforge demo` starts the story again.", max(width-2, 20)) {
+			b.WriteString("  " + st.Subtle.Render(l) + "\n")
+		}
 	case failed != nil:
 		b.WriteString("\n" + st.Bold.Render("Next") + st.Subtle.Render("  (after the fix; t shows it)") + "\n")
 		if resume != "" {
@@ -166,7 +174,9 @@ func nextBlock(rs *runState, p *Plan, resume string, demo bool, st Styles, width
 			}
 		}
 		if demo {
-			b.WriteString("  " + st.Subtle.Render("(the demo installed nothing: on your machine these run in the box the build made)") + "\n")
+			for _, l := range proseRows("(the demo installed nothing: on your machine these run in the box the build made)", max(width-2, 20)) {
+				b.WriteString("  " + st.Subtle.Render(l) + "\n")
+			}
 		}
 	}
 	return b.String()
@@ -216,7 +226,13 @@ func summaryStepLine(s *stepRun, st Styles, width int) string {
 	if len(s.Earlier) > 0 && (s.State == stateOK || s.State == stateNotVerified || s.State == stateFailed) {
 		what += st.Subtle.Render(fmt.Sprintf(" (%s attempt; %s)", ordinal(len(s.Earlier)+1), earlierText(s.Earlier)))
 	}
-	line := fmt.Sprintf("  %s %s %s", mark, padRight(s.ID, 16), what)
+	// What happened wraps under its column: "exit 1 after 3s" is the end
+	// of the sentence, not something to cut.
+	rows := hangLines(what, width-21, 0)
+	line := fmt.Sprintf("  %s %s %s", mark, padRight(s.ID, 16), rows[0])
+	for _, r := range rows[1:] {
+		line += "\n" + strings.Repeat(" ", 21) + r
+	}
 	family := st.HintTitle
 	if s.Optional { // the run went on: a warning, as the step's mark
 		family = st.Warn.Bold(true)

@@ -524,3 +524,31 @@ func TestPlanShowsLongPinsWhole(t *testing.T) {
 		t.Errorf("the long pin is not whole:\n%s", v)
 	}
 }
+
+// Round 2, B1: a track chosen through the filter, then Esc from its plan,
+// brings back the list as it was left: the filter, the cursor on the
+// track, the footer for a set filter; Enter plans the same track again.
+func TestPickerComesBackAsLeft(t *testing.T) {
+	m := newSized(t, newFakeBackend(t), 120, 40)
+	drive(t, m, press("enter"))
+	drive(t, m, press("/"), press("o"), press("l"), press("l"), press("enter"))
+	if _, ok := m.top().(*planScreen); !ok {
+		t.Fatalf("enter on the filtered list did not open the plan: %T", m.top())
+	}
+	drive(t, m, press("esc"))
+	v := plain(m)
+	if m.top() != m.picker || !strings.Contains(v, "> ollama") || strings.Contains(v, "vllm-image") {
+		t.Fatalf("back from the plan, the filtered list is not as left:\n%s", v)
+	}
+	if !strings.Contains(lastLine(m), "esc clear the filter") {
+		t.Errorf("the footer is not the filtered list's: %s", lastLine(m))
+	}
+	drive(t, m, press("enter"))
+	if p, ok := m.top().(*planScreen); !ok || p.plan.Track.ID != "ollama" {
+		t.Fatalf("enter again did not plan ollama: %T", m.top())
+	}
+	drive(t, m, press("esc"), press("esc"))
+	if v := plain(m); !strings.Contains(v, "vllm-image") || !strings.Contains(v, "> ollama") {
+		t.Errorf("esc did not clear the filter with the cursor kept on ollama:\n%s", v)
+	}
+}

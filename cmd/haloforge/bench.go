@@ -48,7 +48,9 @@ func newBenchCmd(g *globalOpts) *cobra.Command {
 			"depth on a Radeon 8060S, and says plainly whether it is normal, and if not, the likely " +
 			"causes. --report writes a shareable Markdown report (and the same as JSON) with the fields " +
 			"community guides ask for: device, BIOS UMA, IOMMU, kernel, Mesa, ROCm, backend, build, " +
-			"command and the raw output. Exit 0 when the file was read, 2 when it could not be.",
+			"command and the raw output: the facts of the machine the run was made on (this one for --track; " +
+			"for a file from elsewhere, only the device it names). bench --from also reads such a FILE.json " +
+			"back and judges it again with its own machine's facts. Exit 0 when the file was read, 2 when it could not be.",
 		Example: "  haloforge bench --track llamacpp-distro --model ~/models/qwen3-30b-a3b-q4_k_m.gguf --depths 0,32768\n" +
 			"  haloforge bench --track therock-toolbox --model Qwen/Qwen3-0.6B --url http://127.0.0.1:8000\n" +
 			"  llama-bench -m model.gguf -o jsonl -r 3 -fa 1 -ngl 999 > bench.jsonl\n" +
@@ -89,19 +91,87 @@ func runBench(ctx context.Context, cmd *cobra.Command, o benchOptions) error {
 	if err != nil {
 		return usageErr(err)
 	}
+	// A report written by --report is judged again with its own machine's
+	// facts, from its raw output: never with this machine's.
+	shared, isReport, err := bench.ParseShareable(raw)
+	if err != nil {
+		return usageErr(fmt.Errorf("%s: %w", o.from, err))
+	}
+	var origin hostOrigin
+	if isReport {
+		raw = []byte(shared.Raw)
+		h := shared.Host()
+		origin.report = &h
+		if o.command == "" {
+			o.command = shared.Command
+		}
+	}
 	run, err := bench.Parse(raw)
 	if err != nil {
 		return usageErr(fmt.Errorf("%s: %w", o.from, err))
 	}
-	return compareAndPrint(ctx, cmd, o, run, raw)
+	return compareAndPrint(ctx, cmd, o, run, raw, origin)
+}
+
+// hostOrigin says whose system facts judge a run: a report's own (report),
+// this machine's (ranHere: bench --track), or, for a benchmark's output
+// from anywhere, this machine's only when the run names this machine's
+// device.
+type hostOrigin struct {
+	report  *bench.Host
+	ranHere bool
+}
+
+// runHost is the system facts of the machine the run was made on, and a
+// note when they are not all known. It collects this machine's facts only
+// for --report (a report read back has its own).
+func runHost(ctx context.Context, o benchOptions, run bench.Run, origin hostOrigin) (bench.Host, string) {
+	switch {
+	case origin.report != nil:
+		return *origin.report, ""
+	case o.report == "":
+		return bench.Host{}, "" // the verdict alone: no need to collect
+	}
+	live := liveHost(ctx)
+	if origin.ranHere || sameDevice(run.Device(), live.Device) {
+		return live, ""
+	}
+	here := live.Device
+	if here == "" {
+		here = "no GPU haloforge knows"
+	}
+	return bench.Host{Device: run.Device()}, fmt.Sprintf("the run was made on %s, not on this machine (%s): the report records its device and leaves its other system facts unknown",
+		orUnnamed(run.Device()), here)
+}
+
+// sameDevice says whether a benchmark's device (llama-bench's gpu_info,
+// e.g. "AMD Radeon 8060S Graphics (RADV GFX1151)") is this machine's GPU
+// (detect's name, e.g. "Radeon 8060S Graphics"); a CPU device (llvmpipe)
+// is this machine's when it has no GPU.
+func sameDevice(run, live string) bool {
+	run, live = strings.ToLower(run), strings.ToLower(live)
+	switch {
+	case run == "":
+		return false
+	case live == "":
+		return strings.Contains(run, "llvmpipe") || strings.Contains(run, "lavapipe") || strings.Contains(run, "cpu")
+	}
+	return strings.Contains(run, live) || strings.Contains(live, run)
+}
+
+func orUnnamed(dev string) string {
+	if dev == "" {
+		return "an unnamed device"
+	}
+	return dev
 }
 
 // compareAndPrint compares a parsed run with the references and prints the
 // verdict (text or JSON), writing the shareable report when asked.
-func compareAndPrint(ctx context.Context, cmd *cobra.Command, o benchOptions, run bench.Run, raw []byte) error {
-	var host bench.Host
-	if o.report != "" {
-		host = liveHost(ctx)
+func compareAndPrint(ctx context.Context, cmd *cobra.Command, o benchOptions, run bench.Run, raw []byte, origin hostOrigin) error {
+	host, note := runHost(ctx, o, run, origin)
+	if note != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: %s\n", note)
 	}
 	rep := bench.Compare(run, bench.References(), host)
 	if o.report != "" {

@@ -54,6 +54,13 @@ func runBenchTrack(cmd *cobra.Command, o benchOptions) error {
 		printBenchLaunch(out, b)
 		return nil
 	}
+	built, err := checkBuilt(s, o.stateDir, req.Root)
+	if err != nil {
+		return err
+	}
+	if built.Note != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: %s\n", built.Note)
+	}
 	if err := runner.CheckStateDir(o.stateDir); err != nil {
 		return usageErr(err)
 	}
@@ -104,7 +111,7 @@ func runBenchTrack(cmd *cobra.Command, o benchOptions) error {
 	if o.command == "" {
 		o.command = b.Shell
 	}
-	return compareAndPrint(cmdContext(cmd), cmd, o, run, raw)
+	return compareAndPrint(cmdContext(cmd), cmd, o, run, raw, hostOrigin{ranHere: true})
 }
 
 // runAndTime runs the bench runner in line mode and returns the engine's

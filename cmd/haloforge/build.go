@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/detect/hostfix"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/runner"
@@ -326,7 +327,7 @@ func blockingChecks(ctx context.Context, out io.Writer, t steps.Track, stateDir 
 		verb = "not blocking (--ignore-checks or --dry-run)"
 	}
 	for _, c := range failed {
-		fmt.Fprintf(out, "✗ check %s: %s — %s\n", c.ID, c.Summary, verb)
+		fmt.Fprintf(out, "✗ check %s: %s — %s\n", hostfix.CheckLabel(c.ID), c.Summary, verb)
 		if c.Fix != "" {
 			fmt.Fprintf(out, "  fix: %s\n", strings.ReplaceAll(strings.TrimSpace(c.Fix), "\n", "\n       "))
 		}

@@ -29,7 +29,7 @@ func TestBlockingChecksStopTheBuild(t *testing.T) {
 	if !errors.As(err, &ee) || ee.code != exitFailed {
 		t.Fatalf("blockingChecks = %v, want exit %d", err, exitFailed)
 	}
-	for _, want := range []string{"✗ check gpu: ", "blocks the build", "  fix: ", "--ignore-checks"} {
+	for _, want := range []string{"✗ check GPU (gpu): ", "blocks the build", "  fix: ", "--ignore-checks"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -39,7 +39,7 @@ func TestBlockingChecksStopTheBuild(t *testing.T) {
 	if err := blockingChecks(context.Background(), &out, tr, t.TempDir(), true); err != nil {
 		t.Fatalf("with --ignore-checks: %v", err)
 	}
-	if !strings.Contains(out.String(), "✗ check gpu: ") || !strings.Contains(out.String(), "not blocking") {
+	if !strings.Contains(out.String(), "✗ check GPU (gpu): ") || !strings.Contains(out.String(), "not blocking") {
 		t.Errorf("ignored failures must still be shown:\n%s", out.String())
 	}
 }

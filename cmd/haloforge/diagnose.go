@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -69,13 +70,34 @@ func defaultInputs(cmd *cobra.Command, o diagnoseOpts) ([]string, error) {
 		return []string{"-"}, nil
 	}
 	dir := o.g.stateDirOr()
-	run := lastRunDir(dir)
-	if run == "" {
+	runs := runDirsNewestFirst(dir)
+	if len(runs) == 0 {
 		return nil, usageErr(fmt.Errorf("no log given, and no run under %s: give a log, a run directory or a bundle, or - for standard input (some-build 2>&1 | haloforge diagnose -)",
 			filepath.Join(dir, "runs")))
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "diagnosing the last run: %s\n", run)
-	return []string{run}, nil
+	// A run in which every step was up to date has no log: the last run
+	// with something to read is the newest one that ran a step.
+	for i, run := range runs {
+		if !hasStepLog(run) {
+			continue
+		}
+		if i == 0 {
+			fmt.Fprintf(cmd.ErrOrStderr(), "diagnosing the last run: %s\n", run)
+		} else {
+			fmt.Fprintf(cmd.ErrOrStderr(), "the last run (%s) ran no step (all up to date); diagnosing the last run that did: %s\n", filepath.Base(runs[0]), run)
+		}
+		return []string{run}, nil
+	}
+	return nil, nothingToDiagnose{run: runs[0]}
+}
+
+// nothingToDiagnose is the last run's answer when no run of the state dir
+// ran a step: every step was up to date, so there is no log to read. It is
+// not an error (exit 0).
+type nothingToDiagnose struct{ run string }
+
+func (e nothingToDiagnose) Error() string {
+	return "the last run (" + filepath.Base(e.run) + ") ran no step (all up to date): there is no log to diagnose"
 }
 
 // stdinIsData reports whether standard input is a pipe or a file, not a
@@ -89,30 +111,43 @@ func stdinIsData(cmd *cobra.Command) bool {
 	return err == nil && (st.Mode()&os.ModeNamedPipe != 0 || st.Mode().IsRegular())
 }
 
-// lastRunDir is the newest run directory of the state dir ("" for none):
-// run IDs start with their UTC time, so the greatest name is the newest.
-func lastRunDir(stateDir string) string {
+// runDirsNewestFirst lists the run directories of the state dir, newest
+// first: run IDs start with their UTC time, so names sort by age.
+func runDirsNewestFirst(stateDir string) []string {
 	runs := filepath.Join(stateDir, "runs")
 	entries, err := os.ReadDir(runs)
 	if err != nil {
-		return ""
+		return nil
 	}
-	last := ""
+	var out []string
 	for _, e := range entries {
-		if e.IsDir() && e.Name() > last {
-			last = e.Name()
+		if e.IsDir() {
+			out = append(out, filepath.Join(runs, e.Name()))
 		}
 	}
-	if last == "" {
-		return ""
-	}
-	return filepath.Join(runs, last)
+	slices.Reverse(out) // ReadDir sorts by name
+	return out
+}
+
+// hasStepLog reports whether a run directory holds a step's log: the run
+// ran a step.
+func hasStepLog(dir string) bool {
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	return len(logs) > 0
 }
 
 // runDiagnose reads every input before printing anything: an unreadable
 // input is exit 2 with no partial findings claimed.
 func runDiagnose(cmd *cobra.Command, o diagnoseOpts) error {
 	args, err := defaultInputs(cmd, o)
+	var none nothingToDiagnose
+	if errors.As(err, &none) {
+		if o.json {
+			return writeJSON(cmd.OutOrStdout(), diagnoseJSON{Schema: diagnoseJSONSchema, Findings: []diagnose.Finding{}, Suspects: []suspectJSON{}, Note: none.Error()})
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), "The l"+strings.TrimPrefix(none.Error(), "the l")+".")
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -145,13 +180,13 @@ func runDiagnose(cmd *cobra.Command, o diagnoseOpts) error {
 		enc.SetEscapeHTML(false) // keep "<" and ">" of compiler messages readable
 		doc := diagnoseJSON{Schema: diagnoseJSONSchema, Findings: findings, Suspects: []suspectJSON{}}
 		if len(findings) == 0 {
-			doc.Suspects = suspectsOf(args)
+			doc.Suspects = suspectsOf(inputs)
 		}
 		if err := enc.Encode(doc); err != nil {
 			return failedErr(err)
 		}
 	} else {
-		writeFindings(out, findings, args)
+		writeFindings(out, findings, inputs)
 	}
 	if len(findings) > 0 {
 		return silentExit(exitFailed)
@@ -165,6 +200,7 @@ type diagnoseJSON struct {
 	Schema   string             `json:"schema"`
 	Findings []diagnose.Finding `json:"findings"`
 	Suspects []suspectJSON      `json:"suspects"`
+	Note     string             `json:"note,omitempty"` // why nothing was read
 }
 
 type suspectJSON struct {
@@ -172,15 +208,11 @@ type suspectJSON struct {
 	diagnose.Suspect
 }
 
-func suspectsOf(args []string) []suspectJSON {
+func suspectsOf(inputs []diagnose.Input) []suspectJSON {
 	out := []suspectJSON{}
-	for _, a := range args {
-		if a == "-" {
-			continue // standard input is read already
-		}
-		ss, _ := diagnose.Suspects(a, 3)
-		for _, s := range ss {
-			out = append(out, suspectJSON{File: a, Suspect: s})
+	for _, in := range inputs {
+		for _, s := range in.Suspects(3) {
+			out = append(out, suspectJSON{File: in.Name, Suspect: s})
 		}
 	}
 	return out
@@ -197,18 +229,16 @@ func inputErr(arg string, err error) error {
 	return err
 }
 
-// writeSuspects points, in each plain log among args, at the lines that
-// look like an error no rule knows: where to start reading.
-func writeSuspects(w io.Writer, args []string) {
-	for _, a := range args {
-		if a == "-" {
-			continue // standard input is read already
-		}
-		ss, err := diagnose.Suspects(a, 3)
-		if err != nil || len(ss) == 0 {
+// writeSuspects points, in each plain log among the inputs (a file, or
+// standard input's kept end), at the lines that look like an error no rule
+// knows: where to start reading.
+func writeSuspects(w io.Writer, inputs []diagnose.Input) {
+	for _, in := range inputs {
+		ss := in.Suspects(3)
+		if len(ss) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "Lines of %s that look like an error:\n", a)
+		fmt.Fprintf(w, "Lines of %s that look like an error:\n", in.DisplayName())
 		for _, s := range ss {
 			fmt.Fprintf(w, "  line %d: %s\n", s.Line, s.Text)
 		}
@@ -230,10 +260,14 @@ func oneStdin(args []string) error {
 
 // writeFindings prints each finding as: code and place, the line, what it
 // means, the fix, and where it was reported.
-func writeFindings(w io.Writer, fs []diagnose.Finding, args []string) {
+func writeFindings(w io.Writer, fs []diagnose.Finding, inputs []diagnose.Input) {
 	if len(fs) == 0 {
-		fmt.Fprintf(w, "No known failure found in %s.\n", strings.Join(args, ", "))
-		writeSuspects(w, args)
+		names := make([]string, len(inputs))
+		for i, in := range inputs {
+			names[i] = in.DisplayName()
+		}
+		fmt.Fprintf(w, "No known failure found in %s.\n", strings.Join(names, ", "))
+		writeSuspects(w, inputs)
 		return
 	}
 	for i, f := range fs {
@@ -271,6 +305,9 @@ func writeFindings(w io.Writer, fs []diagnose.Finding, args []string) {
 
 func findingPlace(f diagnose.Finding) string {
 	s := fmt.Sprintf("%s:%d", f.File, f.Line)
+	if f.File == "-" {
+		s = fmt.Sprintf("%s, line %d", diagnose.StdinName, f.Line)
+	}
 	if f.Step != "" {
 		s += "  step " + f.Step
 	}

@@ -59,6 +59,11 @@ func runDoctor(cmd *cobra.Command, o doctorOpts) error {
 	if o.bundle != "" && o.collect != "" {
 		return usageErr(errors.New("--bundle reads a bundle and --collect writes this machine's: give one of them"))
 	}
+	if o.host.root != "" {
+		// Plain doctor reads this machine (or --bundle); a --root it would
+		// silently ignore is refused instead.
+		return usageErr(errors.New("--root goes with --plan, --apply, --verify and --rollback (the system whose boot files they read or change); plain doctor checks this machine, or --bundle FILE"))
+	}
 	if err := checkCollectPath(o.collect); err != nil {
 		return err
 	}

@@ -108,7 +108,7 @@ func hostFacts(cmd *cobra.Command, o doctorOpts) (*detect.Report, *hostfix.Evide
 		if err != nil {
 			return nil, nil, "", usageErr(err)
 		}
-		source = "the system under " + o.host.root
+		source = "the system under " + o.host.root + " (its boot files; the hardware facts are this machine's: --bundle FILE gives another's)"
 		if o.bundle != "" {
 			source = o.bundle + " (booting like the system under " + o.host.root + ")"
 		}
@@ -129,7 +129,8 @@ func runHostPlan(cmd *cobra.Command, o doctorOpts) error {
 	if err != nil {
 		return err
 	}
-	p, err := hostfix.Build(r, ev, hostfix.Options{GTTGiB: o.host.gttGiB, User: o.host.user, Source: source, Version: version})
+	p, err := hostfix.Build(r, ev, hostfix.Options{GTTGiB: o.host.gttGiB, User: o.host.user, Source: source, Version: version,
+		BundleFacts: o.bundle != ""})
 	if err != nil {
 		return usageErr(err)
 	}
@@ -218,8 +219,21 @@ func runApply(cmd *cobra.Command, o doctorOpts) error {
 	if err != nil {
 		return usageErr(fmt.Errorf("%s: %w", o.host.apply, err))
 	}
+	root := o.host.root
+	if root == "" {
+		root = "/"
+	}
+	// Before anything is shown or asked: a plan for another machine is
+	// refused (exit 2), and so is one made before its facts changed,
+	// unless there is nothing left to change.
+	var stale error
+	if err := hostfix.CheckMachine(p, root); errors.Is(err, hostfix.ErrStalePlan) {
+		stale = usageErr(fmt.Errorf("%s: %w", o.host.apply, err))
+	} else if err != nil {
+		return usageErr(fmt.Errorf("%s: %w", o.host.apply, err))
+	}
 	_, err = hostfix.Apply(cmdContext(cmd), p, hostOf(cmd, o.host), hostfix.ApplyOptions{
-		StateDir: stateDir, Version: version, Confirm: confirmer(cmd, o.host)})
+		StateDir: stateDir, Version: version, Confirm: confirmer(cmd, o.host), Stale: stale})
 	return hostfixErr(err)
 }
 

@@ -6,14 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/haloforge/haloforge"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/pins/sets"
 	"github.com/haloforge/haloforge/pins/upstream"
@@ -302,7 +305,8 @@ func newPinsUseCmd(g *globalOpts) *cobra.Command {
 			"marked block. It first prints what `haloforge pins diff` would print for the change, then " +
 			"asks (y/N) on a terminal; --yes writes without asking, and without a terminal nothing is " +
 			"written unless --yes is given. The old file is kept next to it as FILE.bak-<time>; the " +
-			"write is atomic.",
+			"write is atomic. When the file does not exist yet (./versions.env, or --pins FILE), it is created " +
+			"from the built-in pins with the set's values, after the same question.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.set, o.pins = args[0], g.pins.pins // the global --pins: the file to rewrite
@@ -326,15 +330,22 @@ func runPinsUse(o pinsUseOptions, stdin io.Reader, stdout, stderr io.Writer) err
 	path := o.pins
 	if path == "" {
 		path = "versions.env"
-		if !fileExists(path) {
-			return usageErr(errors.New("no ./versions.env here to rewrite (the built-in copy cannot be): run in the directory of your versions.env, or pass --pins FILE"))
-		}
-	}
-	if _, err := loadPinsFlags(path, nil); err != nil {
-		return err
 	}
 	tracks := steps.Catalogue()
-	use, err := steps.PreparePinsUse(path, set, tracks, o.now())
+	var use *steps.PinsUse
+	if _, statErr := os.Lstat(path); errors.Is(statErr, fs.ErrNotExist) {
+		// No pins file yet (haloforge ran on its built-in copy): the set
+		// goes into a new one made from the built-in copy.
+		if dir := filepath.Dir(path); !dirExists(dir) {
+			return usageErr(fmt.Errorf("%s: the directory %s does not exist: create it, or name another file with --pins", path, dir))
+		}
+		use, err = steps.PreparePinsCreate(path, embeddedPinsName, haloforge.VersionsEnv, set, tracks, o.now())
+	} else {
+		if _, err := loadPinsFlags(path, nil); err != nil {
+			return err
+		}
+		use, err = steps.PreparePinsUse(path, set, tracks, o.now())
+	}
 	if err != nil {
 		return usageErr(err)
 	}
@@ -347,10 +358,14 @@ func runPinsUse(o pinsUseOptions, stdin io.Reader, stdout, stderr io.Writer) err
 		}
 		info = stderr
 	} else {
-		fmt.Fprintf(stdout, "pins use %s  [%s]  %s\nin %s:\n\n", set.ID, set.Status, set.Title, path)
+		fmt.Fprintf(stdout, "pins use %s  [%s]  %s\nin %s:\n", set.ID, set.Status, set.Title, path)
+		if use.Created {
+			fmt.Fprintf(stdout, "(%s does not exist yet: it is created from the built-in pins, with the set's values; compared with the built-in pins)\n", path)
+		}
+		fmt.Fprintln(stdout)
 		printDiff(stdout, d, tracks)
 	}
-	if len(changed) == 0 {
+	if len(changed) == 0 && !use.Created {
 		fmt.Fprintf(info, "%s already has every pin of %s: nothing to write\n", path, set.ID)
 		return nil
 	}
@@ -363,7 +378,11 @@ func runPinsUse(o pinsUseOptions, stdin io.Reader, stdout, stderr io.Writer) err
 		if !isFile || !term.IsTerminal(int(in.Fd())) {
 			return usageErr(fmt.Errorf("%s not written: no terminal to ask on; pass --yes to write, or --dry-run to only look", path))
 		}
-		fmt.Fprintf(stderr, "\nwrite %d changed pins into %s (the old file is kept as a backup)? [y/N] ", len(changed), path)
+		if use.Created {
+			fmt.Fprintf(stderr, "\ncreate %s (the built-in pins with %d changed by %s)? [y/N] ", path, len(changed), set.ID)
+		} else {
+			fmt.Fprintf(stderr, "\nwrite %d changed pins into %s (the old file is kept as a backup)? [y/N] ", len(changed), path)
+		}
 		answer, _ := bufio.NewReader(io.LimitReader(stdin, 1024)).ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
 			fmt.Fprintf(stderr, "%s not written\n", path)
@@ -377,7 +396,11 @@ func runPinsUse(o pinsUseOptions, stdin io.Reader, stdout, stderr io.Writer) err
 	case err != nil:
 		return failedErr(err)
 	}
-	fmt.Fprintf(info, "\nwrote %s (backup: %s)\n", path, backup)
+	if use.Created {
+		fmt.Fprintf(info, "\ncreated %s: haloforge reads it from now on when run in this directory (or with --pins %s)\n", path, path)
+	} else {
+		fmt.Fprintf(info, "\nwrote %s (backup: %s)\n", path, backup)
+	}
 	var touched []string
 	for id := range d.Rerun {
 		touched = append(touched, id)

@@ -124,6 +124,12 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	}
 	l.Estimate(req, s.ceiling)
 	out := cmd.OutOrStdout()
+	var built serve.Built
+	if !o.dryRun {
+		if built, err = checkBuilt(s, o.stateDir, req.Root); err != nil {
+			return err
+		}
+	}
 	if o.dryRun {
 		if o.asJSON {
 			return writeJSON(out, l)
@@ -133,6 +139,9 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	}
 	if !o.asJSON {
 		printLaunch(out, l)
+	}
+	if built.Note != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: %s\n", built.Note)
 	}
 	if l.Fit != nil && !l.Fit.Fits && !o.force {
 		fmt.Fprintf(out, "not started: %s\n", l.Fit.Advice)
@@ -146,6 +155,24 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 		return usageErr(err)
 	}
 	return serveRun(cmd, o, s, l)
+}
+
+// probeBuilt finds a track's box or image (tests replace it).
+var probeBuilt serve.Probe = serve.ProbeContainers
+
+// checkBuilt refuses to start the engine of a track that is not built
+// (exit 2: nothing ran), unless its box or image exists anyway: then the
+// returned note says so.
+func checkBuilt(s serveSetup, stateDir string, root bool) (serve.Built, error) {
+	st, err := steps.LoadState(stateDir)
+	if err != nil {
+		return serve.Built{}, usageErr(err)
+	}
+	b, err := serve.CheckBuilt(s.plan.Track, st, s.plan.Env, root, probeBuilt)
+	if err != nil {
+		return b, usageErr(err)
+	}
+	return b, nil
 }
 
 // runOptions are the runner's inputs of a serve or bench run: the scripts

@@ -39,6 +39,10 @@ type ApplyOptions struct {
 	// changes nothing (ErrChanged) when they are not.
 	Confirmed string
 	Now       func() time.Time
+	// Stale, when set, is why the plan's facts are out of date
+	// (CheckMachine's ErrStalePlan): Apply returns it, before showing or
+	// changing anything, unless the system already matches the plan.
+	Stale error
 }
 
 func (o ApplyOptions) now() time.Time {
@@ -426,6 +430,9 @@ func Apply(ctx context.Context, p *Plan, h *Host, o ApplyOptions) (string, error
 	w, err := planWork(ctx, p, h)
 	if err != nil {
 		return "", err
+	}
+	if !w.empty() && o.Stale != nil {
+		return "", o.Stale
 	}
 	out := h.out()
 	if w.empty() {

@@ -38,6 +38,9 @@ type Plan struct {
 	Target     Target     `json:"target"`              // what --verify expects after the reboot
 	Skipped    []Skipped  `json:"skipped,omitempty"`   // warnings with no host change to make
 	Notes      []string   `json:"notes,omitempty"`
+	// Machine is the system the plan was made for: --apply refuses it
+	// on any other, or once the facts it was made from have changed.
+	Machine Machine `json:"machine"`
 }
 
 // Action is one host change (or, with Advice, one thing for the user to do:
@@ -90,6 +93,9 @@ type Options struct {
 	User    string // whose groups to fix; "": the user the facts were collected as
 	Source  string // where the facts come from, for the plan's header
 	Version string // haloforge's version
+	// BundleFacts says the hardware facts come from a bundle (--bundle
+	// with --root): the plan is then never applied to the live machine.
+	BundleFacts bool
 }
 
 // lockupTimeoutMS is the GPU watchdog for long prompts: LLMKube's 20 s,
@@ -114,6 +120,7 @@ func Build(r *detect.Report, e *Evidence, o Options) (*Plan, error) {
 	}
 	p := &Plan{Version: PlanVersion, CreatedBy: "haloforge " + o.Version, Source: o.Source, Actions: []Action{}, Script: []string{}, Files: []FileDiff{}}
 	p.Boot = DetectBoot(e)
+	p.Machine = machineOf(e, o.BundleFacts)
 	p.Bootloader = p.Boot.Name
 	// Without an AMD GPU there is nothing for haloforge to set up: no
 	// kernel argument, group or package on such a host serves it.

@@ -75,6 +75,9 @@ func (p *Plan) Validate() error {
 	if err := checkTexts(p); err != nil {
 		return err
 	}
+	if err := p.Machine.validate(); err != nil {
+		return err
+	}
 	ids := map[string]bool{}
 	for i, a := range p.Actions {
 		if err := validateAction(a); err != nil {

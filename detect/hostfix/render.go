@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/haloforge/haloforge/detect"
 )
 
 // safeText makes text from files and bundles safe for a terminal: control
@@ -29,6 +31,16 @@ func safeText(s string) string {
 	return b.String()
 }
 
+// CheckLabel names a check the one way haloforge names it wherever a check
+// is referred to: doctor's title with DESIGN.md's ID, "GTT size (gtt-size)".
+// doctor's table and the wizard's detection screen show the title alone.
+func CheckLabel(id string) string {
+	if t := detect.CheckTitle(id); t != id {
+		return t + " (" + id + ")"
+	}
+	return id
+}
+
 // WriteText prints the plan for a person: the actions, the file diffs, the
 // commands in order and what comes after.
 func (p *Plan) WriteText(w io.Writer) error {
@@ -37,7 +49,11 @@ func (p *Plan) WriteText(w io.Writer) error {
 	if src == "" {
 		src = "this machine"
 	}
-	fmt.Fprintf(&b, "Host fix plan for %s\nBootloader: %s: %s\n", src, p.Bootloader, p.Boot.Reason)
+	fmt.Fprintf(&b, "Host fix plan for %s\n", src)
+	if m := p.Machine.appliesTo(); m != "" {
+		fmt.Fprintf(&b, "Applies to: %s\n", m)
+	}
+	fmt.Fprintf(&b, "Bootloader: %s: %s\n", p.Bootloader, p.Boot.Reason)
 	if p.Boot.Problem != "" {
 		fmt.Fprintf(&b, "  haloforge will not change the kernel command line here: %s\n", p.Boot.Problem)
 	}
@@ -51,7 +67,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 		if a.Advice {
 			tag += ", you do it"
 		}
-		fmt.Fprintf(&b, "%2d. [%s] %s  (check %s)\n", i+1, tag, a.Change, a.Check)
+		fmt.Fprintf(&b, "%2d. [%s] %s  · check %s\n", i+1, tag, a.Change, CheckLabel(a.Check))
 		if a.Command != "" {
 			for _, l := range strings.Split(a.Command, "\n") {
 				fmt.Fprintf(&b, "      %s\n", l)
@@ -76,7 +92,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 	if len(p.Skipped) > 0 {
 		b.WriteString("\nNot a host change (see haloforge doctor -v):\n")
 		for _, s := range p.Skipped {
-			fmt.Fprintf(&b, "  %s (%s): %s\n", s.Check, s.Status, s.Reason)
+			fmt.Fprintf(&b, "  %s, %s: %s\n", CheckLabel(s.Check), s.Status, s.Reason)
 		}
 	}
 	for _, n := range p.Notes {

@@ -293,5 +293,5 @@ func shortSum(mf ManifestFile) string {
 
 // IsUsage tells the CLI which errors are bad input (exit 2).
 func IsUsage(err error) bool {
-	return errors.Is(err, ErrMismatch) || errors.Is(err, ErrNoTerminal) || errors.Is(err, errPlanFile)
+	return errors.Is(err, ErrMismatch) || errors.Is(err, ErrNoTerminal) || errors.Is(err, errPlanFile) || errors.Is(err, ErrWrongMachine)
 }

@@ -330,3 +330,14 @@ func ModelKey(file string) string {
 	f = splitSuffix.ReplaceAllString(f, "")
 	return strings.TrimSuffix(f, ".gguf")
 }
+
+// Device is the device the run names (llama-bench's gpu_info), "" when
+// none does.
+func (r Run) Device() string {
+	for _, res := range r.Results {
+		if res.GPU != "" {
+			return res.GPU
+		}
+	}
+	return ""
+}

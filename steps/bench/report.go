@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -152,4 +153,32 @@ func (rep Report) Text() string {
 	}
 	fmt.Fprintf(&b, "verdict: %s\n", rep.Verdict)
 	return b.String()
+}
+
+// Host is the system facts the report records: those of the machine the
+// run was made on.
+func (s Shareable) Host() Host {
+	return Host{Device: s.Device, BIOSUMA: s.BIOSUMA, IOMMU: s.IOMMU, PowerProfile: s.Power, Kernel: s.Kernel, Mesa: s.Mesa, ROCm: s.ROCm}
+}
+
+// ParseShareable reads a report written by bench --report (FILE.json): ok
+// is false when raw is not one (then it is a benchmark's own output).
+func ParseShareable(raw []byte) (s Shareable, ok bool, err error) {
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(raw, &probe) != nil {
+		return s, false, nil
+	}
+	if _, has := probe["raw_output"]; !has {
+		return s, false, nil
+	}
+	if _, has := probe["comparison"]; !has {
+		return s, false, nil
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return s, true, fmt.Errorf("a haloforge bench report, but not a valid one: %w", err)
+	}
+	if strings.TrimSpace(s.Raw) == "" {
+		return s, true, errors.New("a haloforge bench report without its raw output: nothing to judge")
+	}
+	return s, true, nil
 }

@@ -22,7 +22,8 @@ const (
 	// ServeTrack is the track whose recorded serve the demo replays.
 	ServeTrack = "llamacpp-distro"
 	// ServeNote says so on the serve screen.
-	ServeNote = "demo: replays a real llama-server and llama-bench run of the llamacpp-distro proof (Debian sid, Mesa lavapipe); nothing starts"
+	ServeNote = "demo: replays a real llama-server and llama-bench run of the llamacpp-distro proof (Debian sid, Mesa lavapipe); nothing starts. " +
+		"There is no recorded vLLM serve of " + TrackID + ": on your machine, s serves the track you built, with its engine's phases."
 	// tinyModelSize is the proof's tiny-random.gguf, in bytes.
 	tinyModelSize = 738560
 	// listeningMarker is what the serve replay leaves once it "listens"

@@ -152,11 +152,7 @@ func (p *printer) event(e runner.Event) (output bool) {
 	case runner.ServePhase:
 		p.servePhase(e)
 	case runner.Ready:
-		fmt.Fprintf(p.w, "%s [%s] ready at %s in %s", p.paint(sgrGreen, "✓"), e.Step, e.URL, FormatDuration(e.Elapsed))
-		if e.Model != "" {
-			fmt.Fprintf(p.w, ": %s is served", e.Model)
-		}
-		fmt.Fprintln(p.w)
+		fmt.Fprintf(p.w, "%s [%s] %s\n", p.paint(sgrGreen, "✓"), e.Step, ReadySentence(e))
 		if p.o.ReadyHint != "" {
 			fmt.Fprintf(p.w, "  %s\n", p.o.ReadyHint)
 		}
@@ -187,21 +183,40 @@ func (p *printer) servePhase(e runner.ServePhase) {
 
 // smoke prints the first request's timings.
 func (p *printer) smoke(e runner.Smoke) {
+	mark := p.paint(sgrGreen, "✓")
 	if e.Err != "" {
-		fmt.Fprintf(p.w, "%s [%s] first request failed: %s\n", p.paint(sgrRed, "✗"), e.Step, e.Err)
-		return
+		mark = p.paint(sgrRed, "✗")
 	}
-	fmt.Fprintf(p.w, "%s [%s] %s answered: first token after %s, %d tokens", p.paint(sgrGreen, "✓"), e.Step, e.Endpoint, formatMs(e.TTFT), e.Tokens)
-	if e.TokensPerSecond > 0 {
-		fmt.Fprintf(p.w, " at %.1f tok/s", e.TokensPerSecond)
-	}
-	if e.EngineTokensPerSecond > 0 {
-		fmt.Fprintf(p.w, " (engine: %.1f tok/s)", e.EngineTokensPerSecond)
-	}
-	fmt.Fprintln(p.w)
-	if e.Text != "" {
+	fmt.Fprintf(p.w, "%s [%s] %s\n", mark, e.Step, SmokeSentence(e))
+	if e.Err == "" && e.Text != "" {
 		fmt.Fprintf(p.w, "  answer: %s\n", e.Text)
 	}
+}
+
+// ReadySentence is how haloforge says a server is ready, in line mode and
+// on the wizard's serve screen alike: "ready at URL in 1s: MODEL is served".
+func ReadySentence(e runner.Ready) string {
+	s := "ready at " + e.URL + " in " + FormatDuration(e.Elapsed)
+	if e.Model != "" {
+		s += ": " + e.Model + " is served"
+	}
+	return s
+}
+
+// SmokeSentence is how haloforge says the first request went, in line
+// mode and on the serve screen alike (the answer goes on a line of its own).
+func SmokeSentence(e runner.Smoke) string {
+	if e.Err != "" {
+		return "first request failed: " + e.Err
+	}
+	s := fmt.Sprintf("%s answered: first token after %s, %d tokens", e.Endpoint, formatMs(e.TTFT), e.Tokens)
+	if e.TokensPerSecond > 0 {
+		s += fmt.Sprintf(" at %.1f tok/s", e.TokensPerSecond)
+	}
+	if e.EngineTokensPerSecond > 0 {
+		s += fmt.Sprintf(" (engine: %.1f tok/s)", e.EngineTokensPerSecond)
+	}
+	return s
 }
 
 // formatMs is a short latency: milliseconds below ten seconds.

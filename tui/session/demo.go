@@ -51,6 +51,7 @@ func NewDemo(dir string) (*Engine, error) {
 	}
 	e.ServeTrack, e.ServeModel, e.ServeNote = demo.ServeTrack, model, demo.ServeNote
 	e.Prober = func() serve.Prober { return demo.Prober(stateDir) }
+	e.NoBuiltCheck = true // its serve replays a recording: nothing is started
 	return e, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/bench"
@@ -46,7 +47,14 @@ func (e *Engine) ServeSetup(ctx context.Context, track string) (*tui.ServeSetup,
 	if err != nil {
 		return nil, err
 	}
+	built, err := e.checkBuilt(p)
+	if err != nil {
+		return nil, err
+	}
 	s := &tui.ServeSetup{Track: track, Engine: engine, Note: e.ServeNote}
+	if built.Note != "" {
+		s.Note = strings.TrimSpace(s.Note + " Note: " + built.Note + ".")
+	}
 	if e.Detector != nil {
 		if r, err := e.Detector(ctx); err == nil {
 			s.Ceiling = serve.CeilingOf(r)
@@ -67,6 +75,23 @@ func (e *Engine) ServeSetup(ctx context.Context, track string) (*tui.ServeSetup,
 		}
 	}
 	return s, nil
+}
+
+// checkBuilt refuses a track that is not built (serve.NotBuiltError),
+// unless its box or image exists anyway (then the note says so).
+func (e *Engine) checkBuilt(p *steps.Plan) (serve.Built, error) {
+	if e.NoBuiltCheck {
+		return serve.Built{}, nil
+	}
+	st, err := steps.LoadState(e.StateDir)
+	if err != nil {
+		return serve.Built{}, err
+	}
+	probe := e.ProbeBuilt
+	if probe == nil {
+		probe = serve.ProbeContainers
+	}
+	return serve.CheckBuilt(p.Track, st, p.Env, os.Getenv("HALOFORGE_DISTROBOX_ROOT") == "1", probe)
 }
 
 // request turns the form into a serve request.
@@ -131,6 +156,9 @@ func (e *Engine) Serve(ctx context.Context, r tui.ServeRequest) (tui.Serving, er
 	if err != nil {
 		return nil, err
 	}
+	if _, err := e.checkBuilt(p); err != nil {
+		return nil, err
+	}
 	wo := serve.WatchOptions{Smoke: true}
 	if e.Prober != nil {
 		wo.Prober = e.Prober()
@@ -144,6 +172,9 @@ func (e *Engine) Bench(ctx context.Context, r tui.ServeRequest) (<-chan runner.E
 	track := e.serveTrack(r.Track)
 	p, err := e.servePlan(track)
 	if err != nil {
+		return nil, err
+	}
+	if _, err := e.checkBuilt(p); err != nil {
 		return nil, err
 	}
 	port := r.Port

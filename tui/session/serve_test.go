@@ -2,12 +2,14 @@ package session
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/runner"
+	"github.com/haloforge/haloforge/steps/serve"
 	"github.com/haloforge/haloforge/tui"
 	"github.com/haloforge/haloforge/tui/demo"
 )
@@ -91,5 +93,41 @@ func TestDemoServeAndBench(t *testing.T) {
 	huge.Context = 1 << 40
 	if _, err := e.Serve(ctx, huge); err == nil {
 		t.Error("a context of 2^40 tokens was served")
+	}
+}
+
+// Serve and bench check the build first: the state dir's record of the
+// track and its box, as the probe finds it (C3 of the UX review).
+func TestServeSetupChecksTheBuild(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		exists, known bool
+		err, note     string
+	}{
+		{"no build, no box", false, true, "llamacpp-distro is not built yet; build it first: haloforge build --track llamacpp-distro", ""},
+		{"no build, box there", true, true, "", "Note: the state dir has no finished build of llamacpp-distro; its box haloforge-llamacpp exists, so it is served as it is."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newTestDemo(t)
+			e.NoBuiltCheck, e.ServeNote = false, ""
+			e.ProbeBuilt = func(mode, name string, _ bool) (bool, bool) { return tc.exists, tc.known }
+			s, err := e.ServeSetup(context.Background(), demo.TrackID)
+			if tc.err != "" {
+				var nb *serve.NotBuiltError
+				if !errors.As(err, &nb) || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				if _, err := e.Serve(context.Background(), tui.ServeRequest{Track: demo.TrackID, Model: e.ServeModel}); !errors.As(err, &nb) {
+					t.Fatalf("Serve of an unbuilt track: %v", err)
+				}
+				if _, err := e.Bench(context.Background(), tui.ServeRequest{Track: demo.TrackID, Model: e.ServeModel}); !errors.As(err, &nb) {
+					t.Fatalf("Bench of an unbuilt track: %v", err)
+				}
+				return
+			}
+			if err != nil || s.Note != tc.note {
+				t.Fatalf("setup note %q, err %v; want %q", s.Note, err, tc.note)
+			}
+		})
 	}
 }

@@ -91,6 +91,11 @@ type Engine struct {
 	// Prober replaces the HTTP probes of a served engine (the demo's
 	// recorded answers); nil probes the real server.
 	Prober func() serve.Prober
+	// ProbeBuilt finds a track's box or image before a serve or bench
+	// (nil: the container manager, serve.ProbeContainers);
+	// NoBuiltCheck skips the check (the demo replays a recorded serve).
+	ProbeBuilt   serve.Probe
+	NoBuiltCheck bool
 
 	ceilingOnce  sync.Once
 	ceilingValue serve.Ceiling
@@ -362,7 +367,7 @@ func (e *Engine) Shell(track string) (*exec.Cmd, string) {
 	if err != nil {
 		return nil, "distrobox is not installed, so there is no box " + box + " to enter."
 	}
-	switch exists, known := BoxExists(box); {
+	switch exists, known := serve.BoxExists(box, os.Getenv("HALOFORGE_DISTROBOX_ROOT") == "1"); {
 	case !known:
 		return nil, "Could not tell whether the box " + box + " exists (podman or docker missing): `distrobox enter " + box + "` opens it by hand."
 	case !exists:
@@ -373,38 +378,6 @@ func (e *Engine) Shell(track string) (*exec.Cmd, string) {
 		args = append(args, "--root")
 	}
 	return exec.Command(distrobox, append(args, box)...), ""
-}
-
-// BoxExists asks the container manager distrobox uses whether a container
-// named box exists; known is false when it cannot tell. It runs as the
-// user (a rootful box of HALOFORGE_DISTROBOX_ROOT=1 is asked through sudo
-// -n, which never prompts).
-func BoxExists(box string) (exists, known bool) {
-	mgr := os.Getenv("DBX_CONTAINER_MANAGER")
-	if mgr == "" || mgr == "autodetect" {
-		mgr = "podman"
-		if _, err := exec.LookPath("podman"); err != nil {
-			mgr = "docker"
-		}
-	}
-	path, err := exec.LookPath(mgr)
-	if err != nil {
-		return false, false
-	}
-	args := []string{path, "container", "inspect", "--format", "{{.Name}}", box}
-	sudo := os.Getenv("HALOFORGE_DISTROBOX_ROOT") == "1" && os.Getuid() != 0
-	if sudo {
-		args = append([]string{"sudo", "-n"}, args...)
-	}
-	err = exec.Command(args[0], args[1:]...).Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return true, true
-	case errors.As(err, &ee) && !sudo: // podman and docker: no such container
-		return false, true
-	}
-	return false, false // sudo wanted a password, or the manager would not run
 }
 
 // Diagnose scans a log file, a run directory (steps named from the file

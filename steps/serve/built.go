@@ -1,0 +1,124 @@
+package serve
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+
+	"github.com/haloforge/haloforge/steps"
+)
+
+// Built is what serve and bench learn of a track before they start its
+// engine: it is built when every required step of the track has succeeded
+// in the state dir (a step that ran to its end unverified counts, as for
+// the cache) and its box or image exists. A box or image that exists
+// without a build on record (made by hand, or with another state dir) is
+// served, with a note.
+type Built struct {
+	// Note is said before the run when the state dir does not know the
+	// build but the box or image is there.
+	Note string
+}
+
+// NotBuiltError is a track that cannot be served yet: one line, what to
+// run. Nothing has run (exit 2).
+type NotBuiltError struct {
+	Track, Why, Next string
+}
+
+func (e *NotBuiltError) Error() string {
+	return e.Why + "; build it first: " + e.Next + " (nothing was started)"
+}
+
+// Probe says whether a box (ModeBox: a container distrobox made, rootful
+// when root) or an image (ModeContainer) exists; known is false when it
+// cannot tell (no container manager, sudo wants a password).
+type Probe func(mode, name string, root bool) (exists, known bool)
+
+// CheckBuilt decides whether track can be served from st and the pins'
+// box or image, as probe finds them.
+func CheckBuilt(t steps.Track, st *steps.State, pins map[string]string, root bool, probe Probe) (Built, error) {
+	ln, ok := launchers[t.ID]
+	if !ok {
+		return Built{}, nil // Plan says the track serves nothing
+	}
+	in, _, err := ln.where(pins, root)
+	if err != nil {
+		return Built{}, nil // Plan says what is missing
+	}
+	build := "haloforge build --track " + t.ID
+	var missing []string
+	ranAny := false
+	for _, s := range t.Steps {
+		ok := st != nil && st.LastSuccessKey(t.ID, s.ID) != ""
+		ranAny = ranAny || ok
+		if !ok && !s.Optional {
+			missing = append(missing, s.ID)
+		}
+	}
+	what := "box " + in
+	if ln.mode == ModeContainer {
+		what = "image " + in
+	}
+	exists, known := probe(ln.mode, in, root)
+	switch {
+	case known && exists && len(missing) > 0:
+		return Built{Note: fmt.Sprintf("the state dir has no finished build of %s; its %s exists, so it is served as it is", t.ID, what)}, nil
+	case len(missing) > 0 && !ranAny:
+		return Built{}, &NotBuiltError{Track: t.ID, Why: t.ID + " is not built yet", Next: build}
+	case len(missing) > 0:
+		return Built{}, &NotBuiltError{Track: t.ID, Why: fmt.Sprintf("%s is not fully built (step %s has not succeeded)", t.ID, missing[0]), Next: build}
+	case known && !exists:
+		return Built{}, &NotBuiltError{Track: t.ID, Why: fmt.Sprintf("the %s of %s does not exist (removed since the build?)", what, t.ID),
+			Next: build + " --from " + t.Steps[0].ID}
+	}
+	return Built{}, nil
+}
+
+// ProbeContainers is the Probe of this machine: the container manager
+// distrobox uses for a box (rootful boxes through sudo -n, which never
+// prompts), podman for an image (what a served container runs with).
+func ProbeContainers(mode, name string, root bool) (exists, known bool) {
+	if mode == ModeContainer {
+		return ask([]string{"podman", "image", "inspect", "--format", "{{.Id}}", name}, false)
+	}
+	return BoxExists(name, root)
+}
+
+// BoxExists asks the container manager distrobox uses whether a container
+// named box exists; known is false when it cannot tell. A rootful box
+// (HALOFORGE_DISTROBOX_ROOT=1) is asked through sudo -n, which never
+// prompts.
+func BoxExists(box string, root bool) (exists, known bool) {
+	mgr := os.Getenv("DBX_CONTAINER_MANAGER")
+	if mgr == "" || mgr == "autodetect" {
+		mgr = "podman"
+		if _, err := exec.LookPath("podman"); err != nil {
+			mgr = "docker"
+		}
+	}
+	return ask([]string{mgr, "container", "inspect", "--format", "{{.Name}}", box}, root && os.Getuid() != 0)
+}
+
+// ask runs a container manager's inspect: exit 0 is "exists", another
+// exit status of the manager itself "does not", anything else unknown.
+func ask(args []string, sudo bool) (exists, known bool) {
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		return false, false
+	}
+	args[0] = path
+	if sudo {
+		args = append([]string{"sudo", "-n"}, args...)
+	}
+	err = exec.Command(args[0], args[1:]...).Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return true, true
+	case errors.As(err, &ee) && !sudo: // podman and docker: no such container or image
+		return false, true
+	}
+	return false, false
+}
