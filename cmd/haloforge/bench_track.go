@@ -119,7 +119,7 @@ func runBenchTrack(cmd *cobra.Command, o benchOptions) error {
 func runAndTime(cmd *cobra.Command, log io.Writer, r *runner.Runner) (time.Duration, linemode.Result, error) {
 	ctx, cancel := context.WithCancel(cmdContext(cmd))
 	defer cancel()
-	stopSignals := onInterrupt(log, cancel, r.Kill)
+	stopSignals := onInterrupt(log, "the step", runner.DefaultGrace, cancel, r.Kill)
 	defer stopSignals()
 	relay := make(chan runner.Event, 64)
 	var engine time.Duration

@@ -201,7 +201,7 @@ func newBuildRunner(plan *steps.Plan, pinsFile string, o buildOpts, color bool) 
 func runAndPrint(parent context.Context, in io.Reader, out io.Writer, r *runner.Runner, o buildOpts, color bool) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	stopSignals := onInterrupt(out, cancel, r.Kill)
+	stopSignals := onInterrupt(out, "the step", runner.DefaultGrace, cancel, r.Kill)
 	defer stopSignals()
 	answering, stopForward := forwardInput(in, r)
 	defer stopForward()
@@ -229,35 +229,6 @@ func runAndPrint(parent context.Context, in io.Reader, out io.Writer, r *runner.
 		return failedErr(runErr) // the steps worked but state or report could not be saved
 	}
 	return nil
-}
-
-// onInterrupt turns the first SIGINT, SIGTERM or SIGHUP (stopSignals) into a
-// clean stop (SIGTERM, grace, SIGKILL) and a second one into an immediate kill.
-func onInterrupt(out io.Writer, stop func(), kill func()) func() {
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, stopSignals...)
-	done := make(chan struct{})
-	go func() {
-		n := 0
-		for {
-			select {
-			case <-done:
-				return
-			case <-sigs:
-				n++
-				if n == 1 {
-					fmt.Fprintf(out, "\nstopping the step (SIGTERM, then SIGKILL after %s); press Ctrl-C again to kill it now\n", linemode.FormatDuration(runner.DefaultGrace))
-					stop()
-				} else {
-					kill()
-				}
-			}
-		}
-	}()
-	return func() {
-		signal.Stop(sigs)
-		close(done)
-	}
 }
 
 // resumeCommand is the command line that resumes this build after step

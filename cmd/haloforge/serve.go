@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"syscall"
@@ -209,7 +208,7 @@ func serveRun(cmd *cobra.Command, o serveOptions, s serveSetup, l serve.Launch) 
 	if o.asJSON {
 		notes = cmd.ErrOrStderr()
 	}
-	stopSignals := onServeStop(notes, w.Stop)
+	stopSignals := onInterrupt(notes, "the server", serve.DefaultGrace, w.Stop, w.Stop)
 	defer stopSignals()
 	stopKeys := stopOnKey(cmd.InOrStdin(), w.Stop)
 	defer stopKeys()
@@ -307,34 +306,6 @@ func portFree(host string, port int) error {
 		return fmt.Errorf("cannot listen on %s:%d: %w", host, port, err)
 	}
 	return ln.Close()
-}
-
-// onServeStop turns SIGINT and SIGTERM into the user's stop; a second one
-// kills what is left at once.
-func onServeStop(out io.Writer, stop func()) func() {
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		n := 0
-		for {
-			select {
-			case <-done:
-				return
-			case <-sigs:
-				n++
-				if n == 1 {
-					fmt.Fprintf(out, "\nstopping the server (SIGTERM, then SIGKILL after %s); press Ctrl-C again to kill it now\n",
-						linemode.FormatDuration(serve.DefaultGrace))
-				}
-				stop()
-			}
-		}
-	}()
-	return func() {
-		signal.Stop(sigs)
-		close(done)
-	}
 }
 
 // keyHint is " or q" when q can stop the server (stdin is a terminal).
