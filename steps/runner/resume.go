@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -98,9 +97,12 @@ func orNone(v string, ok bool) string {
 	return v
 }
 
-// readReport loads a run's report.json.
+// maxReportBytes bounds a report.json read back for --resume and pins lock.
+const maxReportBytes = 64 << 20
+
+// readReport loads a run's report.json (a regular file, bounded).
 func readReport(path string) (*Report, error) {
-	b, err := os.ReadFile(path)
+	b, err := steps.ReadBounded(path, maxReportBytes)
 	if err != nil {
 		return nil, err
 	}
