@@ -204,6 +204,11 @@ func keyLines(data []byte) map[string]int {
 		case unstable.ArrayTable, unstable.Table:
 			name := joinKey(e.Key())
 			inNode = name == "node" && e.Kind == unstable.ArrayTable
+			if _, seen := out[name]; !seen && !inNode {
+				if it := e.Key(); it.Next() && it.Node().Raw.Length > 0 {
+					out[name] = line(it.Node().Raw) // a [env] table: its header's line
+				}
+			}
 			if inNode {
 				node++
 				out[fmt.Sprintf("node.%d", node)] = line(e.Raw)

@@ -88,6 +88,7 @@ func TestInventoryRefusals(t *testing.T) {
 		{"env LD_PRELOAD", "env = { LD_PRELOAD = \"/tmp/x.so\" }\n" + ok2, "cluster.toml:1: env LD_PRELOAD: a variable that changes how every program"},
 		{"env PATH on a node", ok2 + "env = { PATH = \"/tmp/evil:/usr/bin\" }\n", "env PATH: a variable that changes"},
 		{"env BASH_ENV", "env = { BASH_ENV = \"/tmp/x\" }\n" + ok2, "env BASH_ENV"},
+		{"env table LD_LIBRARY_PATH", ok2 + "\n[env]\nLD_LIBRARY_PATH = \"/tmp\"\n", "cluster.toml:12: env LD_LIBRARY_PATH"},
 		{"env PYTHONSTARTUP", "env = { PYTHONSTARTUP = \"/tmp/x.py\" }\n" + ok2, "env PYTHONSTARTUP"},
 		{"interface", ok2 + "interface = \"eth0;x\"\n", "interface \"eth0;x\""},
 		{"ib_hca", ok2 + "ib_hca = \"mlx5_0:a\"\n", "ib_hca \"mlx5_0:a\""},
