@@ -275,6 +275,9 @@ func materialise(fsys fs.FS, root, parent string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("state dir: %w", err)
 	}
+	// Deferred first, so it runs last: the staging dir goes once empty (a
+	// concurrent copy's keeps it), not left in every state dir.
+	defer os.Remove(parent + "-tmp")
 	defer os.RemoveAll(tmp)
 	err = fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
