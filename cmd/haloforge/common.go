@@ -200,7 +200,9 @@ func defaultStateDir() string {
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
-		return filepath.Join(os.TempDir(), "haloforge-state")
+		// Per user: a shared name in /tmp could be made first by someone else
+		// (runner.CheckStateDir refuses a state dir that is not yours).
+		return filepath.Join(os.TempDir(), fmt.Sprintf("haloforge-state-%d", os.Getuid()))
 	}
 	return filepath.Join(home, ".local", "state", "haloforge")
 }
