@@ -201,8 +201,8 @@ func WriteFileAtomic(path string, data []byte) error {
 }
 
 // ReadBounded reads a file haloforge wrote itself (state.json, a run's
-// report.json) that may since have been replaced: only a regular file, opened
-// without blocking on a FIFO, of at most limit bytes.
+// report.json, a step's facts) that may since have been replaced: only a
+// regular file, opened without blocking on a FIFO, of at most limit bytes.
 func ReadBounded(path string, limit int64) ([]byte, error) {
 	f, st, err := safefile.OpenRegular(path, true)
 	if err != nil {
@@ -210,14 +210,22 @@ func ReadBounded(path string, limit int64) ([]byte, error) {
 	}
 	defer f.Close()
 	if st.Size() > limit {
-		return nil, fmt.Errorf("%s: %d bytes, over the %d MiB limit: not a file haloforge wrote", path, st.Size(), limit>>20)
+		return nil, fmt.Errorf("%s is longer than %s: not a file haloforge wrote", path, sizeText(limit))
 	}
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s: over the %d MiB limit: not a file haloforge wrote", path, limit>>20)
+		return nil, fmt.Errorf("%s is longer than %s: not a file haloforge wrote", path, sizeText(limit))
 	}
 	return b, nil
+}
+
+// sizeText is a limit in the unit it was written in.
+func sizeText(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d KiB", n>>10)
 }

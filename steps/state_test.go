@@ -77,7 +77,7 @@ func TestLoadStateRefusesSpecialFiles(t *testing.T) {
 			}
 			defer f.Close()
 			return f.Truncate(16<<20 + 1) // MaxStateBytes+1, sparse: costs no disk
-		}, "over the 16 MiB limit"},
+		}, "is longer than 16 MiB"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

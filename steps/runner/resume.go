@@ -97,12 +97,9 @@ func orNone(v string, ok bool) string {
 	return v
 }
 
-// maxReportBytes bounds a report.json read back for --resume and pins lock.
-const maxReportBytes = 64 << 20
-
 // readReport loads a run's report.json (a regular file, bounded).
 func readReport(path string) (*Report, error) {
-	b, err := steps.ReadBounded(path, maxReportBytes)
+	b, err := readSmall(path, maxReport)
 	if err != nil {
 		return nil, err
 	}
