@@ -282,11 +282,12 @@ func portFree(host string, port int) error {
 	return ln.Close()
 }
 
-// onServeStop turns SIGINT and SIGTERM into the user's stop; a second one
-// kills what is left at once.
+// onServeStop turns SIGINT, SIGTERM and SIGHUP (stopSignals: a closed
+// terminal too, which used to leave the run's report saying "running") into
+// the user's stop; a second one kills what is left at once.
 func onServeStop(out io.Writer, stop func()) func() {
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigs, stopSignals...)
 	done := make(chan struct{})
 	go func() {
 		n := 0
