@@ -267,14 +267,19 @@ func runCommand(ctx context.Context, c command, budget time.Duration) commandRes
 	if err != nil {
 		return commandResult{status: "exit: " + err.Error()}
 	}
-	defer os.Remove(out.Name())
+	// Unlinked at once: the command writes through the open descriptor, and
+	// nothing is left in $TMPDIR when haloforge is killed mid-collection (a
+	// deferred Remove left dmesg copies behind after a SIGTERM or kill -9).
+	_ = os.Remove(out.Name())
 	defer out.Close()
 	cctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, path, c.args[1:]...)
 	cmd.Env = append(os.Environ(), "LC_ALL=C", "NO_COLOR=1")
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: a command outlives neither haloforge killed by a signal it
+	// does not handle nor a kill -9 (its own group is killed only on timeout).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = waitDelay
 	err = cmd.Run()

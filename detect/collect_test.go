@@ -263,3 +263,22 @@ func TestCollectPCISysfsStrixHalo(t *testing.T) {
 		t.Errorf("npu %q, npu facts %s", c.Summary, jsonOf(r.NPU))
 	}
 }
+
+// TestRunCommandLeavesNoTempFile: the file a command writes its output to is
+// unlinked before the command starts, so haloforge killed mid-collection
+// (SIGTERM, kill -9) leaves no copy of dmesg or anything else in $TMPDIR;
+// the command, listing $TMPDIR, must not see it.
+func TestRunCommandLeavesNoTempFile(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	res := runCommand(t.Context(), command{args: []string{"sh", "-c", `echo listing; ls -A "$TMPDIR"`}}, 10*time.Second)
+	if res.status != "ok" {
+		t.Fatalf("status %q", res.status)
+	}
+	if got := string(res.out); !strings.HasPrefix(got, "listing\n") || strings.Contains(got, "haloforge-collect") {
+		t.Errorf("output %q: the command saw its own output file in $TMPDIR", got)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Errorf("left in $TMPDIR: %v", ents)
+	}
+}

@@ -88,7 +88,7 @@ func excerpt(line []byte, at int) string {
 // bytes: each invalid byte becomes a 3-byte U+FFFD, so binary garbage would
 // otherwise triple in size.
 func capValid(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = printable(strings.ToValidUTF8(s, "\uFFFD"))
 	if len(s) <= maxTextLen {
 		return s
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 )
 
 const (
@@ -36,7 +37,13 @@ func Scan(r io.Reader, o MatcherOptions) ([]Finding, error) {
 // Searching the whole buffer after each read made a 16 MiB line of a
 // gzip member cost hundreds of passes over it (issue 15 F6).
 func (m *Matcher) scan(r io.Reader) error {
-	buf := make([]byte, 0, scanBuf)
+	// buf is a window of store that starts at 1 MiB and doubles up to
+	// maxLine; store is kept for the next scan (scanBufs), so the window
+	// grows without allocating once a long line has been seen.
+	bp := scanBufs.Get().(*[]byte)
+	store := *bp
+	buf := store[:0:scanBuf]
+	defer func() { *bp = store[:0]; scanBufs.Put(bp) }()
 	carried := 0 // bytes at the start of buf known to hold no newline
 	for {
 		n, err := r.Read(buf[len(buf):cap(buf)])
@@ -60,7 +67,12 @@ func (m *Matcher) scan(r io.Reader) error {
 			continue
 		}
 		if cap(buf) < maxLine {
-			buf = append(make([]byte, 0, 2*cap(buf)), buf...)
+			if grown := 2 * cap(buf); cap(store) >= grown {
+				buf = store[:len(buf):grown]
+			} else {
+				store = append(make([]byte, 0, grown), buf...)
+				buf = store[:len(buf):grown]
+			}
 			carried = len(buf)
 			continue
 		}
@@ -68,6 +80,12 @@ func (m *Matcher) scan(r io.Reader) error {
 		buf, carried = buf[:0], 0
 	}
 }
+
+// scanBufs keeps scan's buffers, grown to maxLine by a long line, for the
+// next scan: an archive of hundreds of newline-free members grew a fresh
+// 16 MiB buffer (and 15 MiB of smaller ones) for each, and the garbage
+// between collections doubled the peak memory of diagnose.
+var scanBufs = sync.Pool{New: func() any { b := make([]byte, 0, scanBuf); return &b }}
 
 // chunkCounted is chunk, counting the bytes it is given as scanned.
 func (m *Matcher) chunkCounted(text []byte) {

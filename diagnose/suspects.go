@@ -147,18 +147,29 @@ func cleanText(raw string) string {
 }
 
 // printable replaces the control characters a log line may still hold
-// after its escapes are stripped (bells, backspaces, C1 codes), so a
-// suspect can go to any screen as it is.
+// after its escapes are stripped (bells, backspaces, C1 codes, and the
+// bidi embeddings, overrides and isolates that reorder what follows on
+// screen), so a finding's or a suspect's text can go to any screen as it
+// is. Text without them is returned as it is, without allocating.
 func printable(s string) string {
+	if !strings.ContainsFunc(s, unprintable) {
+		return s
+	}
 	return strings.Map(func(r rune) rune {
 		switch {
 		case r == '\t':
 			return ' '
-		case r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0:
+		case unprintable(r):
 			return '\uFFFD'
 		}
 		return r
 	}, s)
+}
+
+// unprintable is a rune printable replaces.
+func unprintable(r rune) bool {
+	return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 || // C0 (tab too: it becomes a space), DEL, C1
+		r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 // bidi embeddings, overrides, isolates
 }
 
 // countLines counts the newlines r holds.

@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"time"
+
+	"github.com/haloforge/haloforge/pins/safefile"
 )
 
 // StateFile is the name of the state file inside the state dir.
@@ -71,16 +74,23 @@ type Success struct {
 // NewState returns an empty state.
 func NewState() *State { return &State{Version: 1, Tracks: map[string]*TrackState{}} }
 
-// LoadState reads <dir>/state.json; a missing file is an empty state.
+// MaxStateBytes bounds state.json: a real one is a few KiB per track, and a
+// state dir is only as trusted as whoever could write into it.
+const MaxStateBytes = 16 << 20
+
+// LoadState reads <dir>/state.json; a missing file is an empty state. Only a
+// regular file of at most MaxStateBytes is read: a state.json swapped for a
+// FIFO, /dev/zero or a huge file is refused at once (it used to hang, or
+// read /dev/zero until memory ran out).
 func LoadState(dir string) (*State, error) {
-	b, err := os.ReadFile(filepath.Join(dir, StateFile))
+	path := filepath.Join(dir, StateFile)
+	b, err := ReadBounded(path, MaxStateBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return NewState(), nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read state: %w", err)
 	}
-	path := filepath.Join(dir, StateFile)
 	s := NewState()
 	if err := json.Unmarshal(b, s); err != nil {
 		return nil, fmt.Errorf("%s: not valid state JSON: %w", path, err)
@@ -188,4 +198,34 @@ func WriteFileAtomic(path string, data []byte) error {
 		d.Close()
 	}
 	return nil
+}
+
+// ReadBounded reads a file haloforge wrote itself (state.json, a run's
+// report.json, a step's facts) that may since have been replaced: only a
+// regular file, opened without blocking on a FIFO, of at most limit bytes.
+func ReadBounded(path string, limit int64) ([]byte, error) {
+	f, st, err := safefile.OpenRegular(path, true)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%s is longer than %s: not a file haloforge wrote", path, sizeText(limit))
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s is longer than %s: not a file haloforge wrote", path, sizeText(limit))
+	}
+	return b, nil
+}
+
+// sizeText is a limit in the unit it was written in.
+func sizeText(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d KiB", n>>10)
 }

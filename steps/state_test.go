@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestLoadStateRefuses is the review's F15: a state.json of a newer format,
@@ -53,5 +55,45 @@ func TestSaveRemovesTempFilesOfAKilledWrite(t *testing.T) {
 	}
 	if _, err := os.Stat(other); err != nil {
 		t.Errorf("a file that is not state.json's temp went: %v", err)
+	}
+}
+
+// TestLoadStateRefusesSpecialFiles: a state.json that is a FIFO, a link to
+// /dev/zero or a file past MaxStateBytes is refused at once, naming what it
+// is; before, the FIFO hung and /dev/zero was read until memory ran out.
+func TestLoadStateRefusesSpecialFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		make func(path string) error
+		want string
+	}{
+		{"a FIFO", func(p string) error { return syscall.Mkfifo(p, 0o644) }, "a FIFO (named pipe), not a regular file"},
+		{"a link to /dev/zero", func(p string) error { return os.Symlink("/dev/zero", p) }, "a character device, not a regular file"},
+		{"a directory", func(p string) error { return os.Mkdir(p, 0o755) }, "a directory, not a regular file"},
+		{"a file past the limit", func(p string) error {
+			f, err := os.Create(p)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			return f.Truncate(16<<20 + 1) // MaxStateBytes+1, sparse: costs no disk
+		}, "is longer than 16 MiB"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := tc.make(filepath.Join(dir, StateFile)); err != nil {
+				t.Skip(err)
+			}
+			done := make(chan error, 1)
+			go func() { _, err := LoadState(dir); done <- err }()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("LoadState: %v, want an error containing %q", err, tc.want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("LoadState still reading after 10 s (it must refuse at once)")
+			}
+		})
 	}
 }

@@ -84,6 +84,14 @@ func runBench(ctx context.Context, cmd *cobra.Command, o benchOptions) error {
 	if o.report != "" && !strings.HasSuffix(o.report, ".md") {
 		return usageErr(fmt.Errorf("--report %s: name the Markdown file (FILE.md); FILE.json is written beside it", o.report))
 	}
+	// Both report files can be written, before a benchmark that may run long.
+	if o.report != "" {
+		for _, p := range []string{o.report, strings.TrimSuffix(o.report, ".md") + ".json"} {
+			if err := checkReportPath(p); err != nil {
+				return err
+			}
+		}
+	}
 	if o.track != "" {
 		return runBenchTrack(cmd, o)
 	}

@@ -200,7 +200,9 @@ func defaultStateDir() string {
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
-		return filepath.Join(os.TempDir(), "haloforge-state")
+		// Per user: a shared name in /tmp could be made first by someone else
+		// (runner.CheckStateDir refuses a state dir that is not yours).
+		return filepath.Join(os.TempDir(), fmt.Sprintf("haloforge-state-%d", os.Getuid()))
 	}
 	return filepath.Join(home, ".local", "state", "haloforge")
 }
@@ -275,6 +277,9 @@ func materialise(fsys fs.FS, root, parent string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("state dir: %w", err)
 	}
+	// Deferred first, so it runs last: the staging dir goes once empty (a
+	// concurrent copy's keeps it), not left in every state dir.
+	defer os.Remove(parent + "-tmp")
 	defer os.RemoveAll(tmp)
 	err = fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

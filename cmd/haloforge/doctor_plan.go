@@ -18,6 +18,7 @@ import (
 
 	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/detect/hostfix"
+	"github.com/haloforge/haloforge/pins/safefile"
 )
 
 // hostfixOpts are doctor's host-fix modes: --plan, --apply, --verify and
@@ -210,7 +211,8 @@ func hostfixErr(err error) error {
 
 func runApply(cmd *cobra.Command, o doctorOpts) error {
 	stateDir := o.g.stateDirOr() // backups live in <state-dir>/host-backups
-	f, err := os.Open(o.host.apply)
+	// A regular file only: a FIFO named as the plan hung --apply.
+	f, _, err := safefile.OpenRegular(o.host.apply, true)
 	if err != nil {
 		return usageErr(err)
 	}
@@ -259,7 +261,7 @@ func runVerify(cmd *cobra.Command, o doctorOpts, args []string) error {
 	var p *hostfix.Plan
 	var err error
 	if len(args) == 1 {
-		f, ferr := os.Open(args[0])
+		f, _, ferr := safefile.OpenRegular(args[0], true)
 		if ferr != nil {
 			return usageErr(ferr)
 		}

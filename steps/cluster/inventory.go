@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"regexp"
 	"sort"
 	"strconv"
@@ -18,6 +17,8 @@ import (
 
 	toml "github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/haloforge/haloforge/pins/safefile"
 )
 
 // Roles of a node.
@@ -120,18 +121,17 @@ func (e *InventoryError) Error() string {
 
 // LoadInventory reads and validates an inventory file.
 func LoadInventory(path string) (*Inventory, error) {
-	f, err := os.Open(path)
+	// Opened without blocking: a FIFO named as the inventory used to hang
+	// os.Open until something wrote to it.
+	f, _, err := safefile.OpenRegular(path, true)
+	var notRegular *safefile.NotRegularError
+	if errors.As(err, &notRegular) {
+		return nil, &InventoryError{Path: path, Msg: safefile.Kind(notRegular.Mode) + ", not a regular file"}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("inventory: %w", err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("inventory: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, &InventoryError{Path: path, Msg: "not a regular file"}
-	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxInventoryBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("inventory: %w", err)
@@ -204,6 +204,11 @@ func keyLines(data []byte) map[string]int {
 		case unstable.ArrayTable, unstable.Table:
 			name := joinKey(e.Key())
 			inNode = name == "node" && e.Kind == unstable.ArrayTable
+			if _, seen := out[name]; !seen && !inNode {
+				if it := e.Key(); it.Next() && it.Node().Raw.Length > 0 {
+					out[name] = line(it.Node().Raw) // a [env] table: its header's line
+				}
+			}
 			if inNode {
 				node++
 				out[fmt.Sprintf("node.%d", node)] = line(e.Raw)
@@ -405,6 +410,9 @@ func checkEnv(env map[string]string) error {
 		if !reEnvName.MatchString(k) {
 			return fmt.Errorf("env name %q: letters, digits and '_', not starting with a digit", k)
 		}
+		if envNameRefused(k) {
+			return fmt.Errorf("env %s: a variable that changes how every program or shell on the node runs cannot be set from an inventory", k)
+		}
 		v := env[k]
 		if len(v) > 4096 {
 			return fmt.Errorf("env %s: longer than 4096 bytes", k)
@@ -416,6 +424,25 @@ func checkEnv(env map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// envNameRefused names the variables an inventory's env may not set: they
+// load code into every process (LD_PRELOAD, PYTHONSTARTUP, BASH_ENV), or
+// change which programs run (PATH), so an inventory from someone else would
+// run their code on every node. The same list the step scripts refuse in env
+// files (scripts/lib/common.sh _hf_env_name_refused).
+func envNameRefused(name string) bool {
+	switch name {
+	case "PATH", "IFS", "HOME", "SHELL", "ENV", "CDPATH", "GLOBIGNORE", "SHELLOPTS", "PS4", "PROMPT_COMMAND", "TMPDIR",
+		"PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP":
+		return true
+	}
+	for _, p := range []string{"LD_", "BASH", "HALOFORGE_", "_HF_"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // ValidateSSHDestination accepts [user@]host, where host is an SSH config

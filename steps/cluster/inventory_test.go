@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 const twoBoxes = `# two Framework Desktops on a direct 100 GbE link
@@ -83,6 +85,11 @@ func TestInventoryRefusals(t *testing.T) {
 		{"model with quote", "model = \"a'b\"\n" + ok2, "no spaces, quotes or shell characters"},
 		{"env name", "env = { \"A-B\" = \"1\" }\n" + ok2, "cluster.toml:1: env name \"A-B\""},
 		{"env control", ok2 + "env = { A = \"x\\u001b[2J\" }\n", "env A: holds a control character"},
+		{"env LD_PRELOAD", "env = { LD_PRELOAD = \"/tmp/x.so\" }\n" + ok2, "cluster.toml:1: env LD_PRELOAD: a variable that changes how every program"},
+		{"env PATH on a node", ok2 + "env = { PATH = \"/tmp/evil:/usr/bin\" }\n", "env PATH: a variable that changes"},
+		{"env BASH_ENV", "env = { BASH_ENV = \"/tmp/x\" }\n" + ok2, "env BASH_ENV"},
+		{"env table LD_LIBRARY_PATH", ok2 + "\n[env]\nLD_LIBRARY_PATH = \"/tmp\"\n", "cluster.toml:12: env LD_LIBRARY_PATH"},
+		{"env PYTHONSTARTUP", "env = { PYTHONSTARTUP = \"/tmp/x.py\" }\n" + ok2, "env PYTHONSTARTUP"},
 		{"interface", ok2 + "interface = \"eth0;x\"\n", "interface \"eth0;x\""},
 		{"ib_hca", ok2 + "ib_hca = \"mlx5_0:a\"\n", "ib_hca \"mlx5_0:a\""},
 		{"NUL", ok2 + "\x00", "NUL byte"},
@@ -155,6 +162,29 @@ func TestLoadInventory(t *testing.T) {
 	}
 	if _, err := LoadInventory(filepath.Join(dir, "missing.toml")); err == nil {
 		t.Error("a missing file was read")
+	}
+	// A FIFO is refused at once (os.Open waited for a writer forever), and a
+	// link to a device is named for what it is.
+	fifo := filepath.Join(dir, "fifo.toml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := LoadInventory(fifo); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "a FIFO (named pipe), not a regular file") {
+			t.Errorf("a FIFO: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("LoadInventory waits on a FIFO")
+	}
+	zero := filepath.Join(dir, "zero.toml")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadInventory(zero); err == nil || !strings.Contains(err.Error(), "a character device, not a regular file") {
+		t.Errorf("a link to /dev/zero: %v", err)
 	}
 }
 

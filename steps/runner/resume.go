@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -98,9 +97,9 @@ func orNone(v string, ok bool) string {
 	return v
 }
 
-// readReport loads a run's report.json.
+// readReport loads a run's report.json (a regular file, bounded).
 func readReport(path string) (*Report, error) {
-	b, err := os.ReadFile(path)
+	b, err := readSmall(path, maxReport)
 	if err != nil {
 		return nil, err
 	}

@@ -201,14 +201,21 @@ func withDefaults(o Options) Options {
 	return o
 }
 
-// CheckStateDir makes sure dir exists and takes a file. Permission bits do
-// not stop root, so it writes for real.
+// CheckStateDir makes sure dir exists, is the user's own, and takes a file.
+// Permission bits do not stop root, so it writes for real. The state dir
+// holds the scripts haloforge runs (the built-in copy, materialised once by
+// content hash) and the records it trusts, so one that another user owns or
+// that anyone may write to is refused: they could plant the scripts a build
+// runs (for example a shared /tmp/haloforge-state made before you).
 func CheckStateDir(dir string) error {
 	if dir == "" {
 		return errors.New("no state dir")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("state dir %s cannot be created: %w", dir, unwrapPath(err))
+	}
+	if err := ownedByUser(dir); err != nil {
+		return err
 	}
 	f, err := os.CreateTemp(dir, ".probe-*")
 	if err != nil {
@@ -220,6 +227,27 @@ func CheckStateDir(dir string) error {
 	os.Remove(name)
 	if err := errors.Join(werr, cerr); err != nil {
 		return fmt.Errorf("state dir %s is not writable: %w", dir, err)
+	}
+	return nil
+}
+
+// ownedByUser refuses a state dir another user owns, or one anybody may
+// write to (without the sticky bit, which would at least keep them from
+// replacing haloforge's own files).
+func ownedByUser(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("state dir %s: %w", dir, unwrapPath(err))
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	if uid := os.Getuid(); int(st.Uid) != uid {
+		return fmt.Errorf("state dir %s belongs to uid %d, not to you (uid %d): another user could plant the scripts a build runs there; use --state-dir DIR of your own", dir, st.Uid, uid)
+	}
+	if fi.Mode().Perm()&0o002 != 0 && fi.Mode()&os.ModeSticky == 0 {
+		return fmt.Errorf("state dir %s is writable by every user (mode %04o): another user could plant the scripts a build runs there; chmod o-w %s", dir, fi.Mode().Perm(), dir)
 	}
 	return nil
 }

@@ -3,14 +3,13 @@ package runner
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/haloforge/haloforge/pins"
+	"github.com/haloforge/haloforge/steps"
 )
 
 // The env files the step scripts read. haloforge validates the pins
@@ -145,25 +144,4 @@ func writeReadOnly(path string, data []byte) error {
 
 // readSmall reads a regular file of at most limit bytes. A FIFO or a device
 // is refused without blocking, a longer file with the limit named.
-func readSmall(path string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s is longer than %d KiB", path, limit>>10)
-	}
-	return b, nil
-}
+func readSmall(path string, limit int64) ([]byte, error) { return steps.ReadBounded(path, limit) }

@@ -464,8 +464,10 @@ func (r *Runner) outcomeOf(e ended, streamErr error) outcome {
 	case code != 0:
 		return outcome{status: steps.OutcomeFailed, exitCode: code, err: streamErr}
 	case streamErr != nil:
-		// The step worked but its log is incomplete (disk full): say so.
-		return outcome{status: steps.OutcomeFailed, exitCode: 0, err: streamErr}
+		// The step worked but its log is incomplete (disk full): say so, and
+		// why a step whose script exited 0 is failed.
+		return outcome{status: steps.OutcomeFailed, exitCode: 0, err: streamErr,
+			why: "the script exited 0, but haloforge could not keep its whole log, so the step counts as failed: " + clean(streamErr.Error()) + "; free space and run it again with --resume"}
 	}
 	return outcome{status: steps.OutcomeSucceeded}
 }
