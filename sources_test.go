@@ -235,8 +235,13 @@ func unpinnedArgs(args string, pinned map[string]string) []string {
 				bad = append(bad, f+" differs from python-pins.txt "+name+"=="+want)
 			}
 		case strings.HasPrefix(f, "/") || strings.HasPrefix(f, "./") || strings.HasSuffix(f, ".whl") || strings.HasPrefix(f, "$"):
-			if strings.Contains(f, "[@]") && !constrained && !noDeps {
+			switch {
+			case constrained || noDeps:
+			case strings.Contains(f, "[@]"):
 				bad = append(bad, f+" (a computed list) without --constraint python-pins.txt")
+			case strings.HasSuffix(f, ".whl"):
+				// pip resolves a local wheel's dependencies as freely as a name's.
+				bad = append(bad, f+" (a local wheel, its dependencies resolved) without --constraint python-pins.txt or --no-deps")
 			}
 		default:
 			bad = append(bad, f)
@@ -302,7 +307,9 @@ func TestUnpinnedArgsCatches(t *testing.T) {
 		{`setuptools==80.0.0`, "setuptools==80.0.0 differs from python-pins.txt setuptools==79.0.1"},
 		{`-r /tmp/build-requirements.txt`, "-r /tmp/build-requirements.txt without --constraint python-pins.txt"},
 		{`--constraint "$HF_PYTHON_PINS" -r "$reqs"`, ""},
-		{`--index-url "$X" "torch==${TORCH_VERSION}" /wheels/vllm-*.whl`, ""},
+		{`--index-url "$X" "torch==${TORCH_VERSION}" /wheels/vllm-*.whl`, "/wheels/vllm-*.whl (a local wheel, its dependencies resolved) without --constraint python-pins.txt or --no-deps"},
+		{`--constraint /haloforge/python-pins.txt /wheels/torch-*.whl`, ""},
+		{`--no-deps /wheels/torchvision-*.whl`, ""},
 		{`"${specs[@]}"`, `${specs[@]} (a computed list) without --constraint python-pins.txt`},
 	} {
 		if got := strings.Join(unpinnedArgs(tt.args, pins), "; "); got != strings.ReplaceAll(tt.want, " pip setuptools", "; pip; setuptools") && !(tt.want == "pip setuptools wheel packaging" && got == "pip; setuptools; wheel; packaging") {
