@@ -311,7 +311,7 @@ func TestOpenInputDevices(t *testing.T) {
 			_, err = in.Scan()
 		}
 	})
-	if err == nil || !strings.Contains(err.Error(), "-: stopped after 64 MiB: diagnose reads at most 64 MiB") {
+	if err == nil || !strings.Contains(err.Error(), "standard input: stopped after 64 MiB: diagnose reads at most 64 MiB") {
 		t.Fatalf("stdin from /dev/zero: %v", err)
 	}
 	// a stream of exactly the limit is whole
