@@ -77,13 +77,15 @@ _hf_image_digest() {
   printf '%s\n' "${first:-$d}"
 }
 
-# hf_fact_git DIR REPO REF: record the commit DIR is checked out at, for REPO at REF.
+# hf_fact_git DIR REPO REF [REV]: record the commit DIR is checked out at (or the commit REV
+# names there, e.g. the tag TheRock puts on the upstream commit before its hipify commit), for
+# REPO at REF.
 hf_fact_git() {
-  local dir=$1 repo=$2 ref=$3 sha
+  local dir=$1 repo=$2 ref=$3 rev=${4:-HEAD} sha
   if is_dry_run; then
     return 0
   fi
-  sha=$(git -C "$dir" rev-parse HEAD) || {
+  sha=$(git -C "$dir" rev-parse --verify --quiet "$rev^{commit}") || {
     log_warn "cannot read the commit of $dir: not recorded"
     return 0
   }

@@ -554,3 +554,21 @@ SH
   [ "$status" -eq 0 ]
   [[ "$output" == *"resolved: https://git.example/r.git v1 is $sha"* ]]
 }
+
+@test "hf_fact_git REV: the commit a tag names (TheRock's THEROCK_UPSTREAM_DIFFBASE under its hipify commit); a missing REV records nothing" {
+  git -C "$T" init -q repo
+  git -C "$T/repo" -c user.email=t@t -c user.name=t commit -q --allow-empty -m upstream
+  local up
+  up=$(git -C "$T/repo" rev-parse HEAD)
+  git -C "$T/repo" tag THEROCK_UPSTREAM_DIFFBASE
+  git -C "$T/repo" -c user.email=t@t -c user.name=t commit -q --allow-empty -m "DO NOT SUBMIT: HIPIFY"
+  export HALOFORGE_FACTS_FILE=$T/step.facts
+  run hf "hf_fact_git '$T/repo' https://github.com/ROCm/pytorch.git release/2.11 THEROCK_UPSTREAM_DIFFBASE"
+  [ "$status" -eq 0 ]
+  [ "$(cat "$T/step.facts")" = "$(printf 'git\thttps://github.com/ROCm/pytorch.git\trelease/2.11\t%s' "$up")" ]
+  rm "$T/step.facts"
+  run hf "hf_fact_git '$T/repo' https://github.com/ROCm/pytorch.git release/2.11 NO_SUCH_TAG"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"not recorded"* ]]
+  [ ! -e "$T/step.facts" ]
+}

@@ -34,7 +34,7 @@ git_at "$THEROCK_DIR" "$THEROCK_REPO" "$THEROCK_REF"
 
 log_step "Check out PyTorch ($PYTORCH_REPO $PYTORCH_REF), audio, vision and triton with TheRock's patches"
 if [[ ! "$PYTORCH_REF" =~ ^[0-9a-f]{40}$ ]]; then
-  log_warn "PYTORCH_REF=$PYTORCH_REF is not a commit: a branch floats, so this checks out what it holds today; the commit is logged below, and --set PYTORCH_REF=<that sha> rebuilds the same torch"
+  log_warn "PYTORCH_REF=$PYTORCH_REF is not a commit: a branch floats, so this checks out what it holds today; the commit is logged and recorded below, and haloforge pins lock (or --set PYTORCH_REF=<that sha>) rebuilds the same torch"
 fi
 # A checkout made from other pins is not reused: audio, vision and triton follow the torch tree.
 stamp=$PT_BUILD/.haloforge-pytorch-ref
@@ -62,6 +62,9 @@ done
 if ! is_dry_run; then
   log_info "PyTorch tree (TheRock adds its hipify commit on top of the checked-out one):"
   git -C "$PT_BUILD/pytorch" log -3 --format='  %H %s'
+  # The upstream commit, which TheRock's do_checkout tags THEROCK_UPSTREAM_DIFFBASE before
+  # hipify (repo_management.py, read 2026-11-24): haloforge pins lock pins PYTORCH_REF to it.
+  hf_fact_git "$PT_BUILD/pytorch" "$PYTORCH_REPO" "$PYTORCH_REF" THEROCK_UPSTREAM_DIFFBASE
 fi
 # Triton after torch: its pin lives in the torch tree (TheRock's build_prod_wheels.py docs).
 if [[ -d "$PT_BUILD/triton/.git" ]]; then

@@ -64,15 +64,15 @@ func RunIDs(stateDir string) []string {
 
 // byNameOnly are ref pins whose consumer needs a tag or branch name, not a
 // commit: locking them to a commit would break the build, so the lock keeps
-// the name and writes the commit it resolved to in the comment.
+// the name and writes the commit it resolved to in the comment. PYTORCH_REF
+// is not one: TheRock's repo_management.py do_checkout runs `git fetch
+// origin <hashtag>` then `git checkout FETCH_HEAD`, which takes a commit
+// (its related_commits pins are commits; read 2026-11-24).
 var byNameOnly = map[string]string{
 	"LLAMACPP_REF":       "toolbox/Dockerfile.vulkan clones it with git clone --branch",
 	"GFX803_PYTORCH_REF": "toolbox/Dockerfile_rocm64_pytorch clones it with git clone --branch",
 	"GFX803_VISION_REF":  "toolbox/Dockerfile_rocm64_pytorch clones it with git clone --branch",
 	"GFX803_AUDIO_REF":   "toolbox/Dockerfile_rocm64_pytorch clones it with git clone --branch",
-	"PYTORCH_REF":        "TheRock checks it out by tag (--repo-hashtag)",
-	"PYTORCH_AUDIO_REF":  "TheRock checks it out by tag (--repo-hashtag)",
-	"PYTORCH_VISION_REF": "TheRock checks it out by tag (--repo-hashtag)",
 }
 
 // LockInput is what Lock needs about a run.

@@ -47,6 +47,31 @@ func TestLockLocksOnlyWhatTheStepsThatReadAPinAgreeOn(t *testing.T) {
 	}
 }
 
+// TestLockPinsPyTorchsBranchToItsCommit: the aotriton step records the
+// upstream commit TheRock checked out for PYTORCH_REF=release/2.11; TheRock
+// fetches a commit as well as a name, so the lock writes the commit (a
+// clone --branch pin such as LLAMACPP_REF keeps its name).
+func TestLockPinsPyTorchsBranchToItsCommit(t *testing.T) {
+	c, d := strings.Repeat("c", 40), strings.Repeat("d", 40)
+	rep := &Report{RunID: "20261124-101500-a1b2c3", Track: "fx", Status: steps.OutcomeSucceeded, Steps: []StepReport{
+		{ID: "aotriton", Status: steps.OutcomeSucceeded, Pins: map[string]string{"PYTORCH_REF": "release/2.11", "PYTORCH_REPO": "https://github.com/ROCm/pytorch.git"},
+			Resolved: &Resolved{Git: []ResolvedGit{{Repo: "https://github.com/ROCm/pytorch.git", Ref: "release/2.11", SHA: c}}}},
+		{ID: "vulkan", Status: steps.OutcomeSucceeded, Pins: map[string]string{"LLAMACPP_REF": "b6000"},
+			Resolved: &Resolved{Git: []ResolvedGit{{Repo: "https://github.com/ggml-org/llama.cpp.git", Ref: "b6000", SHA: d}}}},
+	}}
+	snap := lockSnapshot(t, "PYTORCH_REPO='https://github.com/ROCm/pytorch.git'\nPYTORCH_REF='release/2.11'\nLLAMACPP_REF='b6000'\n")
+	res, err := Lock(LockInput{Report: rep, Snapshot: snap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf := lockSnapshot(t, string(res.Data))
+	for name, want := range map[string]string{"PYTORCH_REF": c, "LLAMACPP_REF": "b6000"} {
+		if p, _ := pf.Get(name); p.Value != want {
+			t.Errorf("%s=%s, want %s:\n%s", name, p.Value, want, res.Data)
+		}
+	}
+}
+
 func FuzzFactLine(f *testing.F) {
 	for _, s := range []string{
 		"image\tdocker.io/x:1\tsha256:" + strings.Repeat("a", 64),
