@@ -174,3 +174,11 @@ teardown() {
   NIGHTLY_IMAGE=docker.io/example/other:nightly HALOFORGE_DRY_RUN=1 run bash "$S/nightly-spoof/00-pull-image.sh"
   [[ "$output" != *"deprecated upstream"* ]]
 }
+
+@test "row 22: vllm-image says its default rocm/vllm image is deprecated upstream too, and why it stays" {
+  HALOFORGE_DRY_RUN=1 run bash "$S/vllm-image/00-pull-image.sh"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"rocm/vllm is deprecated upstream (vllm/vllm-openai-rocm replaces it): this image is pinned by the digest verified on a Radeon 8060S"* ]]
+  VLLM_IMAGE=docker.io/vllm/vllm-openai-rocm:v0.31.0 HALOFORGE_DRY_RUN=1 run bash "$S/vllm-image/00-pull-image.sh"
+  [[ "$output" != *"deprecated upstream"* ]]
+}
