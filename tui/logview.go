@@ -174,11 +174,17 @@ func (v *logView) rows(line string) int {
 // cells, cutting words wider than that. ansi.Wrap alone may return a row
 // one cell too wide (a leading space before a word exactly width wide:
 // FuzzLogView's find), so its rows are hard-wrapped again; the empty
-// rows that leaves at the end are dropped.
+// rows that leaves at the end are dropped, and a double-width character
+// that cannot fit a one-cell pane is left out.
 func wrapCells(line string, width int) []string {
 	rows := strings.Split(ansi.Hardwrap(ansi.Wrap(line, width, ""), width, true), "\n")
 	for len(rows) > 1 && ansi.StringWidth(rows[len(rows)-1]) == 0 {
 		rows = rows[:len(rows)-1]
+	}
+	for i, r := range rows {
+		if ansi.StringWidth(r) > width { // a double-width character in a one-cell pane
+			rows[i] = ansi.Truncate(r, width, "")
+		}
 	}
 	return rows
 }

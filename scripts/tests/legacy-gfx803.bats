@@ -77,6 +77,6 @@ fix() { sh "$S/legacy-gfx803/cmake4-fixes.sh" "$R"; }
   # The torch stage comes first and its source tree is gone before vision builds.
   # shellcheck disable=SC2016 # the Dockerfile's own ${…}, matched literally
   [ "$(grep -n '^FROM' "$df" | head -n 1 | cut -d: -f2-)" = 'FROM ${GFX803_LOCAL_BASE_IMAGE} AS torch' ]
-  grep -q 'pip install /wheels/torch-\*.whl && rm -rf /pytorch' "$df"
+  grep -q 'pip install --constraint /haloforge/python-pins.txt /wheels/torch-\*.whl && rm -rf /pytorch' "$df"
   grep -q 'PYTHONNOUSERSITE=1 PYTHONPATH= FORCE_CUDA=1' "$df"
 }
