@@ -59,18 +59,14 @@ image_present() {
   "$eng" image inspect "$1" >/dev/null 2>&1
 }
 
-# image_digest IMAGE: the repo digest the local image was pulled as (empty when unknown).
-# podman has .Digest; docker's inspect has only .RepoDigests ("repo@sha256:…").
+# image_digest IMAGE: the repo digest the local image was pulled as (empty when unknown):
+# facts.sh's choice, so that docker's .RepoDigests, which may list another repository's
+# digest first, gives the image's own (podman's .Digest when it has no other).
 image_digest() {
-  local eng d
+  local eng
   eng=$(engine)
   command -v "$eng" >/dev/null 2>&1 || return 0
-  if engine_is_podman; then
-    "$eng" image inspect --format '{{.Digest}}' "$1" 2>/dev/null || true
-  else
-    d=$("$eng" image inspect --format '{{if .RepoDigests}}{{index .RepoDigests 0}}{{end}}' "$1" 2>/dev/null || true)
-    printf '%s\n' "${d#*@}"
-  fi
+  _hf_image_digest "$1" "$eng"
 }
 
 # pull_image IMAGE: pull unless present; registries time out, so retry a few times. The

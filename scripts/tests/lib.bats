@@ -572,3 +572,19 @@ SH
   [[ "$output" == *"not recorded"* ]]
   [ ! -e "$T/step.facts" ]
 }
+
+@test "row 16: image_digest under docker gives the image's own repository digest, not the first of .RepoDigests" {
+  mkdir -p "$T/bin"
+  cat >"$T/bin/docker" <<'SH'
+#!/bin/sh
+case $4 in
+  '{{.Digest}}') exit 1 ;; # docker's inspect has no .Digest
+  *) printf '%s\n' other.example/x@sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc \
+       docker.io/rocm/vllm@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa ;;
+esac
+SH
+  chmod +x "$T/bin/docker"
+  run env PATH="$T/bin:$PATH" HALOFORGE_CONTAINER_ENGINE=docker bash -c ". \"\$LIB/common.sh\"; . \"\$LIB/container.sh\"; image_digest rocm/vllm:rocm10"
+  [ "$status" -eq 0 ]
+  [ "$output" = "sha256:$(printf 'a%.0s' {1..64})" ]
+}
