@@ -159,3 +159,26 @@ aot() { bash -c ". '$S/lib/common.sh'; . '$S/therock-aotriton/common.sh'; HALOFO
   [[ "$output" == *"your PIP_EXTRA_INDEX_URL / PIP_NO_INDEX are kept"* ]]
   [[ "$output" != *"env PIP_EXTRA_INDEX_URL="* ]]
 }
+
+@test "row 27: a CK_REF that is not a tag of CK_REPO stops before any clone, naming the rocm-* tags it has (a real git repository)" {
+  git init -q "$T/ck"
+  git -C "$T/ck" -c user.email=t@t -c user.name=t commit -q --allow-empty -m one
+  for tag in rocm-7.0.2 rocm-7.1.0 rocm-7.1.1 other-1; do git -C "$T/ck" tag "$tag"; done
+  mkdir -p "$T/venv/bin" && ln -s "$(command -v python3)" "$T/venv/bin/python"
+  CK_REPO=file://$T/ck CK_REF=rocm-7.14.0 THEROCK_AOTRITON_VENV=$T/venv run bash "$S/therock-aotriton/03-build-ck.sh"
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"CK_REF=rocm-7.14.0 is not a tag of file://$T/ck; its rocm-* tags: rocm-7.0.2 rocm-7.1.0 rocm-7.1.1"* ]]
+  [[ "$output" != *"other-1"* ]]
+  [ ! -e "$T/state/therock-aotriton/ck" ]
+}
+
+@test "row 8: AOTriton without liblzma's development files stops with the package to install (a pkg-config stand-in)" {
+  mkdir -p "$T/bin"
+  printf '#!/bin/sh\nexit 1\n' >"$T/bin/pkg-config"
+  for t in git cmake ninja; do command -v "$t" >/dev/null || printf '#!/bin/sh\nexit 0\n' >"$T/bin/$t"; done
+  chmod +x "$T/bin"/*
+  PATH=$T/bin:$PATH run bash "$S/therock-aotriton/01-build-aotriton.sh"
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"AOTriton needs liblzma's development files (pkg-config finds no liblzma)"* ]]
+  [[ "$output" == *"liblzma-dev"* || "$output" == *"xz-devel"* ]]
+}

@@ -607,3 +607,14 @@ standin_torch() {
   run "$TRACK/06-verify.sh"
   [[ "$output" != *"note: vLLM sees"* ]]
 }
+
+@test "row 12: rocm-sdk init runs after the torch install, the last device wheel (TheRock #5347)" {
+  run dry 02-install-rocm.sh
+  [ "$status" -eq 0 ]
+  local torch_line init_line
+  torch_line=$(grep -n "'torch\[device-gfx1151\]==" <<<"$output" | tail -n 1 | cut -d: -f1)
+  init_line=$(grep -n '\[dry-run\] rocm-sdk init' <<<"$output" | head -n 1 | cut -d: -f1)
+  [ -n "$torch_line" ]
+  [ -n "$init_line" ]
+  [ "$init_line" -gt "$torch_line" ]
+}
