@@ -19,6 +19,7 @@ import (
 	"github.com/haloforge/haloforge/steps/runner"
 	"github.com/haloforge/haloforge/tui"
 	"github.com/haloforge/haloforge/tui/linemode"
+	"github.com/haloforge/haloforge/tui/session"
 )
 
 type buildOpts struct {
@@ -105,7 +106,8 @@ func runBuild(cmd *cobra.Command, o buildOpts) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	return runAndPrint(cmdContext(cmd), cmd.InOrStdin(), out, r, o, colorOut(cmd))
+	next := session.PlanView(plan, o.stateDir, nil, g.args()...).Track.Next
+	return runAndPrint(cmdContext(cmd), cmd.InOrStdin(), out, r, o, next, colorOut(cmd))
 }
 
 // checkBuildFlags answers bad usage before anything is collected or
@@ -159,6 +161,7 @@ func runBuildTUI(cmd *cobra.Command, o buildOpts, pf *pins.File) error {
 	if err != nil {
 		return usageErr(err)
 	}
+	e.Flags = o.g.args()
 	e.Tune = func(ro *runner.Options) { ro.From, ro.Only, ro.DryRun, ro.Resume = o.from, o.only, o.dryRun, o.resume }
 	p, err := e.Plan(o.track)
 	if err != nil {
@@ -198,7 +201,7 @@ func newBuildRunner(plan *steps.Plan, pinsFile string, o buildOpts, color bool) 
 
 // runAndPrint runs the build in line mode (the TUI takes over when it
 // exists) and maps its outcome to DESIGN.md's exit codes.
-func runAndPrint(parent context.Context, in io.Reader, out io.Writer, r *runner.Runner, o buildOpts, color bool) error {
+func runAndPrint(parent context.Context, in io.Reader, out io.Writer, r *runner.Runner, o buildOpts, next []string, color bool) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	stopSignals := onInterrupt(out, "the step", runner.DefaultGrace, cancel, r.Kill)
@@ -207,7 +210,7 @@ func runAndPrint(parent context.Context, in io.Reader, out io.Writer, r *runner.
 	defer stopForward()
 
 	printed := make(chan linemode.Result, 1)
-	lo := linemode.Options{Color: color, DryRun: o.dryRun, Resume: func(step string) string { return resumeCommand(o, step) }, Answering: answering}
+	lo := linemode.Options{Color: color, DryRun: o.dryRun, Next: next, Resume: func(step string) string { return resumeCommand(o, step) }, Answering: answering}
 	go func() { printed <- linemode.Print(out, r.Events(), lo) }()
 	rep, runErr := r.Run(ctx)
 	<-printed

@@ -154,6 +154,7 @@ func wizardEngine(g *globalOpts, stateDir string, runs bool) (*session.Engine, e
 		return detect.Analyse(b), nil
 	}
 	e.Source = "this machine"
+	e.Flags = g.args()
 	e.Version = version // recorded in host-fix plans and backups
 	// After the wizard writes a pin set, the pins are read again as here.
 	e.ReloadPins = func() (*pins.File, error) { return loadPinsFlags(g.pins.pins, g.pins.sets) }

@@ -34,6 +34,10 @@ type Engine struct {
 	ToolboxDir string
 	Pins       *pins.File
 	PinsFile   string // the pins file on disk, "" when built in
+	// Flags are the global flags the user gave (--pins, --set, --scripts,
+	// --state-dir), quoted for a shell: every haloforge command the session
+	// prints carries them, so that it acts on the same pins and state.
+	Flags []string
 	// Detector collects and analyses the machine (or a bundle); Source
 	// says which, for the card.
 	Detector func(ctx context.Context) (*detect.Report, error)
@@ -155,7 +159,7 @@ func (e *Engine) Plan(track string) (*tui.Plan, error) {
 		return nil, err
 	}
 	st, _ := steps.LoadState(e.StateDir)
-	v := PlanView(p, e.StateDir, st)
+	v := PlanView(p, e.StateDir, st, e.Flags...)
 	v.ReadOnly, v.Notes = readOnly, e.Notes
 	v.Needs = needs(p.Track, e.Pins)
 	if e.Busy != nil {
@@ -244,11 +248,12 @@ func (e *Engine) track(id string) (steps.Track, error) {
 
 // PlanView converts a plan into what the plan screen shows. The track's
 // next commands get the plan's values ($TOOLBOX_NAME becomes the pin), so
-// they can be pasted as they are; st (may be nil) gives each step's last
-// time, for the estimate.
-func PlanView(p *steps.Plan, stateDir string, st *steps.State) *tui.Plan {
+// they can be pasted as they are, and each haloforge command carries flags
+// (the user's global flags); st (may be nil) gives each step's last time,
+// for the estimate.
+func PlanView(p *steps.Plan, stateDir string, st *steps.State, flags ...string) *tui.Plan {
 	v := &tui.Plan{Track: p.Track, Floating: p.Floating, Box: BoxName(p.Track, p.Env)}
-	v.Track.Next = expandNext(p.Track.Next, p.Env, stateDir)
+	v.Track.Next = WithFlags(expandNext(p.Track.Next, p.Env, stateDir), flags)
 	var ts *steps.TrackState
 	if st != nil {
 		ts = st.Tracks[p.Track.ID]
@@ -392,6 +397,22 @@ func (e *Engine) Diagnose(path string) ([]diagnose.Finding, error) {
 
 // expandNext fills $NAME in the next commands from the plan's environment;
 // unknown names stay as written.
+// WithFlags appends flags to each command of cmds that runs haloforge (a
+// launcher script is left as it is).
+func WithFlags(cmds []string, flags []string) []string {
+	if len(flags) == 0 {
+		return cmds
+	}
+	out := make([]string, len(cmds))
+	for i, c := range cmds {
+		out[i] = c
+		if strings.HasPrefix(c, "haloforge ") {
+			out[i] = c + " " + strings.Join(flags, " ")
+		}
+	}
+	return out
+}
+
 func expandNext(cmds []string, env map[string]string, stateDir string) []string {
 	out := make([]string, len(cmds))
 	for i, c := range cmds {
