@@ -131,7 +131,7 @@ func runHostPlan(cmd *cobra.Command, o doctorOpts) error {
 		return err
 	}
 	p, err := hostfix.Build(r, ev, hostfix.Options{GTTGiB: o.host.gttGiB, User: o.host.user, Source: source, Version: version,
-		BundleFacts: o.bundle != ""})
+		BundleFacts: o.bundle != "", Bundle: o.bundle})
 	if err != nil {
 		return usageErr(err)
 	}

@@ -50,7 +50,7 @@ func bootedParams(b *detect.Bundle) string {
 // from /etc/default/grub.
 func grubEvidence(b *detect.Bundle) *Evidence {
 	grub := strings.Replace(debianGrub, `GRUB_CMDLINE_LINUX_DEFAULT="quiet"`, `GRUB_CMDLINE_LINUX_DEFAULT="`+bootedParams(b)+`"`, 1)
-	return &Evidence{Root: "/test", Tools: map[string]string{"update-grub": "/usr/sbin/update-grub", "update-initramfs": "/usr/sbin/update-initramfs"},
+	return &Evidence{Root: "/", Tools: map[string]string{"update-grub": "/usr/sbin/update-grub", "update-initramfs": "/usr/sbin/update-initramfs"},
 		Markers: map[string]bool{}, Files: map[string][]byte{"/etc/default/grub": []byte(grub)}, Groups: map[string][]string{"render": nil, "video": nil},
 		OSRelease: map[string]string{"ID": "debian", "VERSION_ID": "13"}}
 }
@@ -154,6 +154,27 @@ func TestPlanValues(t *testing.T) {
 	}
 	if d := cmp.Diff(wantScript, p.Script); d != "" {
 		t.Errorf("script (-want +got):\n%s", d)
+	}
+	// The system under --root: the by-hand commands edit its files and run
+	// its tools inside it with chroot, as --apply does, never this machine's.
+	ev := grubEvidence(b)
+	ev.Root = "/mnt/sys"
+	pr, err := Build(r, ev, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRoot := []string{
+		strings.Replace(wantScript[0], " /etc/default/grub", " /mnt/sys/etc/default/grub", 1),
+		strings.Replace(wantScript[1], " /etc/default/grub", " /mnt/sys/etc/default/grub", 1),
+		"sudo chroot /mnt/sys update-grub",
+	}
+	if d := cmp.Diff(wantRoot, pr.Script); d != "" {
+		t.Errorf("--root script (-want +got):\n%s", d)
+	}
+	for _, a := range pr.Actions {
+		if strings.Contains(a.Command, " /etc/") {
+			t.Errorf("--root action %s acts on this machine: %s", a.ID, a.Command)
+		}
 	}
 	if p.Target.PagesLimit != 30670848 || p.Target.GTTBytes != 30670848*4096 || p.Target.TTMModule != "ttm" {
 		t.Errorf("target = %+v (117 GiB on the 125.1 GiB demo machine)", p.Target)

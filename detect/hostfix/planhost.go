@@ -52,7 +52,7 @@ func modprobeActions(p *Plan, e *Evidence, wants []want) {
 				continue
 			}
 			data = nd
-			c := lineCommands("sudo ", changes, nil)
+			c := lineCommands("sudo ", e, changes, nil)
 			cmds = append(cmds, c...)
 			p.Actions = append(p.Actions, Action{
 				ID: "modprobe:" + f + ":" + key, Kind: KindModprobe, Check: check,
@@ -71,7 +71,7 @@ func modprobeActions(p *Plan, e *Evidence, wants []want) {
 	p.Script = append(p.Script, cmds...)
 	p.Initramfs = initramfsCommands(e, p.Boot)
 	for _, c := range p.Initramfs {
-		p.Script = append(p.Script, "sudo "+shellJoin(c))
+		p.Script = append(p.Script, e.sudo()+shellJoin(c))
 	}
 }
 
@@ -148,7 +148,7 @@ func groupAction(p *Plan, r *detect.Report, e *Evidence, o Options) {
 		a.Command = "users.users." + user + ".extraGroups = [ " + strings.Join(q, " ") + " ];"
 		p.Script = append(p.Script, a.Command)
 	} else {
-		a.Command = "sudo usermod -aG " + strings.Join(missing, ",") + " " + user
+		a.Command = e.sudo() + "usermod -aG " + strings.Join(missing, ",") + " " + user
 		p.Script = append(p.Script, a.Command)
 	}
 	p.Actions = append(p.Actions, a)
