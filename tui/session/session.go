@@ -80,6 +80,10 @@ type Engine struct {
 	// writes the pins file (the demo). Now is the clock (nil: time.Now).
 	ReloadPins  func() (*pins.File, error)
 	PinsRefusal string
+	// CreatePins, when the pins are the built-in copy (PinsFile ""), is the
+	// pins file the sets view's u creates after its y/N question, as
+	// `haloforge pins use SET` does: nil means it creates none.
+	CreatePins *PinsCreate
 	Now         func() time.Time
 
 	mu     sync.Mutex
@@ -244,6 +248,13 @@ func (e *Engine) track(id string) (steps.Track, error) {
 		}
 	}
 	return steps.Lookup(id)
+}
+
+// PinsCreate is a pins file to create from the built-in copy (Base, named
+// BaseName in messages) with a set's values.
+type PinsCreate struct {
+	Path, BaseName string
+	Base           []byte
 }
 
 // PlanView converts a plan into what the plan screen shows. The track's
