@@ -84,7 +84,7 @@ type Engine struct {
 	// pins file the sets view's u creates after its y/N question, as
 	// `haloforge pins use SET` does: nil means it creates none.
 	CreatePins *PinsCreate
-	Now         func() time.Time
+	Now        func() time.Time
 
 	mu     sync.Mutex
 	report *detect.Report // the last detection, which the host fixes plan for
