@@ -420,7 +420,7 @@ func TestTmuxDemoHostFixes(t *testing.T) {
 		t.Skip("builds the binary and drives it in tmux")
 	}
 	tm := newDemoTmux(t, 80, 24)
-	tm.waitFor("a: apply these fixes", 10*time.Second)
+	tm.waitFor("a: show the 2 host fixes (by hand)", 10*time.Second)
 
 	tm.keys("a")
 	tm.waitFor("Bootloader: could not be identified", 5*time.Second)

@@ -285,3 +285,23 @@ func argChange(w want) string {
 	}
 	return "remove " + w.arg.String() + " (" + w.why + ")"
 }
+
+// HaloforgeApplies says whether --apply makes this change itself: not
+// advice, and not a kernel argument on a bootloader haloforge does not edit
+// (those are printed for the user to set by hand).
+func (p *Plan) HaloforgeApplies(a Action) bool {
+	return !a.Advice && (a.Kind != KindKernelArg || p.Boot.Editable())
+}
+
+// Counts are how many of the plan's changes haloforge applies and how many
+// are left to the user (by hand: kernel arguments it cannot place, advice).
+func (p *Plan) Counts() (applied, byHand int) {
+	for _, a := range p.Actions {
+		if p.HaloforgeApplies(a) {
+			applied++
+		} else {
+			byHand++
+		}
+	}
+	return applied, byHand
+}

@@ -123,7 +123,7 @@ func (e *Engine) Detect(ctx context.Context) (*tui.Detection, error) {
 	}
 	e.setReport(r)
 	d := Detection(r, e.Source)
-	d.HostFixes = e.hostFixCount(r)
+	d.HostFixes, d.HostFixesByHand = e.hostFixCount(r)
 	return d, nil
 }
 
