@@ -33,9 +33,9 @@ type fakeBackend struct {
 
 	// Host fixes: what HostFix returns, how many the detection offers, and
 	// an error for the apply to return.
-	hostFix   *HostFix
+	hostFix                    *HostFix
 	hostFixes, hostFixesByHand int
-	applyErr  error
+	applyErr                   error
 	// Pins: the warning plans carry, the sets, and an error for writing.
 	pinWarning []string
 	pinSets    *PinSets
