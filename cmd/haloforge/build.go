@@ -234,6 +234,43 @@ func runAndPrint(parent context.Context, in io.Reader, out io.Writer, r *runner.
 	return nil
 }
 
+// failedBlockingChecks are the track's blocking doctor checks that fail on
+// this machine (none when the track has none).
+func failedBlockingChecks(ctx context.Context, t steps.Track, stateDir string) ([]detect.Check, error) {
+	if len(t.BlockingChecks) == 0 {
+		return nil, nil
+	}
+	b, err := detect.Collect(ctx, collectOptions(stateDir))
+	if err != nil {
+		return nil, fmt.Errorf("doctor checks: %w", err)
+	}
+	rep := detect.Analyse(b)
+	var failed []detect.Check
+	for _, id := range t.BlockingChecks {
+		if c, ok := rep.Check(id); ok && c.Status == detect.StatusFail {
+			failed = append(failed, c)
+		}
+	}
+	return failed, nil
+}
+
+// warnBlockingChecks says, as the wizard's plan screen does, which of the
+// track's blocking checks fail here: build will refuse to start until they
+// are fixed (or told --ignore-checks). The plan itself is still printed.
+func warnBlockingChecks(ctx context.Context, w io.Writer, t steps.Track, stateDir string) {
+	failed, err := failedBlockingChecks(ctx, t, stateDir)
+	if err != nil {
+		fmt.Fprintf(w, "warning: the blocking checks could not run: %v\n", err)
+		return
+	}
+	for _, c := range failed {
+		fmt.Fprintf(w, "warning: check %s fails here: %s\n", hostfix.CheckLabel(c.ID), c.Summary)
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(w, "warning: build will refuse to start until these are fixed (or run with --ignore-checks); `haloforge doctor` shows the fixes\n")
+	}
+}
+
 // resumeCommand is the command line that resumes this build after step
 // failed or stopped: the flags the user gave (pins, scripts, state dir,
 // --ignore-checks), and a --from or --only narrowed to what is left, so
@@ -279,19 +316,9 @@ func colorOut(cmd *cobra.Command) bool {
 // `fail` stops the build (exit 1) unless ignore is set, and then it is only
 // reported.
 func blockingChecks(ctx context.Context, out io.Writer, t steps.Track, stateDir string, ignore bool) error {
-	if len(t.BlockingChecks) == 0 {
-		return nil
-	}
-	b, err := detect.Collect(ctx, collectOptions(stateDir))
+	failed, err := failedBlockingChecks(ctx, t, stateDir)
 	if err != nil {
-		return failedErr(fmt.Errorf("doctor checks: %w", err))
-	}
-	rep := detect.Analyse(b)
-	var failed []detect.Check
-	for _, id := range t.BlockingChecks {
-		if c, ok := rep.Check(id); ok && c.Status == detect.StatusFail {
-			failed = append(failed, c)
-		}
+		return failedErr(err)
 	}
 	if len(failed) == 0 {
 		return nil
