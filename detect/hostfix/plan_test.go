@@ -332,3 +332,21 @@ func TestPlanGroupsAndModprobe(t *testing.T) {
 		t.Errorf("script: %q", p.Script)
 	}
 }
+
+// A check with no host change is explained as doctor explains it, from the
+// one place that knows why (detect's check), never in words of its own.
+func TestSkippedChecksUseTheChecksExplanation(t *testing.T) {
+	for _, c := range []detect.Check{
+		{ID: "kfd-access", Status: detect.StatusFail, Summary: "/dev/kfd does not exist: the amdgpu kernel driver is not loaded",
+			Fix: "Load the driver: sudo modprobe amdgpu; check dmesg | grep -i amdgpu for why it did not bind."},
+		{ID: "kfd-access", Status: detect.StatusFail, Summary: "amdgpu is loaded but /dev/kfd is not reachable here: device nodes not mapped (container or sandbox?)",
+			Fix: "Run on the host, or pass the devices to the container:\n  podman run --device /dev/kfd …"},
+	} {
+		p := &Plan{}
+		skippedChecks(p, &detect.Report{Checks: []detect.Check{c}}, nil)
+		first, _, _ := strings.Cut(c.Fix, "\n")
+		if len(p.Skipped) != 1 || p.Skipped[0].Reason != c.Summary+"; "+first {
+			t.Errorf("skipped = %+v, want the check's summary and fix", p.Skipped)
+		}
+	}
+}
