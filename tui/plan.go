@@ -288,7 +288,8 @@ func costLines(p *Plan) []string {
 	}
 	for _, r := range p.Track.Requires {
 		if strings.Contains(r, "disk") {
-			parts = append(parts, "Disk: "+r)
+			// "about 30 GB free disk" reads as "Disk: needs about 30 GB free".
+			parts = append(parts, "Disk: needs "+strings.Replace(r, " free disk", " free", 1))
 		}
 	}
 	return parts
