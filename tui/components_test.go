@@ -136,3 +136,16 @@ func TestPickerScreenDetailsAndBadges(t *testing.T) {
 		}
 	}
 }
+
+// A shortened SHA or digest is marked "…": it never reads as whole.
+func TestShortPinMarksTheCut(t *testing.T) {
+	for in, want := range map[string]string{
+		"docker.io/rocm/vllm:tag@sha256:b8a082f346d069376d35784250e38b23a043efe979408ae3a33d7c6b62ee3276": "docker.io/rocm/vllm:tag@sha256:b8a082f346d0…",
+		"6e448d0ea9bf3d88d898b65449ca6dc2aec170ac":                                                        "6e448d0ea9bf…",
+		"v0.10.2": "v0.10.2",
+	} {
+		if got := shortPin(in); got != want {
+			t.Errorf("shortPin(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

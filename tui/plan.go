@@ -295,6 +295,15 @@ func costLines(p *Plan) []string {
 	return parts
 }
 
+// shortPin is pins.Short marked with "…" when it shortened the value (a
+// commit SHA or a digest), so that a cut digest never reads as whole.
+func shortPin(v string) string {
+	if s := pins.Short(v); s != v {
+		return s + "…"
+	}
+	return v
+}
+
 // pinRows lists NAME=value pairs, sorted, floating ones flagged, as many
 // to a row as fit: a pair is never broken between rows it fits in (a URL
 // stays whole); one wider than a row goes on, marked ↪, on the next.
@@ -302,7 +311,7 @@ func pinRows(values map[string]string, floating []string, st Styles, width int) 
 	var rows []string
 	cur, curW := "", 0
 	for _, n := range slices.Sorted(maps.Keys(values)) {
-		text := n + "=" + pins.Short(values[n])
+		text := n + "=" + shortPin(values[n])
 		style := st.Subtle
 		if slices.Contains(floating, n) {
 			text, style = text+" (floating)", st.Warn
