@@ -123,6 +123,16 @@ func wrap(text string, width int) string {
 	return strings.Join(rows, "\n")
 }
 
+// wrapHard is wrap, and a word wider than the line (an image reference, a
+// digest) is broken across rows rather than cut by the screen's edge.
+func wrapHard(text string, width int) string {
+	var rows []string
+	for _, r := range strings.Split(wrap(text, width), "\n") {
+		rows = append(rows, hardLines(r, max(width, 10), 0, plainText)...)
+	}
+	return strings.Join(rows, "\n")
+}
+
 // padRight pads or cuts s to exactly w cells.
 func padRight(s string, w int) string {
 	n := lipgloss.Width(s)

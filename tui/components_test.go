@@ -110,7 +110,7 @@ func TestSummaryScreenAfterFailure(t *testing.T) {
 	s := newSummaryScreen(testCommon(), rs, &Plan{Track: tr}, "haloforge build --track therock-toolbox --resume")
 	s.SetSize(100, 30)
 	v := ansi.Strip(s.View())
-	for _, want := range []string{"✗ therock-toolbox stopped at rocm", "✗ rocm             failed: exit 134", "therock-amdsmi-double-free\n        double free at exit",
+	for _, want := range []string{"✗ therock-toolbox failed at rocm", "✗ rocm             failed: exit 134", "therock-amdsmi-double-free\n        double free at exit",
 		"· vllm             not run", "\n  $ haloforge build --track therock-toolbox --resume\n", "$ haloforge diagnose /s/runs/r1/rocm.log",
 		"run     /s/runs/r1", "log     /s/runs/r1/rocm.log"} {
 		if !strings.Contains(v, want) {
@@ -130,9 +130,22 @@ func TestPickerScreenDetailsAndBadges(t *testing.T) {
 	if !strings.Contains(v, "> llamacpp-rocm") || !strings.Contains(v, "experimental") {
 		t.Errorf("picker:\n%s", v)
 	}
-	for s, want := range map[steps.Status]string{steps.StatusRecommended: "main track", steps.StatusBlockedUpstream: "⚠ blocked", steps.StatusStable: "stable"} {
+	for s, want := range map[steps.Status]string{steps.StatusRecommended: "recommended", steps.StatusBlockedUpstream: "⚠ blocked", steps.StatusStable: "stable"} {
 		if got := badgeText(s); got != want {
 			t.Errorf("badge %s = %q", s, got)
+		}
+	}
+}
+
+// A shortened SHA or digest is marked "…": it never reads as whole.
+func TestShortPinMarksTheCut(t *testing.T) {
+	for in, want := range map[string]string{
+		"docker.io/rocm/vllm:tag@sha256:b8a082f346d069376d35784250e38b23a043efe979408ae3a33d7c6b62ee3276": "docker.io/rocm/vllm:tag@sha256:b8a082f346d0…",
+		"6e448d0ea9bf3d88d898b65449ca6dc2aec170ac":                                                        "6e448d0ea9bf…",
+		"v0.10.2": "v0.10.2",
+	} {
+		if got := shortPin(in); got != want {
+			t.Errorf("shortPin(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -68,8 +68,8 @@ func (s *detectScreen) ShortHelp() []key.Binding {
 		return []key.Binding{k.Quit}
 	}
 	b := []key.Binding{withHelp(k.Enter, "pick a track")}
-	if s.det != nil && s.det.HostFixes > 0 { // tui/hostfix.go
-		b = append(b, k.Apply)
+	if a, ok := s.hostFixKey(); ok { // tui/hostfix.go
+		b = append(b, a)
 	}
 	if s.offerDemo() {
 		b = append(b, k.Demo)
@@ -83,9 +83,47 @@ func (s *detectScreen) ShortHelp() []key.Binding {
 	return append(b, k.Troubleshoot, k.Help, k.Quit)
 }
 
+// FullHelp lists only the keys that work on this screen now: a when there
+// are host fixes, d when the demo is offered.
 func (s *detectScreen) FullHelp() [][]key.Binding {
 	k := s.Keys
-	return [][]key.Binding{{withHelp(k.Enter, "pick a track"), k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Left}, {k.Apply, k.Demo, k.Troubleshoot, k.Help, k.Quit}}
+	var more []key.Binding
+	if a, ok := s.hostFixKey(); ok {
+		more = append(more, a)
+	}
+	if s.offerDemo() {
+		more = append(more, k.Demo)
+	}
+	return [][]key.Binding{{withHelp(k.Enter, "pick a track"), k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Left},
+		append(more, k.Troubleshoot, k.Help, k.Quit)}
+}
+
+// hostFixKey is a with what it does here: apply the host fixes haloforge
+// makes, or show the ones left to the user; ok is false when there are none.
+func (s *detectScreen) hostFixKey() (key.Binding, bool) {
+	switch {
+	case s.det == nil:
+		return key.Binding{}, false
+	case s.det.HostFixes > 0:
+		return s.Keys.Apply, true
+	case s.det.HostFixesByHand > 0:
+		return withHelp(s.Keys.Apply, "show host fixes (by hand)"), true
+	}
+	return key.Binding{}, false
+}
+
+// hostFixOffer is the line next to the checks that names a's action.
+func (s *detectScreen) hostFixOffer() string {
+	switch d := s.det; {
+	case d.HostFixes > 0:
+		return fmt.Sprintf("a: apply these fixes (%s)", plural(d.HostFixes, "host change"))
+	case d.HostFixesByHand > 0:
+		if d.HostFixesByHand == 1 {
+			return "a: show the host fix (by hand)"
+		}
+		return fmt.Sprintf("a: show the %d host fixes (by hand)", d.HostFixesByHand)
+	}
+	return ""
 }
 
 // offerDemo is true on a machine without an AMD GPU, when a demo can run.
@@ -129,7 +167,7 @@ func (s *detectScreen) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return send(runDemoMsg{})
 	case key.Matches(msg, k.Troubleshoot):
 		return openTroubleshoot
-	case key.Matches(msg, k.Apply) && s.det != nil && s.det.HostFixes > 0:
+	case key.Matches(msg, k.Apply) && s.det != nil && s.det.HostFixes+s.det.HostFixesByHand > 0:
 		return send(openHostFixMsg{})
 	case key.Matches(msg, k.Enter):
 		if s.det != nil || s.err != nil {
@@ -245,8 +283,8 @@ const checkNameWidth = 18
 func (s *detectScreen) checksView(width int) string {
 	var b strings.Builder
 	head := s.Styles.Bold.Render("Checks") + s.Styles.Subtle.Render("  "+checkCounts(s.det.Checks))
-	if n := s.det.HostFixes; n > 0 { // the host-fix screen (tui/hostfix.go)
-		offer := s.Styles.Warn.Render(fmt.Sprintf("a: apply these fixes (%d host changes)", n))
+	if o := s.hostFixOffer(); o != "" { // the host-fix screen (tui/hostfix.go)
+		offer := s.Styles.Warn.Render(o)
 		// The offer on a line of its own when the counts leave it no room:
 		// cut, it would lose the key's meaning.
 		if ansi.StringWidth(head)+3+ansi.StringWidth(offer) <= width {

@@ -33,9 +33,9 @@ type fakeBackend struct {
 
 	// Host fixes: what HostFix returns, how many the detection offers, and
 	// an error for the apply to return.
-	hostFix   *HostFix
-	hostFixes int
-	applyErr  error
+	hostFix                    *HostFix
+	hostFixes, hostFixesByHand int
+	applyErr                   error
 	// Pins: the warning plans carry, the sets, and an error for writing.
 	pinWarning []string
 	pinSets    *PinSets
@@ -93,7 +93,7 @@ func (f *fakeBackend) Detect(ctx context.Context) (*Detection, error) {
 		return nil, ctx.Err()
 	}
 	d := strixHalo()
-	d.HostFixes = f.hostFixes
+	d.HostFixes, d.HostFixesByHand = f.hostFixes, f.hostFixesByHand
 	return d, nil
 }
 

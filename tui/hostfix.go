@@ -137,10 +137,9 @@ func haloforgeWouldApply(p *hostfix.Plan) bool {
 	if p == nil {
 		return false
 	}
-	for _, a := range p.Actions {
-		if !a.Advice && (a.Kind != hostfix.KindKernelArg || p.Boot.Editable()) {
-			return true
-		}
+	applied, _ := p.Counts()
+	if applied > 0 {
+		return true
 	}
 	return false
 }

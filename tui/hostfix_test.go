@@ -393,6 +393,17 @@ func TestHostFixHostileText(t *testing.T) {
 // TestDetectionOffersHostFixes: the detection screen offers the fixes when
 // the plan has some, and a opens them in the wizard.
 func TestDetectionOffersHostFixes(t *testing.T) {
+	// Without a GPU (no plan, no fixes) ? lists neither a nor, on a real
+	// machine without the demo, d: only live keys are listed.
+	nogpu := &detectScreen{common: testCommon(), det: &Detection{}}
+	for _, row := range nogpu.FullHelp() {
+		for _, b := range row {
+			if k := b.Help().Key; k == "a" || k == "d" {
+				t.Errorf("? lists %s (%s) where it does nothing", k, b.Help().Desc)
+			}
+		}
+	}
+
 	f := newFakeBackend(t)
 	m := newSized(t, f, 100, 30)
 	drive(t, m, press("a"))
@@ -420,6 +431,14 @@ func TestDetectionOffersHostFixes(t *testing.T) {
 		return strings.Contains(l, "a: apply these fixes (2 host changes)") && ansi.StringWidth(l) <= 80
 	}) {
 		t.Errorf("at 80 columns the offer is cut:\n%s", cv)
+	}
+	// Only changes left to the user: a shows them, and says so.
+	ds.det = &Detection{Checks: checks, HostFixesByHand: 2}
+	if cv := ansi.Strip(ds.checksView(80)); !strings.Contains(cv, "a: show the 2 host fixes (by hand)") || strings.Contains(cv, "apply") {
+		t.Errorf("by-hand fixes offered as applied:\n%s", cv)
+	}
+	if a, ok := ds.hostFixKey(); !ok || a.Help().Desc != "show host fixes (by hand)" {
+		t.Errorf("a's help: %q %v", a.Help().Desc, ok)
 	}
 	drive(t, m, press("a"))
 	v := plain(m)

@@ -542,3 +542,31 @@ func TestPlanModeRunsAndEndsOnTheSummaryFakeRunner(t *testing.T) {
 		t.Errorf("result %+v", r)
 	}
 }
+
+// At 80 columns a long log path in the troubleshoot header is wrapped
+// whole: no row is cut with "…" (UX round 3, item 7).
+func TestTroubleshootHeaderWrapsALongPath(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state", "runs", "20261124-194234-60a434-a-long-run-directory-name")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "rocm.log")
+	if err := os.WriteFile(path, []byte("kern.hip:3:1: error: unknown type name 'hipFoo'\nFAILED: kern.o\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := newSized(t, newFakeBackend(t), 80, 24)
+	drive(t, m, press("t"))
+	for _, r := range path {
+		drive(t, m, press(string(r)))
+	}
+	drive(t, m, press("enter"))
+	v := plain(m)
+	if !strings.Contains(strings.ReplaceAll(v, "\n", ""), path) {
+		t.Errorf("the path is not whole on screen:\n%s", v)
+	}
+	for _, l := range strings.Split(v, "\n") {
+		if strings.Contains(l, path[:20]) && strings.HasSuffix(strings.TrimRight(l, " "), "…") {
+			t.Errorf("row cut: %q", l)
+		}
+	}
+}

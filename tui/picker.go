@@ -100,7 +100,7 @@ func (p *pickerScreen) label(t steps.Track) string {
 func badgeText(s steps.Status) string {
 	switch s {
 	case steps.StatusRecommended:
-		return "main track"
+		return "recommended" // as `haloforge tracks` says it
 	case steps.StatusBlockedUpstream:
 		return "⚠ blocked"
 	default:

@@ -288,10 +288,20 @@ func costLines(p *Plan) []string {
 	}
 	for _, r := range p.Track.Requires {
 		if strings.Contains(r, "disk") {
-			parts = append(parts, "Disk: "+r)
+			// "about 30 GB free disk" reads as "Disk: needs about 30 GB free".
+			parts = append(parts, "Disk: needs "+strings.Replace(r, " free disk", " free", 1))
 		}
 	}
 	return parts
+}
+
+// shortPin is pins.Short marked with "…" when it shortened the value (a
+// commit SHA or a digest), so that a cut digest never reads as whole.
+func shortPin(v string) string {
+	if s := pins.Short(v); s != v {
+		return s + "…"
+	}
+	return v
 }
 
 // pinRows lists NAME=value pairs, sorted, floating ones flagged, as many
@@ -301,7 +311,7 @@ func pinRows(values map[string]string, floating []string, st Styles, width int) 
 	var rows []string
 	cur, curW := "", 0
 	for _, n := range slices.Sorted(maps.Keys(values)) {
-		text := n + "=" + pins.Short(values[n])
+		text := n + "=" + shortPin(values[n])
 		style := st.Subtle
 		if slices.Contains(floating, n) {
 			text, style = text+" (floating)", st.Warn

@@ -147,6 +147,9 @@ func (s *serveScreen) ShortHelp() []key.Binding {
 		return append(b, k.Up, k.Down)
 	case s.benching:
 		return []key.Binding{k.Up, k.Down}
+	case s.setup == nil:
+		// No form (not built, or still reading): only leaving works.
+		return []key.Binding{k.Back, withHelp(k.Quit, "quit")}
 	}
 	b := []key.Binding{withHelp(k.Enter, "start the server"), k.Edit, k.Less, withHelp(k.Tab, "next field")}
 	if serve.EngineOf(s.serveTrack()) == serve.EngineLlamaCpp {
@@ -480,8 +483,8 @@ func (s *serveScreen) render() string {
 		var nb *serve.NotBuiltError
 		if errors.As(s.setupErr, &nb) {
 			// Nothing ran: say what is missing and how to build it.
-			b.WriteString(st.Fail.Render(wrap("✗ "+nb.Why+": nothing was started.", s.w)) + "\n")
-			b.WriteString(wrap("Build it first: Enter on the track's plan in the wizard builds it, or run", s.w) + "\n")
+			b.WriteString(st.Fail.Render(wrapHard("✗ "+nb.Why+": nothing was started.", s.w)) + "\n")
+			b.WriteString(wrap("Build it first, in your terminal (esc goes back):", s.w) + "\n")
 			b.WriteString(strings.Join(commandLines(nb.Next, s.w, 2), "\n") + "\n")
 			return b.String()
 		}

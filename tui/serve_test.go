@@ -197,7 +197,7 @@ func TestServeScreenRefusesUnbuiltTrack(t *testing.T) {
 	s.SetSize(80, 24)
 	follow(t, s, s.Init()(), time.Second)
 	text := screenText(s)
-	for _, want := range []string{"✗ llamacpp-distro is not built yet: nothing was started.", "Enter on the track's plan in the wizard builds it", "  haloforge build --track llamacpp-distro"} {
+	for _, want := range []string{"✗ llamacpp-distro is not built yet: nothing was started.", "Build it first, in your terminal", "  haloforge build --track llamacpp-distro"} {
 		if !strings.Contains(text, want) {
 			t.Fatalf("the screen lacks %q:\n%s", want, text)
 		}
@@ -207,6 +207,42 @@ func TestServeScreenRefusesUnbuiltTrack(t *testing.T) {
 	}
 	if cmd := s.Update(press("enter")); cmd != nil || s.running {
 		t.Fatal("Enter started something on an unbuilt track")
+	}
+	// The footer offers only the keys that work there: esc and q.
+	var help []string
+	for _, b := range s.ShortHelp() {
+		help = append(help, b.Help().Key+" "+b.Help().Desc)
+	}
+	if got := strings.Join(help, " • "); got != "esc back • q quit" {
+		t.Errorf("footer = %q, want only esc back and q quit", got)
+	}
+}
+
+// An image that is gone since the build: every step is cached, so the plan's
+// Enter would build nothing; the screen gives the exact command (with the
+// user's flags) and the image reference whole, wrapped, never cut.
+func TestServeScreenImageGone(t *testing.T) {
+	const image = "docker.io/rocm/vllm:rocm10.0.0_ubuntu24.04_py3.14_pytorch_2.12.0_vllm_0.27.0@sha256:b8a082f346d069376d35784250e38b23a043efe979408ae3a33d7c6b62ee3276"
+	f := newFakeBackend(t)
+	f.serveErr = &serve.NotBuiltError{Track: "vllm-image", Why: "the image " + image + " of vllm-image does not exist (removed since the build?)",
+		Next: "haloforge build --track vllm-image --from pull --state-dir /tmp/st"}
+	s := newServeScreen(context.Background(), testCommon(), f, "vllm-image")
+	s.SetSize(80, 24)
+	follow(t, s, s.Init()(), time.Second)
+	text := screenText(s)
+	if joined := strings.ReplaceAll(text, "\n", ""); !strings.Contains(joined, image) {
+		t.Fatalf("the image reference is cut:\n%s", text)
+	}
+	if strings.Contains(text, "Enter on the track's plan") {
+		t.Fatalf("the screen sends the user to a plan that builds nothing:\n%s", text)
+	}
+	if !strings.Contains(text, "  haloforge build --track vllm-image --from pull --state-dir /tmp/st") {
+		t.Fatalf("the exact build command is missing:\n%s", text)
+	}
+	for _, l := range strings.Split(text, "\n") {
+		if ansi.StringWidth(l) > 80 {
+			t.Errorf("row wider than 80: %q", l)
+		}
 	}
 }
 

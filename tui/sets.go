@@ -19,7 +19,10 @@ type PinSets struct {
 	// CannotWrite says why the wizard does not write the pins file (the
 	// demo, the built-in copy); the view then prints the command instead.
 	CannotWrite string
-	Sets        []PinSet
+	// Creates is the pins file u creates (the built-in pins with the set's
+	// values, as `haloforge pins use` does) when the session has none.
+	Creates string
+	Sets    []PinSet
 }
 
 // PinSet is one known-good set and what using it would change.
@@ -43,6 +46,7 @@ type PinChange struct{ Name, Old, New string }
 type PinSetUsed struct {
 	Path, Backup string
 	Changed      int    // pins changed; 0 when the file had the set already
+	Created      bool   // Path did not exist: it was created from the built-in pins
 	Warning      string // written, with something to know
 }
 
@@ -180,11 +184,11 @@ func (s *setsScreen) ask() {
 	case set == nil:
 	case set.Err != "":
 		s.note = "Not written: " + clean(set.Err)
-	case len(set.Changes) == 0:
+	case len(set.Changes) == 0 && s.sets.Creates == "":
 		s.note = "Your pins already have every pin of " + set.ID + ": nothing to write."
 	case s.sets.CannotWrite != "":
-		first, _, _ := strings.Cut(clean(s.sets.CannotWrite), ";")
-		s.note = first + " (why: above)"
+		s.note = "Not written: see \"Writing a set\" below the set's changes."
+		s.offset = len(s.lines) // the explanation is the view's last lines
 	default:
 		s.asking, s.note = true, ""
 	}
@@ -240,7 +244,11 @@ func (s *setsScreen) hint() string {
 	set := s.current()
 	switch {
 	case s.asking:
-		return st.Warn.Render(fmt.Sprintf("Write %d changed pins into %s, keeping a backup? ", len(set.Changes), filepath.Base(clean(s.sets.PinsFile)))) +
+		q := fmt.Sprintf("Write %d changed pins into %s, keeping a backup? ", len(set.Changes), filepath.Base(clean(s.sets.PinsFile)))
+		if s.sets.Creates != "" {
+			q = fmt.Sprintf("Create ./%s (built-in pins, %d changed)? ", filepath.Base(clean(s.sets.Creates)), len(set.Changes))
+		}
+		return st.Warn.Render(q) +
 			st.Key.Render("y") + " yes  " + st.Key.Render("N") + " no"
 	case s.used != nil:
 		return st.Subtle.Render("enter: see the plan with the new pins")
@@ -307,7 +315,7 @@ func (s *setsScreen) detailLines(width int) []string {
 		out = append(out, hardLines(clean(e), width, 0, subtle)...)
 	}
 	if s.sets.CannotWrite != "" {
-		out = append(out, "")
+		out = append(out, "", st.Bold.Render("Writing a set"))
 		out = append(out, hangLines(st.Subtle.Render(clean(s.sets.CannotWrite)), width, 2)...)
 	}
 	return out
@@ -347,11 +355,17 @@ func (s *setsScreen) changeLines(set *PinSet, width int) []string {
 func (s *setsScreen) usedLines(width int) []string {
 	st := s.Styles
 	u := s.used
-	if u.Changed == 0 {
+	if u.Changed == 0 && !u.Created {
 		return []string{st.OK.Render(clean(u.Path) + " already has every pin of the set: nothing was written.")}
 	}
-	out := wrapLines(st.OK.Render(fmt.Sprintf("✓ Wrote %d changed pins into %s", u.Changed, clean(u.Path))), width)
-	out = append(out, wrapLines("The old file is kept as "+clean(u.Backup), width)...)
+	var out []string
+	if u.Created {
+		out = wrapLines(st.OK.Render(fmt.Sprintf("✓ Created %s: the built-in pins with %d changed by the set", clean(u.Path), u.Changed)), width)
+		out = append(out, wrapLines("haloforge reads it from now on when run in this directory (or with --pins "+clean(u.Path)+").", width)...)
+	} else {
+		out = wrapLines(st.OK.Render(fmt.Sprintf("✓ Wrote %d changed pins into %s", u.Changed, clean(u.Path))), width)
+		out = append(out, wrapLines("The old file is kept as "+clean(u.Backup), width)...)
+	}
 	if u.Warning != "" {
 		out = append(out, wrapLines(st.Warn.Render(clean(u.Warning)), width)...)
 	}

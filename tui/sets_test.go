@@ -134,7 +134,7 @@ func TestSetsScreenCannotWrite(t *testing.T) {
 	s.Update(press("down"))
 	s.Update(press("u"))
 	v := ansi.Strip(s.View())
-	if s.TakesText() || len(f.used) != 0 || !strings.Contains(v, "demo: nothing is written (sample data) (why: above)") || !strings.Contains(v, "on your machine, u writes") {
+	if s.TakesText() || len(f.used) != 0 || !strings.Contains(v, `Not written: see "Writing a set" below`) || !strings.Contains(v, "on your machine, u writes") {
 		t.Errorf("asking %v, used %v:\n%s", s.TakesText(), f.used, v)
 	}
 
@@ -146,6 +146,15 @@ func TestSetsScreenCannotWrite(t *testing.T) {
 	s.Update(msgOf(s.Update(press("y"))))
 	if v := ansi.Strip(s.View()); !strings.Contains(v, "Not written: versions.env:3: bad line") {
 		t.Errorf("a failed write:\n%s", v)
+	}
+	// Built-in pins: u asks to create ./versions.env, as pins use does (C4).
+	f.useErr = nil
+	f.pinSets.Creates = "/home/u/versions.env"
+	s = newSetsFor(t, f, 80, 24)
+	s.Update(press("down"))
+	s.Update(press("u"))
+	if v := ansi.Strip(s.View()); !strings.Contains(v, "Create ./versions.env (built-in pins, 3 changed)? y yes  N no") {
+		t.Errorf("no create question:\n%s", v)
 	}
 	f.pinSets = nil
 	if v := ansi.Strip(newSetsFor(t, f, 100, 40).View()); !strings.Contains(v, "The pin sets could not be read: fake: no pin sets") {

@@ -103,7 +103,7 @@ func summaryText(rs *runState, p *Plan, resume string, demo bool, st Styles, wid
 	failed := rs.Failed()
 	switch {
 	case failed != nil:
-		b.WriteString(st.Fail.Render("✗ "+t.ID+" stopped at "+failed.ID) + "\n")
+		b.WriteString(st.Fail.Render("✗ "+t.ID+" failed at "+failed.ID) + "\n")
 	case rs.Err != nil:
 		b.WriteString(st.Fail.Render("✗ "+t.ID+": "+rs.Err.Error()) + "\n")
 	case len(rs.NotVerified()) > 0:

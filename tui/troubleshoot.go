@@ -280,7 +280,7 @@ func (s *troubleshootScreen) results() string {
 	case s.err != nil:
 		return st.Fail.Render(wrap(s.err.Error(), width))
 	case len(s.findings) == 0 && len(s.suspects) > 0:
-		b.WriteString(st.OK.Render(wrap("No known failure in "+src+".", width)) + "\n" +
+		b.WriteString(st.OK.Render(wrapHard("No known failure in "+src+".", width)) + "\n" +
 			st.Subtle.Render("These lines look like the error; `haloforge doctor` checks the host.") + "\n")
 		for _, l := range s.suspects {
 			label := fmt.Sprintf("line %d  ", l.Line)
@@ -294,10 +294,10 @@ func (s *troubleshootScreen) results() string {
 		}
 		return b.String()
 	case len(s.findings) == 0:
-		return st.OK.Render(wrap("No known failure in "+src+".", width)) + "\n" +
+		return st.OK.Render(wrapHard("No known failure in "+src+".", width)) + "\n" +
 			st.Subtle.Render(wrap("If it still fails, the last lines of the log are the place to look; `haloforge doctor` checks the host.", width))
 	}
-	b.WriteString(st.Bold.Render(wrap(fmt.Sprintf("%s in %s", plural(len(s.findings), "known failure"), src), width)) + "\n")
+	b.WriteString(st.Bold.Render(wrapHard(fmt.Sprintf("%s in %s", plural(len(s.findings), "known failure"), src), width)) + "\n")
 	for i, f := range s.findings {
 		cur := "  "
 		if i == s.selected {

@@ -33,8 +33,10 @@ type Detection struct {
 	Checks      []Check
 	Recommended string // track ID
 	// HostFixes counts the host changes haloforge can make for the checks
-	// (doctor --plan's actions); the detection screen offers them.
-	HostFixes int
+	// (doctor --plan's actions it applies); HostFixesByHand the ones it
+	// leaves to the user (a bootloader it does not edit, advice). The
+	// detection screen offers to apply the first, or to show the second.
+	HostFixes, HostFixesByHand int
 }
 
 // GPU is the card at the top of the detection screen.

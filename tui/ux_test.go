@@ -394,7 +394,7 @@ func TestPlanWording(t *testing.T) {
 	s.SetSize(80, 30)
 	v := ansi.Strip(s.View())
 	mustContain(t, "plan", v, "All 2 steps run.", "VLLM_REPO=https://github.com/vllm-project/vllm.git", "kernel cannot see it",
-		"Time: no estimate before a first run", "Disk: about 60 GB free disk")
+		"Time: no estimate before a first run", "Disk: needs about 60 GB free")
 	if strings.Contains(v, "the others are up to date") {
 		t.Errorf("a first run speaks of others:\n%s", v)
 	}

@@ -50,7 +50,10 @@ func newBenchCmd(g *globalOpts) *cobra.Command {
 			"community guides ask for: device, BIOS UMA, IOMMU, kernel, Mesa, ROCm, backend, build, " +
 			"command and the raw output: the facts of the machine the run was made on (this one for --track; " +
 			"for a file from elsewhere, only the device it names). bench --from also reads such a FILE.json " +
-			"back and judges it again with its own machine's facts. Exit 0 when the file was read, 2 when it could not be.",
+			"back and judges it again with its own machine's facts. " +
+			"Exit codes: with --from, 0 when the file was read, 2 when it could not be; with --track, 0 when the " +
+			"benchmark ran and was compared, 1 when it failed or left no results, 2 when nothing ran (not built, " +
+			"bad input), 130 when interrupted.",
 		Example: "  haloforge bench --track llamacpp-distro --model ~/models/qwen3-30b-a3b-q4_k_m.gguf --depths 0,32768\n" +
 			"  haloforge bench --track therock-toolbox --model Qwen/Qwen3-0.6B --url http://127.0.0.1:8000\n" +
 			"  llama-bench -m model.gguf -o jsonl -r 3 -fa 1 -ngl 999 > bench.jsonl\n" +

@@ -42,6 +42,14 @@ func runBenchTrack(cmd *cobra.Command, o benchOptions) error {
 	}
 	req := serve.BenchRequest{Track: o.track, Pins: s.plan.Env, Model: o.model, URL: url, Depths: o.depths,
 		Tiny: filepath.Join(o.stateDir, o.track, "tiny-random.gguf"), Root: os.Getenv("HALOFORGE_DISTROBOX_ROOT") == "1", NoGPU: s.noGPU}
+	var built serve.Built
+	if !o.dryRun {
+		// Not built is said before a missing model is.
+		g := globalOpts{stateDir: o.stateDir, scripts: o.scripts, pins: o.pins}
+		if built, err = checkBuilt(s, &g, req.Root); err != nil {
+			return err
+		}
+	}
 	b, err := serve.PlanBench(req)
 	if err != nil {
 		return usageErr(err)
@@ -53,10 +61,6 @@ func runBenchTrack(cmd *cobra.Command, o benchOptions) error {
 		}
 		printBenchLaunch(out, b)
 		return nil
-	}
-	built, err := checkBuilt(s, o.stateDir, req.Root)
-	if err != nil {
-		return err
 	}
 	if built.Note != "" {
 		fmt.Fprintf(cmd.ErrOrStderr(), "note: %s\n", built.Note)

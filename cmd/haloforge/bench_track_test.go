@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,4 +64,15 @@ func BenchmarkBenchTrackOverhead(b *testing.B) {
 	avg := added / time.Duration(b.N)
 	b.ReportMetric(avg.Seconds(), "s-added")
 	b.ReportMetric(avg.Seconds()/2, "of-2s-budget")
+}
+
+// bench --help gives the exit codes of both modes, not only --from's.
+func TestBenchHelpExitCodes(t *testing.T) {
+	long := newBenchCmd(&globalOpts{}).Long
+	for _, want := range []string{"with --from, 0 when the file was read, 2 when it could not be",
+		"with --track, 0 when the benchmark ran and was compared, 1 when it failed", "2 when nothing ran", "130 when interrupted"} {
+		if !strings.Contains(long, want) {
+			t.Errorf("bench --help lacks %q", want)
+		}
+	}
 }

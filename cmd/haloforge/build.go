@@ -19,6 +19,7 @@ import (
 	"github.com/haloforge/haloforge/steps/runner"
 	"github.com/haloforge/haloforge/tui"
 	"github.com/haloforge/haloforge/tui/linemode"
+	"github.com/haloforge/haloforge/tui/session"
 )
 
 type buildOpts struct {
@@ -105,7 +106,8 @@ func runBuild(cmd *cobra.Command, o buildOpts) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	return runAndPrint(cmdContext(cmd), cmd.InOrStdin(), out, r, o, colorOut(cmd))
+	next := session.PlanView(plan, o.stateDir, nil, g.args()...).Track.Next
+	return runAndPrint(cmdContext(cmd), cmd.InOrStdin(), out, r, o, next, colorOut(cmd))
 }
 
 // checkBuildFlags answers bad usage before anything is collected or
@@ -159,6 +161,7 @@ func runBuildTUI(cmd *cobra.Command, o buildOpts, pf *pins.File) error {
 	if err != nil {
 		return usageErr(err)
 	}
+	e.Flags = o.g.args()
 	e.Tune = func(ro *runner.Options) { ro.From, ro.Only, ro.DryRun, ro.Resume = o.from, o.only, o.dryRun, o.resume }
 	p, err := e.Plan(o.track)
 	if err != nil {
@@ -198,7 +201,7 @@ func newBuildRunner(plan *steps.Plan, pinsFile string, o buildOpts, color bool) 
 
 // runAndPrint runs the build in line mode (the TUI takes over when it
 // exists) and maps its outcome to DESIGN.md's exit codes.
-func runAndPrint(parent context.Context, in io.Reader, out io.Writer, r *runner.Runner, o buildOpts, color bool) error {
+func runAndPrint(parent context.Context, in io.Reader, out io.Writer, r *runner.Runner, o buildOpts, next []string, color bool) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	stopSignals := onInterrupt(out, "the step", runner.DefaultGrace, cancel, r.Kill)
@@ -207,7 +210,7 @@ func runAndPrint(parent context.Context, in io.Reader, out io.Writer, r *runner.
 	defer stopForward()
 
 	printed := make(chan linemode.Result, 1)
-	lo := linemode.Options{Color: color, DryRun: o.dryRun, Resume: func(step string) string { return resumeCommand(o, step) }, Answering: answering}
+	lo := linemode.Options{Color: color, DryRun: o.dryRun, Next: next, Resume: func(step string) string { return resumeCommand(o, step) }, Answering: answering}
 	go func() { printed <- linemode.Print(out, r.Events(), lo) }()
 	rep, runErr := r.Run(ctx)
 	<-printed
@@ -229,6 +232,43 @@ func runAndPrint(parent context.Context, in io.Reader, out io.Writer, r *runner.
 		return failedErr(runErr) // the steps worked but state or report could not be saved
 	}
 	return nil
+}
+
+// failedBlockingChecks are the track's blocking doctor checks that fail on
+// this machine (none when the track has none).
+func failedBlockingChecks(ctx context.Context, t steps.Track, stateDir string) ([]detect.Check, error) {
+	if len(t.BlockingChecks) == 0 {
+		return nil, nil
+	}
+	b, err := detect.Collect(ctx, collectOptions(stateDir))
+	if err != nil {
+		return nil, fmt.Errorf("doctor checks: %w", err)
+	}
+	rep := detect.Analyse(b)
+	var failed []detect.Check
+	for _, id := range t.BlockingChecks {
+		if c, ok := rep.Check(id); ok && c.Status == detect.StatusFail {
+			failed = append(failed, c)
+		}
+	}
+	return failed, nil
+}
+
+// warnBlockingChecks says, as the wizard's plan screen does, which of the
+// track's blocking checks fail here: build will refuse to start until they
+// are fixed (or told --ignore-checks). The plan itself is still printed.
+func warnBlockingChecks(ctx context.Context, w io.Writer, t steps.Track, stateDir string) {
+	failed, err := failedBlockingChecks(ctx, t, stateDir)
+	if err != nil {
+		fmt.Fprintf(w, "warning: the blocking checks could not run: %v\n", err)
+		return
+	}
+	for _, c := range failed {
+		fmt.Fprintf(w, "warning: check %s fails here: %s\n", hostfix.CheckLabel(c.ID), c.Summary)
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(w, "warning: build will refuse to start until these are fixed (or run with --ignore-checks); `haloforge doctor` shows the fixes\n")
+	}
 }
 
 // resumeCommand is the command line that resumes this build after step
@@ -276,19 +316,9 @@ func colorOut(cmd *cobra.Command) bool {
 // `fail` stops the build (exit 1) unless ignore is set, and then it is only
 // reported.
 func blockingChecks(ctx context.Context, out io.Writer, t steps.Track, stateDir string, ignore bool) error {
-	if len(t.BlockingChecks) == 0 {
-		return nil
-	}
-	b, err := detect.Collect(ctx, collectOptions(stateDir))
+	failed, err := failedBlockingChecks(ctx, t, stateDir)
 	if err != nil {
-		return failedErr(fmt.Errorf("doctor checks: %w", err))
-	}
-	rep := detect.Analyse(b)
-	var failed []detect.Check
-	for _, id := range t.BlockingChecks {
-		if c, ok := rep.Check(id); ok && c.Status == detect.StatusFail {
-			failed = append(failed, c)
-		}
+		return failedErr(err)
 	}
 	if len(failed) == 0 {
 		return nil

@@ -46,7 +46,7 @@ func addHostfixFlags(cmd *cobra.Command, h *hostfixOpts) {
 	f.Int64Var(&h.gttGiB, "gtt-gib", 0, "with --plan: the GTT to give the GPU in GiB (default: RAM minus 4-8 GiB for the OS)")
 	f.StringVar(&h.user, "user", "", "with --plan: the user to add to render and video (default: you)")
 	f.StringVar(&h.root, "root", "", "act on the system installed under DIR (an image or chroot; its tools run with chroot)")
-	f.StringVar(&h.confirm, "confirm", "", "non-interactive confirmation for automation and tests: APPLY for --apply, ROLLBACK for --rollback")
+	f.StringVar(&h.confirm, "confirm", "", "confirm without a prompt, for automation and tests: APPLY for --apply, ROLLBACK for --rollback")
 	f.StringVar(&h.dmesg, "dmesg", "", "with --verify: read the kernel log from FILE (sudo dmesg > FILE) when dmesg needs root here")
 	cmd.MarkFlagsMutuallyExclusive("plan", "apply", "verify", "rollback", "collect")
 }
@@ -131,7 +131,7 @@ func runHostPlan(cmd *cobra.Command, o doctorOpts) error {
 		return err
 	}
 	p, err := hostfix.Build(r, ev, hostfix.Options{GTTGiB: o.host.gttGiB, User: o.host.user, Source: source, Version: version,
-		BundleFacts: o.bundle != ""})
+		BundleFacts: o.bundle != "", Bundle: o.bundle})
 	if err != nil {
 		return usageErr(err)
 	}

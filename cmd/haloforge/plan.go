@@ -72,6 +72,7 @@ func runPlan(cmd *cobra.Command, o planOpts) error {
 		return err
 	}
 	warnStalePins(cmd.ErrOrStderr(), stateDir, pinsFile, p.Track.PinNames())
+	warnBlockingChecks(cmdContext(cmd), cmd.ErrOrStderr(), p.Track, stateDir)
 	pj := toPlanJSON(p, pinsFile.Path)
 	pj.MissingInputs = p.Track.MissingInputs(pinsFile.Values())
 	if missing != nil {

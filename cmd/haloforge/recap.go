@@ -7,6 +7,7 @@ import (
 
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/tui"
+	"github.com/haloforge/haloforge/tui/linemode"
 )
 
 // printRecap leaves a short recap on the normal screen once a full-screen
@@ -47,8 +48,10 @@ func recapLines(res tui.Result) []string {
 		}
 		out = append(out, head)
 		earlier()
-		for _, c := range res.Next {
-			out = append(out, "next: "+c)
+		if len(res.Next) > 0 {
+			var next strings.Builder
+			linemode.PrintNext(&next, res.Next)
+			out = append(out, strings.Split(strings.TrimSuffix(next.String(), "\n"), "\n")...)
 		}
 	case res.Failed != "":
 		out = append(out, fmt.Sprintf("✗ %s failed at %s · log %s", res.Track, res.Failed, res.FailedLog))

@@ -117,18 +117,21 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	}
 	req := serve.Request{Track: o.track, Pins: s.plan.Env, Model: o.model, Context: o.context, Util: o.util, Port: o.port,
 		Host: o.host, Expose: o.expose, Root: os.Getenv("HALOFORGE_DISTROBOX_ROOT") == "1", NoGPU: s.noGPU, Unified: s.ceiling.Unified}
+	var built serve.Built
+	if !o.dryRun {
+		// A track that is not built is said first: asking for a model it
+		// cannot serve yet would send the user the wrong way.
+		g := globalOpts{stateDir: o.stateDir, scripts: o.scripts, pins: o.pins}
+		if built, err = checkBuilt(s, &g, req.Root); err != nil {
+			return err
+		}
+	}
 	l, err := serve.Plan(req)
 	if err != nil {
 		return usageErr(err)
 	}
 	l.Estimate(req, s.ceiling)
 	out := cmd.OutOrStdout()
-	var built serve.Built
-	if !o.dryRun {
-		if built, err = checkBuilt(s, o.stateDir, req.Root); err != nil {
-			return err
-		}
-	}
 	if o.dryRun {
 		if o.asJSON {
 			return writeJSON(out, l)
@@ -162,12 +165,13 @@ var probeBuilt serve.Probe = serve.ProbeContainers
 // checkBuilt refuses to start the engine of a track that is not built
 // (exit 2: nothing ran), unless its box or image exists anyway: then the
 // returned note says so.
-func checkBuilt(s serveSetup, stateDir string, root bool) (serve.Built, error) {
+func checkBuilt(s serveSetup, g *globalOpts, root bool) (serve.Built, error) {
+	stateDir := g.stateDirOr()
 	st, err := steps.LoadState(stateDir)
 	if err != nil {
 		return serve.Built{}, usageErr(err)
 	}
-	b, err := serve.CheckBuilt(s.plan.Track, st, s.plan.Env, root, probeBuilt)
+	b, err := serve.CheckBuilt(s.plan.Track, st, serve.Where{StateDir: stateDir, Flags: g.args()}, s.plan.Env, root, probeBuilt)
 	if err != nil {
 		return b, usageErr(err)
 	}

@@ -420,7 +420,7 @@ func TestTmuxDemoHostFixes(t *testing.T) {
 		t.Skip("builds the binary and drives it in tmux")
 	}
 	tm := newDemoTmux(t, 80, 24)
-	tm.waitFor("a: apply these fixes", 10*time.Second)
+	tm.waitFor("a: show the 2 host fixes (by hand)", 10*time.Second)
 
 	tm.keys("a")
 	tm.waitFor("Bootloader: could not be identified", 5*time.Second)
@@ -534,7 +534,9 @@ func TestTmuxHostFixSudo(t *testing.T) {
 	}
 	cmd := fmt.Sprintf("runuser -u nobody -- env HOME=%s %s=%s HALOFORGE_TEST_STATE=%s %s -test.run '^TestHelperHostFixWizard$'",
 		shellQuote(state), hostRootEnv, shellQuote(root), shellQuote(state), shellQuote(bin))
-	tm := newTmux(t, 100, 30, cmd)
+	// 40 rows: the by-hand commands name the files under the root (two
+	// rows each at 100 columns), and what APPLY changes follows them.
+	tm := newTmux(t, 100, 40, cmd)
 
 	tm.waitFor("a: apply these fixes", 15*time.Second)
 	tm.keys("a")

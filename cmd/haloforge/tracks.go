@@ -152,7 +152,7 @@ func printTracks(w io.Writer, ts []steps.Track, values map[string]string, last m
 		}
 		var pv []string
 		for _, name := range t.PinNames() {
-			pv = append(pv, name+"="+pins.Short(values[name]))
+			pv = append(pv, name+"="+shortPin(values[name]))
 		}
 		for i, l := range wrap(strings.Join(pv, " "), 72) {
 			label := "pins: "
@@ -203,4 +203,13 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// shortPin is pins.Short marked with "…" when it shortened the value, so
+// that a cut SHA or digest never reads as whole (`plan` prints it whole).
+func shortPin(v string) string {
+	if s := pins.Short(v); s != v {
+		return s + "…"
+	}
+	return v
 }

@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/haloforge/haloforge"
 	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
@@ -154,9 +156,17 @@ func wizardEngine(g *globalOpts, stateDir string, runs bool) (*session.Engine, e
 		return detect.Analyse(b), nil
 	}
 	e.Source = "this machine"
+	e.Flags = g.args()
 	e.Version = version // recorded in host-fix plans and backups
 	// After the wizard writes a pin set, the pins are read again as here.
 	e.ReloadPins = func() (*pins.File, error) { return loadPinsFlags(g.pins.pins, g.pins.sets) }
+	if e.PinsFile == "" && g.pins.pins == "" {
+		// The built-in copy: u on the pin sets creates ./versions.env, as
+		// `haloforge pins use SET` does, after its y/N question.
+		if abs, err := filepath.Abs("versions.env"); err == nil {
+			e.CreatePins = &session.PinsCreate{Path: abs, BaseName: embeddedPinsName, Base: haloforge.VersionsEnv}
+		}
+	}
 	return e, nil
 }
 

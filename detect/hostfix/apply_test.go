@@ -436,7 +436,7 @@ func TestApplyKernelInstallCreatesCmdline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Bootloader != BootSystemdBoot || !strings.HasPrefix(p.Script[0], "printf '%s\\n' 'root=UUID=1 ro quiet ttm.pages_limit=30670848' | sudo tee /etc/kernel/cmdline") {
+	if p.Bootloader != BootSystemdBoot || !strings.HasPrefix(p.Script[0], "printf '%s\\n' 'root=UUID=1 ro quiet ttm.pages_limit=30670848' | sudo tee "+root+"/etc/kernel/cmdline") {
 		t.Fatalf("plan: %s %q", p.Bootloader, p.Script)
 	}
 	state := t.TempDir()

@@ -275,7 +275,7 @@ func TestSedCommandsDoWhatApplyDoes(t *testing.T) {
 			}
 			c := grubFrom(t, p, tt.content)
 			for _, a := range tt.args {
-				for _, cmd := range lineCommands("", c.apply(a), nil) {
+				for _, cmd := range lineCommands("", nil, c.apply(a), nil) {
 					out, err := exec.Command("sh", "-c", cmd).CombinedOutput()
 					if err != nil {
 						t.Fatalf("%s: %v\n%s", cmd, err, out)
@@ -302,7 +302,7 @@ func TestSedCommandsDoWhatApplyDoes(t *testing.T) {
 			if first {
 				create, first = map[string]string{p: k.text}, false
 			}
-			for _, cmd := range lineCommands("", ch, create) {
+			for _, cmd := range lineCommands("", nil, ch, create) {
 				if out, err := exec.Command("sh", "-c", cmd).CombinedOutput(); err != nil {
 					t.Fatalf("%s: %v\n%s", cmd, err, out)
 				}

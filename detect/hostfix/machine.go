@@ -170,7 +170,7 @@ func CheckMachine(p *Plan, root string) error {
 	m := p.Machine
 	again := "make a new plan here: haloforge doctor --plan --json > plan.json"
 	if root != "/" {
-		again = "make a new plan for it: haloforge doctor --plan --json --root " + root + " > plan.json"
+		again = "make a new plan for it: haloforge doctor --plan --json --root " + shellQuote(root) + " > plan.json"
 	}
 	where := "this machine"
 	if root != "/" {
@@ -192,7 +192,11 @@ func CheckMachine(p *Plan, root string) error {
 	}
 	now := machineOf(ev, false)
 	if m.ID != now.ID || (m.ID == "" && m.Hostname != now.Hostname) {
-		return fmt.Errorf("%w: the plan was made on another machine%s; %s is%s: %s", ErrWrongMachine, named(m.Hostname), where, named(now.Hostname), again)
+		this := where + " is another"
+		if now.Hostname != "" {
+			this = where + " is " + now.Hostname
+		}
+		return fmt.Errorf("%w: the plan was made on another machine%s; %s: %s", ErrWrongMachine, named(m.Hostname), this, again)
 	}
 	var changed []string
 	for _, g := range factGroups {

@@ -57,7 +57,7 @@ func TestCheckMachine(t *testing.T) {
 		{"rebooted with other arguments", map[string]string{"/proc/cmdline": "BOOT_IMAGE=/vmlinuz root=/dev/x quiet ttm.pages_limit=1\n"}, "kernel command line changed", true},
 		{"bootloader tool installed", map[string]string{"/usr/sbin/grubby": "#!/bin/sh\n"}, "bootloader tools changed", true},
 		{"two at once", map[string]string{"/etc/default/grub": "x\n", "/proc/cmdline": "y\n"}, "boot files and kernel command line changed", true},
-		{"another machine", map[string]string{"/etc/machine-id": "fedcba9876543210fedcba9876543210\n", "/etc/hostname": "box-b\n"}, "made on another machine (box-a); the system under", false},
+		{"another machine", map[string]string{"/etc/machine-id": "fedcba9876543210fedcba9876543210\n", "/etc/hostname": "box-b\n"}, "made on another machine (box-a); the system under /", false},
 		{"machine ID gone", map[string]string{"/etc/machine-id": "\n"}, "made on another machine", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

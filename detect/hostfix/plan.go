@@ -41,6 +41,8 @@ type Plan struct {
 	// Machine is the system the plan was made for: --apply refuses it
 	// on any other, or once the facts it was made from have changed.
 	Machine Machine `json:"machine"`
+
+	bundle string // the --bundle file the facts came from, for the follow-up commands
 }
 
 // Action is one host change (or, with Advice, one thing for the user to do:
@@ -96,6 +98,9 @@ type Options struct {
 	// BundleFacts says the hardware facts come from a bundle (--bundle
 	// with --root): the plan is then never applied to the live machine.
 	BundleFacts bool
+	// Bundle is the --bundle file, repeated in the follow-up commands the
+	// plan prints ("" when the facts are this machine's).
+	Bundle string
 }
 
 // lockupTimeoutMS is the GPU watchdog for long prompts: LLMKube's 20 s,
@@ -121,6 +126,7 @@ func Build(r *detect.Report, e *Evidence, o Options) (*Plan, error) {
 	p := &Plan{Version: PlanVersion, CreatedBy: "haloforge " + o.Version, Source: o.Source, Actions: []Action{}, Script: []string{}, Files: []FileDiff{}}
 	p.Boot = DetectBoot(e)
 	p.Machine = machineOf(e, o.BundleFacts)
+	p.bundle = o.Bundle
 	p.Bootloader = p.Boot.Name
 	// Without an AMD GPU there is nothing for haloforge to set up: no
 	// kernel argument, group or package on such a host serves it.
@@ -278,4 +284,24 @@ func argChange(w want) string {
 		return "set " + w.arg.String() + " (" + w.why + ")"
 	}
 	return "remove " + w.arg.String() + " (" + w.why + ")"
+}
+
+// HaloforgeApplies says whether --apply makes this change itself: not
+// advice, and not a kernel argument on a bootloader haloforge does not edit
+// (those are printed for the user to set by hand).
+func (p *Plan) HaloforgeApplies(a Action) bool {
+	return !a.Advice && (a.Kind != KindKernelArg || p.Boot.Editable())
+}
+
+// Counts are how many of the plan's changes haloforge applies and how many
+// are left to the user (by hand: kernel arguments it cannot place, advice).
+func (p *Plan) Counts() (applied, byHand int) {
+	for _, a := range p.Actions {
+		if p.HaloforgeApplies(a) {
+			applied++
+		} else {
+			byHand++
+		}
+	}
+	return applied, byHand
 }

@@ -50,7 +50,7 @@ func bootedParams(b *detect.Bundle) string {
 // from /etc/default/grub.
 func grubEvidence(b *detect.Bundle) *Evidence {
 	grub := strings.Replace(debianGrub, `GRUB_CMDLINE_LINUX_DEFAULT="quiet"`, `GRUB_CMDLINE_LINUX_DEFAULT="`+bootedParams(b)+`"`, 1)
-	return &Evidence{Root: "/test", Tools: map[string]string{"update-grub": "/usr/sbin/update-grub", "update-initramfs": "/usr/sbin/update-initramfs"},
+	return &Evidence{Root: "/", Tools: map[string]string{"update-grub": "/usr/sbin/update-grub", "update-initramfs": "/usr/sbin/update-initramfs"},
 		Markers: map[string]bool{}, Files: map[string][]byte{"/etc/default/grub": []byte(grub)}, Groups: map[string][]string{"render": nil, "video": nil},
 		OSRelease: map[string]string{"ID": "debian", "VERSION_ID": "13"}}
 }
@@ -154,6 +154,27 @@ func TestPlanValues(t *testing.T) {
 	}
 	if d := cmp.Diff(wantScript, p.Script); d != "" {
 		t.Errorf("script (-want +got):\n%s", d)
+	}
+	// The system under --root: the by-hand commands edit its files and run
+	// its tools inside it with chroot, as --apply does, never this machine's.
+	ev := grubEvidence(b)
+	ev.Root = "/mnt/sys"
+	pr, err := Build(r, ev, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRoot := []string{
+		strings.Replace(wantScript[0], " /etc/default/grub", " /mnt/sys/etc/default/grub", 1),
+		strings.Replace(wantScript[1], " /etc/default/grub", " /mnt/sys/etc/default/grub", 1),
+		"sudo chroot /mnt/sys update-grub",
+	}
+	if d := cmp.Diff(wantRoot, pr.Script); d != "" {
+		t.Errorf("--root script (-want +got):\n%s", d)
+	}
+	for _, a := range pr.Actions {
+		if strings.Contains(a.Command, " /etc/") {
+			t.Errorf("--root action %s acts on this machine: %s", a.ID, a.Command)
+		}
 	}
 	if p.Target.PagesLimit != 30670848 || p.Target.GTTBytes != 30670848*4096 || p.Target.TTMModule != "ttm" {
 		t.Errorf("target = %+v (117 GiB on the 125.1 GiB demo machine)", p.Target)
@@ -309,5 +330,23 @@ func TestPlanGroupsAndModprobe(t *testing.T) {
 	}
 	if !slices.Contains(p.Script, `sudo sed -i -e '\|^options amdgpu gttsize=120000$|d' /etc/modprobe.d/strix.conf`) {
 		t.Errorf("script: %q", p.Script)
+	}
+}
+
+// A check with no host change is explained as doctor explains it, from the
+// one place that knows why (detect's check), never in words of its own.
+func TestSkippedChecksUseTheChecksExplanation(t *testing.T) {
+	for _, c := range []detect.Check{
+		{ID: "kfd-access", Status: detect.StatusFail, Summary: "/dev/kfd does not exist: the amdgpu kernel driver is not loaded",
+			Fix: "Load the driver: sudo modprobe amdgpu; check dmesg | grep -i amdgpu for why it did not bind."},
+		{ID: "kfd-access", Status: detect.StatusFail, Summary: "amdgpu is loaded but /dev/kfd is not reachable here: device nodes not mapped (container or sandbox?)",
+			Fix: "Run on the host, or pass the devices to the container:\n  podman run --device /dev/kfd …"},
+	} {
+		p := &Plan{}
+		skippedChecks(p, &detect.Report{Checks: []detect.Check{c}}, nil)
+		first, _, _ := strings.Cut(c.Fix, "\n")
+		if len(p.Skipped) != 1 || p.Skipped[0].Reason != c.Summary+"; "+first {
+			t.Errorf("skipped = %+v, want the check's summary and fix", p.Skipped)
+		}
 	}
 }

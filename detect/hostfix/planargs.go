@@ -168,8 +168,8 @@ func (kb *kernelArgBuilder) add(w want) {
 	switch {
 	case kb.grub != nil:
 		changes := kb.grub.apply(w.arg)
-		act.Command = strings.Join(lineCommands("sudo ", changes, nil), " && ")
-		kb.edits = append(kb.edits, lineCommands("sudo ", changes, nil)...)
+		act.Command = strings.Join(lineCommands("sudo ", kb.e, changes, nil), " && ")
+		kb.edits = append(kb.edits, lineCommands("sudo ", kb.e, changes, nil)...)
 	case kb.kcl != nil:
 		changes := kb.kcl.apply(w.arg)
 		var create map[string]string
@@ -177,19 +177,19 @@ func (kb *kernelArgBuilder) add(w want) {
 			create = map[string]string{kernelCmdlinePath: kb.kcl.text}
 			kb.kclMade = true
 		}
-		cmds := lineCommands("sudo ", changes, create)
+		cmds := lineCommands("sudo ", kb.e, changes, create)
 		act.Command = strings.Join(cmds, " && ")
 		kb.edits = append(kb.edits, cmds...)
 	case p.Boot.Name == BootGrubby && p.Boot.Problem == "":
 		if w.arg.Op == OpSet {
-			act.Command = `sudo grubby --update-kernel=ALL --args="` + w.arg.String() + `"`
+			act.Command = kb.e.sudo() + `grubby --update-kernel=ALL --args="` + w.arg.String() + `"`
 		} else {
-			act.Command = `sudo grubby --update-kernel=ALL --remove-args="` + w.arg.Key + `"`
+			act.Command = kb.e.sudo() + `grubby --update-kernel=ALL --remove-args="` + w.arg.Key + `"`
 		}
 	case p.Boot.Name == BootRPMOstree:
-		act.Command = "sudo rpm-ostree kargs " + strings.Join(kb.ostreeFlags(w.arg), " ")
+		act.Command = kb.e.sudo() + "rpm-ostree kargs " + strings.Join(kb.ostreeFlags(w.arg), " ")
 	case p.Boot.Name == BootSystemdBoot && p.Boot.Tool == "kernelstub":
-		act.Command = "sudo kernelstub " + strings.Join(kb.kernelstubFlags(w.arg), " ")
+		act.Command = kb.e.sudo() + "kernelstub " + strings.Join(kb.kernelstubFlags(w.arg), " ")
 	case p.Boot.Name == BootNixOS:
 		if w.arg.Op == OpSet {
 			act.Command = `boot.kernelParams = [ "` + w.arg.String() + `" ];`
@@ -286,10 +286,10 @@ func (kb *kernelArgBuilder) finish() {
 	case kb.grub != nil || kb.kcl != nil:
 		p.Script = append(p.Script, kb.edits...)
 		for _, u := range p.Boot.Update {
-			p.Script = append(p.Script, "sudo "+shellJoin(u))
+			p.Script = append(p.Script, kb.e.sudo()+shellJoin(u))
 		}
 	case p.Boot.Name == BootGrubby && p.Boot.Problem == "":
-		cmd := "sudo grubby --update-kernel=ALL"
+		cmd := kb.e.sudo() + "grubby --update-kernel=ALL"
 		if len(kb.removes) > 0 {
 			var keys []string
 			for _, a := range kb.removes {
@@ -310,10 +310,10 @@ func (kb *kernelArgBuilder) finish() {
 				}
 			}
 		}
-		p.Script = append(p.Script, "sudo rpm-ostree kargs "+strings.Join(flags, " "))
+		p.Script = append(p.Script, kb.e.sudo()+"rpm-ostree kargs "+strings.Join(flags, " "))
 	case p.Boot.Name == BootSystemdBoot && p.Boot.Tool == "kernelstub":
 		for _, a := range append(append([]KernelArg{}, kb.removes...), kb.sets...) {
-			p.Script = append(p.Script, "sudo kernelstub "+strings.Join(kb.kernelstubFlags(a), " "))
+			p.Script = append(p.Script, kb.e.sudo()+"kernelstub "+strings.Join(kb.kernelstubFlags(a), " "))
 		}
 	case p.Boot.Name == BootNixOS:
 		p.Script = append(p.Script, "# in /etc/nixos/configuration.nix (or your flake):")
@@ -327,7 +327,7 @@ func (kb *kernelArgBuilder) finish() {
 		for _, a := range kb.removes {
 			p.Script = append(p.Script, "# and remove \""+a.String()+"\" from boot.kernelParams")
 		}
-		p.Script = append(p.Script, "sudo nixos-rebuild boot")
+		p.Script = append(p.Script, kb.e.sudo()+"nixos-rebuild boot")
 	default:
 		if len(kb.sets) > 0 {
 			p.Script = append(p.Script, "# add to the kernel command line with your bootloader's tool: "+joinArgs(kb.sets))

@@ -52,7 +52,7 @@ func modprobeActions(p *Plan, e *Evidence, wants []want) {
 				continue
 			}
 			data = nd
-			c := lineCommands("sudo ", changes, nil)
+			c := lineCommands("sudo ", e, changes, nil)
 			cmds = append(cmds, c...)
 			p.Actions = append(p.Actions, Action{
 				ID: "modprobe:" + f + ":" + key, Kind: KindModprobe, Check: check,
@@ -71,7 +71,7 @@ func modprobeActions(p *Plan, e *Evidence, wants []want) {
 	p.Script = append(p.Script, cmds...)
 	p.Initramfs = initramfsCommands(e, p.Boot)
 	for _, c := range p.Initramfs {
-		p.Script = append(p.Script, "sudo "+shellJoin(c))
+		p.Script = append(p.Script, e.sudo()+shellJoin(c))
 	}
 }
 
@@ -148,7 +148,7 @@ func groupAction(p *Plan, r *detect.Report, e *Evidence, o Options) {
 		a.Command = "users.users." + user + ".extraGroups = [ " + strings.Join(q, " ") + " ];"
 		p.Script = append(p.Script, a.Command)
 	} else {
-		a.Command = "sudo usermod -aG " + strings.Join(missing, ",") + " " + user
+		a.Command = e.sudo() + "usermod -aG " + strings.Join(missing, ",") + " " + user
 		p.Script = append(p.Script, a.Command)
 	}
 	p.Actions = append(p.Actions, a)
@@ -243,7 +243,7 @@ func firstSentence(s string) string {
 var skipReasons = map[string]string{
 	"gpu":          "no AMD GPU to configure",
 	"gfx-support":  "a GPU target question: pick the track doctor recommends",
-	"kfd-access":   "/dev/kfd is not reachable here (a container or sandbox?): run haloforge on the host",
+	"kfd-access":   "", // the check's own explanation: driver not loaded, or nodes not mapped
 	"hsa-override": "an environment variable, not a host setting: unset HSA_OVERRIDE_GFX_VERSION where it is set",
 	"disk-space":   "free space or point --state-dir at a bigger disk",
 	"build-memory": "pick a prebuilt track, or build with a lower MAX_JOBS",
@@ -267,8 +267,16 @@ func skippedChecks(p *Plan, r *detect.Report, wants []want) {
 			continue
 		}
 		reason, ok := skipReasons[c.ID]
-		if !ok {
+		switch {
+		case !ok:
 			reason = "no host change for it: see haloforge doctor -v"
+		case reason == "":
+			// One explanation, doctor's: the check knows why (the driver
+			// is not loaded, or the nodes are not mapped into a container).
+			reason = c.Summary
+			if fix, _, _ := strings.Cut(c.Fix, "\n"); fix != "" {
+				reason += "; " + fix
+			}
 		}
 		p.Skipped = append(p.Skipped, Skipped{Check: c.ID, Status: string(c.Status), Reason: reason})
 	}

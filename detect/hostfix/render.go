@@ -99,14 +99,41 @@ func (p *Plan) WriteText(w io.Writer) error {
 		b.WriteString("Note: " + n + "\n")
 	}
 	switch {
+	case len(p.Actions) == 0:
+	case p.Machine.Target == TargetBundle && p.Reboot:
+		b.WriteString("\nA reboot is needed for the kernel changes. On the machine the bundle was collected on, make its own plan, apply it, reboot, then check:\n")
+	case p.Machine.Target == TargetBundle:
+		b.WriteString("\nOn the machine the bundle was collected on, make its own plan, apply it, then check:\n")
 	case p.Reboot:
 		b.WriteString("\nA reboot is needed for the kernel changes. Apply, reboot, then check:\n")
-	case len(p.Actions) > 0:
+	default:
 		b.WriteString("\nApply, then check:\n")
 	}
 	if len(p.Actions) > 0 {
-		b.WriteString("  haloforge doctor --plan --json > plan.json\n  haloforge doctor --apply plan.json\n  haloforge doctor --verify\n")
+		for _, c := range p.FollowUp() {
+			b.WriteString("  " + c + "\n")
+		}
 	}
 	_, err := io.WriteString(w, safeText(b.String()))
 	return err
+}
+
+// FollowUp are the commands that make, apply and check this plan for real,
+// with the --root and --bundle it was made with: a plan for the system
+// under a directory is applied and verified there, never on this machine.
+// A plan made from a bundle alone is made again on its machine, so its
+// commands carry no flag.
+func (p *Plan) FollowUp() []string {
+	var plan, root string
+	if p.Machine.Target == TargetRoot && p.Machine.Root != "" {
+		root = " --root " + shellQuote(p.Machine.Root)
+		if p.bundle != "" {
+			plan = " --bundle " + shellQuote(p.bundle)
+		}
+	}
+	return []string{
+		"haloforge doctor --plan --json" + plan + root + " > plan.json",
+		"haloforge doctor --apply" + root + " plan.json",
+		"haloforge doctor --verify" + root,
+	}
 }

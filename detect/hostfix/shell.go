@@ -1,6 +1,7 @@
 package hostfix
 
 import (
+	"path/filepath"
 	"strings"
 )
 
@@ -84,9 +85,10 @@ func sedScript(c lineChange) string {
 }
 
 // lineCommands are the exact shell commands, one per file, that make the
-// line changes; prefix is "sudo " when root is needed. A file that does not
-// exist yet (create) is written whole with tee.
-func lineCommands(prefix string, changes []lineChange, create map[string]string) []string {
+// line changes on the files of the system e was read from (under its --root
+// directory when it is not this machine); prefix is "sudo " when root is
+// needed. A file that does not exist yet (create) is written whole with tee.
+func lineCommands(prefix string, e *Evidence, changes []lineChange, create map[string]string) []string {
 	var out []string
 	var order []string
 	byFile := map[string][]string{}
@@ -95,7 +97,7 @@ func lineCommands(prefix string, changes []lineChange, create map[string]string)
 			if _, done := byFile[c.path]; !done {
 				order = append(order, c.path)
 				byFile[c.path] = nil
-				out = append(out, "printf '%s\\n' "+shellQuote(strings.TrimRight(content, "\n"))+" | "+prefix+"tee "+shellQuote(c.path)+" >/dev/null")
+				out = append(out, "printf '%s\\n' "+shellQuote(strings.TrimRight(content, "\n"))+" | "+prefix+"tee "+shellQuote(e.hostPath(c.path))+" >/dev/null")
 			}
 			continue
 		}
@@ -116,8 +118,36 @@ func lineCommands(prefix string, changes []lineChange, create map[string]string)
 		for _, s := range scripts {
 			args = append(args, "-e", shellQuote(s))
 		}
-		args = append(args, shellQuote(p))
+		args = append(args, shellQuote(e.hostPath(p)))
 		out = append(out, strings.Join(args, " "))
 	}
 	return out
+}
+
+// chrootDir is the directory the system lives under when it is not this
+// machine (--root), "" for this machine or a bundle alone.
+func (e *Evidence) chrootDir() string {
+	if e == nil || e.Root == "" || filepath.Clean(e.Root) == "/" {
+		return ""
+	}
+	return e.Root
+}
+
+// hostPath is a system path as a command typed here reaches it: under the
+// --root directory when the system lives there.
+func (e *Evidence) hostPath(p string) string {
+	if r := e.chrootDir(); r != "" {
+		return filepath.Join(r, p)
+	}
+	return p
+}
+
+// sudo starts a by-hand command that runs a tool of the system as root:
+// inside the --root directory with chroot, as --apply runs it, when the
+// system lives there.
+func (e *Evidence) sudo() string {
+	if r := e.chrootDir(); r != "" {
+		return "sudo chroot " + shellQuote(r) + " "
+	}
+	return "sudo "
 }

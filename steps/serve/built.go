@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 
 	"github.com/haloforge/haloforge/steps"
 )
@@ -24,7 +25,9 @@ type Built struct {
 // NotBuiltError is a track that cannot be served yet: one line, what to
 // run. Nothing has run (exit 2).
 type NotBuiltError struct {
-	Track, Why, Next string
+	Track, Why string
+	// Next is the build command to type, with the flags the user gave.
+	Next string
 }
 
 func (e *NotBuiltError) Error() string {
@@ -36,9 +39,17 @@ func (e *NotBuiltError) Error() string {
 // cannot tell (no container manager, sudo wants a password).
 type Probe func(mode, name string, root bool) (exists, known bool)
 
-// CheckBuilt decides whether track can be served from st and the pins'
-// box or image, as probe finds them.
-func CheckBuilt(t steps.Track, st *steps.State, pins map[string]string, root bool, probe Probe) (Built, error) {
+// Where is where CheckBuilt looks: the state dir (named in a refusal, so
+// that a run with another --state-dir is recognised) and the global flags
+// the user gave, which the suggested build command carries.
+type Where struct {
+	StateDir string
+	Flags    []string
+}
+
+// CheckBuilt decides whether track can be served from st (the state of
+// w.StateDir) and the pins' box or image, as probe finds them.
+func CheckBuilt(t steps.Track, st *steps.State, w Where, pins map[string]string, root bool, probe Probe) (Built, error) {
 	ln, ok := launchers[t.ID]
 	if !ok {
 		return Built{}, nil // Plan says the track serves nothing
@@ -48,6 +59,14 @@ func CheckBuilt(t steps.Track, st *steps.State, pins map[string]string, root boo
 		return Built{}, nil // Plan says what is missing
 	}
 	build := "haloforge build --track " + t.ID
+	flags := ""
+	if len(w.Flags) > 0 {
+		flags = " " + strings.Join(w.Flags, " ")
+	}
+	inDir := ""
+	if w.StateDir != "" {
+		inDir = " in state dir " + w.StateDir
+	}
 	var missing []string
 	ranAny := false
 	for _, s := range t.Steps {
@@ -66,12 +85,13 @@ func CheckBuilt(t steps.Track, st *steps.State, pins map[string]string, root boo
 	case known && exists && len(missing) > 0:
 		return Built{Note: fmt.Sprintf("the state dir has no finished build of %s; its %s exists, so it is served as it is", t.ID, what)}, nil
 	case len(missing) > 0 && !ranAny:
-		return Built{}, &NotBuiltError{Track: t.ID, Why: t.ID + " is not built yet", Next: build}
+		return Built{}, &NotBuiltError{Track: t.ID, Why: t.ID + " is not built yet" + inDir, Next: build + flags}
 	case len(missing) > 0:
-		return Built{}, &NotBuiltError{Track: t.ID, Why: fmt.Sprintf("%s is not fully built (step %s has not succeeded)", t.ID, missing[0]), Next: build}
+		return Built{}, &NotBuiltError{Track: t.ID, Why: fmt.Sprintf("%s is not fully built%s (step %s has not succeeded)", t.ID, inDir, missing[0]),
+			Next: build + flags}
 	case known && !exists:
 		return Built{}, &NotBuiltError{Track: t.ID, Why: fmt.Sprintf("the %s of %s does not exist (removed since the build?)", what, t.ID),
-			Next: build + " --from " + t.Steps[0].ID}
+			Next: build + " --from " + t.Steps[0].ID + flags}
 	}
 	return Built{}, nil
 }

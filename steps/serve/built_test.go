@@ -33,17 +33,17 @@ func TestCheckBuilt(t *testing.T) {
 		exists, known bool
 		want, note    string // want: the error ("" none); note: in the Built note
 	}{
-		{"nothing ran, no box", steps.NewState(), false, true, "llamacpp-distro is not built yet; build it first: haloforge build --track llamacpp-distro (nothing was started)", ""},
+		{"nothing ran, no box", steps.NewState(), false, true, "llamacpp-distro is not built yet in state dir /tmp/hf-state; build it first: haloforge build --track llamacpp-distro --state-dir /tmp/hf-state (nothing was started)", ""},
 		{"nothing ran, cannot tell", nil, false, false, "llamacpp-distro is not built yet", ""},
-		{"partial", built("toolbox", "packages"), false, true, "not fully built (step verify has not succeeded)", ""},
+		{"partial", built("toolbox", "packages"), false, true, "not fully built in state dir /tmp/hf-state (step verify has not succeeded); build it first: haloforge build --track llamacpp-distro --state-dir /tmp/hf-state (", ""},
 		{"partial, cannot tell", built("toolbox"), false, false, "(step packages has not succeeded)", ""},
-		{"built, box gone", built("toolbox", "packages", "verify"), false, true, "the box hf-box of llamacpp-distro does not exist (removed since the build?); build it first: haloforge build --track llamacpp-distro --from toolbox", ""},
+		{"built, box gone", built("toolbox", "packages", "verify"), false, true, "the box hf-box of llamacpp-distro does not exist (removed since the build?); build it first: haloforge build --track llamacpp-distro --from toolbox --state-dir /tmp/hf-state (", ""},
 		{"built, box there", built("toolbox", "packages", "verify"), true, true, "", ""},
 		{"built, cannot tell", built("toolbox", "packages", "verify"), false, false, "", ""},
 		{"not built, box made by hand", steps.NewState(), true, true, "", "no finished build of llamacpp-distro; its box hf-box exists, so it is served as it is"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := CheckBuilt(track, tc.st, pins, false, probe(tc.exists, tc.known))
+			b, err := CheckBuilt(track, tc.st, Where{StateDir: "/tmp/hf-state", Flags: []string{"--state-dir", "/tmp/hf-state"}}, pins, false, probe(tc.exists, tc.known))
 			var nb *NotBuiltError
 			switch {
 			case tc.want == "" && err != nil:
@@ -57,7 +57,7 @@ func TestCheckBuilt(t *testing.T) {
 		})
 	}
 	// A track haloforge does not serve is Plan's to refuse.
-	if _, err := CheckBuilt(steps.Track{ID: "therock-aotriton"}, nil, nil, false, probe(false, true)); err != nil {
+	if _, err := CheckBuilt(steps.Track{ID: "therock-aotriton"}, nil, Where{}, nil, false, probe(false, true)); err != nil {
 		t.Errorf("unservable track: %v", err)
 	}
 }

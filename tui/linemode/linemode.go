@@ -27,6 +27,10 @@ type Options struct {
 	// Resume returns the command that resumes the run after step failed
 	// or stopped, suggested at the end; nil (or "") suggests nothing.
 	Resume func(step string) string
+	// Next are the commands to type once the track is built (the track's
+	// next commands, with the user's flags), printed as "next: CMD" lines
+	// after a successful run, as the wizard's recap prints them.
+	Next []string
 	// ReadyHint is printed under a server's readiness (how to stop it);
 	// "" prints nothing.
 	ReadyHint string
@@ -452,6 +456,17 @@ func (p *printer) runFinished(e runner.RunFinished) {
 	}
 	if e.RunDir != "" {
 		fmt.Fprintf(p.w, "report: %s/%s\n", e.RunDir, runner.ReportFile)
+	}
+	if !p.o.DryRun && (e.Status == steps.OutcomeSucceeded || e.Status == steps.OutcomeNotVerified) {
+		PrintNext(p.w, p.o.Next)
+	}
+}
+
+// PrintNext writes the commands to type next, one "next: CMD" line each:
+// the one format of line mode, the wizard's recap and the demo's story.
+func PrintNext(w io.Writer, cmds []string) {
+	for _, c := range cmds {
+		fmt.Fprintf(w, "next: %s\n", c)
 	}
 }
 

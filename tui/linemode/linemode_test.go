@@ -258,3 +258,31 @@ func TestPrintARunThatNeverStarted(t *testing.T) {
 		t.Error("the result lost the error")
 	}
 }
+
+// A successful run ends with the next commands, as the wizard's recap
+// prints them; a failed run and a dry run do not.
+func TestPrintNextAfterSuccess(t *testing.T) {
+	next := []string{"haloforge serve --track t --model <model> --state-dir /s"}
+	for _, tc := range []struct {
+		name   string
+		status string
+		dry    bool
+		want   bool
+	}{
+		{"succeeded", steps.OutcomeSucceeded, false, true},
+		{"not verified", steps.OutcomeNotVerified, false, true},
+		{"failed", steps.OutcomeFailed, false, false},
+		{"dry run", steps.OutcomeSucceeded, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _ := printAll([]runner.Event{
+				runner.RunStarted{RunID: "r", Track: "t"},
+				runner.RunFinished{RunID: "r", RunDir: "/s/runs/r", Status: tc.status, Duration: time.Second},
+			}, Options{Next: next, DryRun: tc.dry})
+			got := strings.Contains(out, "\nnext: haloforge serve --track t --model <model> --state-dir /s\n")
+			if got != tc.want {
+				t.Errorf("next line printed = %v, want %v:\n%s", got, tc.want, out)
+			}
+		})
+	}
+}

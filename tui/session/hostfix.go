@@ -59,20 +59,15 @@ func (e *Engine) ApplyHostFix(ctx context.Context, fix *tui.HostFix, out io.Writ
 	return res, err
 }
 
-// hostFixCount is how many host changes the plan for r holds, for the
-// detection screen's offer; 0 when there is no plan to make.
-func (e *Engine) hostFixCount(r *detect.Report) int {
+// hostFixCount is how many host changes the plan for r holds that
+// haloforge applies, and how many it leaves to the user (by hand), for the
+// detection screen's offer; 0, 0 when there is no plan to make.
+func (e *Engine) hostFixCount(r *detect.Report) (applied, byHand int) {
 	p, err := e.hostPlan(r)
 	if err != nil {
-		return 0
+		return 0, 0
 	}
-	n := 0
-	for _, a := range p.Actions {
-		if !a.Advice {
-			n++
-		}
-	}
-	return n
+	return p.Counts()
 }
 
 func (e *Engine) hostPlan(r *detect.Report) (*hostfix.Plan, error) {

@@ -198,9 +198,7 @@ func (p *printer) end(o Outcome, next []string, resume string) {
 		} else {
 			p.f("\n== %s is built\n", o.Track)
 		}
-		for _, c := range next {
-			p.f("next: %s\n", c)
-		}
+		linemode.PrintNext(p.w, next)
 	case steps.OutcomeInterrupted:
 		p.f("\n== Interrupted. %s\n", resume)
 	default:

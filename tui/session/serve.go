@@ -91,7 +91,7 @@ func (e *Engine) checkBuilt(p *steps.Plan) (serve.Built, error) {
 	if probe == nil {
 		probe = serve.ProbeContainers
 	}
-	return serve.CheckBuilt(p.Track, st, p.Env, os.Getenv("HALOFORGE_DISTROBOX_ROOT") == "1", probe)
+	return serve.CheckBuilt(p.Track, st, serve.Where{StateDir: e.StateDir, Flags: e.Flags}, p.Env, os.Getenv("HALOFORGE_DISTROBOX_ROOT") == "1", probe)
 }
 
 // request turns the form into a serve request.

@@ -104,12 +104,16 @@ func TestServeSetupChecksTheBuild(t *testing.T) {
 		exists, known bool
 		err, note     string
 	}{
-		{"no build, no box", false, true, "llamacpp-distro is not built yet; build it first: haloforge build --track llamacpp-distro", ""},
+		{"no build, no box", false, true, "llamacpp-distro is not built yet in state dir STATE; build it first: haloforge build --track llamacpp-distro --scripts /s --state-dir STATE (nothing", ""},
 		{"no build, box there", true, true, "", "Note: the state dir has no finished build of llamacpp-distro; its box haloforge-llamacpp exists, so it is served as it is."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newTestDemo(t)
 			e.NoBuiltCheck, e.ServeNote = false, ""
+			// The build command carries the user's global flags, and the
+			// refusal names the state dir it looked in.
+			e.Flags = []string{"--scripts", "/s", "--state-dir", e.StateDir}
+			tc.err = strings.ReplaceAll(tc.err, "STATE", e.StateDir)
 			e.ProbeBuilt = func(mode, name string, _ bool) (bool, bool) { return tc.exists, tc.known }
 			s, err := e.ServeSetup(context.Background(), demo.TrackID)
 			if tc.err != "" {

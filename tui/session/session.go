@@ -34,6 +34,10 @@ type Engine struct {
 	ToolboxDir string
 	Pins       *pins.File
 	PinsFile   string // the pins file on disk, "" when built in
+	// Flags are the global flags the user gave (--pins, --set, --scripts,
+	// --state-dir), quoted for a shell: every haloforge command the session
+	// prints carries them, so that it acts on the same pins and state.
+	Flags []string
 	// Detector collects and analyses the machine (or a bundle); Source
 	// says which, for the card.
 	Detector func(ctx context.Context) (*detect.Report, error)
@@ -76,7 +80,11 @@ type Engine struct {
 	// writes the pins file (the demo). Now is the clock (nil: time.Now).
 	ReloadPins  func() (*pins.File, error)
 	PinsRefusal string
-	Now         func() time.Time
+	// CreatePins, when the pins are the built-in copy (PinsFile ""), is the
+	// pins file the sets view's u creates after its y/N question, as
+	// `haloforge pins use SET` does: nil means it creates none.
+	CreatePins *PinsCreate
+	Now        func() time.Time
 
 	mu     sync.Mutex
 	report *detect.Report // the last detection, which the host fixes plan for
@@ -115,7 +123,7 @@ func (e *Engine) Detect(ctx context.Context) (*tui.Detection, error) {
 	}
 	e.setReport(r)
 	d := Detection(r, e.Source)
-	d.HostFixes = e.hostFixCount(r)
+	d.HostFixes, d.HostFixesByHand = e.hostFixCount(r)
 	return d, nil
 }
 
@@ -155,7 +163,7 @@ func (e *Engine) Plan(track string) (*tui.Plan, error) {
 		return nil, err
 	}
 	st, _ := steps.LoadState(e.StateDir)
-	v := PlanView(p, e.StateDir, st)
+	v := PlanView(p, e.StateDir, st, e.Flags...)
 	v.ReadOnly, v.Notes = readOnly, e.Notes
 	v.Needs = needs(p.Track, e.Pins)
 	if e.Busy != nil {
@@ -242,13 +250,21 @@ func (e *Engine) track(id string) (steps.Track, error) {
 	return steps.Lookup(id)
 }
 
+// PinsCreate is a pins file to create from the built-in copy (Base, named
+// BaseName in messages) with a set's values.
+type PinsCreate struct {
+	Path, BaseName string
+	Base           []byte
+}
+
 // PlanView converts a plan into what the plan screen shows. The track's
 // next commands get the plan's values ($TOOLBOX_NAME becomes the pin), so
-// they can be pasted as they are; st (may be nil) gives each step's last
-// time, for the estimate.
-func PlanView(p *steps.Plan, stateDir string, st *steps.State) *tui.Plan {
+// they can be pasted as they are, and each haloforge command carries flags
+// (the user's global flags); st (may be nil) gives each step's last time,
+// for the estimate.
+func PlanView(p *steps.Plan, stateDir string, st *steps.State, flags ...string) *tui.Plan {
 	v := &tui.Plan{Track: p.Track, Floating: p.Floating, Box: BoxName(p.Track, p.Env)}
-	v.Track.Next = expandNext(p.Track.Next, p.Env, stateDir)
+	v.Track.Next = WithFlags(expandNext(p.Track.Next, p.Env, stateDir), flags)
 	var ts *steps.TrackState
 	if st != nil {
 		ts = st.Tracks[p.Track.ID]
@@ -392,6 +408,22 @@ func (e *Engine) Diagnose(path string) ([]diagnose.Finding, error) {
 
 // expandNext fills $NAME in the next commands from the plan's environment;
 // unknown names stay as written.
+// WithFlags appends flags to each command of cmds that runs haloforge (a
+// launcher script is left as it is).
+func WithFlags(cmds []string, flags []string) []string {
+	if len(flags) == 0 {
+		return cmds
+	}
+	out := make([]string, len(cmds))
+	for i, c := range cmds {
+		out[i] = c
+		if strings.HasPrefix(c, "haloforge ") {
+			out[i] = c + " " + strings.Join(flags, " ")
+		}
+	}
+	return out
+}
+
 func expandNext(cmds []string, env map[string]string, stateDir string) []string {
 	out := make([]string, len(cmds))
 	for i, c := range cmds {

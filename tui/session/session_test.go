@@ -298,3 +298,24 @@ func TestShellEntersOnlyTheTracksOwnExistingBox(t *testing.T) {
 		t.Errorf("a box that does not exist: %v %q, want how to create it", c, why)
 	}
 }
+
+// The track's next commands carry the user's global flags, so that typed
+// as printed they find the same state dir, scripts and pins; a launcher
+// script is left as it is (UX round 3, item 1).
+func TestPlanViewNextCarriesFlags(t *testing.T) {
+	tr, err := steps.Lookup("vllm-image")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := PlanView(&steps.Plan{Track: tr, Env: map[string]string{}}, "/tmp/st", nil, "--scripts", "/s", "--state-dir", "/tmp/st")
+	want := []string{
+		"haloforge serve --track vllm-image --model <model> --scripts /s --state-dir /tmp/st",
+		"/tmp/st/vllm-image/start-vllm.sh <model>",
+	}
+	if strings.Join(v.Track.Next, "\n") != strings.Join(want, "\n") {
+		t.Errorf("next = %q, want %q", v.Track.Next, want)
+	}
+	if bare := PlanView(&steps.Plan{Track: tr}, "", nil); bare.Track.Next[0] != "haloforge serve --track vllm-image --model <model>" {
+		t.Errorf("without flags: %q", bare.Track.Next[0])
+	}
+}

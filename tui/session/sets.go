@@ -3,6 +3,8 @@ package session
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"time"
 
 	"github.com/haloforge/haloforge/pins"
@@ -44,6 +46,8 @@ func (e *Engine) PinSets() (*tui.PinSets, error) {
 	out := &tui.PinSets{PinsFile: e.Pins.Path, CannotWrite: e.cannotWritePins()}
 	if e.PinsFile != "" {
 		out.PinsFile = e.PinsFile
+	} else if e.creates() {
+		out.Creates = e.CreatePins.Path
 	}
 	for _, s := range all {
 		v := tui.PinSet{ID: s.ID, Title: s.Title, Status: string(s.Status), Note: s.Note, Evidence: s.Evidence,
@@ -90,11 +94,21 @@ func (e *Engine) cannotWritePins() string {
 	switch {
 	case e.PinsRefusal != "":
 		return e.PinsRefusal
-	case e.PinsFile == "":
-		return "Your pins are haloforge's built-in copy, so the wizard writes nothing; put a versions.env in this " +
-			"directory, then haloforge pins use SET writes the set into it (it asks first)."
+	case e.PinsFile == "" && !e.creates():
+		return "Your pins are haloforge's built-in copy, so the wizard writes nothing; haloforge pins use SET " +
+			"creates ./versions.env from them with the set's values (it asks first)."
 	}
 	return ""
+}
+
+// creates says u creates a pins file: the pins are the built-in copy and
+// the file to create does not exist yet.
+func (e *Engine) creates() bool {
+	if e.PinsFile != "" || e.CreatePins == nil {
+		return false
+	}
+	_, err := os.Lstat(e.CreatePins.Path)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // UsePinSet writes the set into the pins file as `pins use --yes` does
@@ -109,12 +123,19 @@ func (e *Engine) UsePinSet(id string) (*tui.PinSetUsed, error) {
 		return nil, err
 	}
 	now := e.clock()
-	u, err := steps.PreparePinsUse(e.PinsFile, s, e.Tracks(), now)
+	var u *steps.PinsUse
+	path := e.PinsFile
+	if e.creates() {
+		path = e.CreatePins.Path
+		u, err = steps.PreparePinsCreate(path, e.CreatePins.BaseName, e.CreatePins.Base, s, e.Tracks(), now)
+	} else {
+		u, err = steps.PreparePinsUse(path, s, e.Tracks(), now)
+	}
 	if err != nil {
 		return nil, err
 	}
-	used := &tui.PinSetUsed{Path: e.PinsFile, Changed: len(u.Changed)}
-	if len(u.Changed) == 0 {
+	used := &tui.PinSetUsed{Path: path, Changed: len(u.Changed), Created: u.Created}
+	if len(u.Changed) == 0 && !u.Created {
 		return used, nil
 	}
 	used.Backup, err = u.Write(now)
@@ -123,6 +144,9 @@ func (e *Engine) UsePinSet(id string) (*tui.PinSetUsed, error) {
 		used.Warning = err.Error()
 	case err != nil:
 		return nil, err
+	}
+	if u.Created {
+		e.PinsFile = path // the session's pins are this file from now on
 	}
 	reload := e.ReloadPins
 	if reload == nil {

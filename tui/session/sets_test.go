@@ -173,7 +173,7 @@ func TestPinSetsNotWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(ps.CannotWrite, "built-in copy") {
+	if !strings.Contains(ps.CannotWrite, "built-in copy") || !strings.Contains(ps.CannotWrite, "haloforge pins use SET creates ./versions.env") {
 		t.Errorf("cannot write: %q", ps.CannotWrite)
 	}
 	for _, s := range ps.Sets {
@@ -190,5 +190,42 @@ func TestPinSetsNotWritten(t *testing.T) {
 	}
 	if _, err := d.UsePinSet("rocm-10.0"); err == nil || !strings.Contains(err.Error(), "demo: nothing is written") {
 		t.Errorf("the demo wrote: %v", err)
+	}
+}
+
+// With the built-in pins, u creates versions.env as `pins use` does (C4):
+// the built-in copy with the set's values, read from then on.
+func TestPinSetsCreateThePinsFile(t *testing.T) {
+	e, _ := pinsEngine(t)
+	e.PinsFile = "" // the built-in copy
+	path := filepath.Join(t.TempDir(), "versions.env")
+	e.CreatePins = &PinsCreate{Path: path, BaseName: "versions.env (built in)", Base: haloforge.VersionsEnv}
+	ps, err := e.PinSets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps.CannotWrite != "" || ps.Creates != path {
+		t.Fatalf("cannot write %q, creates %q", ps.CannotWrite, ps.Creates)
+	}
+	used, err := e.UsePinSet("rocm-10.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !used.Created || used.Path != path || used.Changed == 0 {
+		t.Errorf("used = %+v", used)
+	}
+	pf, err := pins.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := pf.Values()["ROCM_VERSION"]; v != "10.0.0" {
+		t.Errorf("ROCM_VERSION in the new file = %q", v)
+	}
+	if e.PinsFile != path || e.Pins.Path != path {
+		t.Errorf("the session still reads %q / %q", e.PinsFile, e.Pins.Path)
+	}
+	// Once it exists, the next u writes into it (with a backup).
+	if ps, _ := e.PinSets(); ps.Creates != "" || ps.PinsFile != path {
+		t.Errorf("after the create: %+v", ps)
 	}
 }
