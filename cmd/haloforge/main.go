@@ -84,6 +84,7 @@ func newRoot() *cobra.Command {
 		newServeCmd(g),    // serve a model with a track's engine, prove it answers
 		newClusterCmd(g),  // check, start and stop 2–4 boxes (llama.cpp RPC, vLLM on Ray)
 	)
+	wrapHelp(root)
 	return root
 }
 
