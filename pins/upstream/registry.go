@@ -81,6 +81,11 @@ func ParseImageRef(s string) (ImageRef, error) {
 			return r, fmt.Errorf("repository part %q is not lower-case letters, digits and separators", part)
 		}
 	}
+	// The limit holds for the canonical form too (docker.io/library/ added),
+	// so what String prints parses again.
+	if len(r.String()) > 512 {
+		return r, errors.New("reference longer than 512 characters (in full: " + r.Registry + "/" + r.Repository[:min(len(r.Repository), 40)] + "…)")
+	}
 	return r, nil
 }
 
