@@ -295,7 +295,9 @@ setup_mkconfig() {
 }
 
 verify_mkconfig() {
-  check "grub-mkconfig: the plan used grub-mkconfig -o /boot/grub/grub.cfg" grep -q 'sudo grub-mkconfig -o /boot/grub/grub.cfg' "$WORK/grub-mkconfig/plan.txt"
+  # A --root plan runs the root's own tools, as --apply does: sudo chroot ROOT grub-mkconfig.
+  check "grub-mkconfig: the plan used grub-mkconfig -o /boot/grub/grub.cfg in the root" \
+    grep -qF "sudo chroot $1 grub-mkconfig -o /boot/grub/grub.cfg" "$WORK/grub-mkconfig/plan.txt"
   check "grub-mkconfig: every normal entry has ${DEMO_ARGS[*]}" every_normal "$1" "${DEMO_ARGS[@]}"
 }
 
