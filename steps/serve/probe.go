@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/haloforge/haloforge/steps/runner"
 )
 
 // maxProbeBody bounds what a probe reads of an answer.
@@ -205,8 +207,13 @@ func ReadStream(r io.Reader, start time.Time, now func() time.Time) SmokeResult 
 	return res
 }
 
-// printable keeps text on one line, without control characters, at most n runes.
+// printable keeps text on one line, at most n runes, through the runner's
+// sanitiser, the one every step line goes through (escape sequences,
+// control characters and bidi overrides out), so a model's answer reaches
+// the screen as safely as the engine's log. U+FFFD (a byte token cut in
+// the middle of a character) is left out.
 func printable(s string, n int) string {
+	s = runner.SanitizeLine(oneLine.Replace(s), false)
 	var b strings.Builder
 	count := 0
 	for _, r := range s {
@@ -214,10 +221,7 @@ func printable(s string, n int) string {
 			b.WriteString("…")
 			break
 		}
-		switch {
-		case r == '\n' || r == '\t' || r == '\r':
-			r = ' '
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == utf8.RuneError:
+		if r == utf8.RuneError {
 			continue
 		}
 		b.WriteRune(r)
@@ -225,3 +229,8 @@ func printable(s string, n int) string {
 	}
 	return strings.TrimSpace(b.String())
 }
+
+// oneLine turns line breaks and tabs into spaces before the sanitiser,
+// which would otherwise split the text (or let a carriage return overwrite
+// it).
+var oneLine = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ")

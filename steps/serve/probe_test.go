@@ -109,10 +109,11 @@ func FuzzReadStream(f *testing.F) {
 	f.Add(b)
 	f.Add([]byte("data: {\"choices\":[{\"text\":\"\\u0007x\"}]}\n\ndata: [DONE]\n"))
 	f.Add([]byte("data: {\"error\":{\"message\":\"\\u001b]0;title\\u0007\"}}\n"))
+	f.Add([]byte("data: {\"choices\":[{\"text\":\"\u202eevil\u0085\"}]}\n\ndata: {\"error\":{\"message\":\"\u2066x\u009b\"}}\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		res := ReadStream(strings.NewReader(string(in)), t0, time.Now)
 		for _, s := range []string{res.Text, res.Err} {
-			if strings.ContainsAny(s, "\x1b\x07\r\n") {
+			if strings.ContainsAny(s, "\x1b\x07\r\n\u0085\u009b\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069") {
 				t.Fatalf("control characters reach the screen: %q", s)
 			}
 		}

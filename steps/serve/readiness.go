@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/steps/runner"
 )
 
 // PhaseID names a start-up phase; the IDs are stable (screens and reports use them).
@@ -520,7 +521,9 @@ func cleanLogLine(s string) string {
 	return b.String()
 }
 
-// excerptLine keeps a line short and printable for an event.
+// excerptLine keeps a line short and printable for an event: C0 controls
+// dropped, then the runner's sanitiser (C1 codes, bidi overrides), as for
+// every step line.
 func excerptLine(s string) string {
 	s = strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f {
@@ -528,6 +531,7 @@ func excerptLine(s string) string {
 		}
 		return r
 	}, s)
+	s = runner.SanitizeLine(s, false)
 	if len(s) > 240 {
 		cut := 240
 		for cut > 0 && !utf8Start(s[cut]) {
