@@ -7,14 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
 
-	"github.com/haloforge/haloforge/pins/safefile"
+	"github.com/haloforge/haloforge/internal/safefile"
 )
 
 // A bundle comes from a bug report: anyone's archive or directory, read by
@@ -289,17 +288,6 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// openNoBlock opens a path for reading without waiting on a FIFO (and
-// without following a final symlink unless told to). It returns the file
-// only when it is a regular one; otherwise the error says what it is.
-func openNoBlock(p string, follow bool) (*os.File, fs.FileInfo, error) {
-	f, st, err := safefile.OpenRegular(p, follow)
-	if nr := (*safefile.NotRegularError)(nil); errors.As(err, &nr) {
-		return nil, st, fmt.Errorf("%s, not a regular file: refused", safefile.Kind(nr.Mode))
-	}
-	return f, st, err
-}
-
 // ReadBundle reads a bundle directory, or a .tar.gz / .tgz archive of one.
 // An archive with a single top directory is read from inside it. Only the
 // files of DESIGN.md "Detection" are read, within the limits above; a
@@ -342,13 +330,13 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 func readBundleTarGz(p string, lim bundleLimits) (*Bundle, error) {
 	c := newCollector(p, lim)
-	f, _, err := openNoBlock(p, true) // the user named this archive: a link to it is fine
-	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("read bundle: %w", err)
-		}
-		return nil, c.fail("", "%v", err)
+	f, _, err := safefile.OpenRegular(p, safefile.Follow) // the user named this archive: a link to it is fine
+	var nr *safefile.NotRegularError
+	switch {
+	case errors.As(err, &nr):
+		return nil, c.fail("", "%s, not a regular file: refused", safefile.Kind(nr.Mode))
+	case err != nil:
+		return nil, fmt.Errorf("read bundle: %w", err)
 	}
 	defer f.Close()
 	zr, err := gzip.NewReader(f)
@@ -608,11 +596,12 @@ func (d *dirReader) read(rel string, spec bundleFile) error {
 	if err := d.c.entry(rel); err != nil {
 		return err
 	}
-	f, st, err := openNoBlock(real, false)
-	if err != nil {
-		if st != nil {
-			return d.c.fail(rel, "%s%v", linkNote(filepath.Join(d.root, filepath.FromSlash(rel))), err)
-		}
+	f, st, err := safefile.OpenRegular(real, safefile.NoFollow) // resolved inside the bundle above
+	var nr *safefile.NotRegularError
+	switch {
+	case errors.As(err, &nr):
+		return d.c.fail(rel, "%s%s, not a regular file: refused", linkNote(filepath.Join(d.root, filepath.FromSlash(rel))), safefile.Kind(nr.Mode))
+	case err != nil:
 		return d.c.fail(rel, "%v", err)
 	}
 	defer f.Close()

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/haloforge/haloforge/pins/safefile"
+	"github.com/haloforge/haloforge/internal/safefile"
 )
 
 // Input is one thing `haloforge diagnose` reads: a log, standard input, a

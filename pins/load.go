@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/haloforge/haloforge/pins/safefile"
+	"github.com/haloforge/haloforge/internal/safefile"
 )
 
 // MaxFileSize bounds a pins file. The shipped versions.env is about 12 KiB;

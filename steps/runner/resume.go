@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/steps"
 )
 
@@ -99,7 +100,7 @@ func orNone(v string, ok bool) string {
 
 // readReport loads a run's report.json (a regular file, bounded).
 func readReport(path string) (*Report, error) {
-	b, err := readSmall(path, maxReport)
+	b, err := safefile.ReadRegular(path, maxReport, safefile.Follow)
 	if err != nil {
 		return nil, err
 	}

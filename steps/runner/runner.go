@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/internal/safefile"
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
 )
 
@@ -94,7 +96,7 @@ type Options struct {
 	// on its terminal (WaitingForInput); 0 means DefaultInputQuiet.
 	InputQuiet time.Duration
 	KeepColor  bool   // keep SGR colours in Lines.Text
-	MaxLine    int    // bytes of a screen line; 0 means DefaultMaxLine
+	MaxLine    int    // bytes of a screen line; 0 means text.DefaultMaxLine
 	Cols, Rows uint16 // pty size; 0 means 160x50
 	// Supervisor is the argv that runs "GRACE SCRIPT" under a supervisor
 	// (see Supervise); nil means this binary: /proc/self/exe __supervise.
@@ -184,7 +186,7 @@ func withDefaults(o Options) Options {
 		o.Events = DefaultEvents
 	}
 	if o.MaxLine <= 0 {
-		o.MaxLine = DefaultMaxLine
+		o.MaxLine = text.DefaultMaxLine
 	}
 	if o.Cols == 0 || o.Rows == 0 {
 		o.Cols, o.Rows = 160, 50
@@ -546,7 +548,7 @@ func lockStateDir(dir string) (func(), error) {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			holder := ""
-			if b, err := readSmall(path, 64); err == nil {
+			if b, err := safefile.ReadRegular(path, 64, safefile.Follow); err == nil {
 				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
 					holder = fmt.Sprintf(" (pid %d)", pid)
 				}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
 )
 
@@ -467,7 +468,7 @@ func (r *Runner) outcomeOf(e ended, streamErr error) outcome {
 		// The step worked but its log is incomplete (disk full): say so, and
 		// why a step whose script exited 0 is failed.
 		return outcome{status: steps.OutcomeFailed, exitCode: 0, err: streamErr,
-			why: "the script exited 0, but haloforge could not keep its whole log, so the step counts as failed: " + clean(streamErr.Error()) + "; free space and run it again with --resume"}
+			why: "the script exited 0, but haloforge could not keep its whole log, so the step counts as failed: " + text.Printable(streamErr.Error(), maxResultText) + "; free space and run it again with --resume"}
 	}
 	return outcome{status: steps.OutcomeSucceeded}
 }

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
 )
 
@@ -227,7 +228,7 @@ func (st *stream) waitReader() {
 func (st *stream) process() {
 	defer close(st.procDone)
 	yieldToTheStep()
-	san := &Sanitizer{KeepColor: st.r.o.KeepColor, MaxLine: st.r.o.MaxLine, raw: st.add}
+	san := &text.Sanitizer{KeepColor: st.r.o.KeepColor, MaxLine: st.r.o.MaxLine, OnLine: st.add}
 	rf, err := os.Open(st.logPath)
 	if err != nil {
 		st.waitReader()

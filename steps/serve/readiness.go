@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/haloforge/haloforge/diagnose"
-	"github.com/haloforge/haloforge/steps/runner"
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // PhaseID names a start-up phase; the IDs are stable (screens and reports use them).
@@ -296,7 +296,7 @@ func (r *Readiness) Lines(now time.Time, lines []string) []ReadinessEvent {
 		if r.done {
 			break
 		}
-		line := cleanLogLine(raw)
+		line := text.Screen(raw)
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
@@ -365,7 +365,7 @@ func (r *Readiness) Exited(now time.Time, code int) []ReadinessEvent {
 }
 
 func (r *Readiness) line(now time.Time, line string) []ReadinessEvent {
-	r.lastLine = excerptLine(line)
+	r.lastLine = text.Printable(line, 240)
 	var out []ReadinessEvent
 	for _, f := range r.p.failures {
 		if matches(line, f) {
@@ -491,58 +491,6 @@ func baseName(p string) string {
 	}
 	return p
 }
-
-// cleanLogLine drops escape sequences and keeps what a terminal would show
-// last on a line redrawn with carriage returns (progress bars).
-func cleanLogLine(s string) string {
-	if i := strings.LastIndexByte(strings.TrimRight(s, "\r\n"), '\r'); i >= 0 {
-		s = s[i+1:]
-	}
-	s = strings.TrimRight(s, "\r\n")
-	if !strings.ContainsRune(s, 0x1b) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != 0x1b {
-			b.WriteByte(s[i])
-			continue
-		}
-		if i+1 < len(s) && s[i+1] == '[' { // CSI: skip to the final byte
-			j := i + 2
-			for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {
-				j++
-			}
-			i = j
-			continue
-		}
-		i++ // a two-byte escape
-	}
-	return b.String()
-}
-
-// excerptLine keeps a line short and printable for an event: C0 controls
-// dropped, then the runner's sanitiser (C1 codes, bidi overrides), as for
-// every step line.
-func excerptLine(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return -1
-		}
-		return r
-	}, s)
-	s = runner.SanitizeLine(s, false)
-	if len(s) > 240 {
-		cut := 240
-		for cut > 0 && !utf8Start(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return strings.TrimSpace(s)
-}
-
-func utf8Start(b byte) bool { return b&0xc0 != 0x80 }
 
 func orNone(s string) string {
 	if s == "" {
