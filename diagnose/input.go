@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/haloforge/haloforge/internal/safefile"
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // Input is one thing `haloforge diagnose` reads: a log, standard input, a
@@ -56,7 +57,7 @@ func (in Input) Suspects(limit int) []Suspect {
 // Scan reads the input offline and returns its findings, each with File
 // (and Step, for a run's step logs) set.
 func (in Input) Scan() ([]Finding, error) {
-	return in.scan(func(note string) { *in.skipped = append(*in.skipped, label(note)) })
+	return in.scan(func(note string) { *in.skipped = append(*in.skipped, text.Printable(note, 0)) })
 }
 
 // Skipped returns one line for each file the input holds that looked
@@ -204,7 +205,7 @@ func dirInput(in Input, lim limits) (Input, error) {
 		p := filepath.Join(dir, rel)
 		info, why := dirEntryFile(root, dir, rel, d)
 		if why != "" {
-			*in.skipped = append(*in.skipped, label(p+": "+why))
+			*in.skipped = append(*in.skipped, text.Printable(p+": "+why, 0))
 			return nil
 		}
 		if len(files) == lim.files {
@@ -242,7 +243,7 @@ func dirInput(in Input, lim limits) (Input, error) {
 		var all []Finding
 		for _, rel := range files {
 			p := filepath.Join(dir, rel)
-			o := MatcherOptions{File: label(p), Track: track}
+			o := MatcherOptions{File: text.Printable(p, 0), Track: track} // a name is anyone's bytes
 			if run {
 				o.Step = strings.TrimSuffix(filepath.Base(rel), ".log")
 			}
@@ -365,7 +366,7 @@ func scanTarGz(path string, r io.Reader, lim limits, skip func(string)) ([]Findi
 		if entries++; entries > lim.files {
 			return nil, fmt.Errorf("%s: more than %d entries: diagnose reads at most %d entries of an archive", path, lim.files, lim.files)
 		}
-		name := path + ":" + label(strings.TrimPrefix(h.Name, "./"))
+		name := path + ":" + text.Printable(strings.TrimPrefix(h.Name, "./"), 0)
 		isLog := strings.HasSuffix(h.Name, ".txt") || strings.HasSuffix(h.Name, ".log")
 		if isLog && h.Typeflag == tar.TypeReg && h.Size > lim.logBytes {
 			return nil, fmt.Errorf("%s: %s: diagnose reads archive members of at most %s", name, size(h.Size), size(lim.logBytes))
@@ -391,13 +392,6 @@ func scanTarGz(path string, r io.Reader, lim limits, skip func(string)) ([]Findi
 		return nil, fmt.Errorf("%s: no .log or .txt files to diagnose", path)
 	}
 	return all, nil
-}
-
-// label makes a file or member name safe to print: a name in an archive or
-// a directory is anyone's bytes, and escape sequences in it must not reach
-// the terminal.
-func label(name string) string {
-	return printable(strings.ToValidUTF8(name, "\uFFFD"))
 }
 
 // tarKind names a non-regular archive entry, for notes.

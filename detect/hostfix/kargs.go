@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
-	"strings"
+
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // Kernel-argument operations.
@@ -77,7 +78,7 @@ var argRules = map[string]argRule{
 func ValidateArg(a KernelArg) error {
 	rule, ok := argRules[a.Key]
 	if !ok {
-		return fmt.Errorf("kernel argument %q is not one haloforge manages", printable(a.Key))
+		return fmt.Errorf("kernel argument %q is not one haloforge manages", text.Printable(a.Key, 80))
 	}
 	switch a.Op {
 	case OpSet:
@@ -85,7 +86,7 @@ func ValidateArg(a KernelArg) error {
 			return fmt.Errorf("kernel argument %s can only be removed", a.Key)
 		}
 		if rule.value == nil || !rule.value.MatchString(a.Value) {
-			return fmt.Errorf("kernel argument %s: value %q not allowed", a.Key, printable(a.Value))
+			return fmt.Errorf("kernel argument %s: value %q not allowed", a.Key, text.Printable(a.Value, 80))
 		}
 		if rule.check != nil {
 			if err := rule.check(a.Value); err != nil {
@@ -97,19 +98,10 @@ func ValidateArg(a KernelArg) error {
 			return fmt.Errorf("kernel argument %s cannot be removed", a.Key)
 		}
 		if !oldValueRe.MatchString(a.Value) {
-			return fmt.Errorf("kernel argument %s: value %q not allowed", a.Key, printable(a.Value))
+			return fmt.Errorf("kernel argument %s: value %q not allowed", a.Key, text.Printable(a.Value, 80))
 		}
 	default:
-		return fmt.Errorf("kernel argument %s: unknown operation %q (want set or remove)", a.Key, printable(a.Op))
+		return fmt.Errorf("kernel argument %s: unknown operation %q (want set or remove)", a.Key, text.Printable(a.Op, 80))
 	}
 	return nil
-}
-
-// printable shows hostile input safely in an error: control bytes and
-// non-ASCII are quoted by %q, and the length is bounded.
-func printable(s string) string {
-	if len(s) > 80 {
-		s = s[:80] + "…"
-	}
-	return strings.ToValidUTF8(s, "?")
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // Verify item statuses.
@@ -32,7 +33,9 @@ type VerifyReport struct {
 }
 
 func (v *VerifyReport) add(what, status, detail string) {
-	v.Items = append(v.Items, VerifyItem{What: what, Status: status, Detail: detail})
+	// A detail quotes the kernel log and the machine's files: one line,
+	// sanitised, for the text and the JSON alike.
+	v.Items = append(v.Items, VerifyItem{What: what, Status: status, Detail: text.Printable(detail, 0)})
 }
 
 // dmesgFamilies are diagnose's rules for a kernel log that shows the GPU in
@@ -254,6 +257,6 @@ func (v *VerifyReport) WriteText(w io.Writer) error {
 	} else {
 		b.WriteString("\nNot verified: see the [✗] and [?] lines above. To undo the changes: haloforge doctor --rollback\n")
 	}
-	_, err := io.WriteString(w, safeText(b.String()))
+	_, err := io.WriteString(w, text.Sanitize(b.String()))
 	return err
 }
