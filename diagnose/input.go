@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/internal/text"
@@ -120,7 +119,7 @@ func openInput(arg string, stdin io.Reader, lim limits) (Input, error) {
 	case info.IsDir():
 		return dirInput(in, lim)
 	case mode&(fs.ModeDevice|fs.ModeCharDevice|fs.ModeSocket|fs.ModeIrregular) != 0:
-		return Input{}, fmt.Errorf("%s: %s, not a log (to read a stream, pipe it: ... | haloforge diagnose -)", arg, fileKind(mode))
+		return Input{}, fmt.Errorf("%s: %s, not a log (to read a stream, pipe it: ... | haloforge diagnose -)", arg, safefile.Kind(mode))
 	case mode&fs.ModeNamedPipe != 0:
 		// A FIFO is opened when it is read: the open waits for a writer,
 		// as cat's does.
@@ -146,7 +145,7 @@ func openInput(arg string, stdin io.Reader, lim limits) (Input, error) {
 		}
 		return in, nil
 	}
-	f, _, err := openRegular(arg, 0)
+	f, _, err := safefile.OpenRegular(arg, safefile.Follow)
 	if err != nil {
 		return Input{}, err
 	}
@@ -155,7 +154,7 @@ func openInput(arg string, stdin io.Reader, lim limits) (Input, error) {
 	}
 	if isTarGz(arg) {
 		in.scan = func(skip func(string)) ([]Finding, error) {
-			f, _, err := openRegular(arg, 0)
+			f, _, err := safefile.OpenRegular(arg, safefile.Follow)
 			if err != nil {
 				return nil, err
 			}
@@ -224,7 +223,7 @@ func dirInput(in Input, lim limits) (Input, error) {
 		return Input{}, fmt.Errorf("%s: no .log or .txt files to diagnose", dir)
 	}
 	for _, rel := range files {
-		f, _, err := openRegularIn(root, rel)
+		f, _, err := safefile.OpenRegularIn(root, rel)
 		if err != nil {
 			return Input{}, fmt.Errorf("%s: %w", filepath.Join(dir, rel), err)
 		}
@@ -247,7 +246,7 @@ func dirInput(in Input, lim limits) (Input, error) {
 			if run {
 				o.Step = strings.TrimSuffix(filepath.Base(rel), ".log")
 			}
-			f, _, err := openRegularIn(root, rel)
+			f, _, err := safefile.OpenRegularIn(root, rel)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", p, err)
 			}
@@ -274,7 +273,7 @@ func dirEntryFile(root *os.Root, dir, rel string, d fs.DirEntry) (fs.FileInfo, s
 		}
 		return info, ""
 	case d.Type()&fs.ModeSymlink == 0:
-		return nil, fileKind(d.Type()) + ", not a regular file"
+		return nil, safefile.Kind(d.Type()) + ", not a regular file"
 	}
 	// a symbolic link: Root.Stat follows it only inside the tree
 	info, err := root.Stat(rel)
@@ -282,7 +281,7 @@ func dirEntryFile(root *os.Root, dir, rel string, d fs.DirEntry) (fs.FileInfo, s
 	case err == nil && info.Mode().IsRegular():
 		return info, ""
 	case err == nil:
-		return nil, "a symbolic link to " + fileKind(info.Mode()) + ", not to a regular file"
+		return nil, "a symbolic link to " + safefile.Kind(info.Mode()) + ", not to a regular file"
 	}
 	if _, err := os.Stat(filepath.Join(dir, rel)); err != nil {
 		return nil, "a broken symbolic link"
@@ -306,12 +305,7 @@ const maxReport = 1 << 20
 // runTrack reads the track of a run from its report.json, when it has one
 // that is a regular file in the run directory.
 func runTrack(dir string) string {
-	f, _, err := openRegular(filepath.Join(dir, "report.json"), syscall.O_NOFOLLOW)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxReport))
+	data, err := safefile.ReadRegular(filepath.Join(dir, "report.json"), maxReport, safefile.NoFollow)
 	if err != nil {
 		return ""
 	}
@@ -323,7 +317,7 @@ func runTrack(dir string) string {
 }
 
 func scanFile(path string, o MatcherOptions) ([]Finding, error) {
-	f, _, err := openRegular(path, 0)
+	f, _, err := safefile.OpenRegular(path, safefile.Follow)
 	if err != nil {
 		return nil, err
 	}
@@ -462,38 +456,3 @@ func size(n int64) string {
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
-
-// openRegular opens path for reading only when it is a regular file. The
-// open does not block (a FIFO without a writer would hang os.Open) and the
-// check is made on the opened file, so a name swapped for a FIFO or a
-// device between a Stat and the open is refused too. flag adds to the
-// open flags (syscall.O_NOFOLLOW: not through a final symbolic link).
-func openRegular(path string, flag int) (*os.File, fs.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|flag, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	return checkRegular(f, path)
-}
-
-// openRegularIn is openRegular inside a directory tree.
-func openRegularIn(root *os.Root, rel string) (*os.File, fs.FileInfo, error) {
-	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	return checkRegular(f, rel)
-}
-
-// checkRegular keeps f only when it is a regular file, with diagnose's
-// wording ("NAME: a FIFO (named pipe), not a regular file").
-func checkRegular(f *os.File, name string) (*os.File, fs.FileInfo, error) {
-	f, info, err := safefile.CheckRegular(f, name)
-	if nr := (*safefile.NotRegularError)(nil); errors.As(err, &nr) {
-		return nil, nil, fmt.Errorf("%s: %s, not a regular file", name, fileKind(nr.Mode))
-	}
-	return f, info, err
-}
-
-// fileKind names what a non-regular file is, for messages.
-func fileKind(m fs.FileMode) string { return safefile.Kind(m) }

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"unsafe"
+
+	"github.com/haloforge/haloforge/internal/safefile"
 )
 
 // Suspect is a line that looks like the error of a failure no rule
@@ -55,7 +57,7 @@ func Suspects(path string, limit int) ([]Suspect, error) {
 	if info, err := os.Stat(path); err != nil || !info.Mode().IsRegular() || isTarGz(path) {
 		return nil, err
 	}
-	f, info, err := openRegular(path, 0)
+	f, info, err := safefile.OpenRegular(path, safefile.Follow)
 	if err != nil {
 		return nil, err
 	}
