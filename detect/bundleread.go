@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/haloforge/haloforge/internal/safefile"
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // A bundle comes from a bug report: anyone's archive or directory, read by
@@ -158,13 +159,6 @@ func (e *BundleError) Error() string {
 	return fmt.Sprintf("read bundle %s: %s: %s", e.Bundle, e.File, e.Reason)
 }
 
-func mib(n int64) string {
-	if n >= 1<<20 && n%(1<<20) == 0 {
-		return fmt.Sprintf("%d MiB", n>>20)
-	}
-	return fmt.Sprintf("%d KiB", n>>10)
-}
-
 // collector keeps the known files of one bundle and enforces the caps.
 type collector struct {
 	src     string // the bundle, for messages
@@ -201,7 +195,7 @@ func (c *collector) keep(name string, data []byte) error {
 	}
 	c.kept += int64(len(data))
 	if c.kept > c.lim.kept {
-		return c.fail(name, "the files the analysis reads add up to more than %s (limit %s): not a diagnostics bundle", mib(c.lim.kept), mib(c.lim.kept))
+		return c.fail(name, "the files the analysis reads add up to more than %s (limit %s): not a diagnostics bundle", text.Bytes(c.lim.kept), text.Bytes(c.lim.kept))
 	}
 	c.b.files[name] = data
 	return nil
@@ -210,9 +204,9 @@ func (c *collector) keep(name string, data []byte) error {
 // tooLarge is the refusal of a file over its cap.
 func (c *collector) tooLarge(name string, spec bundleFile, size int64) error {
 	if size < 0 {
-		return c.fail(name, "over the %s limit for this file: not the output it should hold", mib(spec.limit))
+		return c.fail(name, "over the %s limit for this file: not the output it should hold", text.Bytes(spec.limit))
 	}
-	return c.fail(name, "%d bytes, over the %s limit for this file: not the output it should hold", size, mib(spec.limit))
+	return c.fail(name, "%d bytes, over the %s limit for this file: not the output it should hold", size, text.Bytes(spec.limit))
 }
 
 // accept applies a file's line cap and keeps it: a log keeps its last
@@ -246,10 +240,8 @@ func lastNLines(data []byte, n int) []byte {
 
 // truncated records, in the report's notes, that a log was cut to its tail.
 func (c *collector) truncated(name string, size int64, spec bundleFile) {
-	c.b.notes = append(c.b.notes, fmt.Sprintf("%s is %s: only its last %s were read", name, sizeText(size), mib(spec.limit)))
+	c.b.notes = append(c.b.notes, fmt.Sprintf("%s is %s: only its last %s were read", name, text.Bytes(size), text.Bytes(spec.limit)))
 }
-
-func sizeText(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // lastLines keeps the last limit bytes of data, from the first line that
 // starts inside them, so no half line reaches a parser.
@@ -438,7 +430,7 @@ func tarKind(h *tar.Header) string {
 func (c *collector) unpackErr(err error, member string) error {
 	if errors.Is(err, errUnpacked) {
 		return c.fail(member, "more than %s once decompressed (limit %s): not a diagnostics bundle (a collected one is well under 1 MiB unpacked)",
-			mib(c.lim.unpacked), mib(c.lim.unpacked))
+			text.Bytes(c.lim.unpacked), text.Bytes(c.lim.unpacked))
 	}
 	return c.fail(member, "%v", err)
 }
@@ -458,7 +450,7 @@ func (c *collector) readMember(tr *tar.Reader, h *tar.Header, name string, spec 
 		return data, nil
 	}
 	if h.Size > c.lim.unpacked {
-		return nil, c.fail(h.Name, "%d bytes, over the %s limit of a whole bundle: not a diagnostics bundle", h.Size, mib(c.lim.unpacked))
+		return nil, c.fail(h.Name, "%d bytes, over the %s limit of a whole bundle: not a diagnostics bundle", h.Size, text.Bytes(c.lim.unpacked))
 	}
 	t := &tailBuffer{limit: int(spec.limit)}
 	if _, err := io.Copy(t, tr); err != nil {

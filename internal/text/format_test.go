@@ -9,7 +9,11 @@ func TestFormats(t *testing.T) {
 	tests := []struct {
 		name, got, want string
 	}{
+		{"Duration zero", Duration(0), "0s"},
+		{"Duration rounds down", Duration(400 * time.Millisecond), "0s"},
+		{"Duration rounds up", Duration(600 * time.Millisecond), "1s"},
 		{"Duration seconds", Duration(4400 * time.Millisecond), "4s"},
+		{"Duration below a minute", Duration(59499 * time.Millisecond), "59s"},
 		{"Duration rounds", Duration(59600 * time.Millisecond), "1m00s"},
 		{"Duration minutes", Duration(125 * time.Second), "2m05s"},
 		{"Duration hours", Duration(62*time.Minute + 10*time.Second), "1h02m"},
@@ -23,11 +27,15 @@ func TestFormats(t *testing.T) {
 		{"Ago now", Ago(20 * time.Second), "just now"},
 		{"Ago one minute", Ago(90 * time.Second), "1 minute ago"},
 		{"Ago hours", Ago(47 * time.Hour), "47 hours ago"},
+		{"Ago minutes", Ago(45 * time.Minute), "45 minutes ago"},
 		{"Ago days", Ago(72 * time.Hour), "3 days ago"},
+		{"Ago a long time", Ago(400 * 24 * time.Hour), "400 days ago"},
 		{"Bytes whole GiB", Bytes(96 << 30), "96 GiB"},
 		{"Bytes one decimal", Bytes(15<<30 + 1<<29), "15.5 GiB"},
 		{"Bytes MiB", Bytes(512 << 20), "512 MiB"},
 		{"Bytes KiB", Bytes(64 << 10), "64 KiB"},
+		{"Bytes fraction of a KiB", Bytes(1536), "1.5 KiB"},
+		{"Bytes memory as reported", Bytes(16363974656), "15.2 GiB"},
 		{"Bytes small", Bytes(100), "100 bytes"},
 		{"Bytes one", Bytes(1), "1 byte"},
 		{"Bytes just under a GiB is one", Bytes(1<<30 - 1), "1 GiB"},

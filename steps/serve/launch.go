@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // Where an engine runs, as a launcher's mode.
@@ -491,7 +492,7 @@ func (l *Launch) Estimate(req Request, c Ceiling) {
 	f := Estimate(FitRequest{Engine: l.Engine, Model: shape, Context: req.Context, Util: req.Util,
 		LimitBytes: c.Bytes, Unified: c.Unified})
 	l.Fit = &f
-	l.FitNote = "against " + GiB(c.Bytes) + ": " + c.Source
+	l.FitNote = "against " + text.Bytes(int64(c.Bytes)) + ": " + c.Source
 	if c.Bytes == 0 {
 		l.FitNote = "the GPU memory ceiling is unknown"
 	}
