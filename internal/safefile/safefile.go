@@ -135,6 +135,18 @@ func CheckRegular(f *os.File, name string) (*os.File, fs.FileInfo, error) {
 	return f, st, nil
 }
 
+// Cause is err without the operation and path an *fs.PathError adds, for a
+// message that names the path itself: "state dir X: permission denied",
+// not "state dir X: mkdir X: permission denied". Other errors are returned
+// as they are.
+func Cause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 // Kind names what a non-regular file is, for a message: "a FIFO (named
 // pipe)", "a character device", "a directory", …
 func Kind(m fs.FileMode) string {

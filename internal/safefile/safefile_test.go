@@ -152,3 +152,14 @@ func TestReadRegular(t *testing.T) {
 		t.Errorf("TooLargeError = %q", err)
 	}
 }
+
+func TestCause(t *testing.T) {
+	_, err := os.Open(filepath.Join(t.TempDir(), "none"))
+	if got := Cause(err); got != syscall.ENOENT {
+		t.Errorf("Cause(%v) = %v, want ENOENT", err, got)
+	}
+	plain := errors.New("plain")
+	if got := Cause(plain); got != plain {
+		t.Errorf("Cause(plain) = %v", got)
+	}
+}

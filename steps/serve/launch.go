@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/internal/text"
 )
 
@@ -283,7 +284,7 @@ func (l *Launch) llamaCommand(ln launcher, req Request, home string) ([]string, 
 	}
 	st, err := os.Stat(model)
 	if err != nil {
-		return nil, fmt.Errorf("--model %s: %w", l.Model, unwrapPathErr(err))
+		return nil, fmt.Errorf("--model %s: %w", l.Model, safefile.Cause(err))
 	}
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("--model %s: not a regular file", l.Model)
@@ -425,14 +426,6 @@ func BenchScript(track string) string { return "serve/" + track + "/bench.sh" }
 func dirExists(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.IsDir()
-}
-
-func unwrapPathErr(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // QuoteCommand is one line a shell reads back as argv: each word quoted
