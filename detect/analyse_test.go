@@ -31,7 +31,7 @@ func bundleOf(t testing.TB, files map[string]string) *Bundle {
 	return b
 }
 
-func mustCheck(t *testing.T, r *Report, id string, status Status) Check {
+func mustCheck(t *testing.T, r *Report, id CheckID, status Status) Check {
 	t.Helper()
 	c, ok := r.Check(id)
 	if !ok {
@@ -47,7 +47,7 @@ func mustCheck(t *testing.T, r *Report, id string, status Status) Check {
 func TestChecksCoverContract(t *testing.T) {
 	for _, b := range []*Bundle{NewBundle(), mustBundle(t, "gfx1151-no-devkfd")} {
 		r := Analyse(b)
-		var ids []string
+		var ids []CheckID
 		for _, c := range r.Checks {
 			ids = append(ids, c.ID)
 			if !slices.Contains([]Status{StatusOK, StatusWarn, StatusFail, StatusSkip}, c.Status) || c.Summary == "" || strings.Contains(c.Summary, "\n") {
@@ -143,7 +143,7 @@ func TestHostChecks(t *testing.T) {
 	tests := []struct {
 		name   string
 		files  map[string]string
-		id     string
+		id     CheckID
 		status Status
 		fix    string // must appear in the fix (or detail)
 	}{

@@ -235,72 +235,94 @@ func pkgNameFor(p *FirmwarePackage, distro string) string {
 		"suse": "kernel-firmware-amdgpu", "nix": "linux-firmware", "portage": "linux-firmware"}[distro]
 }
 
-// fixBlocks prints the block for this package's distribution, or every
-// distribution's when it is unknown.
-func fixBlocks(p *FirmwarePackage, block func(distro, name string) string) string {
+// distroLabels name each package manager's distributions for people, and
+// distroIDs for the plan.
+var (
+	distroLabels = map[string]string{"rpm": "Fedora", "dpkg": "Ubuntu/Debian", "pacman": "Arch", "suse": "openSUSE", "nix": "NixOS", "portage": "Gentoo"}
+	distroIDs    = map[string][]string{"rpm": {DistroFedora}, "dpkg": {DistroUbuntu, DistroDebian}, "pacman": {DistroArch},
+		"suse": {DistroSUSE}, "nix": {DistroNixOS}, "portage": {DistroGentoo}}
+)
+
+// firmwareCommands are the commands for this package's distribution, or
+// for every distribution when it is unknown.
+func firmwareCommands(p *FirmwarePackage, for1 func(distro, name string) []DistroCommand) []DistroCommand {
 	if d := distroOf(p); d != "" {
-		if b := block(d, pkgNameFor(p, d)); b != "" {
-			return "  " + strings.ReplaceAll(b, "\n", "\n  ")
+		if cs := for1(d, pkgNameFor(p, d)); len(cs) > 0 {
+			return cs
 		}
 	}
-	var out []string
+	var out []DistroCommand
 	for _, d := range []string{"rpm", "dpkg", "pacman", "nix"} {
-		out = append(out, "  "+strings.ReplaceAll(block(d, pkgNameFor(p, d)), "\n", "\n  "))
+		out = append(out, for1(d, pkgNameFor(p, d))...)
 	}
-	return strings.Join(out, "\n")
+	return out
 }
 
-// firmwareUpgradeFix is the exact way off 20251125 for this package.
-func firmwareUpgradeFix(p *FirmwarePackage) string {
-	block := func(distro, name string) string {
+// firmwareUpgrade is the exact way off 20251125 for this package.
+func firmwareUpgrade(p *FirmwarePackage, id string) *Remedy {
+	for1 := func(distro, name string) []DistroCommand {
+		c := DistroCommand{Distros: distroIDs[distro], Label: distroLabels[distro]}
 		switch distro {
 		case "rpm":
-			return "Fedora: sudo dnf upgrade --refresh " + name + "\n" +
-				"  or back to 20251111 (ROCm/legacy-rocm-build#5724): sudo dnf install fedora-repos-archive && sudo dnf --enablerepo=updates-archive downgrade " + name + "-20251111\n" +
-				"Fedora Atomic (Silverblue, Bazzite): rpm-ostree upgrade"
+			c.Command = "sudo dnf upgrade --refresh " + name
+			c.Note = "or back to 20251111 (ROCm/legacy-rocm-build#5724): sudo dnf install fedora-repos-archive && sudo dnf --enablerepo=updates-archive downgrade " + name + "-20251111"
+			return []DistroCommand{c, {Distros: []string{DistroFedoraAtomic}, Label: "Fedora Atomic (Silverblue, Bazzite)", Command: "rpm-ostree upgrade"}}
 		case "dpkg":
-			return "Ubuntu/Debian: sudo apt update && sudo apt install --only-upgrade " + name
+			c.Command = "sudo apt update && sudo apt install --only-upgrade " + name
 		case "pacman":
-			return "Arch: sudo pacman -Syu " + name
+			c.Command = "sudo pacman -Syu " + name
 		case "suse":
-			return "openSUSE: sudo zypper update " + name
+			c.Command = "sudo zypper update " + name
 		case "nix":
-			return "NixOS: update nixpkgs to one with linux-firmware 20260108 or newer, then sudo nixos-rebuild switch"
+			c.Note = "update nixpkgs to one with linux-firmware 20260108 or newer, then sudo nixos-rebuild switch"
 		case "portage":
-			return "Gentoo: sudo emerge --ask --update sys-kernel/linux-firmware"
+			c.Command = "sudo emerge --ask --update sys-kernel/linux-firmware"
+		default:
+			return nil
 		}
-		return ""
+		return []DistroCommand{c}
 	}
-	return "Update the firmware to 20260108 or newer:\n" + fixBlocks(p, block) + "\nThen reboot and check: " + mesCheckCmd
+	return &Remedy{Lead: "Update the firmware to 20260108 or newer:",
+		Steps: []Step{{ID: id, Kind: StepFirmware, Change: "replace linux-firmware 20251125 (MES 0x83 hangs the GPU) with 20260108 or newer, then reboot",
+			Commands: firmwareCommands(p, for1)}},
+		After: "Then reboot and check: " + mesCheckCmd}
 }
 
-// firmwareRollbackFix is the exact way back to 20260622 (and to keep it).
-func firmwareRollbackFix(p *FirmwarePackage) string {
-	block := func(distro, name string) string {
+// firmwareRollback is the exact way back to 20260622 (and to keep it).
+func firmwareRollback(p *FirmwarePackage, lead string) *Remedy {
+	for1 := func(distro, name string) []DistroCommand {
+		c := DistroCommand{Distros: distroIDs[distro], Label: distroLabels[distro]}
 		switch distro {
 		case "rpm":
-			return "Fedora: sudo dnf install fedora-repos-archive\n" +
-				"  sudo dnf --enablerepo=updates-archive downgrade " + name + "-" + lastGoodBeforeSuspect + "\n" +
-				"  sudo dnf versionlock add " + name + "   (undo later: sudo dnf versionlock delete " + name + ")\n" +
-				"Fedora Atomic (Silverblue, Bazzite): sudo rpm-ostree rollback   (boots the previous image)"
+			c.Command = "sudo dnf install fedora-repos-archive\n" +
+				"sudo dnf --enablerepo=updates-archive downgrade " + name + "-" + lastGoodBeforeSuspect + "\n" +
+				"sudo dnf versionlock add " + name
+			c.Note = "(undo later: sudo dnf versionlock delete " + name + ")"
+			return []DistroCommand{c, {Distros: []string{DistroFedoraAtomic}, Label: "Fedora Atomic (Silverblue, Bazzite)",
+				Command: "sudo rpm-ostree rollback", Note: "(boots the previous image)"}}
 		case "dpkg":
-			return "Ubuntu/Debian: apt list -a " + name + "   (pick the version before " + p.Version + ")\n" +
-				"  sudo apt install " + name + "=VERSION && sudo apt-mark hold " + name
+			c.Command = "apt list -a " + name
+			c.Note = "pick the version before " + p.Version + ", then: sudo apt install " + name + "=VERSION && sudo apt-mark hold " + name
 		case "pacman":
-			return "Arch: sudo pacman -U /var/cache/pacman/pkg/" + name + "-" + lastGoodBeforeSuspect + "-*.pkg.tar.zst\n" +
-				"  then add  IgnorePkg = " + name + "  to /etc/pacman.conf"
+			c.Command = "sudo pacman -U /var/cache/pacman/pkg/" + name + "-" + lastGoodBeforeSuspect + "-*.pkg.tar.zst"
+			c.Note = "then add  IgnorePkg = " + name + "  to /etc/pacman.conf"
 		case "suse":
-			return "openSUSE: sudo zypper install --oldpackage " + name + "-" + lastGoodBeforeSuspect + " && sudo zypper addlock " + name
+			c.Command = "sudo zypper install --oldpackage " + name + "-" + lastGoodBeforeSuspect + " && sudo zypper addlock " + name
 		case "nix":
 			// noamsto/nix-amd-ai#105: d7df67e2 is the last nixpkgs commit with 20260622.
-			return "NixOS (noamsto/nix-amd-ai#105): pin linux-firmware to nixpkgs d7df67e2 (the last one with 20260622):\n" +
-				"  flake input:  nixpkgs-firmware.url = \"github:nixos/nixpkgs?rev=d7df67e2ba27de7e4ecd05bd15824b7c09d11831\";\n" +
-				"  overlay:      linux-firmware = inputs.nixpkgs-firmware.legacyPackages.${prev.stdenv.hostPlatform.system}.linux-firmware;"
+			c.Note = "(noamsto/nix-amd-ai#105) pin linux-firmware to nixpkgs d7df67e2 (the last one with 20260622):\n" +
+				"flake input:  nixpkgs-firmware.url = \"github:nixos/nixpkgs?rev=d7df67e2ba27de7e4ecd05bd15824b7c09d11831\";\n" +
+				"overlay:      linux-firmware = inputs.nixpkgs-firmware.legacyPackages.${prev.stdenv.hostPlatform.system}.linux-firmware;"
+		default:
+			return nil
 		}
-		return ""
+		return []DistroCommand{c}
 	}
-	return "If you see this, go back to linux-firmware " + lastGoodBeforeSuspect + " (or boot a 7.1 kernel: 7.1.5 with 20260622 worked in bazzite#5576):\n" +
-		fixBlocks(p, block) + "\nThen reboot."
+	return &Remedy{Lead: lead + "If you see this, go back to linux-firmware " + lastGoodBeforeSuspect + " (or boot a 7.1 kernel: 7.1.5 with 20260622 worked in bazzite#5576):",
+		Steps: []Step{{ID: "firmware:kernel-pair", Kind: StepFirmware,
+			Change:   "go back to linux-firmware " + lastGoodBeforeSuspect + " (users report bad model behaviour with kernel 7.2.x and " + suspectRelease + "), then reboot",
+			Commands: firmwareCommands(p, for1)}},
+		After: "Then reboot."}
 }
 
 // checkFirmwarePair flags the kernel/firmware combinations known to break
@@ -329,14 +351,14 @@ func checkFirmwarePair(_ *facts, r *Report) Check {
 	case mes == 0x83 && (gfx == "gfx1151" || gfx == "gfx1150"):
 		return Check{Status: StatusFail,
 			Summary: "the running MES firmware is 0x83, from linux-firmware " + badMESRelease + ": it hangs the GPU under compute (ROCm/legacy-rocm-build#5724)",
-			Fix:     firmwareUpgradeFix(p)}
+			Remedy:  firmwareUpgrade(p, "firmware:kernel-pair")}
 	case release == badMESRelease && (gfx == "gfx1151" || gfx == "gfx1150") && mes >= 0:
 		return Check{Status: StatusOK,
 			Summary: fmt.Sprintf("%s is the %s release, but the running MES is 0x%x, not 0x83: this build carries the fix", pkgLabel(p), badMESRelease, mes)}
 	case release == badMESRelease && gfx == "gfx1151":
 		return Check{Status: StatusFail,
 			Summary: pkgLabel(p) + " is linux-firmware " + badMESRelease + ", whose MES 0x83 hangs gfx1151 (ROCm/legacy-rocm-build#5724)" + patched,
-			Fix:     firmwareUpgradeFix(p)}
+			Remedy:  firmwareUpgrade(p, "firmware:kernel-pair")}
 	case release == badMESRelease:
 		// Reported beyond gfx1151: gfx1150 (ROCm/legacy-rocm-build#5724, KL1RL) and
 		// a 780M, gfx1103 (ROCm/ROCm#5180, zw963, with MES failures in dmesg).
@@ -346,27 +368,26 @@ func checkFirmwarePair(_ *facts, r *Report) Check {
 		}
 		return Check{Status: StatusWarn,
 			Summary: pkgLabel(p) + " is linux-firmware " + badMESRelease + ", reported to hang the MES of other RDNA 3/3.5 GPUs too (gfx1150, gfx1103)" + seen + patched,
-			Fix:     firmwareUpgradeFix(p)}
+			Remedy:  firmwareUpgrade(p, "firmware:kernel-pair")}
 	case k72 && release == suspectRelease:
 		return Check{Status: StatusWarn,
 			Summary: "kernel " + kernel + " with linux-firmware " + suspectRelease + " (" + pkgLabel(p) + "): users report models looping and stopping mid-task with this pair",
-			Fix: "A community report, not AMD's: Qwen tool-calling loops and agents stopping mid-task on Strix Halo\n" +
-				"(noamsto/nix-amd-ai#105), and a 4x slower RDNA2 GPU (ublue-os/bazzite#5576); " + lastGoodBeforeSuspect + " was good.\n" +
-				firmwareRollbackFix(p)}
+			Remedy: firmwareRollback(p, "A community report, not AMD's: Qwen tool-calling loops and agents stopping mid-task on Strix Halo\n"+
+				"(noamsto/nix-amd-ai#105), and a 4x slower RDNA2 GPU (ublue-os/bazzite#5576); "+lastGoodBeforeSuspect+" was good.\n")}
 	case release == "" && k72:
 		return Check{Status: StatusSkip,
 			Summary: "kernel " + kernel + ": with linux-firmware " + suspectRelease + " users report bad model behaviour, and the firmware version is unknown",
-			Fix:     "Check the installed firmware package:\n" + firmwareQueryCmds}
+			Remedy:  advice("Check the installed firmware package:\n" + firmwareQueryCmds)}
 	case release == "" && mes >= 0 && kok:
 		return Check{Status: StatusOK,
 			Summary: fmt.Sprintf("kernel %s with MES firmware 0x%x: not a known-bad pair", kernel, mes)}
 	case release == "":
 		return Check{Status: StatusSkip, Summary: "linux-firmware version unknown (no package manager answered)",
-			Fix: "Check the installed firmware package:\n" + firmwareQueryCmds}
+			Remedy: advice("Check the installed firmware package:\n" + firmwareQueryCmds)}
 	case !kok && release == suspectRelease:
 		return Check{Status: StatusSkip,
 			Summary: pkgLabel(p) + " is linux-firmware " + suspectRelease + ", reported bad with kernel 7.2.x; the kernel release is unknown",
-			Fix:     "Check the kernel: uname -r"}
+			Remedy:  advice("Check the kernel: uname -r")}
 	case !kok:
 		return Check{Status: StatusOK, Summary: pkgLabel(p) + ": not a known-bad firmware release (kernel unknown)"}
 	}

@@ -145,15 +145,16 @@ func checkNPU(f *facts, r *Report) Check {
 	if how, off := iommuOff(f); off {
 		return Check{Status: StatusWarn,
 			Summary: what + " present, but " + how + " leaves it unusable: NPU jobs need the IOMMU",
-			Fix:     tradeoff + kernelArgsFix(nil, []string{strings.SplitN(how, "=", 2)[0]}, osID(r))}
+			Remedy: &Remedy{Lead: strings.TrimSuffix(tradeoff, "\n"),
+				Args: []ArgChange{{KernelArg{OpRemove, strings.SplitN(how, "=", 2)[0], "off"}, "the NPU needs the IOMMU"}}}}
 	}
 	if n.SVABindFailed {
 		return Check{Status: StatusWarn,
 			Summary: what + " present, but dmesg shows amdxdna could not bind memory (\"SVA bind device failed\"): NPU jobs cannot run",
-			Fix: "The NPU needs the IOMMU in translated mode for its device. Look for what turns it off or to passthrough:\n" +
+			Remedy: advice("The NPU needs the IOMMU in translated mode for its device. Look for what turns it off or to passthrough:\n" +
 				"  cat /proc/cmdline   (amd_iommu=off, iommu=off, iommu=pt, iommu.passthrough=1)\n" +
 				"  dmesg | grep -i -E 'amdxdna|AMD-Vi'\n" +
-				"Remove such a parameter if you want the NPU (amd_iommu=off trades it for 5-12% GPU speed, kyuz0#66)."}
+				"Remove such a parameter if you want the NPU (amd_iommu=off trades it for 5-12% GPU speed, kyuz0#66).")}
 	}
 	var parts []string
 	switch {

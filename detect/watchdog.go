@@ -147,13 +147,14 @@ func fmtMS(ms int64) string {
 
 // lockupFix is the exact change to the proposed watchdog, replacing a
 // value already set.
-func lockupFix(r *Report, replace bool) string {
-	var remove []string
+func lockupFix(lead string, replace bool) *Remedy {
+	var args []ArgChange
 	if replace {
-		remove = []string{"amdgpu.lockup_timeout"}
+		args = append(args, ArgChange{Arg: KernelArg{Op: OpRemove, Key: "amdgpu.lockup_timeout"}})
 	}
-	return kernelArgsFix([]string{fmt.Sprintf("amdgpu.lockup_timeout=%d", watchdogProposedMS)}, remove, osID(r)) +
-		"\nCheck after the reboot: cat /sys/module/amdgpu/parameters/lockup_timeout"
+	args = append(args, ArgChange{KernelArg{OpSet, "amdgpu.lockup_timeout", fmt.Sprint(watchdogProposedMS)},
+		"long prompts outlast the 10 s GPU watchdog (\"ring gfx timeout\"); 20 s as LLMKube uses"})
+	return &Remedy{Lead: lead, Args: args, After: "Check after the reboot: cat /sys/module/amdgpu/parameters/lockup_timeout"}
 }
 
 // checkLockupTimeout: long prompts on the iGPU can run one GPU job longer
@@ -169,12 +170,12 @@ func checkLockupTimeout(f *facts, r *Report) Check {
 	w := r.Kernel.Watchdog
 	if w == nil || (w.Source == "" && f.cmdline == nil && w.RingTimeouts == nil) || (w.Source == "" && w.GFXTimeoutMS == nil && w.RingTimeouts == nil) {
 		return Check{Status: StatusSkip, Summary: "amdgpu.lockup_timeout unknown (neither /sys/module/amdgpu/parameters/lockup_timeout nor the kernel command line was collected)",
-			Fix: "Check it with: cat /sys/module/amdgpu/parameters/lockup_timeout   (empty: the kernel's default)"}
+			Remedy: advice("Check it with: cat /sys/module/amdgpu/parameters/lockup_timeout   (empty: the kernel's default)")}
 	}
 	if w.LockupTimeout != nil && !lockupValid(*w.LockupTimeout) || f.dmesg.LockupInvalid {
 		return Check{Status: StatusFail,
 			Summary: "amdgpu.lockup_timeout=" + strOr(w.LockupTimeout, "?") + " is not a number list: amdgpu refuses to start (\"invalid lockup_timeout parameter syntax\")",
-			Fix:     "Replace it with a number of milliseconds:\n" + lockupFix(r, true)}
+			Remedy:  lockupFix("Replace it with a number of milliseconds:", true)}
 	}
 	setTo := "amdgpu.lockup_timeout not collected"
 	switch {
@@ -199,26 +200,28 @@ func checkLockupTimeout(f *facts, r *Report) Check {
 	}
 	detail := "Long prompts on the iGPU can run one GPU job past the watchdog, which then resets the GPU (\"ring gfx timeout\";\n" +
 		"fak#11243 saw it beyond 136k tokens with the old 10 s default; Linux 6.19 made the default 2 s).\n" +
-		"If that happens, give jobs 20 s as LLMKube does (a real hang still recovers, 20 s later):\n" + lockupFix(r, w.LockupTimeout != nil)
+		lockupFix("If that happens, give jobs 20 s as LLMKube does (a real hang still recovers, 20 s later):", w.LockupTimeout != nil).Text(osID(r))
 	switch {
 	case timeouts > 0 && mes > 0:
 		return Check{Status: StatusWarn,
 			Summary: fmt.Sprintf("dmesg: %d GPU job timeout(s) with %d MES error(s): the GPU's scheduler firmware hung; a longer watchdog will not help", timeouts, mes),
-			Fix: "This is the MES hang of gfx1151 (FAILURES.md amdgpu-mes-hang), not a slow job: see the mes-firmware and\n" +
-				"firmware-kernel-pair checks (linux-firmware without MES 0x83, kernel >= 6.18.4), and keep the watchdog as it is."}
+			Remedy: &Remedy{Lead: "This is the MES hang of gfx1151 (FAILURES.md amdgpu-mes-hang), not a slow job: see the mes-firmware and\n" +
+				"firmware-kernel-pair checks (linux-firmware without MES 0x83, kernel >= 6.18.4), and keep the watchdog as it is.",
+				Manual: "the GPU's scheduler firmware hung (MES errors in dmesg): a longer watchdog would not help"}}
 	case timeouts > 0 && gfx >= 0 && gfx < watchdogProposedMS:
 		return Check{Status: StatusWarn,
 			Summary: fmt.Sprintf("dmesg: %d GPU job timeout(s) (\"ring %s timeout\"): a job ran longer than %s and the GPU was reset (%s)",
 				timeouts, f.dmesg.RingTimeouts[0], after, setTo),
-			Fix: "Long prompts can run one GPU job longer than the watchdog. Give jobs 20 s, as LLMKube does:\n" + lockupFix(r, w.LockupTimeout != nil)}
+			Remedy: lockupFix("Long prompts can run one GPU job longer than the watchdog. Give jobs 20 s, as LLMKube does:", w.LockupTimeout != nil)}
 	case timeouts > 0:
 		return Check{Status: StatusWarn,
 			Summary: fmt.Sprintf("dmesg: %d GPU job timeout(s) even with %s (%s): a job hangs rather than runs long", timeouts, after, setTo),
-			Fix:     "Find the job that hangs: dmesg | grep -B2 -A8 'ring .* timeout' names the process; see haloforge diagnose."}
+			Remedy: &Remedy{Lead: "Find the job that hangs: dmesg | grep -B2 -A8 'ring .* timeout' names the process; see haloforge diagnose.",
+				Manual: "a GPU job hangs rather than runs long: a longer watchdog would not help"}}
 	case gfx < 0:
 		return Check{Status: StatusWarn,
 			Summary: setTo + ": the GPU watchdog is off, so a real GPU hang freezes the machine until a reboot (and taints the kernel)",
-			Fix:     "Give long jobs 20 s instead, as LLMKube does; a hang then recovers after 20 s:\n" + lockupFix(r, true),
+			Remedy:  lockupFix("Give long jobs 20 s instead, as LLMKube does; a hang then recovers after 20 s:", true),
 			Detail:  "amdgpu: a negative lockup_timeout means MAX_SCHEDULE_TIMEOUT and add_taint(TAINT_SOFTLOCKUP) (amdgpu_device.c)."}
 	case w.LockupTimeout != nil && gfx > 0 && setByUser(*w.LockupTimeout):
 		return Check{Status: StatusOK, Summary: fmt.Sprintf("%s: a GPU job may run %s before amdgpu resets the GPU", setTo, fmtMS(gfx))}

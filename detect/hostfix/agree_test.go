@@ -1,0 +1,112 @@
+package hostfix
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/haloforge/haloforge/detect"
+)
+
+// agreeBundles are every real machine's bundle the tests hold.
+func agreeBundles(t *testing.T) []string {
+	t.Helper()
+	dirs, _ := filepath.Glob("../testdata/holdout/*")
+	more, _ := filepath.Glob("../testdata/bundles/*")
+	dirs = append(append(dirs, more...), "../../tui/demo/bundle")
+	if len(dirs) < 30 {
+		t.Fatalf("only %d bundles", len(dirs))
+	}
+	return dirs
+}
+
+// TestDoctorAndPlanAgree runs doctor and --plan over every bundle and
+// compares them: each warning or failure is in the plan as the changes its
+// remedy names (every kernel argument, group and step) or as a skip with the
+// remedy's own reason; each change the plan makes answers a flagged check
+// whose remedy names it; and doctor's fix prints every argument the plan sets.
+func TestDoctorAndPlanAgree(t *testing.T) {
+	for _, dir := range agreeBundles(t) {
+		name := strings.TrimPrefix(strings.TrimPrefix(dir, "../testdata/"), "../../tui/")
+		t.Run(name, func(t *testing.T) {
+			b, r := readBundle(t, dir)
+			p, err := Build(r, grubEvidence(b), Options{Version: "test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range p.Notes {
+				if strings.Contains(n, "does not place") {
+					t.Errorf("a remedy asks for an argument the plan refuses: %s", n)
+				}
+			}
+			byCheck := map[detect.CheckID]detect.Check{}
+			for _, c := range r.Checks {
+				byCheck[c.ID] = c
+			}
+			for _, c := range r.Checks {
+				if !c.Flagged() {
+					continue
+				}
+				if status(r, detect.CheckGPU) == detect.StatusFail {
+					if !slices.ContainsFunc(p.Skipped, func(s Skipped) bool { return s.Check == c.ID && s.Reason != "" }) {
+						t.Errorf("no AMD GPU: %s must be skipped with a reason: %+v", c.ID, p.Skipped)
+					}
+					continue
+				}
+				skipped := slices.ContainsFunc(p.Skipped, func(s Skipped) bool { return s.Check == c.ID && s.Reason == c.Remedy.Manual })
+				if !c.Remedy.Changes() || c.Remedy.Manual != "" {
+					if !skipped && !slices.ContainsFunc(p.Skipped, func(s Skipped) bool { return s.Check == c.ID }) {
+						t.Errorf("%s (%s) has no host change, and the plan does not say why", c.ID, c.Status)
+					} else if !skipped {
+						t.Errorf("%s: the plan's reason is not the remedy's %q: %+v", c.ID, c.Remedy.Manual, p.Skipped)
+					}
+					continue
+				}
+				for _, a := range c.Remedy.Args {
+					if a.Arg.Op == OpRemove && slices.ContainsFunc(c.Remedy.Args, func(o detect.ArgChange) bool { return o.Arg.Op == OpSet && o.Arg.Key == a.Arg.Key }) {
+						continue // replaced by the new value
+					}
+					if !slices.ContainsFunc(p.Target.Args, func(t KernelArg) bool { return t.Key == a.Arg.Key && t.Op == a.Arg.Op }) {
+						t.Errorf("%s asks for %s; the plan's target lacks it: %v", c.ID, a.Arg, p.Target.Args)
+					}
+				}
+				for _, s := range c.Remedy.Steps {
+					if !slices.ContainsFunc(p.Actions, func(a Action) bool { return a.ID == s.ID && a.Advice }) {
+						t.Errorf("%s asks for step %s; the plan lacks it", c.ID, s.ID)
+					}
+				}
+				if len(c.Remedy.Groups) > 0 && p.Target.User == "" && !slices.ContainsFunc(p.Notes, func(n string) bool { return strings.Contains(n, "groups is unknown") }) {
+					t.Errorf("%s asks for groups %v; the plan neither adds them nor says why", c.ID, c.Remedy.Groups)
+				}
+			}
+			for _, a := range p.Actions {
+				c, ok := byCheck[a.Check]
+				if !ok || !c.Flagged() {
+					t.Errorf("action %s answers %s, which doctor does not flag", a.ID, a.Check)
+					continue
+				}
+				switch a.Kind {
+				case KindKernelArg:
+					named := slices.ContainsFunc(c.Remedy.Args, func(x detect.ArgChange) bool { return x.Arg.Key == a.Arg.Key && x.Arg.Op == a.Arg.Op })
+					if !named && !strings.Contains(a.Change, "in the boot configuration for the next boot") {
+						t.Errorf("action %s is not in %s's remedy", a.ID, c.ID)
+					}
+					if a.Arg.Op == OpSet && !strings.Contains(c.Fix, a.Arg.String()) {
+						t.Errorf("the plan sets %s; doctor's fix for %s does not print it:\n%s", a.Arg, c.ID, c.Fix)
+					}
+				case KindPackage, KindFirmware:
+					if !slices.ContainsFunc(c.Remedy.Steps, func(s detect.Step) bool { return s.ID == a.ID }) {
+						t.Errorf("advice %s is not a step of %s's remedy", a.ID, c.ID)
+					}
+				case KindGroup:
+					for _, g := range a.Group.Groups {
+						if !slices.Contains(c.Remedy.Groups, g) {
+							t.Errorf("group %s is not in %s's remedy", g, c.ID)
+						}
+					}
+				}
+			}
+		})
+	}
+}
