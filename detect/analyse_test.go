@@ -109,7 +109,7 @@ func TestGTTFixFromRAM(t *testing.T) {
 		t.Fatalf("plan %+v, want 117 GiB (125 GiB RAM - 8 GiB reserve)", p)
 	}
 	for _, want := range []string{"ttm.pages_limit=30670848", "117 GiB", "8 GiB kept for the OS", "sudo grubby --update-kernel=ALL --args=\"ttm.pages_limit=30670848 ttm.page_pool_size=30670848\"",
-		"GRUB_CMDLINE_LINUX_DEFAULT", "sudo update-grub", `echo "options ttm pages_limit=30670848 page_pool_size=30670848" | sudo tee /etc/modprobe.d/ttm.conf`} {
+		"GRUB_CMDLINE_LINUX_DEFAULT", "sudo update-grub", `echo "options ttm pages_limit=30670848 page_pool_size=30670848" | sudo tee -a /etc/modprobe.d/haloforge-ttm.conf`} {
 		if !strings.Contains(c.Fix, want) {
 			t.Errorf("gtt-size fix lacks %q:\n%s", want, c.Fix)
 		}
@@ -149,9 +149,11 @@ func TestHostChecks(t *testing.T) {
 	}{
 		{"groups missing", map[string]string{"groups.txt": "alice : alice wheel\n"}, "render-groups", StatusWarn, "sudo usermod -aG render,video $USER"},
 		{"groups ok", map[string]string{"groups.txt": "alice wheel render video\n"}, "render-groups", StatusOK, ""},
-		{"mes 0x83", map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": strix, "firmware.txt": "MES feature version: 1, firmware version: 0x00000083\n"}, "mes-firmware", StatusFail, "20260108"},
+		{"mes 0x83", map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": strix, "firmware.txt": "MES feature version: 1, firmware version: 0x00000083\n"}, "mes-firmware", StatusFail, "20260110"},
 		{"cwsr fixed", map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": strix}, "cwsr", StatusOK, ""},
-		{"old kernel", map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": strix, "uname.txt": "6.14.0-1014-oem\n"}, "kernel-version", StatusWarn, "6.18.4"},
+		// The KFD topology is the evidence: a kernel that lists cwsr_size has the fixes, whatever its number says.
+		{"old number, fixed KFD", map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": strix, "uname.txt": "6.14.0-1014-oem\n"}, "kernel-version", StatusOK, ""},
+		{"old kernel", map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": strings.ReplaceAll(strix, "cwsr_size 1\nctl_stack_size 1\n", "max_engine_clk_ccompute 2900\n"), "uname.txt": "6.14.0-1014-oem\n"}, "kernel-version", StatusWarn, "linux-oem-24.04d"},
 		{"iommu off", map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": strix, "cmdline.txt": "ro amd_iommu=off\n"}, "iommu", StatusOK, "--remove-args=\"amd_iommu\""},
 		{"iommu on is never pushed", map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": strix, "cmdline.txt": "ro quiet\n"}, "iommu", StatusOK, "NPU"},
 		{"override on gfx1151", map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": strix, "env.txt": "HSA_OVERRIDE_GFX_VERSION=11.0.0\n"}, "hsa-override", StatusWarn, "unset HSA_OVERRIDE_GFX_VERSION"},
@@ -228,7 +230,7 @@ func TestHumanOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := short.String()
-	for _, want := range []string{"[✓] GPU: ", "[!] Kernel: kernel 6.17.0-35-generic", "[✗] /dev/kfd: ", "    Run on the host", "Recommended track: therock-toolbox"} {
+	for _, want := range []string{"[✓] GPU: ", "[✓] Kernel: kernel 6.17.0-35-generic has the gfx1151 KFD fixes", "[✗] /dev/kfd: ", "    Run on the host", "Recommended track: therock-toolbox"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q:\n%s", want, s)
 		}

@@ -282,87 +282,127 @@ func kernelVersion(rel string) ([3]int, bool) {
 func versionLess(a, b [3]int) bool { return slices.Compare(a[:], b[:]) < 0 }
 
 func checkKernel(_ *facts, r *Report) Check {
-	if r.Kernel.Release == nil {
+	if r.Kernel.Release == nil && !strixHalo(r) {
 		return skip("kernel release unknown (no uname, dmesg or /proc/cmdline)")
 	}
-	rel := *r.Kernel.Release
-	v, ok := kernelVersion(rel)
-	if !ok {
-		return skip("kernel release " + rel + " is not a version haloforge can read")
+	rel := strOr(r.Kernel.Release, "")
+	if rel != "" {
+		if _, ok := kernelVersion(rel); !ok {
+			return skip("kernel release " + rel + " is not a version haloforge can read")
+		}
 	}
 	if !strixHalo(r) {
 		return Check{Status: StatusOK, Summary: "kernel " + rel}
 	}
-	if versionLess(v, [3]int{6, 18, 4}) {
+	what := "the kernel"
+	if rel != "" {
+		what = "kernel " + rel
+	}
+	fix := gfx1151Fixes(r)
+	switch fix.state {
+	case fixPresent:
+		return Check{Status: StatusOK, Summary: what + " has the gfx1151 KFD fixes", Detail: "Evidence: " + fix.why + "."}
+	case fixAbsent:
 		return Check{Status: StatusWarn,
-			Summary: "kernel " + rel + " is older than 6.18.4, which has the gfx1151 KFD/CWSR fixes",
-			Remedy: &Remedy{Lead: "Install a kernel >= 6.18.4: Fedora 43, Ubuntu 26.04 and Arch ship one; on Ubuntu 24.04 use linux-oem-24.04\n" +
-				"(sudo apt install linux-oem-24.04) or a mainline kernel. Until then see the cwsr check for the stop-gap.",
+			Summary: what + " lacks the gfx1151 KFD fixes (" + fix.why + "): compute jobs can fail or hang",
+			Remedy: &Remedy{Lead: "Install a kernel with the gfx1151 KFD fixes: upstream 6.18.4 or later (Fedora 43, Ubuntu 26.04 and Arch ship one),\n" +
+				"the 6.12 LTS from 6.12.64, or on Ubuntu 24.04 AMD's OEM kernel (linux-oem-24.04d) or the HWE kernel from 6.17.0-19.\n" +
+				"Until then see the cwsr check for the stop-gap.",
 				Steps: []Step{kernelStep}}}
 	}
-	return Check{Status: StatusOK, Summary: "kernel " + rel + " (>= 6.18.4 has the gfx1151 KFD fixes)"}
+	if r.Kernel.Release == nil {
+		return skip("kernel release unknown (no uname, dmesg or /proc/cmdline)")
+	}
+	return Check{Status: StatusSkip, Summary: "cannot tell whether " + what + " has the gfx1151 KFD fixes: " + fix.why,
+		Remedy: advice("The KFD topology says: " + cwsrGrep + "\n(a kernel with the fixes lists cwsr_size; haloforge doctor reads it when run on the machine)")}
 }
 
 // kernelStep is installing a kernel with the gfx1151 KFD fixes, the way each
-// distribution does it.
+// distribution does it: each installs a kernel the kernel-version check
+// accepts (or, for an OEM kernel newer than AMD's list, cannot judge).
 var kernelStep = Step{ID: "package:kernel", Kind: StepPackage,
-	Change: "install a kernel >= 6.18.4 (the gfx1151 KFD/CWSR fixes), then reboot into it",
+	Change: "install a kernel with the gfx1151 KFD fixes (6.18.4+, 6.12.64+, Ubuntu 24.04 OEM or HWE), then reboot into it",
 	Commands: []DistroCommand{
 		{Distros: []string{DistroFedora}, Label: "Fedora", Command: "sudo dnf upgrade --refresh kernel"},
 		{Distros: []string{DistroFedoraAtomic}, Label: "Fedora Atomic (Silverblue, Bazzite)", Command: "rpm-ostree upgrade"},
-		{Distros: []string{DistroUbuntu}, Release: "24.04", Label: "Ubuntu 24.04", Command: "sudo apt install linux-oem-24.04"},
+		{Distros: []string{DistroUbuntu}, Release: "24.04", Label: "Ubuntu 24.04 (AMD's OEM kernel)", Command: "sudo apt update && sudo apt install linux-oem-24.04d",
+			Note: "or the HWE kernel: sudo apt install --install-recommends linux-generic-hwe-24.04"},
+		{Distros: []string{DistroUbuntu, DistroDebian}, Label: "Ubuntu/Debian", Command: "sudo apt update && sudo apt full-upgrade"},
 		{Distros: []string{DistroArch}, Label: "Arch", Command: "sudo pacman -Syu linux"},
 	}}
 
+// rdna35 are the RDNA3.5 APUs: Strix Point (gfx1150), Strix Halo (gfx1151),
+// Krackan (gfx1152) and gfx1153. They share the GC 11.5 MES scheduler
+// firmware family, and its hangs.
+var rdna35 = []string{"gfx1150", "gfx1151", "gfx1152", "gfx1153"}
+
+// mesHangReported are the chips on which MES 0x83 (linux-firmware 20251125)
+// was reported to hang the GPU (ROCm/legacy-rocm-build#5724, #5616).
+var mesHangReported = []string{"gfx1150", "gfx1151"}
+
 func checkMES(_ *facts, r *Report) Check {
-	if !strixHalo(r) {
-		return skip("MES firmware advice is for gfx1151")
+	gfx := r.PrimaryGFX()
+	if !slices.Contains(rdna35, gfx) {
+		return skip("MES firmware advice is for the RDNA3.5 APUs (" + strings.Join(rdna35, ", ") + ")")
 	}
-	const how = "cat /sys/class/drm/card*/device/fw_version/mes_fw_version   (kernel 6.6+; older: sudo grep MES /sys/kernel/debug/dri/*/amdgpu_firmware_info)"
-	if r.Firmware.MES == nil {
+	errs := 0
+	if w := r.Kernel.Watchdog; w != nil && w.MESErrors != nil {
+		errs = *w.MESErrors
+	}
+	n := mesNumber(r)
+	switch {
+	case n == 0x83 && slices.Contains(mesHangReported, gfx):
+		return Check{Status: StatusFail, Summary: "MES firmware " + *r.Firmware.MES + " is the broken one from linux-firmware 20251125 (GPU hangs, ROCm/legacy-rocm-build#5724)",
+			Remedy: firmwareUpgrade(r, "firmware:mes")}
+	case n == 0x83:
+		return Check{Status: StatusWarn, Summary: "MES firmware " + *r.Firmware.MES + " is the one from linux-firmware 20251125 that hangs gfx1150 and gfx1151 (ROCm/legacy-rocm-build#5724); on " + gfx + " it is not verified",
+			Remedy: firmwareUpgrade(r, "firmware:mes")}
+	case errs > 0:
+		mes := "MES version unknown"
+		if n >= 0 {
+			mes = "MES " + *r.Firmware.MES
+		}
+		return Check{Status: StatusWarn,
+			Summary: fmt.Sprintf("dmesg: the GPU's MES scheduler stopped responding %d time(s) (%s): compute jobs hang", errs, mes),
+			Remedy: &Remedy{Lead: "Update linux-firmware and the kernel: MES hangs on RDNA3.5 were fixed by both (gfx1152 on MES 0x82 is still open:\n" +
+				"ROCm/legacy-rocm-build#5844). If it stays, report it with the dmesg lines (haloforge diagnose reads them).",
+				Steps: []Step{firmwareStep(r, "firmware:mes", "update linux-firmware (the GPU's MES firmware stopped responding), then reboot", upgradeCommands)},
+				After: "Then reboot and check: " + mesCheckCmd}}
+	case n < 0:
 		return Check{Status: StatusSkip, Summary: "MES firmware version unknown (not collected: sysfs fw_version/mes_fw_version, or debugfs as root)",
-			Remedy: advice("Check it with: " + how + "\n0x00000080 is good; 0x00000083 (linux-firmware 20251125) hangs the GPU.")}
+			Remedy: advice("Check it with: " + mesCheckCmd + "\n(kernel 6.6+; older: sudo grep MES /sys/kernel/debug/dri/*/amdgpu_firmware_info)")}
 	}
-	mes := *r.Firmware.MES
-	n, _ := strconv.ParseInt(strings.TrimPrefix(mes, "0x"), 16, 64)
-	if n == 0x83 {
-		return Check{Status: StatusFail, Summary: "MES firmware " + mes + " is the broken one from linux-firmware 20251125 (GPU hangs, ROCm#5724)",
-			Remedy: firmwareUpgrade(r.Firmware.Package, "firmware:mes")}
-	}
-	return Check{Status: StatusOK, Summary: "MES firmware " + mes}
+	return Check{Status: StatusOK, Summary: "MES firmware " + *r.Firmware.MES + " (0x83 is the one that hangs)"}
 }
 
 func checkCWSR(f *facts, r *Report) Check {
 	if !strixHalo(r) {
 		return skip("the CWSR fix matters for gfx1151")
 	}
-	disabled := false
-	if f.cmdline != nil {
-		v, ok := f.cmdline.Get("amdgpu.cwsr_enable")
-		disabled = ok && v == "0"
+	// The loaded value wins: it is what the driver runs with, set on the
+	// command line or in /etc/modprobe.d alike.
+	off, where := false, ""
+	if s, ok := f.read("sys/module/amdgpu/parameters/cwsr_enable"); ok {
+		v := strings.TrimSpace(lastLine(s))
+		off, where = v == "0", "loaded amdgpu: cwsr_enable="+v
+	} else if v, ok := f.cmdlineGet("amdgpu.cwsr_enable"); ok {
+		off, where = v == "0", "amdgpu.cwsr_enable="+v+" on the command line"
 	}
-	g := r.Primary()
-	fix := &Remedy{Lead: "Stop-gap until the kernel has the fix: add amdgpu.cwsr_enable=0 (costs some preemption; drop it on kernel >= 7.0 with ROCm >= 7.2.1).",
-		Args: []ArgChange{{KernelArg{OpSet, "amdgpu.cwsr_enable", "0"}, "stop-gap for kernels without the gfx1151 CWSR fix; drop it on kernel >= 7.0 with ROCm >= 7.2.1"}}}
+	fix := gfx1151Fixes(r)
+	stopGap := &Remedy{Lead: "Stop-gap until the kernel has the fix: turn CWSR off (costs some preemption; drop it once the kernel has the fix:\n" + cwsrGrep + " then lists the GPU's node).",
+		Args: []ArgChange{{KernelArg{OpSet, "amdgpu.cwsr_enable", "0"}, "stop-gap until the kernel has the gfx1151 CWSR fix, which KFD then shows as cwsr_size; drop it then"}}}
 	switch {
-	case g.CWSR != nil && *g.CWSR:
-		return Check{Status: StatusOK, Summary: "the kernel has the gfx1151 CWSR fix (KFD lists cwsr_size and ctl_stack_size)"}
-	case disabled:
-		return Check{Status: StatusOK, Summary: "CWSR is disabled (amdgpu.cwsr_enable=0), the stop-gap for older kernels"}
-	case g.CWSR != nil:
-		return Check{Status: StatusWarn, Summary: "the kernel lacks the gfx1151 CWSR fix: compute jobs can hang", Remedy: fix}
+	case fix.state == fixPresent && off:
+		return Check{Status: StatusOK, Summary: "the kernel has the gfx1151 CWSR fix (" + fix.why + "); CWSR is still off (" + where + "), which only costs preemption now"}
+	case fix.state == fixPresent:
+		return Check{Status: StatusOK, Summary: "the kernel has the gfx1151 CWSR fix", Detail: "Evidence: " + fix.why + "."}
+	case off:
+		return Check{Status: StatusOK, Summary: "CWSR is off (" + where + "), the stop-gap for kernels without the gfx1151 fix"}
+	case fix.state == fixAbsent:
+		return Check{Status: StatusWarn, Summary: "the kernel lacks the gfx1151 CWSR fix (" + fix.why + ") and CWSR is on: compute jobs can hang", Remedy: stopGap}
 	}
-	if r.Kernel.Release != nil {
-		if v, ok := kernelVersion(*r.Kernel.Release); ok {
-			if !versionLess(v, [3]int{7, 0, 0}) {
-				return Check{Status: StatusOK, Summary: "kernel " + *r.Kernel.Release + " has the CWSR save-area fix (7.0+)"}
-			}
-			if versionLess(v, [3]int{6, 18, 4}) {
-				return Check{Status: StatusWarn, Summary: "kernel " + *r.Kernel.Release + " predates the gfx1151 CWSR fixes and CWSR is on", Remedy: fix}
-			}
-		}
-	}
-	return skip("cannot tell whether the CWSR fix is there (no KFD topology)")
+	return Check{Status: StatusSkip, Summary: "cannot tell whether the kernel has the gfx1151 CWSR fix: " + fix.why,
+		Remedy: advice("The KFD topology says: " + cwsrGrep)}
 }
 
 func osID(r *Report) string {
@@ -372,8 +412,21 @@ func osID(r *Report) string {
 	return *r.Host.OSID
 }
 
-// gttCeiling is the GTT the GPU can use: the driver's figure, else the TTM limit.
+// gttAndTTM are the GTT amdgpu set up and the TTM limit, when both are known.
+func gttAndTTM(r *Report) (gtt, limit int64, ok bool) {
+	g := r.Primary()
+	if g == nil || g.GTTBytes == nil || r.Kernel.TTMPagesLimit == nil {
+		return 0, 0, false
+	}
+	return *g.GTTBytes, *r.Kernel.TTMPagesLimit * 4096, true
+}
+
+// gttCeiling is the GTT the GPU can use: the driver's figure capped by the
+// TTM limit (allocations stop at the smaller), else either alone.
 func gttCeiling(r *Report) (int64, string) {
+	if gtt, limit, ok := gttAndTTM(r); ok && limit < gtt {
+		return limit, "TTM pages_limit"
+	}
 	if g := r.Primary(); g != nil && g.GTTBytes != nil {
 		return *g.GTTBytes, "GTT"
 	}
@@ -472,7 +525,15 @@ func checkGTTSizeDeprecated(f *facts, r *Report) Check {
 		}
 		fix.Args = append(fix.Args, removals...)
 		return Check{Status: StatusWarn, Summary: sum, Remedy: fix}
-	case f.cmdline == nil && !f.b.Has("dmesg.txt"):
+	}
+	if gtt, limit, ok := gttAndTTM(r); ok && (gtt-limit >= gib || limit-gtt >= gib) {
+		return Check{Status: StatusWarn,
+			Summary: fmt.Sprintf("GTT is %s but the TTM limit (pages_limit) is %s: the GPU can allocate only %s; something sets GTT apart from ttm.pages_limit",
+				fmtGiB(gtt), fmtGiB(limit), fmtGiB(min(gtt, limit))),
+			Remedy: &Remedy{Lead: "Set GTT in one place only: remove amdgpu.gttsize (kernel command line and /etc/modprobe.d) and size GTT with ttm.pages_limit (see gtt-size):",
+				Args: []ArgChange{{KernelArg{Op: OpRemove, Key: "amdgpu.gttsize"}, gttsizeWhy["amdgpu.gttsize"]}}}}
+	}
+	if f.cmdline == nil && !f.b.Has("dmesg.txt") {
 		return skip("kernel command line unknown")
 	}
 	return Check{Status: StatusOK, Summary: "no amdgpu.gttsize on the command line"}
@@ -529,10 +590,15 @@ func checkCarveout(_ *facts, r *Report) Check {
 	if v <= 2*gib {
 		return Check{Status: StatusOK, Summary: "BIOS carve-out " + fmtMiB(v) + ": memory stays with the OS and GTT"}
 	}
+	pool := ""
+	if g.PoolBytes != nil && *g.PoolBytes >= v/2 {
+		pool = " (ROCm uses it: its pool is " + fmtGiB(*g.PoolBytes) + ")"
+	}
 	return Check{Status: StatusWarn,
-		Summary: "BIOS carve-out " + fmtGiB(v) + ": RAM taken from the OS shrinks GTT, and ROCm does not count the carve-out",
-		Remedy: &Remedy{Lead: "In the BIOS/UEFI set the UMA frame buffer (\"iGPU memory\", \"UMA size\") to its minimum, 512 MB,\n" +
-			"then grow GTT with ttm.pages_limit instead (see gtt-size). A 96 GB carve-out left ROCm a 15 GiB pool.",
+		Summary: "BIOS carve-out " + fmtGiB(v) + pool + ": RAM reserved for the GPU is gone from Linux for good, while GTT is shared as needed",
+		Remedy: &Remedy{Lead: "AMD recommends a small carve-out and a large TTM/GTT limit instead. In the BIOS/UEFI set the UMA frame buffer\n" +
+			"(\"iGPU memory\", \"UMA size\") to its minimum, 512 MB, then grow GTT with ttm.pages_limit (see gtt-size).\n" +
+			"(Kernels before \"drm/amdkfd: use GTT for VRAM on APUs only if GTT is larger\" gave ROCm only a 15 GiB pool of a 96 GB carve-out.)",
 			Steps: []Step{carveoutStep}}}
 }
 

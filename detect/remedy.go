@@ -3,6 +3,8 @@ package detect
 import (
 	"fmt"
 	"math"
+	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -234,7 +236,8 @@ func argsText(args []ArgChange, osID string) string {
 		blocks[0], blocks[1] = blocks[1], blocks[0]
 	}
 	if modprobe := modprobeLines(add, remove); len(modprobe) > 0 {
-		blocks = append(blocks, "Or as module options (any distro; then rebuild the initramfs: sudo dracut -f on Fedora, sudo update-initramfs -u on Ubuntu/Debian):\n  "+strings.Join(modprobe, "\n  "))
+		blocks = append(blocks, "Or as module options (any distro; then rebuild the initramfs: sudo dracut -f --regenerate-all on Fedora,\n"+
+			"sudo update-initramfs -u -k all on Ubuntu/Debian, sudo mkinitcpio -P on Arch):\n  "+strings.Join(modprobe, "\n  "))
 	}
 	return strings.Join(blocks, "\n") + "\nThen reboot."
 }
@@ -252,11 +255,21 @@ func replaces(add, remove []string) bool {
 	return false
 }
 
+// modprobeFile is where doctor's fix appends module options: a file of
+// haloforge's own, so that following two fixes keeps both and no file the
+// user wrote is overwritten.
+const modprobeFile = "/etc/modprobe.d/haloforge-%s.conf"
+
 // modprobeLines turns module parameters (ttm.pages_limit=N) into
-// /etc/modprobe.d lines; kernel-only parameters such as amd_iommu have none.
+// /etc/modprobe.d edits; kernel-only parameters such as amd_iommu have none.
+// A parameter is first taken out of every options line of its module (its
+// param=value only, and a line left empty goes), then a new value is
+// appended to haloforge's file for the module: the same edit the plan makes
+// to a file (removeModOption, detect/hostfix/modprobe.go).
 func modprobeLines(add, remove []string) []string {
 	byMod := map[string][]string{}
 	var order []string
+	drop := slices.Clone(remove)
 	for _, a := range add {
 		k, v, ok := strings.Cut(a, "=")
 		mod, param, dotted := strings.Cut(k, ".")
@@ -267,20 +280,28 @@ func modprobeLines(add, remove []string) []string {
 			order = append(order, mod)
 		}
 		byMod[mod] = append(byMod[mod], param+"="+v)
-	}
-	var adds, removes []string
-	for _, mod := range order {
-		adds = append(adds, fmt.Sprintf(`echo "options %s %s" | sudo tee /etc/modprobe.d/%s.conf`, mod, strings.Join(byMod[mod], " "), mod))
-	}
-	for _, r := range remove {
-		if mod, param, ok := strings.Cut(r, "."); ok {
-			removes = append(removes, fmt.Sprintf(`sudo sed -i '/^options %s .*%s=/d' /etc/modprobe.d/*.conf`, mod, param))
+		if !slices.Contains(drop, k) {
+			drop = append(drop, k)
 		}
 	}
-	if replaces(add, remove) {
-		return append(removes, adds...)
+	var out []string
+	for _, r := range drop {
+		if mod, param, ok := strings.Cut(r, "."); ok {
+			out = append(out, modprobeRemove(mod, param))
+		}
 	}
-	return append(adds, removes...)
+	for _, mod := range order {
+		out = append(out, fmt.Sprintf(`echo "options %s %s" | sudo tee -a `+modprobeFile, mod, strings.Join(byMod[mod], " "), mod))
+	}
+	return out
+}
+
+// modprobeRemove is the sed that takes one parameter (param=value) out of
+// a module's options lines in /etc/modprobe.d, and deletes a line left
+// with no parameter.
+func modprobeRemove(mod, param string) string {
+	m, p := regexp.QuoteMeta(mod), regexp.QuoteMeta(param)
+	return fmt.Sprintf(`sudo sed -i -E -e '/^[[:space:]]*options[[:space:]]+%s[[:space:]]/ s/[[:space:]]+%s=[^[:space:]#]*//g' -e '/^[[:space:]]*options[[:space:]]+%s[[:space:]]*(#.*)?$/d' /etc/modprobe.d/*.conf`, m, p, m)
 }
 
 const gib = int64(1) << 30

@@ -73,6 +73,10 @@ type Firmware struct {
 	// Package is the installed package carrying the amdgpu firmware (null
 	// when no package manager answered): what a plan pins or rolls back.
 	Package *FirmwarePackage `json:"package"`
+	// Overrides are the amdgpu firmware files under /lib/firmware/updates
+	// ("updates/amdgpu/gc_11_5_1_mes_2.bin"), which the kernel loads before
+	// the package's; null when the directories were not looked at.
+	Overrides []string `json:"overrides"`
 }
 
 // Memory holds the OS-visible RAM.

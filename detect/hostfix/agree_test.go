@@ -110,3 +110,64 @@ func TestDoctorAndPlanAgree(t *testing.T) {
 		})
 	}
 }
+
+// TestBundleVerdictsAndPlanArgs: the held bundles and those assembled from
+// real machine snapshots (Ubuntu HWE and OEM kernels, the 6.12 LTS,
+// amdgpu-dkms, CWSR off through modprobe.d) as doctor's verdicts on the
+// kernel and CWSR, and the kernel arguments --plan sets or removes: a kernel
+// with the fixes, or one doctor cannot judge, gets no stop-gap.
+func TestBundleVerdictsAndPlanArgs(t *testing.T) {
+	tests := []struct {
+		dir          string
+		kernel, cwsr detect.Status
+		args         []string // the plan's target, in order
+		kernelAdvice bool     // the plan advises a new kernel
+	}{
+		{"bundles/gfx1151-hwe-mint", detect.StatusOK, detect.StatusOK, nil, false},
+		{"bundles/gfx1151-no-devkfd", detect.StatusOK, detect.StatusOK, nil, false},
+		{"bundles/gfx1151-oem-1018", detect.StatusOK, detect.StatusOK, nil, false},
+		{"bundles/gfx1151-oem-6.17", detect.StatusSkip, detect.StatusSkip, nil, false},
+		{"bundles/gfx1151-lts-6.12.74", detect.StatusOK, detect.StatusOK, nil, false},
+		{"holdout/rocm-6143", detect.StatusSkip, detect.StatusSkip,
+			[]string{"remove amdgpu.gttsize=98304", "set amdttm.pages_limit=25000000", "set amdttm.page_pool_size=25000000"}, false},
+		{"bundles/gfx1151-modprobe-cwsr", detect.StatusWarn, detect.StatusOK, nil, true},
+		{"bundles/gfx1151-fw20251125", detect.StatusWarn, detect.StatusWarn, []string{"set amdgpu.cwsr_enable=0"}, true},
+		{"bundles/gfx1151-kernel72-fw20260810", detect.StatusOK, detect.StatusOK, nil, false},
+		{"bundles/gfx1151-sysfs-transcript", detect.StatusSkip, detect.StatusSkip, []string{"remove amdgpu.gttsize"}, false},
+		{"../../tui/demo/bundle", detect.StatusOK, detect.StatusOK, []string{"set ttm.pages_limit=30670848", "set ttm.page_pool_size=30670848"}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.dir, func(t *testing.T) {
+			dir := tc.dir
+			if !strings.HasPrefix(dir, "../") {
+				dir = "../testdata/" + dir
+			}
+			b, r := readBundle(t, dir)
+			for id, want := range map[detect.CheckID]detect.Status{detect.CheckKernelVersion: tc.kernel, detect.CheckCWSR: tc.cwsr} {
+				if c, _ := r.Check(id); c.Status != want {
+					t.Errorf("%s = %s (%s), want %s", id, c.Status, c.Summary, want)
+				}
+			}
+			ev := grubEvidence(b)
+			ev.OSRelease = map[string]string{"ID": "ubuntu", "ID_LIKE": "debian", "VERSION_ID": "24.04"}
+			p, err := Build(r, ev, Options{Version: "test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, a := range p.Target.Args {
+				got = append(got, a.Op+" "+a.String())
+			}
+			if strings.Join(got, ", ") != strings.Join(tc.args, ", ") {
+				t.Errorf("plan's kernel arguments %q, want %q", got, tc.args)
+			}
+			i := slices.IndexFunc(p.Actions, func(a Action) bool { return a.ID == "package:kernel" })
+			if (i >= 0) != tc.kernelAdvice {
+				t.Fatalf("kernel advice %v, want %v", i >= 0, tc.kernelAdvice)
+			}
+			if i >= 0 && p.Actions[i].Command != "sudo apt update && sudo apt install linux-oem-24.04d" {
+				t.Errorf("Ubuntu 24.04's kernel advice: %q", p.Actions[i].Command)
+			}
+		})
+	}
+}
