@@ -198,7 +198,7 @@ func planPin(p pins.Pin, values map[string]string, repoOf map[string][]string, d
 		if ref.Local() {
 			return none("built locally by its track (localhost/…): nothing upstream")
 		}
-		pl.method, pl.upstream = methodRegistry, ref.Registry+"/"+ref.Repository
+		pl.method, pl.upstream = methodRegistry, ref.Registry()+"/"+ref.Repository()
 		pl.run = func(ctx context.Context, c *checker) Result { return checkImage(ctx, c, pl, ref) }
 		return pl
 	case pins.KindDigest:
@@ -210,7 +210,7 @@ func planPin(p pins.Pin, values map[string]string, repoOf map[string][]string, d
 		if values[repoPin] == "" || err != nil {
 			return none(fmt.Sprintf("no %s pin naming the repository of this digest", repoPin))
 		}
-		pl.method, pl.upstream = methodRegistry, ref.Registry+"/"+ref.Repository
+		pl.method, pl.upstream = methodRegistry, ref.Registry()+"/"+ref.Repository()
 		pl.run = func(ctx context.Context, c *checker) Result { return checkImage(ctx, c, pl, ref) }
 		return pl
 	case pins.KindRepo:
@@ -226,7 +226,7 @@ func planPin(p pins.Pin, values map[string]string, repoOf map[string][]string, d
 		if err != nil {
 			return none("not an image repository haloforge can resolve: " + err.Error())
 		}
-		pl.method, pl.upstream = methodRegistry, ref.Registry+"/"+ref.Repository
+		pl.method, pl.upstream = methodRegistry, ref.Registry()+"/"+ref.Repository()
 		pl.run = func(ctx context.Context, c *checker) Result { return checkImageRepo(ctx, c, pl, full, digestPin) }
 		return pl
 	}
