@@ -179,8 +179,16 @@ func planPin(p pins.Pin, values map[string]string, repoOf map[string][]string, d
 		if !reModelID.MatchString(p.Value) {
 			return none("a local model file or directory: nothing upstream")
 		}
-		pl.method, pl.upstream = methodHub, hubEndpoint()+"/"+p.Value
-		pl.run = func(ctx context.Context, c *checker) Result { return checkModel(ctx, c, pl) }
+		endpoint, err := hubEndpoint()
+		pl.method, pl.upstream = methodHub, endpoint+"/"+p.Value
+		if err != nil {
+			// a mirror the user set that cannot be asked: say so, and do
+			// not ask huggingface.co in its place
+			pl.upstream = "HF_ENDPOINT"
+			pl.run = func(context.Context, *checker) Result { return pl.result(Unchecked, err.Error()) }
+			return pl
+		}
+		pl.run = func(ctx context.Context, c *checker) Result { return checkModel(ctx, c, pl, endpoint) }
 		return pl
 	}
 	if refs, ok := repoOf[p.Name]; ok && p.Kind == pins.KindURL {
