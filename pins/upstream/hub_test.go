@@ -58,10 +58,10 @@ func TestHubEndpointOfAnotherScheme(t *testing.T) {
 	t.Setenv("NO_PROXY", "")
 	t.Setenv("no_proxy", "")
 	for endpoint, want := range map[string]string{
-		"ftp://mirror.example/hf":   `HF_ENDPOINT="ftp://mirror.example/hf" is not an http(s) URL: the Hub was not asked (set HF_ENDPOINT to your mirror's https:// URL, or unset it to ask https://huggingface.co)`,
-		"mirror.example":            `HF_ENDPOINT="mirror.example" is not an http(s) URL`,
+		"ftp://mirror.example/hf":  `HF_ENDPOINT="ftp://mirror.example/hf" is not an http(s) URL: the Hub was not asked (set HF_ENDPOINT to your mirror's https:// URL, or unset it to ask https://huggingface.co)`,
+		"mirror.example":           `HF_ENDPOINT="mirror.example" is not an http(s) URL`,
 		"https://mirror.example\n": `HF_ENDPOINT="https://mirror.example\n" is not an http(s) URL`,
-		"https://":                  `HF_ENDPOINT="https://" is not an http(s) URL`,
+		"https://":                 `HF_ENDPOINT="https://" is not an http(s) URL`,
 	} {
 		t.Run(endpoint, func(t *testing.T) {
 			t.Setenv("HF_ENDPOINT", endpoint)

@@ -38,7 +38,7 @@ type ImageRef struct {
 
 // maxRef bounds a reference. Its canonical form (String) stays within it
 // too: only Docker Hub's prefix is added, to a repository of at most 255
-// characters (go-containerregistry's bound).
+// characters.
 const maxRef = 512
 
 // ParseImageRef parses [registry/]repository[:tag][@digest] with Docker's
@@ -66,6 +66,12 @@ func ParseImageRef(s string) (ImageRef, error) {
 		return r, err
 	}
 	r.Repo, r.Tag = t.Repository, t.TagStr()
+	// go-containerregistry bounds the repository as written; Docker Hub's
+	// library/ is added after, and the whole must stay a valid name (what
+	// String prints parses again)
+	if n := len(r.Repository()); n > 255 {
+		return r, fmt.Errorf("repository %s… is %d characters with Docker Hub's library/ (at most 255)", r.Repository()[:40], n)
+	}
 	return r, nil
 }
 
@@ -295,6 +301,8 @@ func (c *checker) registryError(ref ImageRef, note *callNote, err error) error {
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		helper, helperIn := c.keys.helper(ref.Repo)
 		switch {
+		case login != "" && challenge == "basic":
+			return &uncheckableError{Reason: fmt.Sprintf("the registry refused %s (%s): log in again (podman login %s)", login, reason, ref.Registry())}
 		case login != "":
 			// podman would fail the same way: the repository is gone, or
 			// these credentials may not read it

@@ -44,6 +44,7 @@ func TestParseImageRef(t *testing.T) {
 		{in: "", err: "repository"},
 		{in: strings.Repeat("a", 513), err: "longer than 512"},
 		{in: strings.Repeat("a", 256), err: "between 1 and 255 characters"},
+		{in: strings.Repeat("0", 250), err: "is 258 characters with Docker Hub's library/ (at most 255)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.in[:min(len(tc.in), 40)], func(t *testing.T) {
