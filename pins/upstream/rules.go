@@ -14,7 +14,7 @@ import (
 const (
 	methodIndex     = "simple-index" // the exact name==version on a PEP 691/503 index
 	methodIndexRoot = "index-root"   // the index answers at all
-	methodRegistry  = "oci-registry" // manifest HEAD on the OCI distribution API
+	methodRegistry  = "oci-registry" // manifest HEAD on the OCI distribution API (go-containerregistry)
 	methodGit       = "git"          // git ls-remote (and a fetch by SHA when needed)
 	methodHub       = "hf-hub"       // the Hugging Face Hub's model API
 	methodNone      = "none"         // nothing upstream to ask
@@ -347,7 +347,7 @@ func Table(f *pins.File) []Row {
 var methodText = map[string]string{
 	methodIndex:     "simple index: project page (PEP 691, else 503), exact `==version` for `PYTHON_VERSION`",
 	methodIndexRoot: "simple index: GET of the root",
-	methodRegistry:  "OCI registry: manifest HEAD (anonymous bearer token)",
+	methodRegistry:  "OCI registry: manifest HEAD (podman's credentials, else anonymous)",
 	methodGit:       "`git ls-remote`; a SHA that is no tip: one-commit fetch by SHA",
 	methodHub:       "Hugging Face Hub: GET /api/models/ID/revision/main",
 	methodNone:      "unchecked",
