@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,8 +15,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-
-	"github.com/haloforge/haloforge/pins/safefile"
 )
 
 // A private registry's image pin is checked with the credentials podman
@@ -171,7 +168,7 @@ func newKeychain() *keychain {
 func (k *keychain) load() error {
 	k.once.Do(func() {
 		for _, p := range authFilePaths(k.getenv, k.uid, k.home) {
-			data, err := readUserFile(p.path, maxAuthFile)
+			data, err := readRegular(p.path, maxAuthFile, true) // the user's file: a link is fine
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 				continue
 			}
@@ -310,25 +307,4 @@ func (k *keychain) helper(repo name.Repository) (string, string) {
 		return "", ""
 	}
 	return l.helper, l.path
-}
-
-// readUserFile reads a file the user keeps (it may be a link): a regular
-// file only, never waiting on a FIFO, to max bytes.
-func readUserFile(path string, max int64) ([]byte, error) {
-	f, st, err := safefile.OpenRegular(path, true)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if st.Size() > max {
-		return nil, fmt.Errorf("%d bytes, over the %d KiB limit", st.Size(), max>>10)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("over the %d KiB limit", max>>10)
-	}
-	return data, nil
 }

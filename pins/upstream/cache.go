@@ -4,17 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/haloforge/haloforge/pins"
-	"github.com/haloforge/haloforge/pins/safefile"
 )
 
 // CacheFile is the last status, under the state dir.
@@ -58,7 +54,7 @@ const maxCache = 16 << 20
 // but a regular file there is refused at once, naming the path.
 func LoadCache(stateDir string) (*Cache, error) {
 	p := CachePath(stateDir)
-	data, err := readStateFile(p, maxCache)
+	data, err := readRegular(p, maxCache, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -66,32 +62,6 @@ func LoadCache(stateDir string) (*Cache, error) {
 		return nil, err
 	}
 	return ParseCache(data, p)
-}
-
-// readStateFile reads a file of the state dir: never through a final
-// symbolic link, never waiting on a FIFO, regular files only, to max bytes.
-func readStateFile(path string, max int64) ([]byte, error) {
-	f, st, err := safefile.OpenRegular(path, false)
-	if errors.Is(err, syscall.ELOOP) {
-		if lst, lerr := os.Lstat(path); lerr == nil && lst.Mode()&fs.ModeSymlink != 0 {
-			return nil, &safefile.NotRegularError{Path: path, Mode: lst.Mode()}
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if st.Size() > max {
-		return nil, fmt.Errorf("%s: %d bytes, not a status cache", path, st.Size())
-	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s: over %d bytes, not a status cache", path, max)
-	}
-	return data, nil
 }
 
 // ParseCache reads a cache file's content.
