@@ -315,6 +315,11 @@ func TestCollectFakeRoot(t *testing.T) {
 	write("sys/module/ttm/parameters/pages_limit", "26214400\n")
 	write("proc/cmdline", "BOOT_IMAGE=/boot/vmlinuz-6.18.1 ro amdgpu.gttsize=117760 iommu=pt\n")
 	write("proc/meminfo", "MemTotal:       131171464 kB\n")
+	write("proc/sys/kernel/osrelease", "6.18.1\n")
+	// AMD's MES workaround, left behind (ROCm/legacy-rocm-build#5616), in both override directories.
+	write("lib/firmware/updates/amdgpu/gc_11_5_1_mes_2.bin", "firmware\n")
+	write("lib/firmware/updates/6.18.1/amdgpu/gc_11_5_1_mes_2.bin.zst", "firmware\n")
+	write("lib/firmware/amdgpu/gc_11_5_1_mes_2.bin", "the package's\n")
 	b, err := Collect(t.Context(), CollectOptions{Root: root, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -329,6 +334,9 @@ func TestCollectFakeRoot(t *testing.T) {
 	}
 	mustCheck(t, r, "gttsize-deprecated", StatusWarn)
 	mustCheck(t, r, "kfd-access", StatusFail) // the fake root has no /dev/kfd
+	if !slices.Equal(r.Firmware.Overrides, []string{"updates/amdgpu/gc_11_5_1_mes_2.bin", "updates/6.18.1/amdgpu/gc_11_5_1_mes_2.bin.zst"}) {
+		t.Errorf("firmware overrides %q", r.Firmware.Overrides)
+	}
 	if !b.Has("dev.txt") || !b.Has("collect.txt") || b.Has("rocminfo.txt") {
 		t.Errorf("files %v: a fake root runs no commands", b.Names())
 	}

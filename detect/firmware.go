@@ -478,8 +478,9 @@ func firmwarePair(r *Report) Check {
 
 // Firmware overrides: names as the collector lists them.
 var (
-	overrideNameRe = regexp.MustCompile(`^[A-Za-z0-9._+-]{1,128}$`)
-	overridePathRe = regexp.MustCompile(`^updates/(?:[A-Za-z0-9._+-]{1,128}/)?amdgpu/[A-Za-z0-9._+-]{1,128}$`)
+	// A name starts with a letter or digit: never "." or "..", never an option.
+	overrideNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$`)
+	overridePathRe = regexp.MustCompile(`^updates/(?:[A-Za-z0-9][A-Za-z0-9._+-]{0,127}/)?amdgpu/[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$`)
 )
 
 // maxOverrides bounds the listing: more would be a broken directory, not overrides.

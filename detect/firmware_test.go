@@ -93,7 +93,9 @@ func TestFirmwareOverridesAreReported(t *testing.T) {
 	listing := "looked: /lib/firmware/updates/amdgpu /lib/firmware/updates/6.18.9-200.fc43.x86_64/amdgpu\n" +
 		"updates/amdgpu/gc_11_5_1_mes_2.bin\n" +
 		"updates/amdgpu/evil;rm -rf ~.bin\n" +
-		"updates/amdgpu/\x1b[2Jx.bin\n"
+		"updates/amdgpu/\x1b[2Jx.bin\n" +
+		"updates/../amdgpu/gc_11_5_1_mes_2.bin\n" + // the package's own file, never an override
+		"updates/amdgpu/-rf\n"
 	r := analyseStrix(t, map[string]string{"firmware-overrides.txt": listing, "uname.txt": "6.18.9-200.fc43.x86_64\n",
 		"sys/class/drm/card1/device/fw_version/mes_fw_version": "0x00000080\n"})
 	if !slices.Equal(r.Firmware.Overrides, []string{"updates/amdgpu/gc_11_5_1_mes_2.bin"}) {
