@@ -507,6 +507,9 @@ func checkGTTSizeDeprecated(f *facts, r *Report) Check {
 				fmtGiB(*d.GTTAsked), fmtGiB(*d.TTMSize))
 		}
 		fix := &Remedy{Lead: "Remove it and size GTT with ttm.pages_limit (see gtt-size):"}
+		if usesAMDTTM(r) {
+			fix.Lead = "Remove it and size GTT with ttm.pages_limit and, as amdgpu-dkms is in use, amdttm.pages_limit (see gtt-size):"
+		}
 		_, hasTTM := f.cmdlineGet("ttm.pages_limit")
 		switch {
 		case r.Memory.TotalBytes != nil:

@@ -41,3 +41,13 @@ func TestGTTAgainstTTMLimit(t *testing.T) {
 	r = Analyse(bundleOf(t, map[string]string{"sys/class/drm/card0/device/mem_info_gtt_total": "107374182400\n", "sys/module/ttm/parameters/pages_limit": "26214400\n"}))
 	mustCheck(t, r, CheckGTTSizeDeprecated, StatusSkip)
 }
+
+// TestGTTFixNamesTheTTMModuleInUse: with amdgpu-dkms (its amdttm module),
+// the gttsize fix does not send the user to ttm.pages_limit alone (the held
+// 6.14 OEM + amdgpu-dkms 6.14.14 machine of ROCm/legacy-rocm-build#5595).
+func TestGTTFixNamesTheTTMModuleInUse(t *testing.T) {
+	c := mustCheck(t, Analyse(mustBundle(t, "gfx1151-gttsize-deprecated")), CheckGTTSizeDeprecated, StatusWarn)
+	if !strings.Contains(c.Fix, "amdttm.pages_limit") {
+		t.Errorf("amdgpu-dkms is in use; the fix names ttm only:\n%s", c.Fix)
+	}
+}
