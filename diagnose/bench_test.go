@@ -372,7 +372,7 @@ func TestNoPerLineLiterals(t *testing.T) {
 			}
 		}
 	}
-	for _, path := range []string{"testdata/corpus.jsonl", "testdata/holdout.jsonl", blind6Path, blind7Path, blind8Path} {
+	for _, path := range []string{"testdata/corpus.jsonl", "testdata/holdout.jsonl", "testdata/blind6.jsonl", "testdata/blind7.jsonl", "testdata/blind8.jsonl"} {
 		for _, row := range loadSamples(t, path) {
 			if row.Family != "none" {
 				continue
