@@ -886,6 +886,12 @@ var rules = withSignals([]Rule{
 			// the linker's and the kernel's wording of the same kill
 			{lit: "terminated with signal 9 [Killed]"},
 			{lit: "Out of memory: Killed process", re: `Killed process \d+ \((cc1plus|cc1|clang|clang\+\+|clang-\d+|ld|ld\.lld|lld|hipcc|nvcc|rustc)\)`},
+			// kernels before 5.x: "Out of memory: Kill process N (rustc) score …
+			// or sacrifice child" (BurntSushi/ripgrep#525)
+			{lit: "or sacrifice child", re: `Out of memory: Kill process \d+ \((cc1plus|cc1|clang|clang\+\+|clang-\d+|ld|ld\.lld|lld|hipcc|nvcc|rustc)\)`},
+			// cargo's report of a rustc the kernel killed, when a wheel builds
+			// a Rust extension from source (hyperium/http#341)
+			{lit: "(signal: 9, SIGKILL: kill)", re: "process didn't exit successfully: `\\S*rustc .*\\(signal: 9, SIGKILL: kill\\)"},
 		},
 	},
 	{
