@@ -10,11 +10,13 @@ import (
 // corpus took its excerpts from. The wording of each signature was checked
 // against those excerpts; seed families use the design notes' signature.
 //
-// To add a family: add a real excerpt with its source to a test set first
-// (testdata/holdout.jsonl; corpus.jsonl is a copy of the shared corpus),
-// then a Rule here with literals of at least minLiteral bytes that the
-// excerpt holds verbatim, a regexp or context only where the literal alone
-// would fire on healthy output, and regenerate TUTORIAL.md
+// To add a family: add real excerpts with their threads and dates to the
+// wordings corpus first (testdata/coverage.jsonl, near misses as "none"
+// rows; corpus.jsonl is a copy of the shared corpus, the held-out sets
+// stay blind), then a Rule here with literals of at least minLiteral bytes
+// that the excerpts hold verbatim, a regexp, context or veto context
+// (unless) only where the literal alone would fire on healthy output or on
+// another cause's, and regenerate TUTORIAL.md
 // (go test ./diagnose -run TestTutorialReference -update). A hang family
 // has no error line to fix, so it also gets a Ladder: what to try, cheapest
 // first (sources: FAILURES.md, FACTS.md: kernel ≥ 6.18.4, MES 0x80,
