@@ -1171,7 +1171,10 @@ var rules = withSignals([]Rule{
 		Fix: "sudo firewall-cmd --permanent --zone=trusted --add-interface=<cluster interface> && sudo firewall-cmd --reload   # on every node\n" +
 			"haloforge cluster check --inventory cluster.toml --engine ray   # tests the ports between the nodes\n" +
 			"ray start --address=<head cluster address>:6379 --node-ip-address=<this node's cluster address>",
-		Links: issues("vllm-project/vllm#19543", "vllm-project/vllm#15385", "ray-project/ray#45179"),
+		Links: issues("vllm-project/vllm#19543", "vllm-project/vllm#15385", "ray-project/ray#45179", "ray-project/ray#44704"),
+		Signals: []string{"Failed to connect to GCS at address", "Failed to connect to GCS within 60 seconds", "Unable to connect to GCS at",
+			"Failed to send request to gcs, reconnecting", "Timed out while waiting for GCS to become available",
+			"has been marked dead because the detector has missed too many heartbeats", "mistakenly been marked as dead by the GCS"},
 		pats: []pat{
 			{lit: "Failed to connect to GCS at address"},
 			// other Ray releases' words for the same: a raylet giving up on
@@ -1253,6 +1256,8 @@ var rules = withSignals([]Rule{
 			"llama-server … --rpc … --tensor-split 1,1 -c 32768   # a worker that ran out of memory: a smaller share, a smaller context\n" +
 			"llama-server … --rpc … --no-mmap   # ROCm workers on gfx1151 that fault while the head uploads (llama.cpp#19745: --no-mmap or -dio)",
 		Links: issues("ggml-org/llama.cpp#15055", "ggml-org/llama.cpp#26768", "ggml-org/llama.cpp#26392", "ggml-org/llama.cpp#19745", "ggml-org/llama.cpp#14076"),
+		Signals: []string{"ggml-rpc.cpp:NNN: Remote RPC server crashed or returned malformed response", "ggml-rpc.cpp:NNN: GGML_ASSERT(status) failed",
+			"RPC server version mismatch: X.Y.Z"},
 		pats: []pat{
 			// ggml-rpc's RPC_STATUS_ASSERT on the head (llama.cpp#14076, June 2025)
 			// (anchored on its rarer half: the whole sentence cost 0.4 % of
@@ -1263,7 +1268,6 @@ var rules = withSignals([]Rule{
 			// the handshake: the head's check of the worker's protocol version,
 			// and the worker's check of the head's request
 			{lit: "version mismatch: ", re: `RPC server version mismatch: \d`},
-			{lit: "HELLO request size mismatch"},
 		},
 	},
 	{
@@ -1279,6 +1283,8 @@ var rules = withSignals([]Rule{
 			"# move the bundle's libhsa-runtime64.so*/libamdhip64.so* aside so the system ROCm loads (unslothai/unsloth#6276), or update the engine\n" +
 			"# to a bundle built on a nightly from July 2026 on (7.15.0a20260707 runs, AMD-Ecosystem/llama.cpp#38); meanwhile the llamacpp-vulkan track",
 		Links: issues("ROCm/TheRock#5763", "unslothai/unsloth#6276", "unslothai/unsloth#6308", "unslothai/unsloth#7310", "lemonade-sdk/llamacpp-rocm#113"),
+		Signals: []string{"llama-server crashed at startup", "segfault at 100000001 ip 0000000100000001",
+			"Segmentation fault right after llama-server --version"},
 		pats: []pat{
 			// Unsloth Studio's own words for it
 			{lit: "llama-server crashed at startup"},
@@ -1292,12 +1298,13 @@ var rules = withSignals([]Rule{
 	},
 	{
 		ID:      "wrong-output-junk-tokens",
-		Title:   "The model answers junk: <unusedNN>, !!!! or NaN",
-		Summary: "The stack runs and answers, but the answer is tokens no healthy model produces: runs of <unusedNN> or reserved special tokens, all \"!\", NaN logits.",
+		Title:   "The model answers junk: unused special tokens, all \"!\", NaN",
+		Summary: "The stack runs and answers, but the answer is tokens no healthy model produces: runs of an unused special token (Gemma's unused49), all \"!\", NaN logits.",
+		Signals: []string{"<unused49><unused49>… (a run of any <unusedN>, N < 100)", "probability tensor contains either", "WRONG OUTPUT: "},
 		Cause: "The logits are garbage, not the model. NaN or inf (an fp16 overflow, a broken kernel) makes greedy decoding pick token 0, \"!\" in Qwen's and " +
 			"Llama 3's vocabularies (vllm-project/vllm#37996: GPTQ on ROCm), and sampling fail on a NaN probability. On gfx1151 in 2026, llama.cpp's HIP " +
-			"backend reads host-resident tensors through the iGPU's direct host access and gets wrong data, so Gemma 4 collapses into <unused49> or " +
-			"<unused24> past a few thousand prompt tokens (llama.cpp#26239, #28211; ROCm 10.1 nightlies: TheRock#7714) while CPU and Vulkan answer right.",
+			"backend reads host-resident tensors through the iGPU's direct host access and gets wrong data, so Gemma 4 collapses into unused49 or " +
+			"unused24 past a few thousand prompt tokens (llama.cpp#26239, #28211; ROCm 10.1 nightlies: TheRock#7714) while CPU and Vulkan answer right.",
 		Fix: "llama-perplexity -m MODEL.gguf -f wiki.test.raw --chunks 6 -ngl 0; llama-perplexity … -ngl 99   # CPU against GPU: they must agree\n" +
 			"GGML_CUDA_ENABLE_UNIFIED_MEMORY=1 llama-server …   # gfx1151, in llama.cpp builds before #28604 (2026-09-18; llama.cpp#28211)\n" +
 			"llama-server --device Vulkan0 …   # or the llamacpp-vulkan track: the same GGUF answers right there\n" +
@@ -1346,7 +1353,7 @@ var rules = withSignals([]Rule{
 		Fix: "HIP_LAUNCH_BLOCKING=1 llama-server …   # if the repetition goes away, it is the GPU path, not the model (legacy-rocm-build#6616, llama.cpp#27579)\n" +
 			"GGML_CUDA_ENABLE_UNIFIED_MEMORY=1 llama-server …   # keeps speed; or --no-mmap (llama.cpp#26543); llama.cpp with #28604 ends it\n" +
 			"llama-server --device Vulkan0 …   # or the llamacpp-vulkan track\n" +
-			"ollama run MODEL --verbose   # Ollama: the same prompt on the CPU (OLLAMA_LLM_LIBRARY=cpu) tells the model's own loop from the stack's",
+			"ollama run MODEL   # Ollama: /set parameter num_gpu 0, then the same prompt on the CPU tells the model's own loop from the stack's",
 		Links: issues("ROCm/legacy-rocm-build#6616", "ggml-org/llama.cpp#25992", "ggml-org/llama.cpp#26209", "ollama/ollama#18374", "ggml-org/llama.cpp#26543"),
 		pats: []pat{
 			// Ollama's runner gives up on a token repeated past its limit:
