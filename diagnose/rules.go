@@ -19,8 +19,8 @@ import (
 // another cause's, and regenerate TUTORIAL.md
 // (go test ./diagnose -run TestTutorialReference -update). A hang family
 // has no error line to fix, so it also gets a Ladder: what to try, cheapest
-// first (sources: FAILURES.md, FACTS.md: kernel ≥ 6.18.4, MES 0x80,
-// cwsr_enable=0 as a stop-gap, ROCm#5590, #5724).
+// first (kernel ≥ 6.18.4, MES firmware 0x80, cwsr_enable=0 as a stop-gap:
+// ROCm#5590, #5724; the rows in testdata/FAILURES.md).
 var rules = withSignals([]Rule{
 	{
 		ID:      "therock-amdsmi-double-free",
