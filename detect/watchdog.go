@@ -253,9 +253,9 @@ func lockupFix(r *Report, lead string, replace bool) *Remedy {
 	if replace {
 		args = append(args, ArgChange{Arg: KernelArg{Op: OpRemove, Key: "amdgpu.lockup_timeout"}})
 	}
-	why := "long prompts can outlast the GPU watchdog (2 s from Linux 6.19, 10 s before); 20 s for GFX and compute jobs"
+	why := "long prompts can outlast the GPU watchdog, 2 s from Linux 6.19 and 10 s before: 20 s for GFX and compute jobs"
 	if beforeWatchdog619(r) {
-		why += " (before 6.19 one value leaves compute at 10 s)"
+		why += "; before 6.19 one value leaves compute at 10 s"
 	}
 	args = append(args, ArgChange{KernelArg{OpSet, "amdgpu.lockup_timeout", proposedLockup(r)}, why})
 	return &Remedy{Lead: lead, Args: args, After: "Check after the reboot: cat /sys/module/amdgpu/parameters/lockup_timeout"}

@@ -171,3 +171,34 @@ func TestBundleVerdictsAndPlanArgs(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanReasonsAreCurrent: the plan's reasons are the remedies' own: the
+// watchdog's names both defaults (2 s from Linux 6.19, 10 s before), and the
+// CWSR stop-gap is dropped once the kernel has the fix, not "on 7.0 with
+// ROCm 7.2.1".
+func TestPlanReasonsAreCurrent(t *testing.T) {
+	b := detect.NewBundle()
+	for k, v := range map[string]string{
+		"lspci.txt":   "c5:00.0 Display controller [0380]: Advanced Micro Devices, Inc. [AMD/ATI] Strix Halo [Radeon 8060S Graphics] [1002:1586] (rev c1)\n",
+		"uname.txt":   "6.16.0-1-mainline\n",
+		"cmdline.txt": "ro quiet\n",
+		"dmesg.txt":   "[  884.792885] [drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring comp_1.0.0 timeout, signaled seq=3, emitted seq=4\n",
+	} {
+		if err := b.Set(k, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := Build(detect.Analyse(b), &Evidence{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{
+		"set:amdgpu.lockup_timeout": "set amdgpu.lockup_timeout=20000,20000 (long prompts can outlast the GPU watchdog, 2 s from Linux 6.19 and 10 s before",
+		"set:amdgpu.cwsr_enable":    "until the kernel has the gfx1151 CWSR fix",
+	} {
+		i := slices.IndexFunc(p.Actions, func(a Action) bool { return a.ID == id })
+		if i < 0 || !strings.Contains(p.Actions[i].Change, want) || strings.Contains(p.Actions[i].Change, "7.2.1") {
+			t.Errorf("%s: %+v, want %q", id, p.Actions, want)
+		}
+	}
+}
