@@ -114,6 +114,8 @@ var bundleFiles = []bundleFile{
 	{"sys/bus/pci/devices/*/uevent", 64 << 10, false},
 	// The installed linux-firmware package (dpkg-query/rpm/pacman transcript).
 	{"firmware-package.txt", 1 << 20, false},
+	// amdgpu firmware in /lib/firmware/updates, which beats the package.
+	{"firmware-overrides.txt", 1 << 20, false},
 	// Boot evidence, read by detect/hostfix for `doctor --plan --bundle`:
 	// how the machine boots and the files a plan would edit.
 	{"bootloader.txt", 1 << 20, false},
