@@ -11,7 +11,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/internal/text"
@@ -114,6 +113,8 @@ var bundleFiles = []bundleFile{
 	{"sys/bus/pci/devices/*/uevent", 64 << 10, false},
 	// The installed linux-firmware package (dpkg-query/rpm/pacman transcript).
 	{"firmware-package.txt", 1 << 20, false},
+	// amdgpu firmware in /lib/firmware/updates, which beats the package.
+	{"firmware-overrides.txt", 1 << 20, false},
 	// Boot evidence, read by detect/hostfix for `doctor --plan --bundle`:
 	// how the machine boots and the files a plan would edit.
 	{"bootloader.txt", 1 << 20, false},
@@ -536,9 +537,7 @@ func (d *dirReader) list(rel string) ([]string, error) {
 	if err != nil || real == "" {
 		return nil, err
 	}
-	// O_DIRECTORY: a FIFO or device under a directory's name fails at once
-	// instead of blocking the open.
-	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+	f, err := safefile.OpenDir(real)
 	if err != nil {
 		return nil, nil // not a directory, or unreadable: nothing of it is known
 	}

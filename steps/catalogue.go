@@ -4,6 +4,8 @@ package steps
 
 import (
 	"fmt"
+
+	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/pins"
 	"slices"
 	"strings"
@@ -32,7 +34,7 @@ type Track struct {
 	Requires    []string // host requirements, one line each
 	Source      string   // the seed note it comes from
 	// BlockingChecks are doctor check IDs whose `fail` stops `build`.
-	BlockingChecks []string
+	BlockingChecks []detect.CheckID
 	// Env holds track variables every step sees (besides the pins).
 	Env   map[string]string
 	Steps []Step

@@ -110,6 +110,12 @@ func OpenRegular(path string, links Links) (*os.File, fs.FileInfo, error) {
 	return CheckRegular(f, path)
 }
 
+// OpenDir opens a directory to list it without waiting on a FIFO or a
+// device that has its name (O_DIRECTORY fails on them at once).
+func OpenDir(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+}
+
 // OpenRegularIn is OpenRegular for a name inside root: links are followed
 // only where they stay inside it.
 func OpenRegularIn(root *os.Root, name string) (*os.File, fs.FileInfo, error) {

@@ -18,6 +18,8 @@ func TestFormats(t *testing.T) {
 		{"Duration minutes", Duration(125 * time.Second), "2m05s"},
 		{"Duration hours", Duration(62*time.Minute + 10*time.Second), "1h02m"},
 		{"Duration negative", Duration(-65 * time.Second), "-1m05s"},
+		{"Duration two days on", Duration(47*time.Hour + 59*time.Minute), "47h59m"},
+		{"Duration days", Duration(11*24*time.Hour + 5*time.Hour), "11 days"},
 		{"Ms below ten seconds", Ms(842 * time.Millisecond), "842 ms"},
 		{"Ms from ten seconds", Ms(12 * time.Second), "12s"},
 		{"Seconds whole", Seconds(5 * time.Second), "5s"},
