@@ -15,7 +15,7 @@ type checkFunc func(f *facts, r *Report) Check
 // checkDef is one host check: its identity, its name for people, the
 // function that judges it and the commands whose output it reads.
 type checkDef struct {
-	ID    string    // DESIGN.md's check ID, as doctor --json prints it
+	ID    string    // the check ID (docs/ids.md), as doctor --json prints it
 	Title string    // the check's name in doctor's text output
 	Run   checkFunc // the verdict
 	Doc   string    // one line: what the check looks at
@@ -51,7 +51,7 @@ var checks = []checkDef{
 	{"npu", "NPU", checkNPU, "the XDNA NPU, when present, is usable with this IOMMU setting", []string{"lspci", "lsmod"}},
 }
 
-// CheckIDs are DESIGN.md's check IDs, in the order doctor prints them.
+// CheckIDs are the check IDs (docs/ids.md), in the order doctor prints them.
 var CheckIDs = checkIDs()
 
 func checkIDs() []string {

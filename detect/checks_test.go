@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// designCheckIDs are DESIGN.md's check IDs: a contract, so each must stay.
+// designCheckIDs are the check IDs docs/ids.md promises: a contract, so each must stay.
 var designCheckIDs = []string{
 	"gpu", "gfx-support", "kernel-version", "mes-firmware", "cwsr", "gtt-size",
 	"gttsize-deprecated", "ttm-module", "carveout", "kfd-access", "render-groups",
@@ -32,7 +32,7 @@ func TestCheckTable(t *testing.T) {
 	}
 	for _, id := range designCheckIDs {
 		if !seen[id] {
-			t.Errorf("DESIGN.md's check %s is not in the table", id)
+			t.Errorf("check %s (docs/ids.md) is not in the table", id)
 		}
 	}
 	r := Analyse(NewBundle())

@@ -166,7 +166,7 @@ func amdgpuFirmwarePackage(pkgs []FirmwarePackage) *FirmwarePackage {
 	return nil
 }
 
-// Known-bad linux-firmware releases (FACTS.md; field-research-2026-11 §0.5, §3).
+// Known-bad linux-firmware releases (docs/facts.md: mes-firmware, firmware-kernel-pair).
 const (
 	// badMESRelease ships MES 0x83, which hangs gfx1151 (and gfx1150)
 	// under compute (ROCm/legacy-rocm-build#5724; reverted to 0x80 upstream

@@ -38,7 +38,7 @@ const (
 	// The default for graphics jobs before Linux 6.19.
 	watchdogOldDefaultMS = 10000
 	// LLMKube's value against spurious resets on long prompts
-	// (field-research-2026-11 §2c); a real hang still recovers after 20 s.
+	// (docs/facts.md, lockup-timeout); a real hang still recovers after 20 s.
 	watchdogProposedMS = 20000
 )
 
@@ -204,7 +204,7 @@ func checkLockupTimeout(f *facts, r *Report) Check {
 	case timeouts > 0 && mes > 0:
 		return Check{Status: StatusWarn,
 			Summary: fmt.Sprintf("dmesg: %d GPU job timeout(s) with %d MES error(s): the GPU's scheduler firmware hung; a longer watchdog will not help", timeouts, mes),
-			Fix: "This is the MES hang of gfx1151 (FAILURES.md amdgpu-mes-hang), not a slow job: see the mes-firmware and\n" +
+			Fix: "This is the MES hang of gfx1151 (the amdgpu-mes-hang failure), not a slow job: see the mes-firmware and\n" +
 				"firmware-kernel-pair checks (linux-firmware without MES 0x83, kernel >= 6.18.4), and keep the watchdog as it is."}
 	case timeouts > 0 && gfx >= 0 && gfx < watchdogProposedMS:
 		return Check{Status: StatusWarn,

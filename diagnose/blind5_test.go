@@ -4,8 +4,8 @@ import "testing"
 
 // blind5 is a fifth held-out set, collected from public issues after the
 // rules were generalised, to measure the rules as they are on logs nobody
-// has tuned against: 37 failure excerpts over 28 of the 37 FAILURES.md
-// families and 12 healthy or noisy excerpts, none from a thread (counting
+// has tuned against: 37 failure excerpts over 28 of the 37 families of
+// testdata/FAILURES.md and 12 healthy or noisy excerpts, none from a thread (counting
 // ROCm/ROCm and ROCm/legacy-rocm-build numbers as one) or with a log already
 // in corpus, holdout, blind, blind3 or blind4 (TestBlindSetsFresh checks the
 // threads). Labels come from reading each thread, not from what the rules

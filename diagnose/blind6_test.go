@@ -4,7 +4,7 @@ import "testing"
 
 // blind6 is a sixth held-out set, collected from public issues after the
 // blind5 generalisation, by two collectors who did not see the rules:
-// 35 failure excerpts over 26 of the 37 FAILURES.md families and 13
+// 35 failure excerpts over 26 of the 37 testdata/FAILURES.md families and 13
 // healthy or noisy excerpts, verbatim log text only (no paraphrase), none
 // from a thread already in corpus, holdout, blind, blind3, blind4 or blind5
 // (TestBlindSetsFresh). Labels come from reading each thread; where a thread

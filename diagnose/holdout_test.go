@@ -9,7 +9,7 @@ import (
 
 // heldOut are sets of real logs from public issues that are not in the
 // shared corpus, each row with its source. The rules were written from
-// FAILURES.md and the corpus; these sets measure how they generalise.
+// testdata/FAILURES.md and the corpus; these sets measure how they generalise.
 // Rows whose family is "none" are healthy or noisy output, or failures of
 // other stacks, and must stay quiet. Each set's first run was blind; what
 // it missed then is recorded here, and the rule changes it led to are

@@ -2,7 +2,7 @@ package diagnose
 
 import "slices"
 
-// rules is the failure taxonomy of FAILURES.md as data: one entry per
+// rules is the failure taxonomy (testdata/FAILURES.md) as data: one entry per
 // family, in the same order. Links are the public threads the shared
 // corpus took its excerpts from. The wording of each signature was checked
 // against those excerpts; seed families use the design notes' signature.
@@ -14,7 +14,7 @@ import "slices"
 // would fire on healthy output, and regenerate TUTORIAL.md
 // (go test ./diagnose -run TestTutorialReference -update). A hang family
 // has no error line to fix, so it also gets a Ladder: what to try, cheapest
-// first (sources: FAILURES.md, FACTS.md: kernel ≥ 6.18.4, MES 0x80,
+// first (sources: docs/facts.md: kernel ≥ 6.18.4, MES 0x80,
 // cwsr_enable=0 as a stop-gap, ROCm#5590, #5724).
 var rules = withSignals([]Rule{
 	{

@@ -4,7 +4,7 @@ package steps
 var gfxStrixHalo = []string{"gfx1151"}
 
 // catalogue is every track of the seeds, in the order the picker shows them.
-// Step IDs and script names of therock-toolbox are part of DESIGN.md's contract.
+// Step IDs and script names of therock-toolbox are part of the contract (docs/ids.md).
 var catalogue = []Track{
 	{
 		ID:     "therock-toolbox",

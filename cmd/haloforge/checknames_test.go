@@ -12,7 +12,7 @@ import (
 )
 
 // One name per check ID everywhere (C6 of the UX review): the TUTORIAL's
-// table lists every DESIGN.md ID once, in doctor's order, with the name
+// table lists every check ID once, in doctor's order, with the name
 // doctor and the wizard show; sentences name a check as "name (id)".
 func TestCheckNamesAreOneEverywhere(t *testing.T) {
 	raw, err := os.ReadFile("../../TUTORIAL.md")

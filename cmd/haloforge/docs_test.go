@@ -8,9 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
-	"regexp"
 	"strings"
 	"testing"
 

@@ -17,7 +17,7 @@ import (
 	"github.com/haloforge/haloforge/steps/runner"
 )
 
-// Exit codes of DESIGN.md.
+// Exit codes (docs/cli.md).
 const (
 	exitOK          = 0
 	exitFailed      = 1   // a step failed, a check is fail, diagnose found something
@@ -84,7 +84,7 @@ func newRoot() *cobra.Command {
 	return root
 }
 
-// run executes the CLI and maps errors to DESIGN.md's exit codes.
+// run executes the CLI and maps errors to docs/cli.md's exit codes.
 func run(args []string) int {
 	root := newRoot()
 	root.SetArgs(args)

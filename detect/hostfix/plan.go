@@ -9,7 +9,7 @@ import (
 	"github.com/haloforge/haloforge/detect"
 )
 
-// Action kinds of DESIGN.md.
+// Action kinds of the plan file (docs/json.md).
 const (
 	KindKernelArg = "kernel-arg"
 	KindModprobe  = "modprobe"

@@ -32,7 +32,7 @@ func safeText(s string) string {
 }
 
 // CheckLabel names a check the one way haloforge names it wherever a check
-// is referred to: doctor's title with DESIGN.md's ID, "GTT size (gtt-size)".
+// is referred to: doctor's title with the check's ID, "GTT size (gtt-size)".
 // doctor's table and the wizard's detection screen show the title alone.
 func CheckLabel(id string) string {
 	if t := detect.CheckTitle(id); t != id {
