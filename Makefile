@@ -7,7 +7,7 @@ GO ?= go
 
 # Debian packages the suites use: shell linting and bats, tmux for the TUI
 # end-to-end test, util-linux's `script` as the raw-pty baseline, and real
-# podman + distrobox for the integration test (FACTS.md); Debian's OCI registry
+# podman + distrobox for the integration test; Debian's OCI registry
 # for the real-server tests of `pins status` (pins/upstream/upstreamtest); patch for the
 # host fixes' diff test (the chroot test's grub, systemd and systemd-boot go into its own
 # debootstrap root); rpm to read the release .rpm (dist-test).

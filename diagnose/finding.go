@@ -1,5 +1,6 @@
 // Package diagnose recognises known failures in build logs: one rule per
-// failure family (testdata/FAILURES.md, docs/ids.md), a streaming matcher for live runs, and stall rules.
+// failure family (docs/ids.md), a streaming matcher for live runs, and
+// stall rules.
 package diagnose
 
 // Finding is one recognised failure family in a stream of lines.
