@@ -36,6 +36,9 @@ type stamp struct {
 // linked is what the linker stamped in.
 func linked() stamp {
 	s := stamp{version: version, commit: commit, dirty: treeState == "dirty", date: date}
+	if s.commit == "none" { // goreleaser's stand-in outside a git checkout
+		s.commit = ""
+	}
 	if s.date != "" {
 		s.dateIs = "built"
 	}

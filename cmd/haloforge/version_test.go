@@ -52,6 +52,17 @@ func TestBuildStamp(t *testing.T) {
 	}
 }
 
+// TestLinkedNoneIsNoCommit: goreleaser stamps "none" outside a git
+// checkout, which is no commit, not one named none.
+func TestLinkedNoneIsNoCommit(t *testing.T) {
+	saved := commit
+	t.Cleanup(func() { commit = saved })
+	commit = "none"
+	if s := buildStamp(linked(), nil).String(); !strings.Contains(s, "\ncommit unknown") {
+		t.Errorf("commit none: got\n%s", s)
+	}
+}
+
 // TestVersionOfRealBuilds builds the binary three ways and runs --version:
 // with a release's linker flags, in a git repository with Go's VCS stamp (the
 // commit is the one that holds the work tree), and with neither (what go

@@ -130,7 +130,7 @@ phase_install() {
   check "haloforge is /usr/bin/haloforge" grep -qx /usr/bin/haloforge "$OUT/which"
   log_info "installed haloforge --version:"
   sed 's/^/    /' "$OUT/version"
-  commit=$(git -C "$REPO" rev-parse HEAD 2>/dev/null || sed -n 's/.*"commit":"\([0-9a-f]*\)".*/\1/p' "$DIST/metadata.json")
+  commit=$(git -C "$REPO" rev-parse HEAD 2>/dev/null) || die "$REPO is not a git checkout: no commit to compare --version with"
   check "--version names the commit make dist built ($commit)" grep -q "^commit $commit\b" "$OUT/version"
   check "--version names the version and the build date" \
     bash -c "grep -q '^haloforge version [0-9]' '$OUT/version' && grep -qE '^built [0-9]{4}-[0-9]{2}-[0-9]{2}T' '$OUT/version'"
