@@ -9,8 +9,8 @@ import (
 )
 
 // Files in the current directory that replace haloforge's built-in copies
-// without a flag: ./versions.env, ./scripts and ./toolbox. That is DESIGN.md's
-// default, handy in a checkout, but it acts like `.` in PATH: a ./scripts
+// without a flag: ./versions.env, ./scripts and ./toolbox. That is the documented
+// default (docs/cli.md), handy in a checkout, but it acts like `.` in PATH: a ./scripts
 // folder of some other project would run as build steps. So an implicit tree
 // is used only when it looks like haloforge's, and every command that plans
 // or runs says, in one line on stderr, which local copy it uses.
