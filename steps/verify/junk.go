@@ -40,13 +40,13 @@ func degenerate(a Answer) (string, int) {
 	if i := strings.Index(text, strings.Repeat("!", minBangs)); i >= 0 {
 		return fmt.Sprintf("a run of %d or more \"!\" (the all-\"!\" failure)", minBangs), bangPosition(a)
 	}
-	if m := unusedToken.FindString(text); m != "" {
-		return fmt.Sprintf("placeholder token %s in the text (no training text holds one)", printable(m, 40)), -1
-	}
 	for i, t := range a.Tokens {
 		if m := unusedToken.Find(t.Bytes); m != nil {
 			return fmt.Sprintf("placeholder token %s (no training text holds one)", quoted(m)), i
 		}
+	}
+	if m := unusedToken.FindString(text); m != "" {
+		return fmt.Sprintf("placeholder token %s in the text (no training text holds one)", quoted([]byte(m))), -1
 	}
 	if why, at := repeated(a.Tokens); why != "" {
 		return why, at
