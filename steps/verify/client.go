@@ -80,10 +80,10 @@ func (e badInput) Unwrap() error   { return e.error }
 func NormaliseURL(raw string) (string, error) {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", badInput{fmt.Errorf("--url %q: want http://HOST:PORT (with or without /v1), e.g. http://127.0.0.1:8080", printable(raw, 200))}
+		return "", badInput{fmt.Errorf("--url %q: want the server's http:// or https:// URL, with or without /v1 (e.g. http://127.0.0.1:8080)", printable(raw, 200))}
 	}
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return "", badInput{fmt.Errorf("--url %q: no user, query or fragment: http://HOST:PORT[/PATH]", printable(raw, 200))}
+		return "", badInput{fmt.Errorf("--url %q: want the server's URL without a user, query or fragment (e.g. http://127.0.0.1:8080/v1)", printable(raw, 200))}
 	}
 	p := strings.TrimRight(u.Path, "/")
 	p = strings.TrimSuffix(p, "/v1")
