@@ -108,6 +108,7 @@ func runVerifyServer(ctx context.Context, o verifyOptions, stdout, stderr io.Wri
 	if err != nil {
 		return verifyErr(ctx, stderr, err)
 	}
+	defer s.Close()
 	if !o.asJSON {
 		fmt.Fprintln(stdout, verifyHeader(s, ref, o))
 	}
@@ -119,11 +120,11 @@ func runVerifyServer(ctx context.Context, o verifyOptions, stdout, stderr io.Wri
 	switch {
 	case ref != nil:
 		res = verify.JudgeReference(rec, ref, verify.DefaultTolerance)
-		res.Reference.File = o.reference
+		res.Reference.File = oneLine(o.reference, 200)
 	default:
 		res = verify.JudgeKnownAnswers(rec)
 	}
-	res.URL, res.Elapsed = s.URL(), time.Since(start)
+	res.URL, res.Elapsed = oneLine(s.URL(), 200), time.Since(start)
 	if o.record != "" {
 		return recordReference(o, rec, res, stdout)
 	}
@@ -151,9 +152,9 @@ func verifyHeader(s *verify.Server, ref *verify.Record, o verifyOptions) string 
 	what := "known answers and degenerate output (no reference)"
 	switch {
 	case ref != nil:
-		what = "compared with the reference " + o.reference
+		what = "compared with the reference " + oneLine(o.reference, 200)
 	case o.record != "":
-		what = "recording a reference to " + o.record
+		what = "recording a reference to " + oneLine(o.record, 200)
 	}
 	server := ""
 	if id := s.Ident(); id != "" {
@@ -197,7 +198,7 @@ func recordReference(o verifyOptions, rec *verify.Record, res verify.Result, std
 	if err := steps.WriteFileAtomic(o.record, data); err != nil {
 		return failedErr(fmt.Errorf("--record %s: %w", o.record, err))
 	}
-	res.Recorded = o.record
+	res.Recorded = oneLine(o.record, 200)
 	if o.asJSON {
 		return writeJSON(stdout, res)
 	}
@@ -205,7 +206,7 @@ func recordReference(o verifyOptions, rec *verify.Record, res verify.Result, std
 		fmt.Fprintln(stdout, l)
 	}
 	fmt.Fprintf(stdout, "recorded: %d prompts from %s to %s (%d bytes); compare a server with it: --reference %s\n",
-		len(rec.Answers), oneLine(rec.Model, 80), o.record, len(data), shellWord(o.record))
+		len(rec.Answers), oneLine(rec.Model, 80), oneLine(o.record, 200), len(data), oneLine(shellWord(o.record), 200))
 	fmt.Fprintln(stdout, "known answers, for information: "+res.Line())
 	return nil
 }

@@ -155,6 +155,9 @@ func Connect(ctx context.Context, o Options) (*Server, error) {
 	return s, nil
 }
 
+// Close lets go of the connections kept for the next request.
+func (s *Server) Close() { s.client.CloseIdleConnections() }
+
 // Model is the model asked.
 func (s *Server) Model() string { return s.model }
 

@@ -121,6 +121,7 @@ func Verify(ctx context.Context, o Options, ref *Record, refFile string) (Result
 	if err != nil {
 		return Result{}, nil, err
 	}
+	defer s.Close()
 	rec, err := s.Run(ctx)
 	if err != nil {
 		return Result{}, nil, err
@@ -132,7 +133,7 @@ func Verify(ctx context.Context, o Options, ref *Record, refFile string) (Result
 	} else {
 		res = JudgeKnownAnswers(rec)
 	}
-	res.URL, res.Elapsed = s.URL(), time.Since(start)
+	res.URL, res.Elapsed = printable(s.URL(), 200), time.Since(start)
 	return res, rec, nil
 }
 
@@ -259,6 +260,12 @@ func JudgeReference(rec, ref *Record, tol Tolerance) Result {
 				bad+1, pr.ID, pr.Prompt, e.Position, orEnd(e.Expected, e.ExpectedLogprob), orEnd(e.Got, e.GotLogprob), e.Why)
 		} else {
 			res.Reason = fmt.Sprintf("prompt %d (%s, %q): %s; the answer was %q", bad+1, pr.ID, pr.Prompt, pr.Problem, pr.Got)
+		}
+		if ref.Model != rec.Model {
+			// Names differ between servers (a path, an alias), but a
+			// different model is the first thing to rule out.
+			res.Reason += fmt.Sprintf(" (the reference was recorded with model %q, this server serves %q: the same model file?)",
+				printable(ref.Model, 80), printable(rec.Model, 80))
 		}
 		return res
 	}

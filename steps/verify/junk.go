@@ -54,13 +54,22 @@ func degenerate(a Answer) (string, int) {
 	if !a.Logprobs {
 		return "", -1
 	}
-	flat := 0
+	flat, bare := 0, -1
+	withTop := 0
+	for _, t := range a.Tokens {
+		if len(t.Top) > 0 {
+			withTop++
+		}
+	}
 	for i, t := range a.Tokens {
 		if math.IsNaN(t.Logprob) || t.Logprob > 1e-3 {
 			return "NaN, infinite or impossible logprob of the chosen token", i
 		}
 		if len(t.Top) == 0 {
-			return "no alternatives at a position where the others have them", i
+			if withTop > 0 && bare < 0 {
+				bare = i
+			}
+			continue
 		}
 		if allNaN(t.Top) {
 			return "NaN or infinite logprobs for every alternative", i
@@ -68,6 +77,11 @@ func degenerate(a Answer) (string, int) {
 		if isFlat(t.Top) {
 			flat++
 		}
+	}
+	if bare >= 0 {
+		// A server that lists no alternatives lists none anywhere; missing at
+		// some positions only, they went missing (NaN logits dropped).
+		return "no alternatives at a position where the others have them", bare
 	}
 	if flat > 0 && 2*flat >= len(a.Tokens) {
 		return fmt.Sprintf("all-equal distributions at %d of %d positions (logits that carry nothing: NaN or zeroed activations)", flat, len(a.Tokens)), -1

@@ -82,6 +82,7 @@ func TestDegenerate(t *testing.T) {
 		{"NaN logprob", nanAt(answerOf(" a", " b"), 1), "NaN"},
 		{"all-equal distributions", flat(answerOf(" a", " b", " c", " d")), "all-equal distributions"},
 		{"a position without alternatives", noTop(answerOf(" a", " b"), 1), "no alternatives"},
+		{"a server that lists no alternatives anywhere", noTop(noTop(answerOf(" a", " b"), 0), 1), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -82,6 +82,11 @@ func (rec *Record) unrecordable() string {
 		if why, at := degenerate(a); why != "" {
 			return fmt.Sprintf("prompt %d (%s)%s: degenerate output: %s", i+1, a.ID, atPosition(at), why)
 		}
+		for j, t := range a.Tokens {
+			if len(t.Top) == 0 {
+				return fmt.Sprintf("prompt %d (%s), position %d: the server listed no alternatives (top_logprobs), so there is no distribution to compare against", i+1, a.ID, j)
+			}
+		}
 	}
 	return ""
 }
