@@ -16,6 +16,7 @@ other kind). The result is checked: every named tensor and row exists, and the v
 finite in the tensor's own type.
 """
 
+import os
 import re
 import shutil
 import sys
@@ -25,6 +26,12 @@ try:
     from gguf import GGUFReader
 except ImportError as exc:
     sys.exit(f"gguf_scale.py: {exc}: install python3-gguf and python3-numpy")
+
+
+def usage(message):
+    """Bad usage: the message on stderr, exit 2."""
+    print(message, file=sys.stderr)
+    sys.exit(2)
 
 
 EDIT = re.compile(r"^([A-Za-z0-9_.]+)(?:\[([0-9]+):([0-9]+)\])?=(.+)$")
@@ -40,22 +47,31 @@ def parse(args):
         except ValueError:
             value = None
         if value is None or not np.isfinite(value):
-            sys.exit(f"gguf_scale.py: {a!r}: expected NAME=FACTOR or NAME[START:END]=FACTOR")
+            usage(f"gguf_scale.py: {a!r}: expected NAME=FACTOR or NAME[START:END]=FACTOR")
         if m.group(2) is None:
             whole.append((m.group(1), None, value))
         else:
             start, end = int(m.group(2)), int(m.group(3))
             if start >= end:
-                sys.exit(f"gguf_scale.py: {a!r}: START must be below END")
+                usage(f"gguf_scale.py: {a!r}: START must be below END")
             rows.append((m.group(1), (start, end), value))
     return whole + rows
 
 
 def main():
     if len(sys.argv) < 4:
-        sys.exit(__doc__.strip().splitlines()[-3])
+        usage(next(line for line in __doc__.splitlines() if line.startswith("usage:")))
     src, dst, edits = sys.argv[1], sys.argv[2], parse(sys.argv[3:])
     shutil.copyfile(src, dst)
+    try:
+        scale(src, dst, edits)
+    except BaseException:
+        os.remove(dst)  # no half-edited copy left behind
+        raise
+
+
+def scale(src, dst, edits):
+    """Applies the edits to dst, a copy of src, in place."""
     reader = GGUFReader(dst, "r+")  # a memory map of the copy: writes go to the file
     tensors = {t.name: t for t in reader.tensors}
     for name, rows, factor in edits:
@@ -73,7 +89,7 @@ def main():
         if not np.all(np.isfinite(scaled)):
             sys.exit(f"gguf_scale.py: {name} x{factor} leaves the range of {data.dtype}")
         data[...] = scaled
-    del reader  # flush the map
+    reader.data.flush()  # the memory map written back to the file
 
 
 if __name__ == "__main__":
