@@ -177,7 +177,7 @@ phase_right() {
   check "right, exit 0 ($code)" test "$code" -eq 0
   check "the outcome line says which check ran and what it proved" \
     grep -qE '^right: 6 prompts agree with the reference recorded on CPU by llama.cpp b[0-9]+' "$IT_DIR/vulkan.txt"
-  CPU_VK=$(field vulkan 'd["max_distance"]')
+  CPU_VK=$(field vulkan '"%.4f" % d["max_distance"]')
   # The CPU backend answers bit for bit the same every time (distance 0); another backend does not.
   check "another backend computed the answers (largest distance $CPU_VK, not 0)" awk -v a="$CPU_VK" 'BEGIN { exit !(a > 0) }'
   check "the JSON says right, checked against the reference" \
@@ -193,14 +193,14 @@ phase_wrong() {
   check "the outcome line gives the evidence: prompt, position, expected and got, distance" \
     grep -qE '^WRONG OUTPUT: prompt [0-9] \([a-z]+, ".*"\), position [0-9]+: expected ".*" \(logprob -?[0-9.e-]+\), got ".*" \(logprob -?[0-9.e-]+\): ' "$IT_DIR/perturbed.txt"
   check "every prompt is wrong" test "$(field perturbed 'sum(p["verdict"] == "wrong" for p in d["prompts"])')" = 6
-  PERTURBED_MIN=$(field perturbed 'min(p["max_distance"] for p in d["prompts"])')
-  PERTURBED_MAX=$(field perturbed 'max(p["max_distance"] for p in d["prompts"])')
+  PERTURBED_MIN=$(field perturbed '"%.4f" % min(p["max_distance"] for p in d["prompts"])')
+  PERTURBED_MAX=$(field perturbed '"%.4f" % max(p["max_distance"] for p in d["prompts"])')
 
   log_step "a corrupted stack: the GGUF with blk.0.attn_v negated, on CPU"
   code=$(verify_json corrupted --url "http://127.0.0.1:$PORT_CORRUPTED" --reference "$IT_DIR/cpu-reference.json")
   tail -n 1 "$IT_DIR/corrupted.txt" | cut -c1-200
   check "WRONG OUTPUT, exit 1 ($code)" test "$code" -eq 1
-  CORRUPTED_MIN=$(field corrupted 'min(p["max_distance"] for p in d["prompts"])')
+  CORRUPTED_MIN=$(field corrupted '"%.2f" % min(p["max_distance"] for p in d["prompts"])')
 }
 
 phase_known_answers() {
@@ -237,7 +237,7 @@ phase_ubatch() {
   fi
   check "exit 1 ($code): only the prompt over 64 tokens (chat) is wrong; the 5 others agree" \
     test "$(field ub512 '" ".join(p["id"] for p in d["prompts"] if p["verdict"] != "right")')" = chat
-  UB512="WRONG at the chat prompt (about 100 tokens), distance $(field ub512 '[p for p in d["prompts"] if p["id"] == "chat"][0]["evidence"]["distance"]')"
+  UB512="WRONG at the chat prompt (about 100 tokens), distance $(field ub512 '"%.2f" % [p for p in d["prompts"] if p["id"] == "chat"][0]["evidence"]["distance"]')"
 }
 
 main() {
