@@ -28,9 +28,9 @@ BUILD_LDFLAGS = -X main.commit=$(shell git rev-parse HEAD 2>/dev/null) \
 FUZZTIME ?= 5s
 SHFMT_FLAGS ?= -i 2 -ci -bn
 
-.PHONY: test deps vet unit scripts-lint bats fuzz-short integration integration-distro integration-cluster hostfix dist dist-test bench screenshots screenshot-serve build clean
+.PHONY: test deps vet unit scripts-lint bats fuzz-short integration integration-distro integration-cluster integration-verify hostfix dist dist-test bench screenshots screenshot-serve build clean
 
-test: deps vet unit scripts-lint bats fuzz-short integration integration-distro integration-cluster hostfix dist-test
+test: deps vet unit scripts-lint bats fuzz-short integration integration-distro integration-cluster integration-verify hostfix dist-test
 	@echo "make test: all suites passed"
 
 build:
@@ -98,6 +98,13 @@ integration-distro: build
 # ggml-rpc-server on two workers, llama-server --rpc on the head answers), down (nothing left).
 integration-cluster: build
 	HALOFORGE_BIN=$(CURDIR)/bin/haloforge scripts/tests/integration-cluster.sh
+
+# Real llama-server (Debian sid, in the cluster proof's node image, so no image of its own) on
+# its CPU and Vulkan (lavapipe) backends: haloforge verify records a reference on the CPU,
+# says right for Vulkan, WRONG OUTPUT for the same GGUF with one matrix perturbed, not verified
+# for the random model's known answers; prints the distances the tolerance is derived from.
+integration-verify: build
+	HALOFORGE_BIN=$(CURDIR)/bin/haloforge scripts/tests/integration-verify.sh
 
 # Real bootloader tools in debootstrap chroots (GRUB's update-grub and grub-mkconfig,
 # systemd-boot with kernel-install and bootctl): doctor --plan, --apply, --rollback (as root).

@@ -92,11 +92,16 @@ func reliedOn(t *testing.T) map[string]string {
 		}
 		files[path] = string(data)
 	}
-	// The per-node commands of haloforge cluster are built in Go (steps/cluster): the
-	// engines' flags and variables they rely on are upstream facts too.
-	gos, err := filepath.Glob("steps/cluster/*.go")
-	if err != nil || len(gos) == 0 {
-		t.Fatalf("steps/cluster: %v", err)
+	// The per-node commands of haloforge cluster are built in Go (steps/cluster), and so
+	// are the requests of haloforge verify (steps/verify): the engines' flags, variables
+	// and API fields they rely on are upstream facts too.
+	var gos []string
+	for _, dir := range []string{"steps/cluster", "steps/verify"} {
+		found, err := filepath.Glob(dir + "/*.go")
+		if err != nil || len(found) == 0 {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		gos = append(gos, found...)
 	}
 	for _, path := range gos {
 		if strings.HasSuffix(path, "_test.go") {

@@ -275,7 +275,7 @@ func TestDocsListEveryID(t *testing.T) {
 		docChecks = append(docChecks, row[0]+" | "+row[1])
 	}
 	for _, id := range detect.CheckIDs {
-		codeChecks = append(codeChecks, id+" | "+detect.CheckTitle(id))
+		codeChecks = append(codeChecks, string(id)+" | "+id.Title())
 	}
 	same("host checks (id | doctor's name)", docChecks, codeChecks)
 

@@ -78,6 +78,7 @@ func newRoot() *cobra.Command {
 		newDemoCmd(g),     // the wizard on built-in data
 		newBenchCmd(g),    // compare benchmark results with reference numbers
 		newServeCmd(g),    // serve a model with a track's engine, prove it answers
+		newVerifyCmd(g),   // check a running server's answers are right
 		newClusterCmd(g),  // check, start and stop 2–4 boxes (llama.cpp RPC, vLLM on Ray)
 	)
 	wrapHelp(root)
