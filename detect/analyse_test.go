@@ -44,7 +44,7 @@ func mustCheck(t *testing.T, r *Report, id CheckID, status Status) Check {
 	return c
 }
 
-// TestChecksCoverContract: every DESIGN.md check ID, in order, for any bundle.
+// TestChecksCoverContract: every check ID of docs/ids.md, in order, for any bundle.
 func TestChecksCoverContract(t *testing.T) {
 	for _, b := range []*Bundle{NewBundle(), mustBundle(t, "gfx1151-no-devkfd")} {
 		r := Analyse(b)

@@ -48,7 +48,7 @@ type bundleLimits struct {
 
 var defaultLimits = bundleLimits{entries: MaxBundleEntries, files: MaxBundleFiles, kept: MaxBundleKept, unpacked: MaxBundleUnpacked}
 
-// bundleFile is a file the analysis reads (DESIGN.md "Detection"): a name
+// bundleFile is a file the analysis reads (docs/json.md, "Diagnostics bundle"): a name
 // or a path.Match pattern for sysfs copies, and how much of it is kept. A
 // larger file is refused, except a log (tail), whose last limit bytes are
 // kept: the newest boot is at the end.
@@ -283,7 +283,7 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 
 // ReadBundle reads a bundle directory, or a .tar.gz / .tgz archive of one.
 // An archive with a single top directory is read from inside it. Only the
-// files of DESIGN.md "Detection" are read, within the limits above; a
+// files of bundleFiles are read, within the limits above; a
 // bundle that breaks one is refused with a *BundleError naming the limit
 // and the file.
 func ReadBundle(p string) (*Bundle, error) { return readBundle(p, defaultLimits) }

@@ -58,7 +58,7 @@ func noChange(why string) fixes     { return fixes{none: why} }
 // function that judges it, the commands whose output it reads and what its
 // remedies may change.
 type checkDef struct {
-	ID    CheckID   // as doctor --json prints it
+	ID    CheckID   // the check ID (docs/ids.md), as doctor --json prints it
 	Title string    // the check's name in doctor's text output
 	Run   checkFunc // the verdict
 	Doc   string    // one line: what the check looks at

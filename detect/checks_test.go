@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// designCheckIDs are the check IDs doctor --json promises: a contract, so each must stay.
+// designCheckIDs are the check IDs docs/ids.md promises: a contract, so each must stay.
 var designCheckIDs = []CheckID{
 	"gpu", "gfx-support", "kernel-version", "mes-firmware", "cwsr", "gtt-size",
 	"gttsize-deprecated", "ttm-module", "carveout", "kfd-access", "render-groups",

@@ -32,7 +32,7 @@ type Track struct {
 	Cons        []string // what it costs
 	GFX         []string // LLVM targets it supports
 	Requires    []string // host requirements, one line each
-	Source      string   // the seed note it comes from
+	Source      string   // where the track's recipe comes from
 	// BlockingChecks are doctor check IDs whose `fail` stops `build`.
 	BlockingChecks []detect.CheckID
 	// Env holds track variables every step sees (besides the pins).

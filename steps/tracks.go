@@ -6,13 +6,13 @@ import "github.com/haloforge/haloforge/detect"
 var gfxStrixHalo = []string{"gfx1151"}
 
 // catalogue is every track of the seeds, in the order the picker shows them.
-// Step IDs and script names of therock-toolbox are part of DESIGN.md's contract.
+// Step IDs and script names of therock-toolbox are part of the contract (docs/ids.md).
 var catalogue = []Track{
 	{
 		ID:     "therock-toolbox",
 		Title:  "TheRock toolbox: PyTorch + vLLM built for gfx1151",
 		Status: StatusRecommended,
-		Source: "seeds/build-process-aiter-fa-vllm.md",
+		Source: "the project's first build recipe: AITER, flash-attention and vLLM wheels on TheRock for gfx1151",
 		Description: "A distrobox toolbox on your host with TheRock's ROCm SDK wheels " +
 			"(rocm-sdk init) and torch for gfx1151, then flash-attention (ROCm fork, Triton AMD), " +
 			"an optional AITER and vLLM built as wheels against that torch. Native gfx1151 kernels, " +
@@ -47,7 +47,7 @@ var catalogue = []Track{
 		ID:     "vllm-image",
 		Title:  "AMD's prebuilt vLLM image",
 		Status: StatusStable,
-		Source: "seeds/spec-continuous-build.md (option A)",
+		Source: "the project's continuous-build spec, option A: AMD's prebuilt vLLM image",
 		Description: "Pulls AMD's pre-tested vLLM container at a pinned tag and runs it with the GPU " +
 			"devices, host IPC and the memory advice for the unified-memory APU. Zero build time: " +
 			"the fastest way to a working vLLM. Pick it to try vLLM today; you get the versions AMD " +
@@ -69,7 +69,7 @@ var catalogue = []Track{
 		ID:     "source-stable",
 		Title:  "Fedora source build with stable pins",
 		Status: StatusStable,
-		Source: "seeds/spec-continuous-build.md (option B)",
+		Source: "the project's continuous-build spec, option B: build from source with stable versions",
 		Description: "A Fedora 43 container (Red Hat aligned: dnf, podman, clean layers) that builds " +
 			"vLLM v0.10.2 and flash-attention from source against PyTorch 2.8 on ROCm 6.4. Not for " +
 			"Strix Halo with these pins: PyTorch's ROCm 6.4 wheels carry no gfx1151 kernels " +
@@ -96,7 +96,7 @@ var catalogue = []Track{
 		ID:     "nightly-spoof",
 		Title:  "Nightly vLLM image, spoofed as gfx1100",
 		Status: StatusExperimental,
-		Source: "seeds/spec-continuous-build.md (track C)",
+		Source: "the project's continuous-build spec, track C: the nightly spoof",
 		Description: "Runs the floating rocm/vllm-dev:nightly image with HSA_OVERRIDE_GFX_VERSION=11.0.0, " +
 			"so the runtime treats the 8060S as a Navi31 (gfx1100). Zero build time and verified working " +
 			"once, but it relies on RDNA3 kernels running on RDNA3.5: illegal-instruction crashes are a " +
@@ -117,7 +117,7 @@ var catalogue = []Track{
 		ID:     "locked-spoof",
 		Title:  "Pinned-digest image with the spoof baked in",
 		Status: StatusExperimental,
-		Source: "seeds/spec-continuous-build.md (track D)",
+		Source: "the project's continuous-build spec, track D: the locked spoof",
 		Description: "Builds a small image FROM a pinned rocm/vllm-dev digest with the gfx1100 spoof " +
 			"variables baked in (Dockerfile.spoof_locked, build_spoof_locked.sh). The same trade-off as " +
 			"the nightly spoof, but reproducible: the digest never moves. Pick it when the spoof works " +
@@ -137,7 +137,7 @@ var catalogue = []Track{
 		ID:     "llamacpp-vulkan",
 		Title:  "llama.cpp on Vulkan (RADV)",
 		Status: StatusStable,
-		Source: "seeds/spec-continuous-build.md (track E)",
+		Source: "the project's continuous-build spec, track E: llama.cpp on Vulkan",
 		Description: "Builds llama.cpp with GGML_VULKAN=ON in a container and runs it on Mesa's RADV " +
 			"driver. No ROCm at all, so no kernel-driver or ROCm hangs: about 2.5x faster prompt " +
 			"processing than HIP on Strix Halo (721-884 tok/s reported), slower token generation. " +
@@ -163,7 +163,7 @@ var catalogue = []Track{
 		ID:     "ollama",
 		Title:  "Ollama, the simple server",
 		Status: StatusStable,
-		Source: "seeds/spec-continuous-build.md (track F)",
+		Source: "the project's continuous-build spec, track F: Ollama",
 		Description: "Runs the official Ollama ROCm container at a pinned release with the GPU devices " +
 			"and memory settings Ollama really reads (there is no OLLAMA_GPU_MEMORY: see TUTORIAL.md). " +
 			"gfx1151 is a built-in target, so no override is needed. The easiest deployment; less " +
@@ -185,7 +185,7 @@ var catalogue = []Track{
 		ID:     "therock-aotriton",
 		Title:  "TheRock PyTorch from source with AOTriton flash attention",
 		Status: StatusExperimental,
-		Source: "seeds/therock-aotriton-guide.md",
+		Source: "the project's TheRock + AOTriton build guide for gfx1151",
 		Description: "Sets up a Python 3.12 environment with TheRock's ROCm SDK, builds AOTriton at " +
 			"PyTorch's own pin, then PyTorch (TheRock flavour) for gfx1151 only with AOTriton and the " +
 			"FBGEMM GenAI patches, in stages that resume. Installs exactly the wheels built and checks " +
@@ -214,7 +214,7 @@ var catalogue = []Track{
 		ID:     "legacy-gfx803",
 		Title:  "Legacy Polaris (gfx803) PyTorch from source",
 		Status: StatusStable,
-		Source: "seeds/gfx803-workflow.md",
+		Source: "the project's gfx803 (Polaris) PyTorch workflow",
 		Description: "Builds PyTorch, torchvision and torchaudio from source for Polaris cards " +
 			"(RX 470/480/570/580, gfx803) in a container, with the environment they need " +
 			"(ROC_ENABLE_PRE_VEGA=1, HSA_OVERRIDE_GFX_VERSION=8.0.3), the CMake >= 4 fixes in the " +
@@ -241,7 +241,7 @@ var catalogue = []Track{
 		ID:     "llamacpp-rocm",
 		Title:  "llama.cpp on ROCm (HIP): the strategy ladder",
 		Status: StatusExperimental,
-		Source: "seeds/rocm-llamacpp-investigation.md",
+		Source: "the project's investigation of llama.cpp's ROCm backend on gfx1151 (2025-12)",
 		Description: "llama.cpp's HIP backend hangs on gfx1151 upstream (at async uploads, then at " +
 			"graph_reserve). This track runs the investigation's ladder as data: HSA_ENABLE_SDMA=0, " +
 			"flash attention off, CWSR off, a TheRock nightly, each with a stall timeout, recording " +

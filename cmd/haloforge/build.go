@@ -199,7 +199,7 @@ func newBuildRunner(plan *steps.Plan, pinsFile string, o buildOpts, color bool) 
 }
 
 // runAndPrint runs the build in line mode (the TUI takes over when it
-// exists) and maps its outcome to DESIGN.md's exit codes.
+// exists) and maps its outcome to docs/cli.md's exit codes.
 func runAndPrint(parent context.Context, in io.Reader, out io.Writer, r *runner.Runner, o buildOpts, next []string, color bool) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()

@@ -37,7 +37,7 @@ const (
 	clockWarnAfter = time.Second
 )
 
-// Report is `cluster check --json`: per node, its checks (DESIGN.md).
+// Report is `cluster check --json`: per node, its checks (docs/json.md).
 type Report struct {
 	Engine string       `json:"engine"`
 	Nodes  []NodeReport `json:"nodes"`
