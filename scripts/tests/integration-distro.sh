@@ -208,7 +208,7 @@ phase_serve() {
   wait "$sudo_pid" || code=$?
   check "serve exits 0 after the stop (got $code)" test "$code" -eq 0
   check "the step is recorded as served, with why" grep -q '^  why: ready in .*; stopped by you after' "$out"
-  check "what it proved is recorded" grep -q '^  verified: a completion answered on /v1/completions' "$out"
+  check "what it proved is recorded" grep -q '^  verified: /v1/completions answered: first token after' "$out"
   check "no process of $IT_USER is left" bash -c "! pgrep -u $IT_USER >/dev/null"
   check "no llama-server is left in the box" bash -c "! podman exec $IT_BOX pgrep -x llama-server >/dev/null"
   check "the port is closed" bash -c "! curl -sf -m 2 http://127.0.0.1:$SERVE_PORT/health >/dev/null"
