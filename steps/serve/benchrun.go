@@ -18,8 +18,8 @@ type BenchRequest struct {
 	// Model is the model to measure: a GGUF file for llama-bench, the
 	// served model's name for vLLM ("" for the track's default).
 	Model string
-	// Tiny is the track's tiny random-weight model, used when no model is
-	// given or pinned (a proof that kernels run, no speed claim).
+	// Tiny is the track's tiny random-weight model (TinyModel), used when
+	// no model is given or pinned (a proof that kernels run, no speed claim).
 	Tiny string
 	// URL is the server `vllm bench serve` measures (haloforge serve's).
 	URL    string
@@ -63,7 +63,7 @@ func PlanBench(req BenchRequest) (BenchLaunch, error) {
 		return BenchLaunch{}, fmt.Errorf("track %s has no benchmark to run (haloforge bench --track knows: %s; any llama-bench or vLLM result: bench --from FILE)", req.Track, strings.Join(ids, ", "))
 	}
 	s := *t.Serve
-	b := BenchLaunch{Track: req.Track, Engine: e.Name(), Env: map[string]string{}, Mode: s.Mode()}
+	b := BenchLaunch{Track: req.Track, Engine: e.Name(), Env: map[string]string{}, Mode: s.Mode(), Result: be.ResultFile()}
 	var err error
 	if b.In, b.Wrapper, err = where(s, req.Pins, req.Root); err != nil {
 		return BenchLaunch{}, err

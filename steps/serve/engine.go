@@ -59,13 +59,16 @@ type Engine interface {
 // Bencher is an engine haloforge can benchmark (bench --track).
 type Bencher interface {
 	Engine
-	// Bench composes the benchmark on b (whose Track, Mode and In are
-	// decided): b.Command, b.Env, b.Model, b.Tiny, b.Result (the results
-	// file in the run directory), b.Note, and b.Wrapper for a container.
+	// Bench composes the benchmark on b (whose Track, Mode, In and Result
+	// are decided): b.Command, b.Env, b.Model, b.Tiny, b.Note, and
+	// b.Wrapper for a container.
 	Bench(b *BenchLaunch, s steps.ServeSpec, req BenchRequest, home string) error
 	// BenchesServer says the benchmark measures a running server at
 	// BenchRequest.URL (vLLM's), not the engine on its own (llama-bench).
 	BenchesServer() bool
+	// ResultFile names the file, in the run directory, that the
+	// benchmark's results go to (BenchLaunch.Result).
+	ResultFile() string
 }
 
 // engines are the engines haloforge can run, listed once, as goreleaser
@@ -87,6 +90,18 @@ func EngineNames() []string {
 	out := make([]string, len(engines))
 	for i, e := range engines {
 		out[i] = e.Name()
+	}
+	return out
+}
+
+// BenchResultFiles names the files a bench run's results may be in, one
+// per engine that benchmarks (Bencher.ResultFile).
+func BenchResultFiles() []string {
+	var out []string
+	for _, e := range engines {
+		if b, ok := e.(Bencher); ok {
+			out = append(out, b.ResultFile())
+		}
 	}
 	return out
 }

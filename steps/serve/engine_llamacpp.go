@@ -97,6 +97,9 @@ func (llamaCpp) Shape(model string) (ModelShape, string) {
 // BenchesServer: llama-bench loads the model itself.
 func (llamaCpp) BenchesServer() bool { return false }
 
+// ResultFile: llama-bench's JSONL (-o jsonl).
+func (llamaCpp) ResultFile() string { return "llama-bench.jsonl" }
+
 // Bench is llama-bench with JSONL output, three repetitions, flash
 // attention and every layer on the GPU; the bench script adds the switch
 // that turns mmap off, which the build's --help names (-mmp 0 or -lm none).
@@ -163,7 +166,6 @@ func (llamaCpp) Bench(b *BenchLaunch, s steps.ServeSpec, req BenchRequest, home 
 		}
 		b.Wrapper = append(wrapper, b.In)
 	}
-	b.Result = "llama-bench.jsonl"
 	b.Note = "the bench script adds the switch that turns mmap off: -mmp 0 or -lm none, as the build's --help names it"
 	return nil
 }

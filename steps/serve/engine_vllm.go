@@ -104,6 +104,9 @@ func (vllm) Shape(model string) (ModelShape, string) {
 // BenchesServer: vllm bench serve measures a running server.
 func (vllm) BenchesServer() bool { return true }
 
+// ResultFile: vllm bench serve's --save-result JSON.
+func (vllm) ResultFile() string { return "vllm-bench.json" }
+
 // Bench is `vllm bench serve` against a running server: random 1024
 // token prompts, 128 generated, one request at a time (the figure a chat
 // user sees), its JSON saved in the run directory.
@@ -119,7 +122,6 @@ func (vllm) Bench(b *BenchLaunch, s steps.ServeSpec, req BenchRequest, home stri
 		return fmt.Errorf("%w: give the served model's name with --model", ErrNoModel)
 	}
 	b.Model = model
-	b.Result = "vllm-bench.json"
 	b.Command = []string{"vllm", "bench", "serve", "--backend", "openai", "--base-url", req.URL, "--model", model,
 		"--dataset-name", "random", "--random-input-len", "1024", "--random-output-len", "128",
 		"--num-prompts", "16", "--max-concurrency", "1",

@@ -196,7 +196,7 @@ func (e *Engine) Bench(ctx context.Context, r tui.ServeRequest) (<-chan runner.E
 
 // BenchReport compares a bench run's results with the references.
 func (e *Engine) BenchReport(runDir string) (*bench.Report, error) {
-	for _, name := range []string{"llama-bench.jsonl", "vllm-bench.json"} {
+	for _, name := range serve.BenchResultFiles() {
 		raw, err := os.ReadFile(filepath.Join(runDir, name))
 		if errors.Is(err, os.ErrNotExist) {
 			continue
