@@ -39,8 +39,8 @@ type Engine interface {
 	// Command composes the engine's command line on l (whose Track, Mode,
 	// Host and Port are decided): l.Command, l.Env, l.Model (made absolute
 	// when it is a local path) and l.Served, the name its model list shows
-	// and a client asks for. It returns the container flags that mount the
-	// model in (a container). An error is bad input: nothing has run.
+	// and a client asks for. It returns the podman flags that mount the
+	// model into a container. An error is bad input: nothing has run.
 	Command(l *Launch, s steps.ServeSpec, req Request, home string) (mounts []string, err error)
 	// Shape reads the model's shape for the fit estimate, or says why it
 	// cannot before the engine runs.
