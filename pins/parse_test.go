@@ -32,7 +32,7 @@ func TestParseRealVersionsEnv(t *testing.T) {
 	v := f.Values()
 	for name, want := range map[string]string{
 		"GPU_TARGET":        "gfx1151",
-		"PYTORCH_ROCM_ARCH": "gfx1151", // via ${GPU_TARGET}
+		"PYTORCH_ROCM_ARCH": "gfx1151",           // via ${GPU_TARGET}
 		"TORCH_VERSION":     "2.11.0+rocm10.0.0", // the ROCm 10 set, via ${ROCM_VERSION}
 		"CK_REF":            "rocm-10.0.0",
 		"SPOOF_BASE_DIGEST": "sha256:a92fa9cb915027468e85e147f4dd1c87f026d7974610280546a2a1f94a146889",
