@@ -143,6 +143,32 @@ func TestOfflineTouchesNothing(t *testing.T) {
 	}
 }
 
+// TestOnlyAsksAboutThoseNames: Only restricts the run to some pins (a
+// track's), while the others still give them their context: TORCH_VERSION is
+// looked up on THEROCK_INDEX_URL, which is not asked about itself, and the
+// images of other tracks are never contacted.
+func TestOnlyAsksAboutThoseNames(t *testing.T) {
+	addr, conns := blackhole(t)
+	f, gitEnv := hungPins(t, addr)
+	rep := Check(context.Background(), f, Options{Only: []string{"TORCH_VERSION", "GPU_TARGET"}, GitEnv: gitEnv,
+		Deadline: 3 * time.Second, RequestTimeout: time.Second})
+	var names []string
+	for _, r := range rep.Pins {
+		names = append(names, r.Name)
+	}
+	if strings.Join(names, " ") != "TORCH_VERSION GPU_TARGET" {
+		t.Fatalf("pins checked: %v", names)
+	}
+	if r := find(rep, "TORCH_VERSION"); r.Upstream != "https://"+addr+"/simple/" || r.State != Unreachable {
+		t.Errorf("TORCH_VERSION: %s on %q (%s)", r.State, r.Upstream, r.Detail)
+	}
+	// the two project pages of torch[device-gfx1151] at most: the images and the
+	// git repository on the same address were not asked
+	if n := conns.Load(); n > 2 {
+		t.Errorf("%d connections, want at most the index's two", n)
+	}
+}
+
 // TestUnresolvableHost: a name that does not resolve is one short reason.
 func TestUnresolvableHost(t *testing.T) {
 	f, err := pins.Parse("dns.env", []byte("VLLM_IMAGE=registry.invalid/a/b:1\nOLLAMA_IMAGE=registry.invalid/a/c:1\n"))
