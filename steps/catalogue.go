@@ -18,6 +18,9 @@ const (
 	StatusStable          Status = "stable"
 	StatusExperimental    Status = "experimental"
 	StatusBlockedUpstream Status = "blocked-upstream"
+	// StatusHistory: kept runnable to reproduce or compare an old setup, not
+	// offered for new builds (`tracks` and the picker list it only when asked).
+	StatusHistory Status = "history"
 )
 
 // Track is one way to get from a bare box to a working stack.
@@ -26,6 +29,9 @@ type Track struct {
 	Title       string
 	Status      Status
 	Description string   // what it does and when to pick it
+	// History says why a StatusHistory track is no longer offered ("" for
+	// the others): what replaced it and what it is still good for.
+	History string
 	Pros        []string // why someone picks it
 	Cons        []string // what it costs
 	GFX         []string // LLVM targets it supports
@@ -151,8 +157,28 @@ func (t Track) Downstream(changed []string) []string {
 	return out
 }
 
-// Catalogue returns every track, in the order users see them.
-func Catalogue() []Track { return slices.Clone(catalogue) }
+// Catalogue returns every track, in the order users see them (pickOrder;
+// a track it does not name comes last, in catalogue order).
+func Catalogue() []Track {
+	out := slices.Clone(catalogue)
+	rank := func(id string) int {
+		if i := slices.Index(pickOrder, id); i >= 0 {
+			return i
+		}
+		return len(pickOrder)
+	}
+	slices.SortStableFunc(out, func(a, b Track) int { return rank(a.ID) - rank(b.ID) })
+	return out
+}
+
+// Offered is the tracks an owner picks from today, in catalogue order: the
+// ones kept as history are left out unless their ID is in keep (asked for by
+// name, e.g. `--track locked-spoof`).
+func Offered(tracks []Track, keep ...string) []Track {
+	return slices.DeleteFunc(slices.Clone(tracks), func(t Track) bool {
+		return t.Status == StatusHistory && !slices.Contains(keep, t.ID)
+	})
+}
 
 // Lookup finds a track by ID.
 func Lookup(id string) (Track, error) {
@@ -166,8 +192,9 @@ func Lookup(id string) (Track, error) {
 
 // TrackIDs lists every track ID.
 func TrackIDs() []string {
-	ids := make([]string, len(catalogue))
-	for i, t := range catalogue {
+	ts := Catalogue()
+	ids := make([]string, len(ts))
+	for i, t := range ts {
 		ids[i] = t.ID
 	}
 	return ids
