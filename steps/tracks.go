@@ -41,7 +41,7 @@ var catalogue = []Track{
 			{ID: "rocm", Title: "Install TheRock ROCm SDK and torch", Script: "02-install-rocm.sh", Pins: []string{"THEROCK_INDEX_URL", "TORCH_INDEX_URL", "ROCM_VERSION", "TORCH_VERSION", "TORCHVISION_VERSION", "TORCHAUDIO_VERSION", "GPU_TARGET"}, DependsOn: []string{"tools"}},
 			{ID: "aiter", Title: "Build AITER", Script: "03-build-aiter.sh", Pins: []string{"AITER_REPO", "AITER_REF", "PYTORCH_ROCM_ARCH"}, DependsOn: []string{"rocm"}, Optional: true,
 				Why: "gfx1151 is experimental in AITER (v0.1.19; most of its CK and asm kernels are CDNA-only); optional: vLLM works without it"},
-			{ID: "flash-attention", Title: "Build flash-attention for your own code (vLLM does not use it)", Script: "04-build-fa.sh", Pins: []string{"FLASH_ATTENTION_REPO", "FLASH_ATTENTION_REF", "PYTORCH_ROCM_ARCH"}, DependsOn: []string{"rocm"}},
+			{ID: "flash-attention", Title: "Build flash-attention (for your code, not vLLM)", Script: "04-build-fa.sh", Pins: []string{"FLASH_ATTENTION_REPO", "FLASH_ATTENTION_REF", "PYTORCH_ROCM_ARCH"}, DependsOn: []string{"rocm"}},
 			{ID: "vllm", Title: "Build vLLM", Script: "05-build-vllm.sh", Pins: []string{"VLLM_REPO", "VLLM_REF", "PYTORCH_ROCM_ARCH", "GPU_TARGET"}, DependsOn: []string{"rocm"}},
 			{ID: "verify", Title: "Verify torch, attention and vLLM", Script: "06-verify.sh", Pins: []string{"GPU_TARGET", "VERIFY_MODEL"}, DependsOn: []string{"aiter", "flash-attention", "vllm"}},
 		},
