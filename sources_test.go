@@ -54,7 +54,8 @@ func readLedger(t *testing.T) []ledgerRow {
 }
 
 // reliedOn is every embedded file whose content the scripts rely on: the step scripts and
-// their data (not the tests, not the READMEs), the container definitions, versions.env.
+// their data (not the tests, not the READMEs), the container definitions, versions.env and
+// the pin sets `pins use` writes into it.
 func reliedOn(t *testing.T) map[string]string {
 	t.Helper()
 	files := map[string]string{"versions.env": string(VersionsEnv)}
@@ -82,6 +83,25 @@ func reliedOn(t *testing.T) map[string]string {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+	// The known-good pin sets carry pins too (`haloforge pins use` writes them into
+	// versions.env); their `# evidence:` header lines are the sources themselves.
+	setFiles, err := filepath.Glob("pins/sets/*.env")
+	if err != nil || len(setFiles) == 0 {
+		t.Fatalf("pins/sets: %v", err)
+	}
+	for _, path := range setFiles {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kept []string
+		for _, line := range strings.Split(string(data), "\n") {
+			if !strings.HasPrefix(line, "# evidence:") {
+				kept = append(kept, line)
+			}
+		}
+		files[path] = strings.Join(kept, "\n")
 	}
 	// The per-node commands of haloforge cluster are built in Go (steps/cluster): the
 	// engines' flags and variables they rely on are upstream facts too.

@@ -47,7 +47,22 @@ ct() { bash -c ". '$S/lib/common.sh'; . '$S/lib/container.sh'; $1"; }
   [ "$status" -eq 0 ]
   image=$(sed -n 's/^VLLM_IMAGE=//p' "$S/../versions.env")
   [[ "$output" == *"run --rm -it --device /dev/kfd --device /dev/dri --group-add keep-groups --security-opt seccomp=unconfined --ipc=host -p 8000:8000 "* ]]
-  [[ "$output" == *" $image vllm serve Qwen/Qwen3-8B --host 0.0.0.0 --port 8000 --gpu-memory-utilization 0.85 --max-model-len 8192"* ]]
+  [[ "$output" == *" --entrypoint vllm $image serve Qwen/Qwen3-8B --host 0.0.0.0 --port 8000 --gpu-memory-utilization 0.85 --max-model-len 8192"* ]]
+}
+
+@test "vLLM's own image (entrypoint vllm serve) runs the same way: the launcher sets the entrypoint" {
+  VLLM_IMAGE=docker.io/vllm/vllm-openai-rocm:v0.19.0 bash "$S/vllm-image/01-write-launcher.sh"
+  run env START_VLLM_DRY_RUN=1 HOME="$T" "$T/state/vllm-image/start-vllm.sh" Qwen/Qwen3-0.6B
+  [ "$status" -eq 0 ]
+  # `podman run IMAGE ARGS` would give vllm serve vllm serve …: the entrypoint is vllm, then serve MODEL
+  [[ "$output" == *" --entrypoint vllm docker.io/vllm/vllm-openai-rocm:v0.19.0 serve Qwen/Qwen3-0.6B --host 0.0.0.0 --port 8000 "* ]]
+  [[ "$output" != *"vllm serve"* ]]
+  VLLM_IMAGE=docker.io/vllm/vllm-openai-rocm:v0.19.0 HALOFORGE_DRY_RUN=1 run bash "$S/vllm-image/02-verify.sh"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"--entrypoint python3 docker.io/vllm/vllm-openai-rocm:v0.19.0 /haloforge/verify_torch.py"* ]]
+  VLLM_IMAGE=docker.io/vllm/vllm-openai-rocm:v0.19.0 HALOFORGE_DRY_RUN=1 run bash "$S/vllm-image/00-pull-image.sh"
+  [[ "$output" == *"pinned by tag: the digest it resolves to is recorded now, and haloforge pins lock writes it"* ]]
+  [[ "$output" == *"[dry-run] podman pull docker.io/vllm/vllm-openai-rocm:v0.19.0"* ]]
 }
 
 @test "the launcher refuses more than 0.90 of the unified memory and explains why" {
@@ -65,7 +80,7 @@ ct() { bash -c ". '$S/lib/common.sh'; . '$S/lib/container.sh'; $1"; }
 @test "vllm-image verify checks torch, the target, vLLM's platform and a generation in the pinned image" {
   HALOFORGE_DRY_RUN=1 run bash "$S/vllm-image/02-verify.sh"
   [ "$status" -eq 0 ]
-  [[ "$output" == *"/haloforge/verify_vllm.py:ro,z -e HALOFORGE_CHECK_VLLM=1 -e HALOFORGE_VERIFY_MODEL=Qwen/Qwen3-0.6B -e HF_TOKEN -v "*"/.cache/huggingface:/root/.cache/huggingface:z -e HALOFORGE_EXPECT_ARCH=gfx1151 docker.io/rocm/vllm:rocm10.0.0_"*"python3 /haloforge/verify_torch.py"* ]]
+  [[ "$output" == *"/haloforge/verify_vllm.py:ro,z -e HALOFORGE_CHECK_VLLM=1 -e HALOFORGE_VERIFY_MODEL=Qwen/Qwen3-0.6B -e HF_TOKEN -v "*"/.cache/huggingface:/root/.cache/huggingface:z -e HALOFORGE_EXPECT_ARCH=gfx1151 --entrypoint python3 docker.io/rocm/vllm:rocm10.0.0_"*" /haloforge/verify_torch.py"* ]]
 }
 
 @test "run_nightly_spoof.sh shows the illegal-instruction risk before the spoofed command" {
