@@ -28,15 +28,15 @@ type Track struct {
 	ID          string
 	Title       string
 	Status      Status
-	Description string   // what it does and when to pick it
+	Description string // what it does and when to pick it
 	// History says why a StatusHistory track is no longer offered ("" for
 	// the others): what replaced it and what it is still good for.
-	History string
-	Pros        []string // why someone picks it
-	Cons        []string // what it costs
-	GFX         []string // LLVM targets it supports
-	Requires    []string // host requirements, one line each
-	Source      string   // the seed note it comes from
+	History  string
+	Pros     []string // why someone picks it
+	Cons     []string // what it costs
+	GFX      []string // LLVM targets it supports
+	Requires []string // host requirements, one line each
+	Source   string   // the seed note it comes from
 	// BlockingChecks are doctor check IDs whose `fail` stops `build`.
 	BlockingChecks []string
 	// Env holds track variables every step sees (besides the pins).

@@ -96,6 +96,12 @@ func runBuild(cmd *cobra.Command, o buildOpts) error {
 	if err := blockingChecks(cmdContext(cmd), out, plan.Track, o.stateDir, o.ignoreChecks || o.dryRun); err != nil {
 		return err
 	}
+	// Before hours of building: do the pins the track needs still resolve?
+	up := checkPinsUpstream(cmdContext(cmd), plan.Track, pf, o.stateDir)
+	if up.Blocks() && !o.dryRun {
+		return pinsGoneErr(out, up, buildCommand(o.track, g))
+	}
+	printPinsUpstream(out, up)
 	// The full screen is for watching a build; a dry run's output is the
 	// commands themselves, which must stay on the terminal to be read and
 	// copied, so it prints in line mode like --plain.
