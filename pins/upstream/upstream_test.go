@@ -3,28 +3,22 @@ package upstream
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/haloforge/haloforge/pins"
+	"github.com/haloforge/haloforge/pins/upstream/upstreamtest"
 )
 
 // blackhole accepts connections and never answers: a host that hangs.
 func blackhole(t *testing.T) (addr string, conns *atomic.Int32) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, track := upstreamtest.Listen(t)
 	conns = &atomic.Int32{}
-	var mu sync.Mutex
-	var open []net.Conn
 	go func() {
 		for {
 			c, err := l.Accept()
@@ -32,19 +26,9 @@ func blackhole(t *testing.T) (addr string, conns *atomic.Int32) {
 				return
 			}
 			conns.Add(1)
-			mu.Lock()
-			open = append(open, c)
-			mu.Unlock()
+			track(c)
 		}
 	}()
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range open {
-			c.Close()
-		}
-		mu.Unlock()
-	})
 	return l.Addr().String(), conns
 }
 

@@ -104,7 +104,10 @@ func Check(ctx context.Context, t steps.Track, f *pins.File, o Options) *Result 
 		o.Now = time.Now
 	}
 	r := &Result{Track: t.ID, Steps: t.StepIDs()}
-	names := t.PinNames()
+	// The track's pins this file defines (an absent optional pin reads as
+	// empty: nothing to ask).
+	values := f.Values()
+	names := slices.DeleteFunc(t.PinNames(), func(n string) bool { _, ok := values[n]; return !ok })
 	prev, cacheErr := upstream.LoadCache(o.StateDir)
 	if cacheErr != nil {
 		prev = nil // an unreadable status is asked again, and replaced

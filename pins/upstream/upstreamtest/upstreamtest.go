@@ -28,6 +28,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -103,6 +104,32 @@ func ClosedAddr(t testing.TB) string {
 	addr := l.Addr().String()
 	l.Close()
 	return addr
+}
+
+// Listen is a loopback listener closed when the test ends, together with
+// every connection given to track: a server that hangs or tunnels cannot
+// keep a test alive.
+func Listen(t testing.TB) (l net.Listener, track func(net.Conn)) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var open []net.Conn
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range open {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	return l, func(c net.Conn) {
+		mu.Lock()
+		open = append(open, c)
+		mu.Unlock()
+	}
 }
 
 // ---- OCI registry ------------------------------------------------------------
@@ -478,16 +505,16 @@ func (ix *Index) Close() { ix.srv.Close() }
 
 type indexFile struct{ name, sha string }
 
-// files groups the directory's distribution files by normalised project.
-func (ix *Index) files() map[string][]indexFile {
+// filesOf groups the directory's distribution files by normalised project.
+func filesOf(dir string) map[string][]indexFile {
 	out := map[string][]indexFile{}
-	entries, _ := os.ReadDir(ix.Dir)
+	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		n := e.Name()
 		if !strings.HasSuffix(n, ".whl") && !strings.HasSuffix(n, ".tar.gz") {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(ix.Dir, n))
+		data, err := os.ReadFile(filepath.Join(dir, n))
 		if err != nil {
 			continue
 		}
@@ -502,10 +529,19 @@ func (ix *Index) files() map[string][]indexFile {
 }
 
 func (ix *Index) serve(w http.ResponseWriter, r *http.Request) {
-	jsonOK := !ix.htmlOnly.Load() && strings.Contains(r.Header.Get("Accept"), "application/vnd.pypi.simple.v1+json")
-	files := ix.files()
+	serveSimple(w, r, "/simple/", ix.Dir, ix.htmlOnly.Load())
+}
+
+// serveSimple answers one request of a simple index rooted at the path root
+// (e.g. /simple/) over the files of dir: the project list at root, a
+// project's files at root/<project>/, a file at <root's parent>/files/<file>
+// (the pages link to ../../files/). JSON when the client asks for it,
+// unless htmlOnly.
+func serveSimple(w http.ResponseWriter, r *http.Request, root, dir string, htmlOnly bool) {
+	jsonOK := !htmlOnly && strings.Contains(r.Header.Get("Accept"), "application/vnd.pypi.simple.v1+json")
+	files := filesOf(dir)
 	switch {
-	case r.URL.Path == "/simple/":
+	case r.URL.Path == root:
 		var projects []string
 		for p := range files {
 			projects = append(projects, p)
@@ -526,8 +562,8 @@ func (ix *Index) serve(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, "<a href=\"%s/\">%s</a><br>\n", p, p)
 		}
 		fmt.Fprint(w, "</body></html>\n")
-	case strings.HasPrefix(r.URL.Path, "/simple/") && strings.HasSuffix(r.URL.Path, "/"):
-		project := strings.Trim(strings.TrimPrefix(r.URL.Path, "/simple/"), "/")
+	case strings.HasPrefix(r.URL.Path, root) && strings.HasSuffix(r.URL.Path, "/"):
+		project := strings.Trim(strings.TrimPrefix(r.URL.Path, root), "/")
 		fs, ok := files[project]
 		if !ok {
 			http.NotFound(w, r)
@@ -548,9 +584,9 @@ func (ix *Index) serve(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, "<a href=\"../../files/%s#sha256=%s\">%s</a><br/>\n", strings.ReplaceAll(f.name, "+", "%2B"), f.sha, html.EscapeString(f.name))
 		}
 		fmt.Fprint(w, "</body></html>\n")
-	case strings.HasPrefix(r.URL.Path, "/files/"):
+	case strings.HasPrefix(r.URL.Path, strings.TrimSuffix(path.Dir(strings.TrimSuffix(root, "/")), "/")+"/files/"):
 		name := filepath.Base(r.URL.Path)
-		http.ServeFile(w, r, filepath.Join(ix.Dir, name))
+		http.ServeFile(w, r, filepath.Join(dir, name))
 	default:
 		http.NotFound(w, r)
 	}
