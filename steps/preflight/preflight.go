@@ -65,6 +65,9 @@ type Result struct {
 	// Stale are the last status's findings still true of these pins, shown
 	// when nothing could be asked.
 	Stale []string
+	// Unreadable says the last status could not be read (a link, a FIFO, a
+	// directory or bad JSON in its place): it was ignored.
+	Unreadable string
 	// What upstream said about the track's pins.
 	Retired, Moved, Unreachable []upstream.Result
 	OK                          int
@@ -111,6 +114,7 @@ func Check(ctx context.Context, t steps.Track, f *pins.File, o Options) *Result 
 	prev, cacheErr := upstream.LoadCache(o.StateDir)
 	if cacheErr != nil {
 		prev = nil // an unreadable status is asked again, and replaced
+		r.Unreadable = "warning: the last pins status is unreadable: " + cacheErr.Error()
 	}
 	if o.Offline != "" {
 		r.Offline = "pins not checked upstream (" + o.Offline + "): building with them as they are"
@@ -142,22 +146,31 @@ func Check(ctx context.Context, t steps.Track, f *pins.File, o Options) *Result 
 	return r
 }
 
-// fresh returns the last status's results for names when it is younger than
-// maxAge and holds an answer for every one of them at its current value.
+// fresh returns the last status's results for names when each was found
+// less than maxAge ago at its current value (the oldest finding's time is
+// returned).
 func fresh(c *upstream.Cache, f *pins.File, names []string, now time.Time, maxAge time.Duration) ([]upstream.Result, time.Time, bool) {
-	if c == nil || now.Sub(c.CheckedAt) > maxAge || now.Before(c.CheckedAt) {
+	if c == nil {
 		return nil, time.Time{}, false
 	}
 	values := f.Values()
 	var out []upstream.Result
+	oldest := now
 	for _, n := range names {
 		p, ok := c.Get(n)
-		if !ok || p.Value != values[n] || p.State == upstream.Unreachable {
+		at := p.CheckedAt
+		if at.IsZero() {
+			at = c.CheckedAt
+		}
+		if !ok || p.Value != values[n] || p.State == upstream.Unreachable || now.Sub(at) > maxAge || now.Before(at) {
 			return nil, time.Time{}, false
+		}
+		if at.Before(oldest) {
+			oldest = at
 		}
 		out = append(out, upstream.Result{Name: p.Name, Value: p.Value, Kind: p.Kind, State: p.State, Detail: p.Detail, Resolved: p.Resolved})
 	}
-	return out, c.CheckedAt, true
+	return out, oldest, true
 }
 
 func (r *Result) sort(rs []upstream.Result) {
@@ -178,30 +191,21 @@ func (r *Result) sort(rs []upstream.Result) {
 // stale keeps what the last status, of any age, found retired or moved among
 // these pins at these values: said when nothing can be asked now.
 func (r *Result) stale(o Options, f *pins.File, names []string) {
-	w, err := upstream.LastWarning(o.StateDir, f, names, o.Now())
-	switch {
-	case err != nil:
-		r.Stale = []string{"⚠ the last pins status is unreadable (ignored): " + err.Error()}
-	case w != nil:
+	if r.Unreadable != "" {
+		return
+	}
+	if w, err := upstream.LastWarning(o.StateDir, f, names, o.Now()); err == nil && w != nil {
 		r.Stale = w.Lines()
 	}
 }
 
-// save merges this run into the last status: the pins it asked about are
-// replaced, the others kept.
+// save writes this run into the last status (NewCache keeps the pins it
+// did not ask about as they were).
 func save(stateDir, pinsPath string, rep *upstream.Report, prev *upstream.Cache) {
 	if stateDir == "" {
 		return
 	}
-	c := upstream.NewCache(rep, pinsPath, prev)
-	if prev != nil {
-		for _, p := range prev.Pins {
-			if _, ok := c.Get(p.Name); !ok {
-				c.Pins = append(c.Pins, p)
-			}
-		}
-	}
-	if data, err := c.Marshal(); err == nil {
+	if data, err := upstream.NewCache(rep, pinsPath, prev).Marshal(); err == nil {
 		_ = steps.WriteFileAtomic(upstream.CachePath(stateDir), data)
 	}
 }
@@ -326,14 +330,17 @@ func (r *Result) Lines(now time.Time) []string {
 	if r == nil {
 		return nil
 	}
+	var out []string
+	if r.Unreadable != "" {
+		out = append(out, r.Unreadable)
+	}
 	if r.Offline != "" {
-		return append([]string{"· " + r.Offline}, r.Stale...)
+		return append(append(out, "· "+r.Offline), r.Stale...)
 	}
 	age := upstream.AgeText(now.Sub(r.CheckedAt))
 	if r.FromCache {
 		age = "pins status " + strings.TrimPrefix(age, "checked ")
 	}
-	var out []string
 	if r.Blocks() {
 		noun := "pin"
 		if len(r.Retired) > 1 {
