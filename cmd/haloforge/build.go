@@ -99,7 +99,7 @@ func runBuild(cmd *cobra.Command, o buildOpts) error {
 	// Before hours of building: do the pins the track needs still resolve?
 	up := checkPinsUpstream(cmdContext(cmd), plan.Track, pf, o.stateDir)
 	if up.Blocks() && !o.dryRun {
-		return pinsGoneErr(out, up, buildCommand(o.track, g))
+		return pinsGoneErr(out, up, buildAgain(o, false, ""))
 	}
 	printPinsUpstream(out, up)
 	// The full screen is for watching a build; a dry run's output is the
@@ -282,7 +282,18 @@ func warnBlockingChecks(ctx context.Context, w io.Writer, t steps.Track, stateDi
 // --ignore-checks), and a --from or --only narrowed to what is left, so
 // that the steps that succeeded before the failure do not run again.
 func resumeCommand(o buildOpts, step string) string {
-	parts := []string{"haloforge", "build", "--track", o.track, "--resume"}
+	return buildAgain(o, true, step)
+}
+
+// buildAgain is this build's command line with the flags the user gave;
+// resume adds --resume and narrows --from or --only to step and after.
+func buildAgain(o buildOpts, resume bool, step string) string {
+	parts := []string{"haloforge", "build", "--track", o.track}
+	if resume {
+		parts = append(parts, "--resume")
+	} else {
+		step = ""
+	}
 	switch {
 	case o.from != "" && step != "":
 		parts = append(parts, "--from", step)

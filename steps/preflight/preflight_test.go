@@ -17,19 +17,6 @@ import (
 	"github.com/haloforge/haloforge/steps"
 )
 
-// stack is the wheels of one TheRock stack on a simple index.
-func stack(rocm, torch, vision, audio string) []upstreamtest.Wheel {
-	return []upstreamtest.Wheel{
-		{Name: "rocm", Version: rocm, Tag: "py3-none-linux_x86_64", Content: "rocm " + rocm},
-		{Name: "rocm-sdk-device-gfx1151", Version: rocm, Tag: "py3-none-linux_x86_64", Content: "device " + rocm},
-		{Name: "torch", Version: torch, Tag: "cp312-cp312-linux_x86_64", Content: "torch " + torch},
-		{Name: "amd-torch-device-gfx1151", Version: torch, Tag: "py3-none-linux_x86_64", Content: "torch device " + torch},
-		{Name: "torchvision", Version: vision, Tag: "cp312-cp312-linux_x86_64", Content: "vision " + vision},
-		{Name: "amd-torchvision-device-gfx1151", Version: vision, Tag: "py3-none-linux_x86_64", Content: "vision device " + vision},
-		{Name: "torchaudio", Version: audio, Tag: "cp312-cp312-linux_x86_64", Content: "audio " + audio},
-	}
-}
-
 // world is two real simple indexes on the loopback interface, with wheels
 // pip built: "next" holds the 10.0.0 stack the newcomer's pins name, "old"
 // the 7.14.0 stack of the set "previous"; and a set "dead" on an index
@@ -80,8 +67,8 @@ func newWorld(t *testing.T) *world {
 	built.Do(func() {
 		built.next, _ = os.MkdirTemp("", "hf-preflight-next-")
 		built.old, _ = os.MkdirTemp("", "hf-preflight-old-")
-		upstreamtest.BuildWheels(t, built.next, stack("10.0.0", "2.11.0+rocm10.0.0", "0.26.0+rocm10.0.0", "2.11.0+rocm10.0.0")...)
-		upstreamtest.BuildWheels(t, built.old, stack("7.14.0", "2.11.0+rocm7.14.0", "0.26.0+rocm7.14.0", "2.11.0+rocm7.14.0")...)
+		upstreamtest.BuildWheels(t, built.next, upstreamtest.TheRockStack("10.0.0")...)
+		upstreamtest.BuildWheels(t, built.old, upstreamtest.TheRockStack("7.14.0")...)
 	})
 	w := &world{nextDir: t.TempDir(), oldDir: t.TempDir()}
 	copyDir(t, built.next, w.nextDir)
@@ -134,18 +121,7 @@ func (w *world) options(stateDir string) Options {
 
 // retire removes the torch wheels of the 10.0.0 stack from the next index.
 func (w *world) retire(t *testing.T) {
-	t.Helper()
-	entries, err := os.ReadDir(w.nextDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if strings.Contains(e.Name(), "torch-2.11.0") || strings.HasPrefix(e.Name(), "amd_torch_device") {
-			if err := os.Remove(w.nextDir + "/" + e.Name()); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	upstreamtest.RemoveWheels(t, w.nextDir, "torch", "amd-torch-device-gfx1151")
 }
 
 // TestRetiredWheelStopsAndNamesTheWorkingSet: the newcomer's torch wheel is

@@ -484,6 +484,22 @@ func pip(t testing.TB) string {
 	return pipOnce.python
 }
 
+// TheRockStack is the wheels the pins of one TheRock stack name on its
+// index (ROCm with the gfx1151 device wheel, torch 2.11.0, torchvision
+// 0.26.0 and torchaudio 2.11.0 of that ROCm with theirs), for Python 3.12.
+func TheRockStack(rocm string) []Wheel {
+	torch, vision, audio := "2.11.0+rocm"+rocm, "0.26.0+rocm"+rocm, "2.11.0+rocm"+rocm
+	return []Wheel{
+		{Name: "rocm", Version: rocm, Tag: "py3-none-linux_x86_64", Content: "rocm " + rocm},
+		{Name: "rocm-sdk-device-gfx1151", Version: rocm, Tag: "py3-none-linux_x86_64", Content: "device " + rocm},
+		{Name: "torch", Version: torch, Tag: "cp312-cp312-linux_x86_64", Content: "torch " + torch},
+		{Name: "amd-torch-device-gfx1151", Version: torch, Tag: "py3-none-linux_x86_64", Content: "torch device " + torch},
+		{Name: "torchvision", Version: vision, Tag: "cp312-cp312-linux_x86_64", Content: "vision " + vision},
+		{Name: "amd-torchvision-device-gfx1151", Version: vision, Tag: "py3-none-linux_x86_64", Content: "vision device " + vision},
+		{Name: "torchaudio", Version: audio, Tag: "cp312-cp312-linux_x86_64", Content: "audio " + audio},
+	}
+}
+
 // BuildWheels builds each wheel with `pip wheel` from a local package (no
 // network, no build dependencies) into dir, replacing a file of the same name.
 func BuildWheels(t testing.TB, dir string, wheels ...Wheel) {
@@ -510,6 +526,37 @@ func BuildWheels(t testing.TB, dir string, wheels ...Wheel) {
 		args = append(args, pkg)
 	}
 	run(t, "", []string{"PIP_NO_INPUT=1"}, py, args...)
+}
+
+// TheRockStacks builds the wheels of the ROCm 10.0.0 stack and of the
+// 7.14.0 one, each in a directory of its own: the recommended and the
+// previous pin sets' indexes.
+func TheRockStacks(t testing.TB) (next, previous string) {
+	t.Helper()
+	next, previous = t.TempDir(), t.TempDir()
+	BuildWheels(t, next, TheRockStack("10.0.0")...)
+	BuildWheels(t, previous, TheRockStack("7.14.0")...)
+	return next, previous
+}
+
+// RemoveWheels takes the wheels of the named projects off an index's
+// directory (the file names' normalised prefixes: "torch" removes
+// torch-2.11.0…whl, not torchvision): what upstream retires.
+func RemoveWheels(t testing.TB, dir string, projects ...string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		for _, p := range projects {
+			if strings.HasPrefix(e.Name(), strings.ReplaceAll(p, "-", "_")+"-") {
+				if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
 }
 
 // Index is a PEP 691/503 simple index over HTTPS on 127.0.0.1, serving
