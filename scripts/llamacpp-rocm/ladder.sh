@@ -2,7 +2,7 @@
 # The llama.cpp ROCm ladder's logic (sourced by 01-run-ladder.sh and 02-verify.sh; bats
 # tests it with a stand-in for the container engine).
 
-# Lines that llama.cpp prints right before the gfx1151 hangs (FAILURES.md
+# Lines that llama.cpp prints right before the gfx1151 hangs (failure family
 # llamacpp-rocm-load-hang-sdma, llamacpp-rocm-graph-reserve-hang). They appear in healthy
 # runs too: only silence after them counts.
 LADDER_MARKERS=(
@@ -65,7 +65,10 @@ prebuilt_fetch() {
   if [[ ! -e "$tmp/llama-bench" ]] && (($(find "$tmp" -mindepth 1 -maxdepth 1 | wc -l) == 1)); then
     top=$(find "$tmp" -mindepth 1 -maxdepth 1 -type d)
   fi
-  [[ -f "$top/llama-bench" ]] || { rm -rf "$tmp"; die "the prebuilt build from $url has no llama-bench at its top: refused" 3; }
+  [[ -f "$top/llama-bench" ]] || {
+    rm -rf "$tmp"
+    die "the prebuilt build from $url has no llama-bench at its top: refused" 3
+  }
   chmod +x "$top"/llama-* 2>/dev/null || true
   printf '%s\n' "$want" >"$top/.sha256"
   rm -rf "$dir"

@@ -2,7 +2,7 @@
 # Tests of the image tracks' shared helpers (lib/container.sh) and of the vllm-image,
 # nightly-spoof, locked-spoof and ollama scripts. No GPU, engine or registry here: engine
 # calls are checked in dry runs, or against a stand-in engine where a reply is needed.
-# shellcheck disable=SC2016
+# shellcheck disable=SC2016,SC2030,SC2031
 
 setup() {
   S=$(cd "$BATS_TEST_DIRNAME/.." && pwd)

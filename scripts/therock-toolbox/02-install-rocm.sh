@@ -6,7 +6,8 @@
 # Pins: THEROCK_INDEX_URL, TORCH_INDEX_URL (optional: torch's own index, default
 # THEROCK_INDEX_URL), ROCM_VERSION, TORCH_VERSION, TORCHVISION_VERSION, TORCHAUDIO_VERSION,
 # GPU_TARGET.
-# TheRock RELEASES.md (therock-7.14): rocm[libraries,devel,device-<gfx>] plus the device
+# TheRock RELEASES.md (therock-7.14, and the same on ROCm 10's whl-next index):
+# rocm[libraries,devel,device-<gfx>] plus the device
 # wheel rocm-sdk-device-<gfx> by name (known issue #5347: the extra may be missing from the
 # rocm metadata), then torch[device-<gfx>], torchvision[device-<gfx>], torchaudio; PyPI stays
 # an extra index for their plain dependencies (sympy, filelock, …), as kyuz0's
@@ -125,7 +126,7 @@ rocm_sdk_init_file() {
 
 # fix_amdsmi_double_free: TheRock preloads ROCm libraries with RTLD_GLOBAL by default; with a
 # second copy of libamd_smi (a standalone amdsmi package bundling its own) that gives two
-# copies of the same symbols and "double free or corruption" at exit (FAILURES.md
+# copies of the same symbols and "double free or corruption" at exit (failure family
 # therock-amdsmi-double-free). Patch the default to False (rocm_sdk/__init__.py @therock-7.14
 # lines 92, 121: preload_libraries(*shortnames, rtld_global: bool = True)). When the anchor
 # moved, go on: the amdsmi installed below is the SDK's own and loads the very library file

@@ -32,7 +32,7 @@ activate_venv() {
   log_info "venv: $VENV_DIR"
   export VIRTUAL_ENV=$VENV_DIR
   export PATH=$VENV_DIR/bin:$PATH
-  # A user site or a source tree on PYTHONPATH loads a second torch (FAILURES.md
+  # A user site or a source tree on PYTHONPATH loads a second torch (failure family
   # two-torch-pybind-already-registered).
   export PYTHONNOUSERSITE=1
   unset PYTHONPATH
@@ -118,7 +118,7 @@ venv_build_tools() {
 }
 
 # What the venv or the distro provides, never a build requirement from PyPI: TheRock's torch
-# family (a PyPI torch would replace it) and cmake (the distro's; FAILURES.md
+# family (a PyPI torch would replace it) and cmake (the distro's; failure family
 # pip-cmake-broken-shim). amdsmi is the SDK's own (02-install-rocm.sh).
 VENV_PROVIDED=(torch torchvision torchaudio triton pytorch-triton-rocm cmake amdsmi)
 
@@ -151,7 +151,7 @@ build_wheel() {
 }
 
 # install_wheel WHEEL: install a built wheel and its dependencies, with torch and friends
-# held at the versions 02-install-rocm.sh installed (FAILURES.md vllm-torch-version-conflict).
+# held at the versions 02-install-rocm.sh installed (failure family vllm-torch-version-conflict).
 install_wheel() {
   local wheel=$1 constraints=$VENV_DIR/haloforge-constraints.txt report
   report=$(hf_pip_report)

@@ -16,7 +16,7 @@ require_env VLLM_IMAGE
 log_step "Pull $VLLM_IMAGE"
 case $VLLM_IMAGE in
   *rocm/vllm-dev:*)
-    # FACTS.md "Images": vLLM deprecated rocm/vllm-dev for vllm/vllm-openai-rocm, and AMD
+    # vLLM deprecated rocm/vllm-dev for vllm/vllm-openai-rocm (scripts/SOURCES.md), and AMD
     # has not confirmed the navi tag; say so once, the pull may still work.
     log_warn "rocm/vllm-dev tags are deprecated upstream (vllm/vllm-openai-rocm replaces them) and AMD does not document this tag; if the pull fails, pin another image with --set VLLM_IMAGE=…"
     ;;
