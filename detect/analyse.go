@@ -261,6 +261,11 @@ func kernelFacts(f *facts, r *Report) {
 	if s, ok := f.read("firmware-package.txt"); ok {
 		r.Firmware.Package = amdgpuFirmwarePackage(ParseFirmwarePackages(s))
 	}
+	if s, ok := f.read("firmware-overrides.txt"); ok {
+		if files, looked := ParseFirmwareOverrides(s); looked {
+			r.Firmware.Overrides = files
+		}
+	}
 }
 
 // ttmModule is amdttm when amdgpu-dkms brings its own TTM, ttm otherwise.

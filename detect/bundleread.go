@@ -49,7 +49,7 @@ type bundleLimits struct {
 
 var defaultLimits = bundleLimits{entries: MaxBundleEntries, files: MaxBundleFiles, kept: MaxBundleKept, unpacked: MaxBundleUnpacked}
 
-// bundleFile is a file the analysis reads (DESIGN.md "Detection"): a name
+// bundleFile is a file the analysis reads (docs/json.md, "Diagnostics bundle"): a name
 // or a path.Match pattern for sysfs copies, and how much of it is kept. A
 // larger file is refused, except a log (tail), whose last limit bytes are
 // kept: the newest boot is at the end.
@@ -114,6 +114,8 @@ var bundleFiles = []bundleFile{
 	{"sys/bus/pci/devices/*/uevent", 64 << 10, false},
 	// The installed linux-firmware package (dpkg-query/rpm/pacman transcript).
 	{"firmware-package.txt", 1 << 20, false},
+	// amdgpu firmware in /lib/firmware/updates, which beats the package.
+	{"firmware-overrides.txt", 1 << 20, false},
 	// Boot evidence, read by detect/hostfix for `doctor --plan --bundle`:
 	// how the machine boots and the files a plan would edit.
 	{"bootloader.txt", 1 << 20, false},
@@ -302,7 +304,7 @@ func openNoBlock(p string, follow bool) (*os.File, fs.FileInfo, error) {
 
 // ReadBundle reads a bundle directory, or a .tar.gz / .tgz archive of one.
 // An archive with a single top directory is read from inside it. Only the
-// files of DESIGN.md "Detection" are read, within the limits above; a
+// files of bundleFiles are read, within the limits above; a
 // bundle that breaks one is refused with a *BundleError naming the limit
 // and the file.
 func ReadBundle(p string) (*Bundle, error) { return readBundle(p, defaultLimits) }

@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// rules is the failure taxonomy of FAILURES.md as data: one entry per
+// rules is the failure taxonomy (testdata/FAILURES.md) as data: one entry per
 // family, in the same order. Links are the public threads the shared
 // corpus took its excerpts from. The wording of each signature was checked
 // against those excerpts; seed families use the design notes' signature.

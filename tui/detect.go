@@ -298,7 +298,7 @@ func (s *detectScreen) checksView(width int) string {
 	for _, c := range s.det.Checks {
 		for i, l := range wrapWithPrefix(c.Summary, max(width-len(indent), 20), "") {
 			if i == 0 {
-				b.WriteString(" " + checkMark(c.Status, s.Styles) + " " + padRight(checkName(c.ID), checkNameWidth) + l + "\n")
+				b.WriteString(" " + checkMark(c.Status, s.Styles) + " " + padRight(detect.CheckID(c.ID).Title(), checkNameWidth) + l + "\n")
 			} else {
 				b.WriteString(indent + l + "\n")
 			}
@@ -349,9 +349,6 @@ func checkCounts(cs []Check) string {
 	}
 	return s
 }
-
-// checkName is a check's name as doctor prints it.
-func checkName(id string) string { return detect.CheckTitle(id) }
 
 func checkMark(status detect.Status, st Styles) string {
 	switch status {

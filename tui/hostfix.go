@@ -378,7 +378,7 @@ func hostFixLines(fix *HostFix, width int, st Styles) []string {
 			tag += ", you do it"
 		}
 		add(hangLines(fmt.Sprintf("%2d. %s", i+1, clean(a.Change)), width, 4)...)
-		add(st.Subtle.Render("    " + tag + " · check " + clean(hostfix.CheckLabel(a.Check))))
+		add(st.Subtle.Render("    " + tag + " · check " + clean(a.Check.Label())))
 		for _, c := range strings.Split(a.Command, "\n") {
 			if c != "" {
 				add(commandLines(clean(c), width, 6)...)
@@ -402,7 +402,7 @@ func hostFixLines(fix *HostFix, width int, st Styles) []string {
 		add(byHandLines(p, byHand, width, st)...)
 	}
 	for _, sk := range p.Skipped {
-		add(hangLines(st.Subtle.Render("Not a host change: "+clean(hostfix.CheckLabel(sk.Check))+", "+clean(sk.Status)+": "+clean(sk.Reason)), width, 2)...)
+		add(hangLines(st.Subtle.Render("Not a host change: "+clean(sk.Check.Label())+", "+clean(sk.Status)+": "+clean(sk.Reason)), width, 2)...)
 	}
 	for _, n := range p.Notes {
 		add(hangLines("Note: "+clean(n), width, 2)...)

@@ -167,7 +167,7 @@ func runClusterCheck(cmd *cobra.Command, o *clusterOpts) error {
 	if err != nil {
 		return err
 	}
-	var blocking []string
+	var blocking []detect.CheckID
 	if inv.Track != "" {
 		t, err := steps.Lookup(inv.Track)
 		if err != nil {

@@ -195,7 +195,7 @@ func confirmer(cmd *cobra.Command, h hostfixOpts) func(word string) error {
 	}
 }
 
-// hostfixErr maps host-fix errors to DESIGN.md's exit codes.
+// hostfixErr maps host-fix errors to docs/cli.md's exit codes.
 func hostfixErr(err error) error {
 	var ee *exitError
 	switch {

@@ -9,8 +9,8 @@ import (
 )
 
 // Files in the current directory that replace haloforge's built-in copies
-// without a flag: ./versions.env, ./scripts and ./toolbox. That is DESIGN.md's
-// default, handy in a checkout, but it acts like `.` in PATH: a ./scripts
+// without a flag: ./versions.env, ./scripts and ./toolbox. That is the documented
+// default (docs/cli.md), handy in a checkout, but it acts like `.` in PATH: a ./scripts
 // folder of some other project would run as build steps. So an implicit tree
 // is used only when it looks like haloforge's, and every command that plans
 // or runs says, in one line on stderr, which local copy it uses.
@@ -93,13 +93,20 @@ func checkReportPath(path string) error {
 		}
 		return f.Close()
 	}
+	return checkNewFile("--report", path)
+}
+
+// checkNewFile makes sure a file that does not exist yet can be created
+// at path (its directory exists and takes a new file), for the flag that
+// names it; it creates nothing that stays.
+func checkNewFile(flag, path string) error {
 	dir := filepath.Dir(path)
 	if !dirExists(dir) {
-		return usageErr(fmt.Errorf("--report %s: directory %s does not exist (nothing was run)", path, dir))
+		return usageErr(fmt.Errorf("%s %s: directory %s does not exist (nothing was run)", flag, path, dir))
 	}
-	f, err := os.CreateTemp(dir, ".haloforge-report-*")
+	f, err := os.CreateTemp(dir, ".haloforge-check-*")
 	if err != nil {
-		return usageErr(fmt.Errorf("--report %s cannot be written: %w (nothing was run)", path, unwrapPathErr(err)))
+		return usageErr(fmt.Errorf("%s %s cannot be written: %w (nothing was run)", flag, path, unwrapPathErr(err)))
 	}
 	name := f.Name()
 	f.Close()

@@ -5,30 +5,20 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/haloforge/haloforge/detect"
 )
 
-// Kernel-argument operations.
+// Kernel-argument operations and the argument itself are detect's: a
+// check's remedy names them, the plan places them.
 const (
-	OpSet    = "set"    // the argument ends up on the command line exactly once, with this value
-	OpRemove = "remove" // the argument (any value) is gone from the command line
+	OpSet    = detect.OpSet
+	OpRemove = detect.OpRemove
 )
 
-// KernelArg is one change to the kernel command line. Value is the new value
-// for OpSet; for OpRemove it is the value seen when planning (rpm-ostree
-// deletes key=value pairs), empty for a flag such as nomodeset.
-type KernelArg struct {
-	Op    string `json:"op"`
-	Key   string `json:"key"`
-	Value string `json:"value,omitempty"`
-}
-
-// String is the argument as it appears on the command line.
-func (a KernelArg) String() string {
-	if a.Value == "" {
-		return a.Key
-	}
-	return a.Key + "=" + a.Value
-}
+// KernelArg is one change to the kernel command line. The type is detect's;
+// the name stays here for the code that applies and rolls back plans.
+type KernelArg = detect.KernelArg
 
 // argRule says which operations a key allows and what its value may be.
 // Only these keys can ever reach a bootloader: a plan file is input, and an

@@ -119,8 +119,8 @@ func validateAction(a Action) error {
 	if !slices.Contains(knownKinds, a.Kind) {
 		return fmt.Errorf("unknown kind %q", printable(a.Kind))
 	}
-	if !checkIDRe.MatchString(a.Check) {
-		return fmt.Errorf("bad check id %q", printable(a.Check))
+	if !checkIDRe.MatchString(string(a.Check)) {
+		return fmt.Errorf("bad check id %q", printable(string(a.Check)))
 	}
 	typed := 0
 	for _, set := range []bool{a.Arg != nil, a.Modprobe != nil, a.Group != nil} {
@@ -184,13 +184,17 @@ func validateAction(a Action) error {
 	return nil
 }
 
+// allowedGroups are the only groups a plan may add a user to: those that
+// open /dev/kfd and /dev/dri/renderD*. A plan file is input.
+var allowedGroups = []string{"render", "video"}
+
 func checkGroups(gs []string, emptyOK bool) error {
 	if len(gs) == 0 && !emptyOK {
 		return errors.New("no groups")
 	}
 	seen := map[string]bool{}
 	for _, g := range gs {
-		if !slices.Contains(renderGroups, g) || seen[g] {
+		if !slices.Contains(allowedGroups, g) || seen[g] {
 			return fmt.Errorf("group %q not allowed", printable(g))
 		}
 		seen[g] = true
@@ -220,7 +224,7 @@ func checkTexts(p *Plan) error {
 		fields = append(fields, a.Change, a.Command)
 	}
 	for _, s := range p.Skipped {
-		fields = append(fields, s.Check, s.Status, s.Reason)
+		fields = append(fields, string(s.Check), s.Status, s.Reason)
 	}
 	if len(fields) > 16*maxListLength {
 		return errors.New("too many entries")

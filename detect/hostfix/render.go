@@ -5,8 +5,6 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/haloforge/haloforge/detect"
 )
 
 // safeText makes text from files and bundles safe for a terminal: control
@@ -29,16 +27,6 @@ func safeText(s string) string {
 		i += size
 	}
 	return b.String()
-}
-
-// CheckLabel names a check the one way haloforge names it wherever a check
-// is referred to: doctor's title with DESIGN.md's ID, "GTT size (gtt-size)".
-// doctor's table and the wizard's detection screen show the title alone.
-func CheckLabel(id string) string {
-	if t := detect.CheckTitle(id); t != id {
-		return t + " (" + id + ")"
-	}
-	return id
 }
 
 // WriteText prints the plan for a person: the actions, the file diffs, the
@@ -67,7 +55,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 		if a.Advice {
 			tag += ", you do it"
 		}
-		fmt.Fprintf(&b, "%2d. [%s] %s  · check %s\n", i+1, tag, a.Change, CheckLabel(a.Check))
+		fmt.Fprintf(&b, "%2d. [%s] %s  · check %s\n", i+1, tag, a.Change, a.Check.Label())
 		if a.Command != "" {
 			for _, l := range strings.Split(a.Command, "\n") {
 				fmt.Fprintf(&b, "      %s\n", l)
@@ -92,7 +80,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 	if len(p.Skipped) > 0 {
 		b.WriteString("\nNot a host change (see haloforge doctor -v):\n")
 		for _, s := range p.Skipped {
-			fmt.Fprintf(&b, "  %s, %s: %s\n", CheckLabel(s.Check), s.Status, s.Reason)
+			fmt.Fprintf(&b, "  %s, %s: %s\n", s.Check.Label(), s.Status, s.Reason)
 		}
 	}
 	for _, n := range p.Notes {

@@ -118,7 +118,7 @@ func Verify(p *Plan, in VerifyInput) *VerifyReport {
 		verifyGroups(v, t, r, in.Groups)
 	}
 	if r.Firmware.MES != nil {
-		if c, ok := r.Check("mes-firmware"); ok && c.Status == detect.StatusFail {
+		if c, ok := r.Check(detect.CheckMESFirmware); ok && c.Status == detect.StatusFail {
 			v.add("MES firmware", VerifyFail, c.Summary)
 		} else {
 			v.add("MES firmware", VerifyOK, *r.Firmware.MES)

@@ -34,7 +34,7 @@ import (
 	"github.com/haloforge/haloforge/pins"
 )
 
-// State is what a check found; the values are DESIGN.md's.
+// State is what a check found; the values are pins status's (docs/ids.md).
 type State string
 
 // The states of `pins status --json`.

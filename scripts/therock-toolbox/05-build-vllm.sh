@@ -4,7 +4,7 @@
 # torch for the GPU target. Runs inside the box.
 #
 # Pins: VLLM_REPO, VLLM_REF, PYTORCH_ROCM_ARCH, GPU_TARGET.
-# The usual build recipe plus what gfx1151 needs: use_existing_torch.py;
+# The project's first build recipe plus what public gfx1151 builds learnt: use_existing_torch.py;
 # GPU_TARGET patched into HIP_SUPPORTED_ARCHS when missing (patch-vllm.sh, fail-closed);
 # amdsmi and torch pins dropped from the ROCm build requirements; ROCm's clang as CC/CXX
 # (segfaults otherwise); HIPFLAGS with the device library path; MAX_JOBS from RAM;

@@ -21,8 +21,8 @@ case $VLLM_IMAGE in
     log_warn "rocm/vllm-dev tags are deprecated upstream (vllm/vllm-openai-rocm replaces them) and AMD does not document this tag; if the pull fails, pin another image with --set VLLM_IMAGE=…"
     ;;
   *rocm/vllm[:@]*)
-    # rocm/vllm is deprecated as well; the default stays on it because its ROCm 10 image is the
-    # one verified on a Radeon 8060S, by this digest.
+    # rocm/vllm is deprecated as well (scripts/SOURCES.md); the default stays on it because its
+    # ROCm 10 image is the one verified on a Radeon 8060S, by this digest.
     log_warn "rocm/vllm is deprecated upstream (vllm/vllm-openai-rocm replaces it): this image is pinned by the digest verified on a Radeon 8060S and stays pullable while Docker Hub keeps it; haloforge pins status checks that it still resolves; haloforge pins use vllm-openai-rocm switches to vLLM's own image"
     ;;
   *vllm/vllm-openai-rocm:*)

@@ -268,7 +268,7 @@ func cleanNodeFacts(nf *NodeFacts) {
 	}
 	for i := range nf.Checks {
 		c := &nf.Checks[i]
-		c.ID, c.Summary, c.Detail = clean(c.ID), clean(c.Summary), clean(c.Detail)
+		c.ID, c.Summary, c.Detail = detect.CheckID(clean(string(c.ID))), clean(c.Summary), clean(c.Detail)
 		c.Status = detect.Status(clean(string(c.Status)))
 		c.Fix = strings.Join(strings.FieldsFunc(c.Fix, func(r rune) bool { return r == '\n' }), "\n")
 		var lines []string

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Engine names, as `serve --dry-run --json` prints them (DESIGN.md).
+// Engine names, as `serve --dry-run --json` prints them (docs/json.md).
 const (
 	EngineLlamaCpp = "llama.cpp"
 	EngineVLLM     = "vllm"
@@ -14,7 +14,7 @@ const (
 )
 
 // UnifiedUtilCap is the largest share of the GPU ceiling an engine may take on
-// the unified-memory APU: above it the rest of the system swaps (FACTS.md;
+// the unified-memory APU: above it the rest of the system swaps (docs/facts.md;
 // kyuz0/amd-strix-halo-vllm-toolboxes#65 spilled 5 GB into swap at 0.95).
 const UnifiedUtilCap = 0.90
 
@@ -75,7 +75,7 @@ type FitRequest struct {
 }
 
 // Fit is the answer, with the numbers behind it. The first four JSON fields
-// are DESIGN.md's `serve --dry-run --json` "fit" object.
+// are docs/json.md's `serve --dry-run --json` "fit" object.
 type Fit struct {
 	WeightsBytes  uint64  `json:"weights_bytes"`
 	KVBytes       uint64  `json:"kv_bytes"`

@@ -117,7 +117,7 @@ type Request struct {
 	Unified bool
 }
 
-// Launch is everything decided before an engine starts: DESIGN.md's
+// Launch is everything decided before an engine starts: docs/json.md's
 // `serve --dry-run --json` (engine, command, env, url, fit) and how it runs.
 type Launch struct {
 	Track  string `json:"track"`
