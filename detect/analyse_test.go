@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 )
 
 func mustBundle(t testing.TB, name string) *Bundle {
@@ -412,5 +413,48 @@ func TestGorgonHalo(t *testing.T) {
 	c := mustCheck(t, r, "gtt-size", StatusWarn)
 	if !strings.Contains(c.Fix, "ttm.pages_limit=47972352") || !strings.Contains(c.Fix, "183 GiB") {
 		t.Errorf("192 GB fix:\n%s", c.Fix)
+	}
+}
+
+// TestHostileBundleNeverReachesTheReport: a bundle is text from outside. A
+// right-to-left override, an isolate, a C1 CSI and an escape sequence in
+// its files reach neither doctor's text (verbose, with the facts) nor its
+// JSON.
+func TestHostileBundleNeverReachesTheReport(t *testing.T) {
+	b, err := ReadBundle(filepath.Join("testdata", "bundles", "gfx1151-kernel72-fw20260810"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const evil = "\u202eevil\u2066\u009b2J\x1b]0;t\x07"
+	for _, name := range b.Names() {
+		s, _ := b.Get(name)
+		lines := strings.Split(s, "\n")
+		for i := range lines {
+			if i%3 == 0 && lines[i] != "" {
+				lines[i] += " " + evil
+			}
+		}
+		_ = b.Set(name, []byte(strings.Join(lines, "\n")))
+	}
+	_ = b.Set("uname.txt", []byte("Linux halo 6.18.4"+evil+" #1 SMP x86_64 GNU/Linux\n"))
+	_ = b.Set("cmdline.txt", []byte("BOOT_IMAGE=/vmlinuz root=/dev/x ro amdgpu.gttsize="+evil+" ttm.pages_limit=1"+evil+"\n"))
+	r := Analyse(b)
+	var out strings.Builder
+	if err := r.WriteText(&out, true); err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]string{"text": out.String(), "json": string(js)} {
+		if i := strings.IndexFunc(s, func(r rune) bool {
+			return r == 0x1b || r == 0x07 || (r >= 0x80 && r <= 0x9f) || unicode.Is(unicode.Bidi_Control, r)
+		}); i >= 0 {
+			t.Errorf("%s: %q reaches the report: %q", name, []rune(s[i:])[0], s[max(0, i-60):min(len(s), i+20)])
+		}
+	}
+	if !strings.Contains(out.String(), "kernel: 6.18.4evil") {
+		t.Errorf("the kernel release is not shown:\n%s", out.String())
 	}
 }

@@ -7,14 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
-	"syscall"
 
-	"github.com/haloforge/haloforge/pins/safefile"
+	"github.com/haloforge/haloforge/internal/safefile"
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // A bundle comes from a bug report: anyone's archive or directory, read by
@@ -161,13 +160,6 @@ func (e *BundleError) Error() string {
 	return fmt.Sprintf("read bundle %s: %s: %s", e.Bundle, e.File, e.Reason)
 }
 
-func mib(n int64) string {
-	if n >= 1<<20 && n%(1<<20) == 0 {
-		return fmt.Sprintf("%d MiB", n>>20)
-	}
-	return fmt.Sprintf("%d KiB", n>>10)
-}
-
 // collector keeps the known files of one bundle and enforces the caps.
 type collector struct {
 	src     string // the bundle, for messages
@@ -204,7 +196,7 @@ func (c *collector) keep(name string, data []byte) error {
 	}
 	c.kept += int64(len(data))
 	if c.kept > c.lim.kept {
-		return c.fail(name, "the files the analysis reads add up to more than %s (limit %s): not a diagnostics bundle", mib(c.lim.kept), mib(c.lim.kept))
+		return c.fail(name, "the files the analysis reads add up to more than %s (limit %s): not a diagnostics bundle", text.Bytes(c.lim.kept), text.Bytes(c.lim.kept))
 	}
 	c.b.files[name] = data
 	return nil
@@ -213,9 +205,9 @@ func (c *collector) keep(name string, data []byte) error {
 // tooLarge is the refusal of a file over its cap.
 func (c *collector) tooLarge(name string, spec bundleFile, size int64) error {
 	if size < 0 {
-		return c.fail(name, "over the %s limit for this file: not the output it should hold", mib(spec.limit))
+		return c.fail(name, "over the %s limit for this file: not the output it should hold", text.Bytes(spec.limit))
 	}
-	return c.fail(name, "%d bytes, over the %s limit for this file: not the output it should hold", size, mib(spec.limit))
+	return c.fail(name, "%d bytes, over the %s limit for this file: not the output it should hold", size, text.Bytes(spec.limit))
 }
 
 // accept applies a file's line cap and keeps it: a log keeps its last
@@ -249,10 +241,8 @@ func lastNLines(data []byte, n int) []byte {
 
 // truncated records, in the report's notes, that a log was cut to its tail.
 func (c *collector) truncated(name string, size int64, spec bundleFile) {
-	c.b.notes = append(c.b.notes, fmt.Sprintf("%s is %s: only its last %s were read", name, sizeText(size), mib(spec.limit)))
+	c.b.notes = append(c.b.notes, fmt.Sprintf("%s is %s: only its last %s were read", name, text.Bytes(size), text.Bytes(spec.limit)))
 }
-
-func sizeText(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // lastLines keeps the last limit bytes of data, from the first line that
 // starts inside them, so no half line reaches a parser.
@@ -289,17 +279,6 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	}
 	t.buf = append(t.buf, p...)
 	return n, nil
-}
-
-// openNoBlock opens a path for reading without waiting on a FIFO (and
-// without following a final symlink unless told to). It returns the file
-// only when it is a regular one; otherwise the error says what it is.
-func openNoBlock(p string, follow bool) (*os.File, fs.FileInfo, error) {
-	f, st, err := safefile.OpenRegular(p, follow)
-	if nr := (*safefile.NotRegularError)(nil); errors.As(err, &nr) {
-		return nil, st, fmt.Errorf("%s, not a regular file: refused", safefile.Kind(nr.Mode))
-	}
-	return f, st, err
 }
 
 // ReadBundle reads a bundle directory, or a .tar.gz / .tgz archive of one.
@@ -344,13 +323,13 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 func readBundleTarGz(p string, lim bundleLimits) (*Bundle, error) {
 	c := newCollector(p, lim)
-	f, _, err := openNoBlock(p, true) // the user named this archive: a link to it is fine
-	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("read bundle: %w", err)
-		}
-		return nil, c.fail("", "%v", err)
+	f, _, err := safefile.OpenRegular(p, safefile.Follow) // the user named this archive: a link to it is fine
+	var nr *safefile.NotRegularError
+	switch {
+	case errors.As(err, &nr):
+		return nil, c.fail("", "%s, not a regular file: refused", safefile.Kind(nr.Mode))
+	case err != nil:
+		return nil, fmt.Errorf("read bundle: %w", err)
 	}
 	defer f.Close()
 	zr, err := gzip.NewReader(f)
@@ -452,7 +431,7 @@ func tarKind(h *tar.Header) string {
 func (c *collector) unpackErr(err error, member string) error {
 	if errors.Is(err, errUnpacked) {
 		return c.fail(member, "more than %s once decompressed (limit %s): not a diagnostics bundle (a collected one is well under 1 MiB unpacked)",
-			mib(c.lim.unpacked), mib(c.lim.unpacked))
+			text.Bytes(c.lim.unpacked), text.Bytes(c.lim.unpacked))
 	}
 	return c.fail(member, "%v", err)
 }
@@ -472,7 +451,7 @@ func (c *collector) readMember(tr *tar.Reader, h *tar.Header, name string, spec 
 		return data, nil
 	}
 	if h.Size > c.lim.unpacked {
-		return nil, c.fail(h.Name, "%d bytes, over the %s limit of a whole bundle: not a diagnostics bundle", h.Size, mib(c.lim.unpacked))
+		return nil, c.fail(h.Name, "%d bytes, over the %s limit of a whole bundle: not a diagnostics bundle", h.Size, text.Bytes(c.lim.unpacked))
 	}
 	t := &tailBuffer{limit: int(spec.limit)}
 	if _, err := io.Copy(t, tr); err != nil {
@@ -558,9 +537,7 @@ func (d *dirReader) list(rel string) ([]string, error) {
 	if err != nil || real == "" {
 		return nil, err
 	}
-	// O_DIRECTORY: a FIFO or device under a directory's name fails at once
-	// instead of blocking the open.
-	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+	f, err := safefile.OpenDir(real)
 	if err != nil {
 		return nil, nil // not a directory, or unreadable: nothing of it is known
 	}
@@ -610,11 +587,12 @@ func (d *dirReader) read(rel string, spec bundleFile) error {
 	if err := d.c.entry(rel); err != nil {
 		return err
 	}
-	f, st, err := openNoBlock(real, false)
-	if err != nil {
-		if st != nil {
-			return d.c.fail(rel, "%s%v", linkNote(filepath.Join(d.root, filepath.FromSlash(rel))), err)
-		}
+	f, st, err := safefile.OpenRegular(real, safefile.NoFollow) // resolved inside the bundle above
+	var nr *safefile.NotRegularError
+	switch {
+	case errors.As(err, &nr):
+		return d.c.fail(rel, "%s%s, not a regular file: refused", linkNote(filepath.Join(d.root, filepath.FromSlash(rel))), safefile.Kind(nr.Mode))
+	case err != nil:
 		return d.c.fail(rel, "%v", err)
 	}
 	defer f.Close()

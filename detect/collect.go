@@ -19,6 +19,8 @@ import (
 
 	"github.com/shirou/gopsutil/v4/disk"
 	"github.com/shirou/gopsutil/v4/mem"
+
+	"github.com/haloforge/haloforge/internal/safefile"
 )
 
 // CollectOptions says where and how long to look.
@@ -314,7 +316,7 @@ func runCommand(ctx context.Context, c command, budget time.Duration) commandRes
 // it looked, so that an empty listing is an answer.
 func firmwareOverrides(root string) []byte {
 	dirs := []string{"updates/amdgpu"}
-	if rel, err := readLimited(filepath.Join(root, "proc/sys/kernel/osrelease")); err == nil {
+	if rel, err := safefile.ReadRegular(filepath.Join(root, "proc/sys/kernel/osrelease"), maxLiveFile, safefile.Follow); err == nil {
 		if r := strings.TrimSpace(string(rel)); overrideNameRe.MatchString(r) {
 			dirs = append(dirs, "updates/"+r+"/amdgpu")
 		}
@@ -322,7 +324,7 @@ func firmwareOverrides(root string) []byte {
 	var b strings.Builder
 	b.WriteString("looked: /lib/firmware/" + strings.Join(dirs, " /lib/firmware/") + "\n")
 	for _, d := range dirs {
-		f, err := os.Open(filepath.Join(root, "lib/firmware", d))
+		f, err := safefile.OpenDir(filepath.Join(root, "lib/firmware", d))
 		if err != nil {
 			continue
 		}
@@ -345,14 +347,14 @@ func copyFiles(root string, set func(string, []byte)) {
 		}
 	}
 	for src, dst := range files {
-		if data, err := readLimited(filepath.Join(root, src)); err == nil && len(data) > 0 {
+		if data, err := safefile.ReadRegular(filepath.Join(root, src), maxLiveFile, safefile.Follow); err == nil && len(data) > 0 {
 			set(dst, data)
 		}
 	}
 	// amdgpu_firmware_info lives in debugfs: readable by root only.
 	fw, _ := filepath.Glob(filepath.Join(root, "sys/kernel/debug/dri/*/amdgpu_firmware_info"))
 	for _, m := range fw {
-		if data, err := readLimited(m); err == nil {
+		if data, err := safefile.ReadRegular(m, maxLiveFile, safefile.Follow); err == nil {
 			set("firmware.txt", data)
 			break
 		}
@@ -361,7 +363,7 @@ func copyFiles(root string, set func(string, []byte)) {
 
 // copyRel copies one file into the bundle at its path under root.
 func copyRel(root, p string, set func(string, []byte)) {
-	data, err := readLimited(p)
+	data, err := safefile.ReadRegular(p, maxLiveFile, safefile.Follow)
 	if err != nil || len(data) == 0 {
 		return
 	}
@@ -376,7 +378,7 @@ func copyRel(root, p string, set func(string, []byte)) {
 func copyPCI(root string, set func(string, []byte)) (walked, copied int) {
 	devs, _ := filepath.Glob(filepath.Join(root, "sys/bus/pci/devices/*"))
 	for _, d := range devs {
-		class, err := readLimited(filepath.Join(d, "class"))
+		class, err := safefile.ReadRegular(filepath.Join(d, "class"), maxLiveFile, safefile.Follow)
 		if err != nil {
 			continue
 		}
@@ -397,7 +399,7 @@ func copyPCI(root string, set func(string, []byte)) (walked, copied int) {
 // links into the linux-firmware store path, whose name carries the version.
 // It returns what `readlink` on the MES firmware (or its directory) prints.
 func nixFirmware(root string) string {
-	raw, err := readLimited(filepath.Join(root, "sys/module/firmware_class/parameters/path"))
+	raw, err := safefile.ReadRegular(filepath.Join(root, "sys/module/firmware_class/parameters/path"), maxLiveFile, safefile.Follow)
 	dir := strings.TrimSpace(string(raw))
 	if err != nil || !strings.HasPrefix(dir, "/nix/store/") {
 		return ""
@@ -514,17 +516,8 @@ func manifestText(m map[string]string) string {
 }
 
 // maxLiveFile bounds what the live collector keeps of one command's output
-// or one file; the bundle reader applies its own per-file caps on reading.
+// and the size of a file it copies (sysfs and procfs attributes, /etc
+// files: a larger one is not what it looks for, and is left out, as is a
+// FIFO or a device; links are followed, as sysfs needs); the bundle reader
+// applies its own per-file caps on reading.
 const maxLiveFile = 8 << 20
-
-// readLimited reads at most maxLiveFile bytes of a regular file of the live
-// machine (sysfs attributes, /etc files), following links as the kernel's
-// sysfs needs, and never waiting on a FIFO or reading a device.
-func readLimited(p string) ([]byte, error) {
-	f, _, err := openNoBlock(p, true)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, maxLiveFile))
-}

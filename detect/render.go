@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // Marks of the human output, in the style of flutter doctor.
@@ -36,7 +38,8 @@ func (r *Report) WriteText(w io.Writer, verbose bool) error {
 		r.writeFacts(&b)
 	}
 	b.WriteString("\n" + r.verdict() + "\n")
-	_, err := io.WriteString(w, b.String())
+	// Facts and summaries quote the bundle, text from outside.
+	_, err := io.WriteString(w, text.Sanitize(b.String()))
 	return err
 }
 

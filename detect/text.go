@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/charmbracelet/x/ansi"
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // promptRe matches a shell prompt that starts a pasted command line:
@@ -23,15 +23,13 @@ type pasted struct {
 	commands []string // commands seen after a prompt, in order
 }
 
-// cleanLine strips ANSI sequences, terminal redraws and trailing space.
+// cleanLine is a pasted line as a terminal showed it (the one sanitiser:
+// no escape sequences, controls or bidi overrides, the last redraw), without
+// trailing space or a markdown quote marker. Every fact parsed from a
+// paste or a bundle comes from such lines, so none brings hostile bytes
+// to a report.
 func cleanLine(l string) string {
-	if strings.ContainsRune(l, '\x1b') {
-		l = ansi.Strip(l)
-	}
-	if i := strings.LastIndexByte(strings.TrimRight(l, "\r"), '\r'); i >= 0 {
-		l = l[i+1:]
-	}
-	l = strings.TrimRight(l, " \t\r")
+	l = strings.TrimRight(text.Screen(l), " \t")
 	if strings.HasPrefix(l, "> ") || l == ">" {
 		l = strings.TrimPrefix(strings.TrimPrefix(l, ">"), " ")
 	}

@@ -2,19 +2,21 @@ package diagnose
 
 import (
 	"bytes"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // maxTextLen bounds the text a Finding carries: a minified 10 MB line must
 // not end up in a hint panel or a JSON report.
 const maxTextLen = 400
 
-// cleanLine returns what a terminal would show for one raw line: escape
-// sequences removed, and only the last redraw of a `\r`-overwritten line.
-// Lines without ESC or CR are returned as they are, without allocating.
+// cleanLine returns what a terminal would show for one raw line, for
+// matching: escape sequences removed, and only the last redraw of a
+// `\r`-overwritten line. Lines without ESC or CR are returned as they are,
+// without allocating. What is printed of a line goes through capValid.
 func cleanLine(raw []byte) []byte {
 	raw = bytes.TrimRight(raw, "\r\n")
 	if i := lastIndexByte(raw, '\r'); i >= 0 {
@@ -84,11 +86,12 @@ func excerpt(line []byte, at int) string {
 	return s
 }
 
-// capValid makes s valid UTF-8 for display and keeps it within maxTextLen
-// bytes: each invalid byte becomes a 3-byte U+FFFD, so binary garbage would
-// otherwise triple in size.
+// capValid makes s printable through the one sanitiser (what is left of
+// controls and bidi overrides after cleanLine, invalid UTF-8) and keeps it
+// within maxTextLen bytes: each invalid byte becomes a 3-byte U+FFFD, so
+// binary garbage would otherwise triple in size.
 func capValid(s string) string {
-	s = printable(strings.ToValidUTF8(s, "\uFFFD"))
+	s = text.Printable(s, 0)
 	if len(s) <= maxTextLen {
 		return s
 	}

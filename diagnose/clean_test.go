@@ -33,8 +33,8 @@ func TestFindingTextIsPrintable(t *testing.T) {
 			}
 		})
 	}
-	if got := printable("plain text, tabs\tand ümlauts"); got != "plain text, tabs and ümlauts" {
-		t.Errorf("printable changed ordinary text: %q", got)
+	if got := capValid("plain text, tabs\tand ümlauts"); got != "plain text, tabs and ümlauts" {
+		t.Errorf("capValid changed ordinary text: %q", got)
 	}
 }
 

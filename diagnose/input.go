@@ -11,9 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
-	"github.com/haloforge/haloforge/pins/safefile"
+	"github.com/haloforge/haloforge/internal/safefile"
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // Input is one thing `haloforge diagnose` reads: a log, standard input, a
@@ -56,7 +56,7 @@ func (in Input) Suspects(limit int) []Suspect {
 // Scan reads the input offline and returns its findings, each with File
 // (and Step, for a run's step logs) set.
 func (in Input) Scan() ([]Finding, error) {
-	return in.scan(func(note string) { *in.skipped = append(*in.skipped, label(note)) })
+	return in.scan(func(note string) { *in.skipped = append(*in.skipped, text.Printable(note, 0)) })
 }
 
 // Skipped returns one line for each file the input holds that looked
@@ -119,7 +119,7 @@ func openInput(arg string, stdin io.Reader, lim limits) (Input, error) {
 	case info.IsDir():
 		return dirInput(in, lim)
 	case mode&(fs.ModeDevice|fs.ModeCharDevice|fs.ModeSocket|fs.ModeIrregular) != 0:
-		return Input{}, fmt.Errorf("%s: %s, not a log (to read a stream, pipe it: ... | haloforge diagnose -)", arg, fileKind(mode))
+		return Input{}, fmt.Errorf("%s: %s, not a log (to read a stream, pipe it: ... | haloforge diagnose -)", arg, safefile.Kind(mode))
 	case mode&fs.ModeNamedPipe != 0:
 		// A FIFO is opened when it is read: the open waits for a writer,
 		// as cat's does.
@@ -145,7 +145,7 @@ func openInput(arg string, stdin io.Reader, lim limits) (Input, error) {
 		}
 		return in, nil
 	}
-	f, _, err := openRegular(arg, 0)
+	f, _, err := safefile.OpenRegular(arg, safefile.Follow)
 	if err != nil {
 		return Input{}, err
 	}
@@ -154,7 +154,7 @@ func openInput(arg string, stdin io.Reader, lim limits) (Input, error) {
 	}
 	if isTarGz(arg) {
 		in.scan = func(skip func(string)) ([]Finding, error) {
-			f, _, err := openRegular(arg, 0)
+			f, _, err := safefile.OpenRegular(arg, safefile.Follow)
 			if err != nil {
 				return nil, err
 			}
@@ -204,14 +204,14 @@ func dirInput(in Input, lim limits) (Input, error) {
 		p := filepath.Join(dir, rel)
 		info, why := dirEntryFile(root, dir, rel, d)
 		if why != "" {
-			*in.skipped = append(*in.skipped, label(p+": "+why))
+			*in.skipped = append(*in.skipped, text.Printable(p+": "+why, 0))
 			return nil
 		}
 		if len(files) == lim.files {
 			return fmt.Errorf("%s: more than %d .log and .txt files: diagnose reads at most %d files of a directory", dir, lim.files, lim.files)
 		}
 		if total += info.Size(); total > lim.totalBytes {
-			return fmt.Errorf("%s: more than %s of .log and .txt files: diagnose reads at most %s of a directory", dir, size(lim.totalBytes), size(lim.totalBytes))
+			return fmt.Errorf("%s: more than %s of .log and .txt files: diagnose reads at most %s of a directory", dir, text.Bytes(lim.totalBytes), text.Bytes(lim.totalBytes))
 		}
 		files = append(files, rel)
 		return nil
@@ -223,7 +223,7 @@ func dirInput(in Input, lim limits) (Input, error) {
 		return Input{}, fmt.Errorf("%s: no .log or .txt files to diagnose", dir)
 	}
 	for _, rel := range files {
-		f, _, err := openRegularIn(root, rel)
+		f, _, err := safefile.OpenRegularIn(root, rel)
 		if err != nil {
 			return Input{}, fmt.Errorf("%s: %w", filepath.Join(dir, rel), err)
 		}
@@ -242,11 +242,11 @@ func dirInput(in Input, lim limits) (Input, error) {
 		var all []Finding
 		for _, rel := range files {
 			p := filepath.Join(dir, rel)
-			o := MatcherOptions{File: label(p), Track: track}
+			o := MatcherOptions{File: text.Printable(p, 0), Track: track} // a name is anyone's bytes
 			if run {
 				o.Step = strings.TrimSuffix(filepath.Base(rel), ".log")
 			}
-			f, _, err := openRegularIn(root, rel)
+			f, _, err := safefile.OpenRegularIn(root, rel)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", p, err)
 			}
@@ -273,7 +273,7 @@ func dirEntryFile(root *os.Root, dir, rel string, d fs.DirEntry) (fs.FileInfo, s
 		}
 		return info, ""
 	case d.Type()&fs.ModeSymlink == 0:
-		return nil, fileKind(d.Type()) + ", not a regular file"
+		return nil, safefile.Kind(d.Type()) + ", not a regular file"
 	}
 	// a symbolic link: Root.Stat follows it only inside the tree
 	info, err := root.Stat(rel)
@@ -281,7 +281,7 @@ func dirEntryFile(root *os.Root, dir, rel string, d fs.DirEntry) (fs.FileInfo, s
 	case err == nil && info.Mode().IsRegular():
 		return info, ""
 	case err == nil:
-		return nil, "a symbolic link to " + fileKind(info.Mode()) + ", not to a regular file"
+		return nil, "a symbolic link to " + safefile.Kind(info.Mode()) + ", not to a regular file"
 	}
 	if _, err := os.Stat(filepath.Join(dir, rel)); err != nil {
 		return nil, "a broken symbolic link"
@@ -305,12 +305,7 @@ const maxReport = 1 << 20
 // runTrack reads the track of a run from its report.json, when it has one
 // that is a regular file in the run directory.
 func runTrack(dir string) string {
-	f, _, err := openRegular(filepath.Join(dir, "report.json"), syscall.O_NOFOLLOW)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxReport))
+	data, err := safefile.ReadRegular(filepath.Join(dir, "report.json"), maxReport, safefile.NoFollow)
 	if err != nil {
 		return ""
 	}
@@ -322,7 +317,7 @@ func runTrack(dir string) string {
 }
 
 func scanFile(path string, o MatcherOptions) ([]Finding, error) {
-	f, _, err := openRegular(path, 0)
+	f, _, err := safefile.OpenRegular(path, safefile.Follow)
 	if err != nil {
 		return nil, err
 	}
@@ -365,13 +360,13 @@ func scanTarGz(path string, r io.Reader, lim limits, skip func(string)) ([]Findi
 		if entries++; entries > lim.files {
 			return nil, fmt.Errorf("%s: more than %d entries: diagnose reads at most %d entries of an archive", path, lim.files, lim.files)
 		}
-		name := path + ":" + label(strings.TrimPrefix(h.Name, "./"))
+		name := path + ":" + text.Printable(strings.TrimPrefix(h.Name, "./"), 0)
 		isLog := strings.HasSuffix(h.Name, ".txt") || strings.HasSuffix(h.Name, ".log")
 		if isLog && h.Typeflag == tar.TypeReg && h.Size > lim.logBytes {
-			return nil, fmt.Errorf("%s: %s: diagnose reads archive members of at most %s", name, size(h.Size), size(lim.logBytes))
+			return nil, fmt.Errorf("%s: %s: diagnose reads archive members of at most %s", name, text.Bytes(h.Size), text.Bytes(lim.logBytes))
 		}
 		if total += max(h.Size, 0); total > lim.totalBytes {
-			return nil, fmt.Errorf("%s: more than %s of members: diagnose reads at most %s of an archive", path, size(lim.totalBytes), size(lim.totalBytes))
+			return nil, fmt.Errorf("%s: more than %s of members: diagnose reads at most %s of an archive", path, text.Bytes(lim.totalBytes), text.Bytes(lim.totalBytes))
 		}
 		if !isLog {
 			continue
@@ -391,13 +386,6 @@ func scanTarGz(path string, r io.Reader, lim limits, skip func(string)) ([]Findi
 		return nil, fmt.Errorf("%s: no .log or .txt files to diagnose", path)
 	}
 	return all, nil
-}
-
-// label makes a file or member name safe to print: a name in an archive or
-// a directory is anyone's bytes, and escape sequences in it must not reach
-// the terminal.
-func label(name string) string {
-	return printable(strings.ToValidUTF8(name, "\uFFFD"))
 }
 
 // tarKind names a non-regular archive entry, for notes.
@@ -442,7 +430,7 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 		var one [1]byte
 		n, err := c.r.Read(one[:])
 		if n > 0 {
-			return 0, fmt.Errorf("stopped after %s: diagnose reads at most %s of a log from a pipe, FIFO or device (save it to a file to diagnose it whole)", size(c.limit), size(c.limit))
+			return 0, fmt.Errorf("stopped after %s: diagnose reads at most %s of a log from a pipe, FIFO or device (save it to a file to diagnose it whole)", text.Bytes(c.limit), text.Bytes(c.limit))
 		}
 		return 0, err
 	}
@@ -453,53 +441,3 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 	c.left -= int64(n)
 	return n, err
 }
-
-// size writes a byte count for messages: "4 GiB", "512 MiB", "10.0 GiB".
-func size(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
-
-// openRegular opens path for reading only when it is a regular file. The
-// open does not block (a FIFO without a writer would hang os.Open) and the
-// check is made on the opened file, so a name swapped for a FIFO or a
-// device between a Stat and the open is refused too. flag adds to the
-// open flags (syscall.O_NOFOLLOW: not through a final symbolic link).
-func openRegular(path string, flag int) (*os.File, fs.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|flag, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	return checkRegular(f, path)
-}
-
-// openRegularIn is openRegular inside a directory tree.
-func openRegularIn(root *os.Root, rel string) (*os.File, fs.FileInfo, error) {
-	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	return checkRegular(f, rel)
-}
-
-// checkRegular keeps f only when it is a regular file, with diagnose's
-// wording ("NAME: a FIFO (named pipe), not a regular file").
-func checkRegular(f *os.File, name string) (*os.File, fs.FileInfo, error) {
-	f, info, err := safefile.CheckRegular(f, name)
-	if nr := (*safefile.NotRegularError)(nil); errors.As(err, &nr) {
-		return nil, nil, fmt.Errorf("%s: %s, not a regular file", name, fileKind(nr.Mode))
-	}
-	return f, info, err
-}
-
-// fileKind names what a non-regular file is, for messages.
-func fileKind(m fs.FileMode) string { return safefile.Kind(m) }

@@ -183,14 +183,14 @@ func TestOpenInputDirReadsOnlyItsRegularFiles(t *testing.T) {
 		t.Errorf("findings in %v, want %v", files, want)
 	}
 	want := map[string]string{
-		"out.txt":        "a symbolic link that leads out of " + dir,
-		"zero.log":       "a symbolic link that leads out of " + dir,
-		"round.log":      "a symbolic link that leads out of " + dir,
-		"broken.log":     "a broken symbolic link",
-		"p.log":          "a FIFO (named pipe), not a regular file",
-		"\uFFFD[2Jq.log": "a FIFO (named pipe), not a regular file",
-		"s.log":          "a socket, not a regular file",
-		"to-fifo.log":    "a symbolic link to a FIFO (named pipe), not to a regular file",
+		"out.txt":     "a symbolic link that leads out of " + dir,
+		"zero.log":    "a symbolic link that leads out of " + dir,
+		"round.log":   "a symbolic link that leads out of " + dir,
+		"broken.log":  "a broken symbolic link",
+		"p.log":       "a FIFO (named pipe), not a regular file",
+		"q.log":       "a FIFO (named pipe), not a regular file", // named "\x1b[2Jq.log": no escape reaches a terminal
+		"s.log":       "a socket, not a regular file",
+		"to-fifo.log": "a symbolic link to a FIFO (named pipe), not to a regular file",
 	}
 	got := map[string]string{}
 	for _, note := range in.Skipped() {
@@ -403,7 +403,7 @@ func TestOpenInputTarGzBounds(t *testing.T) {
 			"passwd.txt: a hard link in the archive, not a regular file",
 			"zero.log: a character device in the archive, not a regular file",
 			"p.log: a FIFO in the archive, not a regular file",
-			"\uFFFD]0;pwned\uFFFD\uFFFD[2J.log: a symbolic link in the archive, not a regular file", // no escape reaches a terminal
+			".log: a symbolic link in the archive, not a regular file", // no escape reaches a terminal
 		}},
 		{"a member at the limit is read", []tarEntry{{name: "bundle/big.log", body: mb[:len(mb)-len(oom)] + oom}}, lim, "", nil},
 		{"a member over the limit", []tarEntry{{name: "bundle/x.log", size: 10 << 30}}, defaultLimits,

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"unsafe"
+
+	"github.com/haloforge/haloforge/internal/safefile"
 )
 
 // Suspect is a line that looks like the error of a failure no rule
@@ -55,7 +57,7 @@ func Suspects(path string, limit int) ([]Suspect, error) {
 	if info, err := os.Stat(path); err != nil || !info.Mode().IsRegular() || isTarGz(path) {
 		return nil, err
 	}
-	f, info, err := openRegular(path, 0)
+	f, info, err := safefile.OpenRegular(path, safefile.Follow)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +125,7 @@ func pickSuspects(lines []string, firstNo, limit int) []Suspect {
 		for i := from; i <= last && len(out) < limit; i++ {
 			if hit(i) && !seen[clean[i].text] {
 				seen[clean[i].text] = true
-				out = append(out, Suspect{Line: firstNo + i, Text: capValid(printable(clean[i].text))})
+				out = append(out, Suspect{Line: firstNo + i, Text: capValid(clean[i].text)})
 			}
 		}
 		return out
@@ -144,32 +146,6 @@ func cleanText(raw string) string {
 	b := cleanLine(unsafe.Slice(unsafe.StringData(raw), len(raw)))
 	b = bytes.TrimSpace(stripTimestamp(b))
 	return unsafe.String(unsafe.SliceData(b), len(b))
-}
-
-// printable replaces the control characters a log line may still hold
-// after its escapes are stripped (bells, backspaces, C1 codes, and the
-// bidi embeddings, overrides and isolates that reorder what follows on
-// screen), so a finding's or a suspect's text can go to any screen as it
-// is. Text without them is returned as it is, without allocating.
-func printable(s string) string {
-	if !strings.ContainsFunc(s, unprintable) {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\t':
-			return ' '
-		case unprintable(r):
-			return '\uFFFD'
-		}
-		return r
-	}, s)
-}
-
-// unprintable is a rune printable replaces.
-func unprintable(r rune) bool {
-	return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 || // C0 (tab too: it becomes a space), DEL, C1
-		r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 // bidi embeddings, overrides, isolates
 }
 
 // countLines counts the newlines r holds.

@@ -4,14 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"time"
 
-	"github.com/haloforge/haloforge/pins/safefile"
+	"github.com/haloforge/haloforge/internal/safefile"
 )
 
 // StateFile is the name of the state file inside the state dir.
@@ -84,7 +83,7 @@ const MaxStateBytes = 16 << 20
 // read /dev/zero until memory ran out).
 func LoadState(dir string) (*State, error) {
 	path := filepath.Join(dir, StateFile)
-	b, err := ReadBounded(path, MaxStateBytes)
+	b, err := safefile.ReadRegular(path, MaxStateBytes, safefile.Follow)
 	if errors.Is(err, fs.ErrNotExist) {
 		return NewState(), nil
 	}
@@ -198,34 +197,4 @@ func WriteFileAtomic(path string, data []byte) error {
 		d.Close()
 	}
 	return nil
-}
-
-// ReadBounded reads a file haloforge wrote itself (state.json, a run's
-// report.json, a step's facts) that may since have been replaced: only a
-// regular file, opened without blocking on a FIFO, of at most limit bytes.
-func ReadBounded(path string, limit int64) ([]byte, error) {
-	f, st, err := safefile.OpenRegular(path, true)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if st.Size() > limit {
-		return nil, fmt.Errorf("%s is longer than %s: not a file haloforge wrote", path, sizeText(limit))
-	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s is longer than %s: not a file haloforge wrote", path, sizeText(limit))
-	}
-	return b, nil
-}
-
-// sizeText is a limit in the unit it was written in.
-func sizeText(n int64) string {
-	if n >= 1<<20 && n%(1<<20) == 0 {
-		return fmt.Sprintf("%d MiB", n>>20)
-	}
-	return fmt.Sprintf("%d KiB", n>>10)
 }

@@ -77,7 +77,7 @@ func TestLoadStateRefusesSpecialFiles(t *testing.T) {
 			}
 			defer f.Close()
 			return f.Truncate(16<<20 + 1) // MaxStateBytes+1, sparse: costs no disk
-		}, "is longer than 16 MiB"},
+		}, "is over the 16 MiB limit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

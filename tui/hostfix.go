@@ -13,7 +13,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/haloforge/haloforge/detect/hostfix"
-	"github.com/haloforge/haloforge/steps/runner"
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // HostFix is the host-fix plan as the host-fix screen shows it: the plan
@@ -264,7 +264,7 @@ func (s *hostFixScreen) layout() {
 	case s.applied:
 		s.lines = s.resultLines(width)
 	case s.err != nil:
-		s.lines = wrapLines(s.Styles.Fail.Render("Planning the host fixes failed: "+clean(s.err.Error())), width)
+		s.lines = wrapLines(s.Styles.Fail.Render("Planning the host fixes failed: "+text.Sanitize(s.err.Error())), width)
 	default:
 		s.lines = hostFixLines(s.fix, width, s.Styles)
 	}
@@ -317,24 +317,24 @@ func (s *hostFixScreen) resultLines(width int) []string {
 	var out []string
 	switch {
 	case s.err != nil:
-		out = append(out, wrapLines(st.Fail.Render("✗ Applying the host fixes failed: "+clean(s.err.Error())), width)...)
+		out = append(out, wrapLines(st.Fail.Render("✗ Applying the host fixes failed: "+text.Sanitize(s.err.Error())), width)...)
 	case s.result == nil || s.result.BackupDir == "":
 		out = append(out, st.OK.Render("✓ Nothing was changed: the system already matches the plan."))
 	default:
 		r := s.result
 		out = append(out, st.OK.Render("✓ Host fixes applied. Nothing was rebooted."), "")
-		out = append(out, wrapLines("Backup: "+clean(r.BackupDir), width)...)
+		out = append(out, wrapLines("Backup: "+text.Sanitize(r.BackupDir), width)...)
 		out = append(out, "Done:")
 		for _, c := range r.Commands {
-			out = append(out, commandLines(clean(c), width, 2)...)
+			out = append(out, commandLines(text.Sanitize(c), width, 2)...)
 		}
 		out = append(out, "", st.Bold.Render("Next: reboot, then run haloforge doctor --verify"))
-		out = append(out, commandLines("To undo: haloforge doctor --rollback "+clean(r.BackupDir), width, 0)...)
+		out = append(out, commandLines("To undo: haloforge doctor --rollback "+text.Sanitize(r.BackupDir), width, 0)...)
 	}
 	if s.output != "" {
 		out = append(out, "", st.Subtle.Render("What the apply printed:"))
 		for _, l := range strings.Split(strings.TrimRight(s.output, "\n"), "\n") {
-			out = append(out, hardLines("  "+clean(l), width, 4, func(l string) string { return st.Subtle.Render(l) })...)
+			out = append(out, hardLines("  "+text.Sanitize(l), width, 4, func(l string) string { return st.Subtle.Render(l) })...)
 		}
 	}
 	return out
@@ -346,13 +346,13 @@ func hostFixLines(fix *HostFix, width int, st Styles) []string {
 	p := fix.Plan
 	var out []string
 	add := func(ls ...string) { out = append(out, ls...) }
-	add(st.Title.Render("Host fixes") + st.Subtle.Render(" for "+clean(cmp.Or(p.Source, "this machine"))))
+	add(st.Title.Render("Host fixes") + st.Subtle.Render(" for "+text.Sanitize(cmp.Or(p.Source, "this machine"))))
 	byHand := manualArgs(p)
 	switch {
 	case p.Bootloader == hostfix.BootUnknown:
-		add(wrapLines("Bootloader: "+st.Warn.Render("could not be identified")+st.Subtle.Render(" ("+clean(p.Boot.Reason)+")"), width)...)
+		add(wrapLines("Bootloader: "+st.Warn.Render("could not be identified")+st.Subtle.Render(" ("+text.Sanitize(p.Boot.Reason)+")"), width)...)
 	default:
-		add(wrapLines("Bootloader: "+st.Bold.Render(clean(p.Bootloader))+" — "+clean(p.Boot.Reason), width)...)
+		add(wrapLines("Bootloader: "+st.Bold.Render(text.Sanitize(p.Bootloader))+" — "+text.Sanitize(p.Boot.Reason), width)...)
 	}
 	// Kernel arguments haloforge cannot set on this boot setup: said
 	// plainly, with how to set them by hand: first when that is all there
@@ -365,7 +365,7 @@ func hostFixLines(fix *HostFix, width int, st Styles) []string {
 	case len(byHand) > 0:
 		add(wrapLines(st.Warn.Render("! haloforge sets no kernel argument here: you set "+strings.Join(byHand, " ")+" by hand (how: By hand, below)."), width)...)
 	case p.Boot.Problem != "":
-		add(wrapLines(st.Warn.Render("! haloforge will not change the kernel command line here: "+clean(p.Boot.Problem)), width)...)
+		add(wrapLines(st.Warn.Render("! haloforge will not change the kernel command line here: "+text.Sanitize(p.Boot.Problem)), width)...)
 	}
 	if len(p.Actions) == 0 {
 		add("", "Nothing to change: no warning or failing check has a host fix.")
@@ -377,11 +377,11 @@ func hostFixLines(fix *HostFix, width int, st Styles) []string {
 		if a.Advice {
 			tag += ", you do it"
 		}
-		add(hangLines(fmt.Sprintf("%2d. %s", i+1, clean(a.Change)), width, 4)...)
-		add(st.Subtle.Render("    " + tag + " · check " + clean(a.Check.Label())))
+		add(hangLines(fmt.Sprintf("%2d. %s", i+1, text.Sanitize(a.Change)), width, 4)...)
+		add(st.Subtle.Render("    " + tag + " · check " + text.Sanitize(a.Check.Label())))
 		for _, c := range strings.Split(a.Command, "\n") {
 			if c != "" {
-				add(commandLines(clean(c), width, 6)...)
+				add(commandLines(text.Sanitize(c), width, 6)...)
 			}
 		}
 	}
@@ -394,7 +394,7 @@ func hostFixLines(fix *HostFix, width int, st Styles) []string {
 		add(st.Bold.Render("Nothing for haloforge to change here") + st.Subtle.Render(" (as haloforge doctor --apply sees it)"))
 		add(changeLines(fix.Changes, width, st)...)
 	case fix.PreviewErr != "":
-		add(wrapLines(st.Warn.Render("! What applying changes is not known here: "+clean(fix.PreviewErr)), width)...)
+		add(wrapLines(st.Warn.Render("! What applying changes is not known here: "+text.Sanitize(fix.PreviewErr)), width)...)
 		add(commandLines("haloforge doctor --plan --json > plan.json && haloforge doctor --apply plan.json", width, 2)...)
 	}
 	if len(byHand) > 0 && !handFirst {
@@ -402,13 +402,13 @@ func hostFixLines(fix *HostFix, width int, st Styles) []string {
 		add(byHandLines(p, byHand, width, st)...)
 	}
 	for _, sk := range p.Skipped {
-		add(hangLines(st.Subtle.Render("Not a host change: "+clean(sk.Check.Label())+", "+clean(sk.Status)+": "+clean(sk.Reason)), width, 2)...)
+		add(hangLines(st.Subtle.Render("Not a host change: "+text.Sanitize(sk.Check.Label())+", "+text.Sanitize(sk.Status)+": "+text.Sanitize(sk.Reason)), width, 2)...)
 	}
 	for _, n := range p.Notes {
-		add(hangLines("Note: "+clean(n), width, 2)...)
+		add(hangLines("Note: "+text.Sanitize(n), width, 2)...)
 	}
 	if fix.Refusal != "" {
-		add(wrapLines(st.Warn.Render(clean(fix.Refusal)), width)...)
+		add(wrapLines(st.Warn.Render(text.Sanitize(fix.Refusal)), width)...)
 	}
 	if fix.Refusal != "" && haloforgeWouldApply(p) {
 		add(wrapLines(st.Subtle.Render("On your machine, this screen shows the exact diffs and commands; after you type "+
@@ -431,7 +431,7 @@ func manualArgs(p *hostfix.Plan) []string {
 	var args []string
 	for _, a := range p.Actions {
 		if a.Kind == hostfix.KindKernelArg && a.Arg != nil && a.Arg.Op != "remove" {
-			args = append(args, clean(a.Arg.String()))
+			args = append(args, text.Sanitize(a.Arg.String()))
 		}
 	}
 	return args
@@ -444,7 +444,7 @@ func byHandLines(p *hostfix.Plan, args []string, width int, st Styles) []string 
 	var out []string
 	why := "haloforge cannot tell which file or tool sets the kernel command line on this machine, so it changes none."
 	if p.Bootloader != hostfix.BootUnknown && p.Boot.Problem != "" {
-		why = "haloforge does not set kernel arguments here: " + clean(p.Boot.Problem) + "."
+		why = "haloforge does not set kernel arguments here: " + text.Sanitize(p.Boot.Problem) + "."
 	}
 	out = append(out, wrapLines(st.Warn.Render("! "+why)+" Set them by hand:", width)...)
 	out = append(out, "  1. Add to the kernel command line:")
@@ -475,10 +475,10 @@ func byHandLines(p *hostfix.Plan, args []string, width int, st Styles) []string 
 
 // changeLines renders hostfix.Preview's text: diffs coloured and cut at the
 // width, commands wrapped as shell commands, the rest as prose.
-func changeLines(text string, width int, st Styles) []string {
+func changeLines(preview string, width int, st Styles) []string {
 	var out []string
 	section := ""
-	for _, l := range strings.Split(strings.TrimRight(clean(text), "\n"), "\n") {
+	for _, l := range strings.Split(strings.TrimRight(text.Sanitize(preview), "\n"), "\n") {
 		switch {
 		case strings.HasPrefix(l, "--- "):
 			section = "diff"
@@ -580,16 +580,6 @@ func commandLines(cmd string, width, indent int) []string {
 		cut = append(cut, hardLines(l, width, len(cont), plainText)...)
 	}
 	return cut
-}
-
-// clean makes text from plans, files and commands' output safe for the
-// screen: no escape sequences or control bytes reach the terminal.
-func clean(s string) string {
-	var lines []string
-	for _, l := range strings.Split(s, "\n") {
-		lines = append(lines, runner.SanitizeLine(l, false))
-	}
-	return strings.Join(lines, "\n")
 }
 
 // applyExec runs the apply with the terminal handed over (tea.Exec): the

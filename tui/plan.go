@@ -11,8 +11,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/pins"
-	"github.com/haloforge/haloforge/tui/linemode"
 )
 
 // planScreen shows what a run will do: each step with whether it runs and
@@ -279,9 +279,9 @@ func costLines(p *Plan) []string {
 	}
 	switch {
 	case sum > 0 && unknown == 0:
-		parts = append(parts, "Time: about "+linemode.FormatDuration(sum)+" (the steps' last runs)")
+		parts = append(parts, "Time: about "+text.Duration(sum)+" (the steps' last runs)")
 	case sum > 0:
-		parts = append(parts, fmt.Sprintf("Time: at least %s, plus %d step(s) never timed", linemode.FormatDuration(sum), unknown))
+		parts = append(parts, fmt.Sprintf("Time: at least %s, plus %d step(s) never timed", text.Duration(sum), unknown))
 	case unknown > 0:
 		parts = append(parts, "Time: no estimate before a first run (haloforge times each step)")
 	}

@@ -10,6 +10,8 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // PinSets are the known-good pin sets (`haloforge pins sets`) as the sets
@@ -134,7 +136,7 @@ func (s *setsScreen) Update(msg tea.Msg) tea.Cmd {
 		s.sets, s.err = msg.sets, msg.err
 	case setUsedMsg:
 		if msg.err != nil {
-			s.note = "Not written: " + clean(msg.err.Error())
+			s.note = "Not written: " + text.Sanitize(msg.err.Error())
 		} else {
 			s.used, s.note = msg.used, ""
 		}
@@ -183,7 +185,7 @@ func (s *setsScreen) ask() {
 	switch {
 	case set == nil:
 	case set.Err != "":
-		s.note = "Not written: " + clean(set.Err)
+		s.note = "Not written: " + text.Sanitize(set.Err)
 	case len(set.Changes) == 0 && s.sets.Creates == "":
 		s.note = "Your pins already have every pin of " + set.ID + ": nothing to write."
 	case s.sets.CannotWrite != "":
@@ -224,7 +226,7 @@ func (s *setsScreen) layout() {
 	width := max(s.w, 20)
 	switch {
 	case s.err != nil:
-		s.lines = wrapLines(s.Styles.Fail.Render("The pin sets could not be read: "+clean(s.err.Error())), width)
+		s.lines = wrapLines(s.Styles.Fail.Render("The pin sets could not be read: "+text.Sanitize(s.err.Error())), width)
 	case s.sets == nil:
 		s.lines = []string{"Reading the known-good pin sets…"}
 	case s.used != nil:
@@ -244,9 +246,9 @@ func (s *setsScreen) hint() string {
 	set := s.current()
 	switch {
 	case s.asking:
-		q := fmt.Sprintf("Write %d changed pins into %s, keeping a backup? ", len(set.Changes), filepath.Base(clean(s.sets.PinsFile)))
+		q := fmt.Sprintf("Write %d changed pins into %s, keeping a backup? ", len(set.Changes), filepath.Base(text.Sanitize(s.sets.PinsFile)))
 		if s.sets.Creates != "" {
-			q = fmt.Sprintf("Create ./%s (built-in pins, %d changed)? ", filepath.Base(clean(s.sets.Creates)), len(set.Changes))
+			q = fmt.Sprintf("Create ./%s (built-in pins, %d changed)? ", filepath.Base(text.Sanitize(s.sets.Creates)), len(set.Changes))
 		}
 		return st.Warn.Render(q) +
 			st.Key.Render("y") + " yes  " + st.Key.Render("N") + " no"
@@ -261,7 +263,7 @@ func (s *setsScreen) hint() string {
 // listLines are the sets, one a line, with how many pins differ.
 func (s *setsScreen) listLines(width int) []string {
 	st := s.Styles
-	out := []string{st.Title.Render("Known-good pin sets") + st.Subtle.Render(" compared with "+clean(s.sets.PinsFile))}
+	out := []string{st.Title.Render("Known-good pin sets") + st.Subtle.Render(" compared with "+text.Sanitize(s.sets.PinsFile))}
 	idw := 0
 	for _, set := range s.sets.Sets {
 		idw = max(idw, len(set.ID))
@@ -275,7 +277,7 @@ func (s *setsScreen) listLines(width int) []string {
 		if n := len(set.Differs); n > 0 {
 			match = fmt.Sprintf("%d of its %d pins differ from yours", n, set.Pins)
 		}
-		out = append(out, ansiCut(cur+padRight(clean(set.ID), idw+2)+padRight(st.Subtle.Render("["+clean(set.Status)+"]"), 15)+match, width))
+		out = append(out, ansiCut(cur+padRight(text.Sanitize(set.ID), idw+2)+padRight(st.Subtle.Render("["+text.Sanitize(set.Status)+"]"), 15)+match, width))
 	}
 	return append(out, "")
 }
@@ -288,11 +290,11 @@ func (s *setsScreen) detailLines(width int) []string {
 	if set == nil {
 		return []string{"No known-good sets."}
 	}
-	out := hangLines(st.Bold.Render(clean(set.ID))+" "+clean(set.Title), width, 2)
+	out := hangLines(st.Bold.Render(text.Sanitize(set.ID))+" "+text.Sanitize(set.Title), width, 2)
 	out = append(out, "")
 	switch {
 	case set.Err != "":
-		out = append(out, hangLines(st.Fail.Render("Cannot be written into "+clean(s.sets.PinsFile)+": "+clean(set.Err)), width, 2)...)
+		out = append(out, hangLines(st.Fail.Render("Cannot be written into "+text.Sanitize(s.sets.PinsFile)+": "+text.Sanitize(set.Err)), width, 2)...)
 	case len(set.Changes) == 0:
 		out = append(out, st.OK.Render("Your pins already have every pin of this set: nothing would change."))
 	default:
@@ -300,23 +302,23 @@ func (s *setsScreen) detailLines(width int) []string {
 	}
 	out = append(out, "")
 	if set.Note != "" {
-		out = append(out, hangLines(st.Subtle.Render("note: "+clean(set.Note)), width, 6)...)
+		out = append(out, hangLines(st.Subtle.Render("note: "+text.Sanitize(set.Note)), width, 6)...)
 	}
 	subtle := func(l string) string { return st.Subtle.Render(l) }
 	for _, e := range set.Evidence {
 		// A URL is never broken behind an indent (it would not copy or
 		// click as one): too long for its line, it goes on lines of its
 		// own from the first column.
-		if line := "evidence: " + clean(e); ansi.StringWidth(line) <= width {
+		if line := "evidence: " + text.Sanitize(e); ansi.StringWidth(line) <= width {
 			out = append(out, subtle(line))
 			continue
 		}
 		out = append(out, subtle("evidence:"))
-		out = append(out, hardLines(clean(e), width, 0, subtle)...)
+		out = append(out, hardLines(text.Sanitize(e), width, 0, subtle)...)
 	}
 	if s.sets.CannotWrite != "" {
 		out = append(out, "", st.Bold.Render("Writing a set"))
-		out = append(out, hangLines(st.Subtle.Render(clean(s.sets.CannotWrite)), width, 2)...)
+		out = append(out, hangLines(st.Subtle.Render(text.Sanitize(s.sets.CannotWrite)), width, 2)...)
 	}
 	return out
 }
@@ -325,9 +327,9 @@ func (s *setsScreen) detailLines(width int) []string {
 // the plan's track first.
 func (s *setsScreen) changeLines(set *PinSet, width int) []string {
 	st := s.Styles
-	out := []string{st.Bold.Render("haloforge pins use "+clean(set.ID)) + st.Subtle.Render(" changes (as pins diff shows it):")}
+	out := []string{st.Bold.Render("haloforge pins use "+text.Sanitize(set.ID)) + st.Subtle.Render(" changes (as pins diff shows it):")}
 	for _, c := range set.Changes {
-		out = append(out, hangLines("  "+clean(c.Name)+": "+orNone(clean(c.Old))+" → "+orNone(clean(c.New)), width, 6)...)
+		out = append(out, hangLines("  "+text.Sanitize(c.Name)+": "+text.OrNone(text.Sanitize(c.Old))+" → "+text.OrNone(text.Sanitize(c.New)), width, 6)...)
 	}
 	out = append(out, "", st.Bold.Render("Steps to re-run:"))
 	tracks := slices.Sorted(maps.Keys(set.Rebuild))
@@ -342,11 +344,11 @@ func (s *setsScreen) changeLines(set *PinSet, width int) []string {
 		idw = max(idw, len(t))
 	}
 	for _, t := range tracks {
-		name := padRight(clean(t), idw+2)
+		name := padRight(text.Sanitize(t), idw+2)
 		if t == s.track {
 			name = st.Selected.Render(name)
 		}
-		out = append(out, hangLines("  "+name+clean(strings.Join(set.Rebuild[t], ", ")), width, idw+4)...)
+		out = append(out, hangLines("  "+name+text.Sanitize(strings.Join(set.Rebuild[t], ", ")), width, idw+4)...)
 	}
 	return out
 }
@@ -356,28 +358,21 @@ func (s *setsScreen) usedLines(width int) []string {
 	st := s.Styles
 	u := s.used
 	if u.Changed == 0 && !u.Created {
-		return []string{st.OK.Render(clean(u.Path) + " already has every pin of the set: nothing was written.")}
+		return []string{st.OK.Render(text.Sanitize(u.Path) + " already has every pin of the set: nothing was written.")}
 	}
 	var out []string
 	if u.Created {
-		out = wrapLines(st.OK.Render(fmt.Sprintf("✓ Created %s: the built-in pins with %d changed by the set", clean(u.Path), u.Changed)), width)
-		out = append(out, wrapLines("haloforge reads it from now on when run in this directory (or with --pins "+clean(u.Path)+").", width)...)
+		out = wrapLines(st.OK.Render(fmt.Sprintf("✓ Created %s: the built-in pins with %d changed by the set", text.Sanitize(u.Path), u.Changed)), width)
+		out = append(out, wrapLines("haloforge reads it from now on when run in this directory (or with --pins "+text.Sanitize(u.Path)+").", width)...)
 	} else {
-		out = wrapLines(st.OK.Render(fmt.Sprintf("✓ Wrote %d changed pins into %s", u.Changed, clean(u.Path))), width)
-		out = append(out, wrapLines("The old file is kept as "+clean(u.Backup), width)...)
+		out = wrapLines(st.OK.Render(fmt.Sprintf("✓ Wrote %d changed pins into %s", u.Changed, text.Sanitize(u.Path))), width)
+		out = append(out, wrapLines("The old file is kept as "+text.Sanitize(u.Backup), width)...)
 	}
 	if u.Warning != "" {
-		out = append(out, wrapLines(st.Warn.Render(clean(u.Warning)), width)...)
+		out = append(out, wrapLines(st.Warn.Render(text.Sanitize(u.Warning)), width)...)
 	}
 	out = append(out, "")
 	return append(out, wrapLines("The plan of "+s.track+" is made again with the new pins: the steps that read them run again.", width)...)
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
 }
 
 // pinWarningLines are the plan screen's lines about pins the last status
@@ -389,10 +384,10 @@ func pinWarningLines(warning []string, width int, st Styles) []string {
 	var out []string
 	for i, l := range warning {
 		if i == 0 {
-			out = append(out, hangLines(st.Warn.Render(clean(l)), width, 2)...)
+			out = append(out, hangLines(st.Warn.Render(text.Sanitize(l)), width, 2)...)
 			continue
 		}
-		out = append(out, hangLines(st.Subtle.Render(clean(l)), width, 6)...)
+		out = append(out, hangLines(st.Subtle.Render(text.Sanitize(l)), width, 6)...)
 	}
 	return append(out, st.Key.Render("  p")+" shows the known-good sets and what using one rebuilds", "")
 }

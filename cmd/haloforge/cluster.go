@@ -17,6 +17,7 @@ import (
 
 	"github.com/haloforge/haloforge"
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/cluster"
 )
@@ -282,7 +283,7 @@ func runClusterUp(cmd *cobra.Command, o *clusterOpts) error {
 		}
 		return failedErr(err)
 	}
-	fmt.Fprintf(out, "✓ cluster up in %s: %s\n", res.Ready.Round(time.Second), res.URL)
+	fmt.Fprintf(out, "✓ cluster up in %s: %s\n", text.Duration(res.Ready), res.URL)
 	if p.Engine == cluster.EngineRay {
 		fmt.Fprintf(out, "  %s\n", res.Transport.Describe())
 	}
@@ -310,17 +311,17 @@ func needsFacts(inv *cluster.Inventory) bool {
 
 func writeUpError(w io.Writer, ue *cluster.UpError) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "✗ %s\n", cleanText(ue.Error()))
+	fmt.Fprintf(&b, "✗ %s\n", text.Printable(ue.Error(), 0))
 	if len(ue.Tail) > 0 {
 		fmt.Fprintf(&b, "  last lines of %s on %s:\n", ue.Launch.Service, ue.Launch.Node.Name)
 		for _, l := range ue.Tail {
-			b.WriteString("  │ " + cleanText(l) + "\n")
+			b.WriteString("  │ " + text.Printable(l, 0) + "\n")
 		}
 	}
 	for _, f := range ue.Findings {
 		fmt.Fprintf(&b, "  diagnosis %s: %s\n", f.Family, f.Summary)
 		if f.Text != "" {
-			fmt.Fprintf(&b, "    line: %s\n", cleanText(f.Text))
+			fmt.Fprintf(&b, "    line: %s\n", text.Printable(f.Text, 0))
 		}
 		for _, l := range strings.Split(f.Fix, "\n") {
 			b.WriteString("    fix: " + l + "\n")
@@ -333,22 +334,9 @@ func writeUpError(w io.Writer, ue *cluster.UpError) {
 		b.WriteString("  diagnosis: no known failure recognised in the log\n")
 	}
 	if ue.Stopped != "" {
-		fmt.Fprintf(&b, "  stopped again: %s\n", cleanText(ue.Stopped))
+		fmt.Fprintf(&b, "  stopped again: %s\n", text.Printable(ue.Stopped, 0))
 	}
 	io.WriteString(w, b.String())
-}
-
-// cleanText keeps remote text printable: no escape sequences reach the terminal.
-func cleanText(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\t' {
-			return ' '
-		}
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return -1
-		}
-		return r
-	}, s)
 }
 
 // clusterDownJSON is `cluster down --json`.
@@ -394,13 +382,13 @@ func runClusterDown(cmd *cobra.Command, o *clusterOpts) error {
 		for _, n := range res.Nodes {
 			switch {
 			case n.Err != nil:
-				fmt.Fprintf(out, "✗ %s: %s\n", n.Name, cleanText(n.Err.Error()))
+				fmt.Fprintf(out, "✗ %s: %s\n", n.Name, text.Printable(n.Err.Error(), 0))
 			case len(n.Left) > 0:
-				fmt.Fprintf(out, "✗ %s: still running: %s\n", n.Name, cleanText(strings.Join(n.Left, "; ")))
+				fmt.Fprintf(out, "✗ %s: still running: %s\n", n.Name, text.Printable(strings.Join(n.Left, "; "), 0))
 			case len(n.Stopped) == 0:
 				fmt.Fprintf(out, "✓ %s: nothing of haloforge's was running\n", n.Name)
 			default:
-				fmt.Fprintf(out, "✓ %s: %s; nothing left\n", n.Name, cleanText(strings.Join(n.Stopped, ", ")))
+				fmt.Fprintf(out, "✓ %s: %s; nothing left\n", n.Name, text.Printable(strings.Join(n.Stopped, ", "), 0))
 			}
 		}
 	}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/detect/hostfix"
-	"github.com/haloforge/haloforge/pins/safefile"
+	"github.com/haloforge/haloforge/internal/safefile"
 )
 
 // hostfixOpts are doctor's host-fix modes: --plan, --apply, --verify and
@@ -212,7 +212,7 @@ func hostfixErr(err error) error {
 func runApply(cmd *cobra.Command, o doctorOpts) error {
 	stateDir := o.g.stateDirOr() // backups live in <state-dir>/host-backups
 	// A regular file only: a FIFO named as the plan hung --apply.
-	f, _, err := safefile.OpenRegular(o.host.apply, true)
+	f, _, err := safefile.OpenRegular(o.host.apply, safefile.Follow)
 	if err != nil {
 		return usageErr(err)
 	}
@@ -261,7 +261,7 @@ func runVerify(cmd *cobra.Command, o doctorOpts, args []string) error {
 	var p *hostfix.Plan
 	var err error
 	if len(args) == 1 {
-		f, _, ferr := safefile.OpenRegular(args[0], true)
+		f, _, ferr := safefile.OpenRegular(args[0], safefile.Follow)
 		if ferr != nil {
 			return usageErr(ferr)
 		}
@@ -282,9 +282,11 @@ func runVerify(cmd *cobra.Command, o doctorOpts, args []string) error {
 		return err
 	}
 	if o.host.dmesg != "" {
-		data, err := readLimitedFile(o.host.dmesg)
+		// A regular file, read to a bound: a FIFO (<(sudo dmesg)) would
+		// wait for its writer, so it is refused at once.
+		data, err := safefile.ReadRegular(o.host.dmesg, maxDmesgFile, safefile.Follow)
 		if err != nil {
-			return usageErr(err)
+			return usageErr(fmt.Errorf("--dmesg: %w (save the log first: sudo dmesg > FILE)", err))
 		}
 		_ = b.Set("dmesg.txt", data)
 	} else if o.bundle == "" {
@@ -315,6 +317,10 @@ func runVerify(cmd *cobra.Command, o doctorOpts, args []string) error {
 	return nil
 }
 
+// maxDmesgFile bounds a kernel log read for --verify: a boot's is a few
+// MiB at most.
+const maxDmesgFile = 32 << 20
+
 // kernelLog reads this boot's kernel log from the journal when dmesg was
 // not readable (kernel.dmesg_restrict); members of adm or systemd-journal
 // may read it without root.
@@ -325,25 +331,9 @@ func kernelLog(ctx context.Context, b *detect.Bundle) {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(cctx, "journalctl", "-k", "-b", "0", "--no-pager", "-q").Output()
-	if err == nil && len(out) > 0 && len(out) < 32<<20 {
+	if err == nil && len(out) > 0 && len(out) < maxDmesgFile {
 		_ = b.Set("dmesg.txt", out)
 	}
-}
-
-func readLimitedFile(p string) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, 32<<20+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > 32<<20 {
-		return nil, fmt.Errorf("%s: larger than 32 MiB", p)
-	}
-	return data, nil
 }
 
 // addBootEvidence puts how this machine boots into its bundle, so that a

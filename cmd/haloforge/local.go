@@ -1,11 +1,12 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/haloforge/haloforge/internal/safefile"
 )
 
 // Files in the current directory that replace haloforge's built-in copies
@@ -89,7 +90,7 @@ func checkReportPath(path string) error {
 	case err == nil:
 		f, err := os.OpenFile(path, os.O_WRONLY, 0)
 		if err != nil {
-			return usageErr(fmt.Errorf("--report %s cannot be written: %w (nothing was run)", path, unwrapPathErr(err)))
+			return usageErr(fmt.Errorf("--report %s cannot be written: %w (nothing was run)", path, safefile.Cause(err)))
 		}
 		return f.Close()
 	}
@@ -106,17 +107,9 @@ func checkNewFile(flag, path string) error {
 	}
 	f, err := os.CreateTemp(dir, ".haloforge-check-*")
 	if err != nil {
-		return usageErr(fmt.Errorf("%s %s cannot be written: %w (nothing was run)", flag, path, unwrapPathErr(err)))
+		return usageErr(fmt.Errorf("%s %s cannot be written: %w (nothing was run)", flag, path, safefile.Cause(err)))
 	}
 	name := f.Name()
 	f.Close()
 	return os.Remove(name)
-}
-
-func unwrapPathErr(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

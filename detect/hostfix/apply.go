@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // Errors --apply and --rollback return for the CLI's exit codes.
@@ -399,7 +401,7 @@ func (w *work) show(out io.Writer, h *Host) {
 	}
 	fmt.Fprintln(out, "):")
 	for _, e := range w.edits {
-		fmt.Fprint(out, safeText(unifiedDiff(e.path, string(e.before.data), string(e.after), e.before.exists)))
+		fmt.Fprint(out, text.Sanitize(unifiedDiff(e.path, string(e.before.data), string(e.after), e.before.exists)))
 	}
 	steps := w.steps()
 	if len(steps) > 0 {
@@ -409,12 +411,12 @@ func (w *work) show(out io.Writer, h *Host) {
 		}
 	}
 	for _, a := range w.already {
-		fmt.Fprintln(out, "Already done: "+safeText(a))
+		fmt.Fprintln(out, "Already done: "+text.Sanitize(a))
 	}
 	if len(w.manual) > 0 {
 		fmt.Fprintln(out, "For you to do (haloforge does not do these):")
 		for _, m := range w.manual {
-			fmt.Fprintln(out, "  "+safeText(m))
+			fmt.Fprintln(out, "  "+text.Sanitize(m))
 		}
 	}
 }

@@ -2,8 +2,8 @@ package hostfix
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/internal/safefile"
 )
 
 // Evidence is what the plan needs to know about how a machine boots: which
@@ -67,6 +68,10 @@ const (
 )
 
 // FromRoot reads the evidence from a root filesystem ("/" for this machine).
+// A file it looks for that is absent or unreadable is no evidence; one that
+// is a FIFO, a device or larger than maxEvidenceFile is refused at once
+// (never waited on), with an error naming it: a plan made without it could
+// be wrong.
 func FromRoot(root string) (*Evidence, error) {
 	if root == "" {
 		root = "/"
@@ -77,8 +82,18 @@ func FromRoot(root string) (*Evidence, error) {
 	}
 	e := &Evidence{Root: root, Tools: map[string]string{}, Markers: map[string]bool{}, Files: map[string][]byte{}, Groups: map[string][]string{}}
 	at := func(p string) string { return filepath.Join(root, filepath.FromSlash(p)) }
+	var refused error
+	read := func(p string) ([]byte, bool) {
+		data, err := safefile.ReadRegular(p, maxEvidenceFile, safefile.Follow)
+		var nr *safefile.NotRegularError
+		var tl *safefile.TooLargeError
+		if refused == nil && ((errors.As(err, &nr) && !nr.Mode.IsDir()) || errors.As(err, &tl)) {
+			refused = err
+		}
+		return data, err == nil
+	}
 	for _, p := range []string{"/etc/os-release", "/usr/lib/os-release"} {
-		if data, err := readBounded(at(p)); err == nil {
+		if data, ok := read(at(p)); ok {
 			e.OSRelease = detect.ParseOSRelease(string(data))
 			break
 		}
@@ -108,39 +123,22 @@ func FromRoot(root string) (*Evidence, error) {
 			if _, seen := e.Files[p]; seen {
 				continue
 			}
-			if data, err := readBounded(m); err == nil {
+			if data, ok := read(m); ok {
 				e.Files[p] = data
 			}
 		}
 	}
 	e.Kernels = findKernels(root)
-	if data, err := readBounded(at("/etc/group")); err == nil {
+	if data, ok := read(at("/etc/group")); ok {
 		e.Groups = parseGroupFile(string(data))
 	}
-	if data, err := readBounded(at("/proc/cmdline")); err == nil {
+	if data, ok := read(at("/proc/cmdline")); ok {
 		e.ProcCmdline = strings.TrimSpace(string(data))
 	}
+	if refused != nil {
+		return nil, fmt.Errorf("%w: haloforge reads the boot configuration only from regular files", refused)
+	}
 	return e, nil
-}
-
-func readBounded(p string) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", p)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxEvidenceFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxEvidenceFile {
-		return nil, fmt.Errorf("%s: larger than %d bytes", p, maxEvidenceFile)
-	}
-	return data, nil
 }
 
 // findKernels lists kernels with an image: /usr/lib/modules/V/vmlinuz

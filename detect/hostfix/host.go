@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/haloforge/haloforge/internal/safefile"
 )
 
 // ownWritable is true when this user may replace the file itself, keeping
@@ -127,13 +129,15 @@ func (h *Host) readState(ctx context.Context, p string) (fileState, error) {
 		return fileState{}, fmt.Errorf("%s is not a regular file: haloforge does not edit it", p)
 	}
 	if st.Size() > maxEvidenceFile {
-		return fileState{}, fmt.Errorf("%s is larger than %d bytes", p, maxEvidenceFile)
+		return fileState{}, &safefile.TooLargeError{Path: p, Limit: maxEvidenceFile, Size: st.Size()}
 	}
 	fst := fileState{exists: true, mode: st.Mode().Perm()}
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 		fst.uid, fst.gid = int(sys.Uid), int(sys.Gid)
 	}
-	fst.data, err = os.ReadFile(full)
+	// The Lstat above refused a link; a file swapped for a FIFO since is
+	// refused too, not waited on.
+	fst.data, err = safefile.ReadRegular(full, maxEvidenceFile, safefile.NoFollow)
 	if errors.Is(err, fs.ErrPermission) {
 		var buf bytes.Buffer
 		if rerr := h.Runner.Run(ctx, []string{"cat", "--", full}, true, &buf); rerr != nil {

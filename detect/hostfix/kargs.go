@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
-	"strings"
 
 	"github.com/haloforge/haloforge/detect"
+
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // Kernel-argument operations and the argument itself are detect's: a
@@ -95,11 +96,7 @@ func ValidateArg(a KernelArg) error {
 	return nil
 }
 
-// printable shows hostile input safely in an error: control bytes and
-// non-ASCII are quoted by %q, and the length is bounded.
-func printable(s string) string {
-	if len(s) > 80 {
-		s = s[:80] + "…"
-	}
-	return strings.ToValidUTF8(s, "?")
-}
+// printable quotes hostile input in an error: one line through the one
+// sanitiser, at most 80 characters, so a bad plan file or argument cannot
+// flood or take over the terminal that shows the refusal.
+func printable(s string) string { return text.Printable(s, 80) }

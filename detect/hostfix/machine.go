@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/haloforge/haloforge/internal/safefile"
 )
 
 // Where a plan's facts come from, as Machine.Target.
@@ -55,13 +57,13 @@ var (
 // machine ID ("" when it has none) and its hostname.
 func identify(root string) (id, hostname string) {
 	for _, p := range []string{"/etc/machine-id", "/var/lib/dbus/machine-id"} {
-		data, err := readBounded(filepath.Join(root, p))
+		data, err := safefile.ReadRegular(filepath.Join(root, p), maxEvidenceFile, safefile.Follow)
 		if v := strings.TrimSpace(string(data)); err == nil && machineIDRe.MatchString(v) {
 			id = shortHash("haloforge machine-id\x00" + v)
 			break
 		}
 	}
-	if data, err := readBounded(filepath.Join(root, "/etc/hostname")); err == nil {
+	if data, err := safefile.ReadRegular(filepath.Join(root, "/etc/hostname"), maxEvidenceFile, safefile.Follow); err == nil {
 		hostname = strings.TrimSpace(string(data))
 	}
 	if hostname == "" && root == "/" {

@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/haloforge/haloforge/internal/safefile"
 )
 
 // The backup manifest's format marker: --rollback restores only what a
@@ -247,7 +249,7 @@ func writeManifest(dir string, m *Manifest) error {
 // LoadBackup reads and checks a backup directory: a manifest haloforge
 // wrote, and every backed-up copy matching its checksum.
 func LoadBackup(dir string) (*Manifest, error) {
-	f, err := os.Open(filepath.Join(dir, manifestName))
+	f, _, err := safefile.OpenRegular(filepath.Join(dir, manifestName), safefile.NoFollow)
 	if err != nil {
 		return nil, fmt.Errorf("%s: no haloforge backup manifest: %w", dir, err)
 	}
@@ -260,7 +262,7 @@ func LoadBackup(dir string) (*Manifest, error) {
 		if !mf.Existed {
 			continue
 		}
-		data, err := readBounded(filepath.Join(dir, filepath.FromSlash(mf.Backup)))
+		data, err := safefile.ReadRegular(filepath.Join(dir, filepath.FromSlash(mf.Backup)), maxEvidenceFile, safefile.NoFollow)
 		if err != nil {
 			return nil, fmt.Errorf("%s: backup of %s: %w", dir, mf.Path, err)
 		}

@@ -116,3 +116,45 @@ func TestApplyWithoutConfirm(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestHostileFileTextNeverReachesTheTerminal: a configuration file is text
+// from outside. A right-to-left override, a C1 CSI and an escape sequence
+// in /etc/default/grub (on the line haloforge changes and around it) reach
+// neither the plan, nor the preview, nor what Apply shows: the diffs go
+// through the one sanitiser.
+func TestHostileFileTextNeverReachesTheTerminal(t *testing.T) {
+	ctx := context.Background()
+	root := grubRoot(t)
+	grub := filepath.Join(root, "etc/default/grub")
+	data, _ := os.ReadFile(grub)
+	data = bytes.Replace(data, []byte(`GRUB_CMDLINE_LINUX_DEFAULT="quiet"`),
+		[]byte("# \u202eevil\u009b2J \x1b]0;title\x07comment\nGRUB_CMDLINE_LINUX_DEFAULT=\"quiet\" # \u202e\u2066x\u009b"), 1)
+	if err := os.WriteFile(grub, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := grubPlan(t, root)
+	h := &Host{Root: root, Runner: &simulatedTools{root: root}}
+	preview, _, err := Preview(ctx, p, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan, applied bytes.Buffer
+	if err := p.WriteText(&plan); err != nil {
+		t.Fatal(err)
+	}
+	h.Out = &applied
+	_, err = Apply(ctx, p, h, ApplyOptions{StateDir: t.TempDir(), Confirm: func(string) error { return ErrDeclined }})
+	if !errors.Is(err, ErrDeclined) {
+		t.Fatalf("apply: %v", err)
+	}
+	for name, out := range map[string]string{"preview": preview, "plan": plan.String(), "apply": applied.String()} {
+		if !strings.Contains(out, "evil") && name != "plan" {
+			t.Errorf("%s does not show the changed file's lines:\n%s", name, out)
+		}
+		if i := strings.IndexFunc(out, func(r rune) bool {
+			return r == 0x1b || (r >= 0x80 && r <= 0x9f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+		}); i >= 0 {
+			t.Errorf("%s: %q reaches the terminal: %q", name, []rune(out[i:])[0], out[max(0, i-40):min(len(out), i+40)])
+		}
+	}
+}

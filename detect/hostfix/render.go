@@ -4,30 +4,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode/utf8"
-)
 
-// safeText makes text from files and bundles safe for a terminal: control
-// bytes other than newline and tab, and invalid UTF-8, become visible
-// escapes instead of reaching the terminal.
-func safeText(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\n' || r == '\t':
-			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			fmt.Fprintf(&b, `\x%02x`, r)
-		default:
-			b.WriteString(s[i : i+size])
-		}
-		i += size
-	}
-	return b.String()
-}
+	"github.com/haloforge/haloforge/internal/text"
+)
 
 // WriteText prints the plan for a person: the actions, the file diffs, the
 // commands in order and what comes after.
@@ -102,7 +81,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 			b.WriteString("  " + c + "\n")
 		}
 	}
-	_, err := io.WriteString(w, safeText(b.String()))
+	_, err := io.WriteString(w, text.Sanitize(b.String()))
 	return err
 }
 

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/haloforge/haloforge/internal/safefile"
 )
 
 // planFileName is the copy of the applied plan in a backup, for --verify.
@@ -33,7 +35,7 @@ func LastApplied(stateDir string) (string, error) {
 	undone := map[string]bool{}
 	var applies []string
 	for _, n := range names {
-		f, err := os.Open(filepath.Join(backupsDir(stateDir), n, manifestName))
+		f, _, err := safefile.OpenRegular(filepath.Join(backupsDir(stateDir), n, manifestName), safefile.NoFollow)
 		if err != nil {
 			continue
 		}
@@ -70,7 +72,7 @@ func savePlan(dir string, p *Plan) error {
 
 // LoadAppliedPlan reads the plan saved with a backup.
 func LoadAppliedPlan(dir string) (*Plan, error) {
-	f, err := os.Open(filepath.Join(dir, planFileName))
+	f, _, err := safefile.OpenRegular(filepath.Join(dir, planFileName), safefile.NoFollow)
 	if err != nil {
 		return nil, err
 	}

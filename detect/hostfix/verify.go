@@ -9,6 +9,7 @@ import (
 
 	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // Verify item statuses.
@@ -32,7 +33,9 @@ type VerifyReport struct {
 }
 
 func (v *VerifyReport) add(what, status, detail string) {
-	v.Items = append(v.Items, VerifyItem{What: what, Status: status, Detail: detail})
+	// A detail quotes the kernel log and the machine's files: one line,
+	// sanitised, for the text and the JSON alike.
+	v.Items = append(v.Items, VerifyItem{What: what, Status: status, Detail: text.Printable(detail, 0)})
 }
 
 // dmesgFamilies are diagnose's rules for a kernel log that shows the GPU in
@@ -96,7 +99,7 @@ func Verify(p *Plan, in VerifyInput) *VerifyReport {
 		case r.Kernel.TTMModule != nil && *r.Kernel.TTMModule != mod:
 			v.add(what, VerifyFail, fmt.Sprintf("the loaded TTM module is %s, the plan set %s", *r.Kernel.TTMModule, mod))
 		case *r.Kernel.TTMPagesLimit == t.PagesLimit:
-			v.add(what, VerifyOK, fmt.Sprintf("%d (%s)", t.PagesLimit, gibText(t.PagesLimit*4096)))
+			v.add(what, VerifyOK, fmt.Sprintf("%d (%s)", t.PagesLimit, text.Bytes(t.PagesLimit*4096)))
 		default:
 			v.add(what, VerifyFail, fmt.Sprintf("%d, the plan set %d", *r.Kernel.TTMPagesLimit, t.PagesLimit))
 		}
@@ -107,11 +110,11 @@ func Verify(p *Plan, in VerifyInput) *VerifyReport {
 		case g == nil || g.GTTBytes == nil:
 			v.add("GTT size", VerifyUnknown, "neither sysfs mem_info_gtt_total nor dmesg says")
 		case *g.GTTBytes == t.GTTBytes:
-			v.add("GTT size", VerifyOK, gibText(t.GTTBytes))
+			v.add("GTT size", VerifyOK, text.Bytes(t.GTTBytes))
 		case *g.GTTBytes > t.GTTBytes:
-			v.add("GTT size", VerifyFail, fmt.Sprintf("%s, the plan set %s (is amdgpu.gttsize still set somewhere?)", gibText(*g.GTTBytes), gibText(t.GTTBytes)))
+			v.add("GTT size", VerifyFail, fmt.Sprintf("%s, the plan set %s (is amdgpu.gttsize still set somewhere?)", text.Bytes(*g.GTTBytes), text.Bytes(t.GTTBytes)))
 		default:
-			v.add("GTT size", VerifyFail, fmt.Sprintf("%s, the plan set %s (rebooted since --apply?)", gibText(*g.GTTBytes), gibText(t.GTTBytes)))
+			v.add("GTT size", VerifyFail, fmt.Sprintf("%s, the plan set %s (rebooted since --apply?)", text.Bytes(*g.GTTBytes), text.Bytes(t.GTTBytes)))
 		}
 	}
 	if t.User != "" {
@@ -128,8 +131,6 @@ func Verify(p *Plan, in VerifyInput) *VerifyReport {
 	v.OK = !slices.ContainsFunc(v.Items, func(i VerifyItem) bool { return i.Status != VerifyOK })
 	return v
 }
-
-func gibText(b int64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
 
 // cmdlineOf is the running kernel's command line from a bundle: cmdline.txt,
 // else dmesg's "Command line:".
@@ -254,6 +255,6 @@ func (v *VerifyReport) WriteText(w io.Writer) error {
 	} else {
 		b.WriteString("\nNot verified: see the [✗] and [?] lines above. To undo the changes: haloforge doctor --rollback\n")
 	}
-	_, err := io.WriteString(w, safeText(b.String()))
+	_, err := io.WriteString(w, text.Sanitize(b.String()))
 	return err
 }

@@ -1,6 +1,7 @@
 package hostfix
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,7 +132,7 @@ func TestVerifyDemoPlanOnTheDemoMachine(t *testing.T) {
 	for _, want := range []string{
 		"[✗] cmdline: ttm.pages_limit=30670848: missing",
 		"[?] /sys/module/ttm/parameters/pages_limit: not readable here",
-		"[✗] GTT size: 62.5 GiB, the plan set 117.0 GiB",
+		"[✗] GTT size: 62.5 GiB, the plan set 117 GiB",
 		"[✓] MES firmware: 0x00000080",
 		"[✓] kernel log (dmesg): no MES or ring timeout",
 		"Not verified",
@@ -170,6 +171,30 @@ func TestVerifyKernelLogPatterns(t *testing.T) {
 				t.Errorf("%s: %+v", tt.item, it)
 			}
 		})
+	}
+}
+
+// TestVerifyQuotesTheKernelLogSafely: a kernel log line is quoted in the
+// verification, never with a bidi override, a C1 code or an escape.
+func TestVerifyQuotesTheKernelLogSafely(t *testing.T) {
+	b := detect.NewBundle()
+	b.Set("dmesg.txt", []byte("[    3.2] amdgpu 0000:c5:00.0: amdgpu: Fatal error during GPU init \u202eevil\u009b2J\x1b]0;t\x07\n"))
+	v := Verify(&Plan{}, VerifyInput{Report: detect.Analyse(b), Bundle: b})
+	var out strings.Builder
+	if err := v.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]string{"text": out.String(), "json": string(js)} {
+		if !strings.Contains(s, "Fatal error during GPU init evil2J") {
+			t.Errorf("%s does not quote the line:\n%s", name, s)
+		}
+		if strings.ContainsAny(s, "\u202e\u009b\x1b") || strings.Contains(s, `\u001b`) {
+			t.Errorf("%s: a hostile character reaches the output: %q", name, s)
+		}
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/haloforge/haloforge/internal/safefile"
 )
 
 // A private registry's image pin is checked with the credentials podman
@@ -168,7 +170,7 @@ func newKeychain() *keychain {
 func (k *keychain) load() error {
 	k.once.Do(func() {
 		for _, p := range authFilePaths(k.getenv, k.uid, k.home) {
-			data, err := readRegular(p.path, maxAuthFile, true) // the user's file: a link is fine
+			data, err := safefile.ReadRegular(p.path, maxAuthFile, safefile.Follow) // the user's file: a link is fine
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 				continue
 			}

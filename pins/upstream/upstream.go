@@ -27,10 +27,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/pins"
 )
 
@@ -434,33 +433,12 @@ func directReason(err error) string {
 }
 
 // clean keeps a result printable: upstream text (a registry's error, git's
-// stderr) never brings control characters to the terminal, and stays short.
+// stderr) goes through the one sanitiser, and stays short.
 func clean(r Result) Result {
-	r.Detail = printable(r.Detail, 400)
-	r.Upstream = printable(r.Upstream, 300)
-	r.Resolved = printable(r.Resolved, 2000)
+	r.Detail = text.Printable(r.Detail, 400)
+	r.Upstream = text.Printable(r.Upstream, 300)
+	r.Resolved = text.Printable(r.Resolved, 2000)
 	return r
-}
-
-func printable(s string, max int) string {
-	var sb strings.Builder
-	n := 0
-	for _, c := range s {
-		if n >= max {
-			sb.WriteString("…")
-			break
-		}
-		switch {
-		case c == '\n' || c == '\t' || c == '\r':
-			sb.WriteByte(' ')
-		case c == unicode.ReplacementChar, unicode.IsControl(c), c == '\u2028', c == '\u2029', unicode.Is(unicode.Bidi_Control, c):
-			sb.WriteRune('?')
-		default:
-			sb.WriteRune(c)
-		}
-		n++
-	}
-	return sb.String()
 }
 
 // short abbreviates a digest or SHA for a detail line.

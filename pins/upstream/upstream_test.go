@@ -170,10 +170,13 @@ func TestUnresolvableHost(t *testing.T) {
 	}
 }
 
-func TestPrintableDropsControlBytes(t *testing.T) {
-	got := clean(Result{Detail: "evil \x1b]52;c;AAAA\x07 \u202e txt\nline2\x00"})
-	if strings.ContainsAny(got.Detail, "\x1b\x07\x00\n\u202e") {
-		t.Errorf("detail kept control bytes: %q", got.Detail)
+// TestCleanDropsControlBytes: what a registry or git says reaches pins
+// status (terminal, JSON and the wizard) without escapes, controls or bidi
+// overrides.
+func TestCleanDropsControlBytes(t *testing.T) {
+	got := clean(Result{Detail: "evil \x1b]52;c;AAAA\x07 \u202e txt\u009b2J\nline2\x00", Upstream: "b\u2066x", Resolved: "c\u0085"})
+	if got.Detail != "evil   txt2J line2" || got.Upstream != "bx" || got.Resolved != "c" {
+		t.Errorf("clean kept control bytes: %+v", got)
 	}
 	long := clean(Result{Detail: strings.Repeat("x", 1000)})
 	if n := len([]rune(long.Detail)); n > 401 {

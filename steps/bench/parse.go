@@ -15,6 +15,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // MaxInput bounds what Parse accepts: real outputs are kilobytes; a
@@ -33,6 +35,7 @@ const (
 	kindThroughput        = "throughput"
 	maxResults            = 10000
 	maxLineBytes          = 16 << 20
+	maxField              = 256 // characters kept of a text field
 	defaultServeTestLabel = "output"
 )
 
@@ -241,29 +244,17 @@ func str(o map[string]json.RawMessage, k string) string {
 	if !ok {
 		return ""
 	}
+	// What the tool printed reaches a terminal and a report: one line,
+	// sanitised, bounded.
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return sanitize(s)
+		return text.Printable(s, maxField)
 	}
 	t := strings.TrimSpace(string(raw))
 	if t == "null" || len(t) > 64 {
 		return ""
 	}
-	return sanitize(t)
-}
-
-// sanitize keeps a field printable: no control bytes reach the terminal.
-func sanitize(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return -1
-		}
-		return r
-	}, s)
-	if len(s) > 256 {
-		s = s[:256]
-	}
-	return strings.TrimSpace(s)
+	return text.Printable(t, maxField)
 }
 
 func floatField(o map[string]json.RawMessage, k string) (float64, error) {

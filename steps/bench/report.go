@@ -7,6 +7,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // JSONReference is a result's reference in `bench --json` (docs/json.md).
@@ -77,7 +79,7 @@ type Shareable struct {
 func NewShareable(rep Report, host Host, command string, raw []byte, now time.Time) Shareable {
 	s := Shareable{Date: now.UTC(), Device: host.Device, BIOSUMA: host.BIOSUMA, IOMMU: host.IOMMU, Power: host.PowerProfile,
 		Kernel: host.Kernel, Mesa: host.Mesa, ROCm: host.ROCm, Command: command, Format: rep.Format,
-		Results: rep.ToJSON(), Raw: strings.ToValidUTF8(string(raw), "\uFFFD")}
+		Results: rep.ToJSON(), Raw: string(raw)}
 	if len(rep.Comparisons) > 0 {
 		r := rep.Comparisons[0].Result
 		s.Backend, s.Model = r.Backend, r.ModelFile
@@ -90,6 +92,7 @@ func NewShareable(rep Report, host Host, command string, raw []byte, now time.Ti
 			s.Device = r.GPU
 		}
 	}
+	s.sanitize()
 	return s
 }
 
@@ -180,5 +183,17 @@ func ParseShareable(raw []byte) (s Shareable, ok bool, err error) {
 	if strings.TrimSpace(s.Raw) == "" {
 		return s, true, errors.New("a haloforge bench report without its raw output: nothing to judge")
 	}
+	s.sanitize()
 	return s, true, nil
+}
+
+// sanitize puts every text of the report through the sanitiser: the host
+// facts and the command may come from a report read back, the raw output
+// from anywhere, and a report is read on terminals and forums.
+func (s *Shareable) sanitize() {
+	for _, f := range []*string{&s.Device, &s.BIOSUMA, &s.IOMMU, &s.Power, &s.Kernel, &s.Mesa, &s.ROCm,
+		&s.Backend, &s.Build, &s.Model, &s.Command, &s.Format} {
+		*f = text.Printable(*f, 0)
+	}
+	s.Raw = text.Sanitize(s.Raw)
 }

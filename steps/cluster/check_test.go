@@ -1,10 +1,12 @@
 package cluster
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/haloforge/haloforge/detect"
 )
@@ -138,6 +140,37 @@ func TestEvaluateFindsDifferences(t *testing.T) {
 		if c.Status != tt.status || !strings.Contains(c.Summary, tt.summary) || !strings.Contains(c.Fix, tt.fix) {
 			t.Errorf("%s %s = %s %q\nfix %q\nwant %s %q / fix %q", tt.node, tt.id, c.Status, c.Summary, c.Fix, tt.status, tt.summary, tt.fix)
 		}
+	}
+}
+
+// TestEvaluateQuotesNodeFactsSafely: a node is not trusted to send
+// printable text. A right-to-left override, an isolate and a C1 CSI in its
+// probe lines and in its doctor's JSON facts reach no check of the report
+// (what cluster check prints and writes as JSON).
+func TestEvaluateQuotesNodeFactsSafely(t *testing.T) {
+	inv := mustInv(t, pinsInv)
+	head := probeText("192.168.100.1", "enp194s0np0")
+	worker := strings.NewReplacer(
+		"kernel=6.18.9-200.fc43.x86_64", "kernel=7.1.3\u202e-100\u009b31m.fc43\u2066",
+		"pkg.libggml0=0.27.0-1", "pkg.libggml0=0.26.0\u202e-1",
+	).Replace(probeText("192.168.100.2", "enp194s0np0")) +
+		`facts={"haloforge_version":"dev\u202e","checks":[{"id":"gpu","status":"fail","summary":"no GPU \u202eevil\u009b","fix":"sudo \u2067x\u009b\nline 2"}]}` + "\n"
+	p := map[string]Probed{"halo1": {Facts: parsed(t, head)}, "halo2": {Facts: parsed(t, worker)}}
+	r := Evaluate(inv, p, CheckOptions{})
+	if c := checkOf(t, r, "halo2", CheckKernel); !strings.Contains(c.Summary, "Linux 7.1.3-10031m.fc43 here") {
+		t.Errorf("kernel check: %q", c.Summary)
+	}
+	js, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := strings.IndexFunc(string(js), func(r rune) bool {
+		return (r >= 0x80 && r <= 0x9f) || unicode.Is(unicode.Bidi_Control, r)
+	}); i >= 0 {
+		t.Errorf("a hostile character reaches the report: %q", js[max(0, i-60):min(len(js), i+20)])
+	}
+	if !strings.Contains(string(js), "0.26.0-1 here") {
+		t.Errorf("the package check does not quote the node's version:\n%s", js)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // Bounds on what a node may send back: probes are a few KiB; the facts
@@ -115,13 +116,13 @@ func ParseProbe(r io.Reader) (*Facts, error) {
 	for sc.Scan() {
 		line := sc.Text()
 		key, val, ok := strings.Cut(line, "=")
-		if !ok || key == "" || len(key) > 512 || clean(key) != key {
+		if !ok || key == "" || len(key) > 512 || text.Printable(key, 0) != key {
 			continue // node.sh prints plain keys; anything else is not its output
 		}
 		if key != "facts" && len(val) > maxFactValue {
 			val = val[:maxFactValue]
 		}
-		val = clean(val)
+		val = text.Sanitize(val)
 		seen = true
 		switch {
 		case key == "probe", key == "clock":
@@ -179,7 +180,7 @@ func ParseProbe(r io.Reader) (*Facts, error) {
 				cleanNodeFacts(&nf)
 				f.Haloforge = &nf
 			} else if len(val) > 0 {
-				f.HaloforgeRaw = excerpt(val, 200)
+				f.HaloforgeRaw = text.Printable(val, 200)
 			}
 		case strings.HasPrefix(key, "net."):
 			parts := strings.Split(key, ".")
@@ -231,7 +232,7 @@ func ParseProbe(r io.Reader) (*Facts, error) {
 		case strings.HasPrefix(key, "tcp."):
 			f.TCP[strings.TrimPrefix(key, "tcp.")] = val
 		case strings.HasPrefix(key, "service."):
-			if s, ok := parseService(strings.TrimPrefix(key, "service."), val); ok {
+			if s, ok := parseService(strings.TrimPrefix(key, "service."), text.Sanitize(val)); ok {
 				f.Services[s.Name] = s
 			}
 		}
@@ -255,27 +256,24 @@ func ParseProbe(r io.Reader) (*Facts, error) {
 	return f, nil
 }
 
-// cleanNodeFacts drops control characters the JSON decoding may have
-// produced from \u escapes: the node is not trusted to send printable text.
+// cleanNodeFacts sanitises what the JSON decoding may have produced from
+// \u escapes (controls, escape sequences, bidi overrides): the node is not
+// trusted to send printable text.
 func cleanNodeFacts(nf *NodeFacts) {
-	nf.Version, nf.Kernel, nf.MESFirmware = clean(nf.Version), clean(nf.Kernel), clean(nf.MESFirmware)
-	nf.Pins.Path, nf.Pins.SHA256, nf.Pins.Error = clean(nf.Pins.Path), clean(nf.Pins.SHA256), clean(nf.Pins.Error)
+	one := func(s string) string { return text.Printable(s, 0) }
+	nf.Version, nf.Kernel, nf.MESFirmware = one(nf.Version), one(nf.Kernel), one(nf.MESFirmware)
+	nf.Pins.Path, nf.Pins.SHA256, nf.Pins.Error = one(nf.Pins.Path), one(nf.Pins.SHA256), one(nf.Pins.Error)
 	for i := range nf.GFX {
-		nf.GFX[i] = clean(nf.GFX[i])
+		nf.GFX[i] = one(nf.GFX[i])
 	}
 	if len(nf.Checks) > 200 {
 		nf.Checks = nf.Checks[:200]
 	}
 	for i := range nf.Checks {
 		c := &nf.Checks[i]
-		c.ID, c.Summary, c.Detail = detect.CheckID(clean(string(c.ID))), clean(c.Summary), clean(c.Detail)
-		c.Status = detect.Status(clean(string(c.Status)))
-		c.Fix = strings.Join(strings.FieldsFunc(c.Fix, func(r rune) bool { return r == '\n' }), "\n")
-		var lines []string
-		for _, l := range strings.Split(c.Fix, "\n") {
-			lines = append(lines, clean(l))
-		}
-		c.Fix = strings.Join(lines, "\n")
+		c.ID, c.Summary, c.Detail = detect.CheckID(one(string(c.ID))), one(c.Summary), one(c.Detail)
+		c.Status = detect.Status(one(string(c.Status)))
+		c.Fix = text.Sanitize(strings.Join(strings.FieldsFunc(c.Fix, func(r rune) bool { return r == '\n' }), "\n"))
 	}
 }
 
@@ -330,7 +328,7 @@ func ParseStatus(out string) map[string]Service {
 		if !ok || !strings.HasPrefix(key, "service.") {
 			continue
 		}
-		if s, ok := parseService(strings.TrimPrefix(key, "service."), clean(val)); ok {
+		if s, ok := parseService(strings.TrimPrefix(key, "service."), text.Sanitize(val)); ok {
 			m[s.Name] = s
 		}
 	}
@@ -349,25 +347,4 @@ func (f *Facts) InterfaceFor(n Node) (string, bool) {
 	}
 	name, _, ok := InterfaceOf(f.Addrs, ips...)
 	return name, ok
-}
-
-// clean drops control bytes (a probe value is one line of text).
-func clean(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return -1
-		}
-		return r
-	}, s)
-}
-
-// excerpt shortens s to at most n bytes on a rune boundary.
-func excerpt(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xc0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -71,12 +72,14 @@ func FuzzParseIPAddr(f *testing.F) {
 }
 
 // FuzzParseProbe: a node's probe output is untrusted: parsing is bounded,
-// never panics, and keeps no control bytes in what it reports.
+// never panics, and keeps no control bytes or bidi controls in what it
+// reports.
 func FuzzParseProbe(f *testing.F) {
 	f.Add([]byte("probe=1\nhostname=halo1\nipaddr=2: eth0    inet 10.0.0.1/24 scope global eth0\\\nnet.eth0.mtu=9000\nnet.eth0.speed=100000\n" +
 		"rdma.rocep194s0.1.state=4: ACTIVE\nrdma.rocep194s0.1.link_layer=Ethernet\npkg.libggml0=0.27.0-1\ntcp.10.0.0.2:50052=refused\n" +
 		"service.rpc-server=running pid=12 code=- procs=12 13\nfacts={\"haloforge_version\":\"dev\",\"pins\":{\"sha256\":\"ab\"},\"checks\":[{\"id\":\"gpu\",\"status\":\"fail\"}]}\nend=1\n"))
 	f.Add([]byte("hostname=\x1b[2Jevil\x07\nfacts={\"haloforge_version\":\"\\u001b[31m\"}\nrdma.a.b.c.d=x\nnet.=1\nservice.X=running pid=-1\n"))
+	f.Add([]byte("hostname=a\u202eb\u009b\nkernel=6.18\u2066\nfacts={\"kernel\":\"\\u202e\\u009b\",\"checks\":[{\"id\":\"gpu\",\"fix\":\"a\\u202e\\nb\\u2067\"}]}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fa, err := ParseProbe(bytes.NewReader(data))
 		if err != nil || fa == nil {
@@ -84,7 +87,7 @@ func FuzzParseProbe(f *testing.F) {
 		}
 		check := func(what, s string) {
 			for _, r := range s {
-				if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+				if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || unicode.Is(unicode.Bidi_Control, r) {
 					t.Fatalf("%s keeps a control character: %q", what, s)
 				}
 			}
@@ -100,7 +103,7 @@ func FuzzParseProbe(f *testing.F) {
 		if fa.Haloforge != nil {
 			check("haloforge version", fa.Haloforge.Version)
 			for _, c := range fa.Haloforge.Checks {
-				check("doctor check", string(c.ID)+string(c.Status)+c.Summary+c.Fix)
+				check("doctor check", string(c.ID)+string(c.Status)+c.Summary+strings.ReplaceAll(c.Fix, "\n", " "))
 			}
 		}
 		for _, s := range fa.Services {

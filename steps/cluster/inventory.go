@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"regexp"
 	"sort"
@@ -18,7 +17,8 @@ import (
 	toml "github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
 
-	"github.com/haloforge/haloforge/pins/safefile"
+	"github.com/haloforge/haloforge/internal/safefile"
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // Roles of a node.
@@ -123,27 +123,29 @@ func (e *InventoryError) Error() string {
 func LoadInventory(path string) (*Inventory, error) {
 	// Opened without blocking: a FIFO named as the inventory used to hang
 	// os.Open until something wrote to it.
-	f, _, err := safefile.OpenRegular(path, true)
+	data, err := safefile.ReadRegular(path, MaxInventoryBytes, safefile.Follow)
 	var notRegular *safefile.NotRegularError
-	if errors.As(err, &notRegular) {
+	var tooLarge *safefile.TooLargeError
+	switch {
+	case errors.As(err, &notRegular):
 		return nil, &InventoryError{Path: path, Msg: safefile.Kind(notRegular.Mode) + ", not a regular file"}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("inventory: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxInventoryBytes+1))
-	if err != nil {
+	case errors.As(err, &tooLarge):
+		return nil, tooLargeInventory(path)
+	case err != nil:
 		return nil, fmt.Errorf("inventory: %w", err)
 	}
 	return ParseInventory(path, data)
+}
+
+func tooLargeInventory(path string) error {
+	return &InventoryError{Path: path, Msg: "larger than " + text.Bytes(MaxInventoryBytes) + ": not an inventory"}
 }
 
 // ParseInventory parses and validates an inventory. Unknown keys, wrong
 // types and bad values are refused with the file and line.
 func ParseInventory(path string, data []byte) (*Inventory, error) {
 	if len(data) > MaxInventoryBytes {
-		return nil, &InventoryError{Path: path, Msg: fmt.Sprintf("larger than %d KiB: not an inventory", MaxInventoryBytes>>10)}
+		return nil, tooLargeInventory(path)
 	}
 	if bytes.IndexByte(data, 0) >= 0 {
 		return nil, &InventoryError{Path: path, Msg: "holds a NUL byte: not a text file"}

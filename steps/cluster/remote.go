@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // Transport starts node.sh on a node: `bash -s -- ARGS` with the script on
@@ -326,7 +328,7 @@ func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	return excerpt(clean(s), 300)
+	return text.Printable(s, 300)
 }
 
 // sshReason picks what ssh's error output says, past its banner of '@'
@@ -335,7 +337,7 @@ func sshReason(stderr string) string {
 	if strings.Contains(stderr, "REMOTE HOST IDENTIFICATION HAS CHANGED") {
 		for _, l := range strings.Split(stderr, "\n") {
 			if strings.Contains(l, "has changed and you have requested strict checking") {
-				return "REMOTE HOST IDENTIFICATION HAS CHANGED: " + excerpt(clean(strings.TrimSpace(l)), 200)
+				return "REMOTE HOST IDENTIFICATION HAS CHANGED: " + text.Printable(l, 200)
 			}
 		}
 		return "REMOTE HOST IDENTIFICATION HAS CHANGED"
@@ -345,7 +347,7 @@ func sshReason(stderr string) string {
 		if l == "" || strings.HasPrefix(l, "@") || strings.HasPrefix(l, "Warning: Permanently added") {
 			continue
 		}
-		return excerpt(clean(l), 300)
+		return text.Printable(l, 300)
 	}
 	return "ssh exited 255 without a message"
 }

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // NetTransport is what RCCL (NCCL) says it uses between nodes, read from
@@ -29,27 +31,27 @@ func (t *NetTransport) Feed(line string) bool {
 	if !strings.Contains(line, "NET") && !strings.Contains(line, "network") {
 		return false
 	}
-	line = clean(line) // what it keeps is printed
+	line = text.Sanitize(line) // what it keeps is printed
 	if strings.Contains(line, "NET/IB : No device found") || strings.Contains(line, "NET/IB : No device found.") {
 		t.NoIB = true
 	}
 	if m := reUsingNetwork.FindStringSubmatch(line); m != nil {
 		changed := t.Kind != m[1]
-		t.Kind, t.Line = m[1], excerpt(strings.TrimSpace(line), 240)
+		t.Kind, t.Line = m[1], text.Printable(line, 240)
 		return changed
 	}
 	if m := reNetUsing.FindStringSubmatch(line); m != nil {
 		if t.Devices == "" || t.Kind == "" || t.Kind == m[1] {
-			t.Devices = excerpt(strings.TrimSpace(m[2]), 160)
+			t.Devices = text.Printable(m[2], 160)
 		}
 		if t.Kind == "" {
-			t.Kind, t.Line = m[1], excerpt(strings.TrimSpace(line), 240)
+			t.Kind, t.Line = m[1], text.Printable(line, 240)
 			return true
 		}
 		return false
 	}
 	if m := reViaNet.FindStringSubmatch(line); m != nil && t.Kind == "" {
-		t.Kind, t.Line = m[1], excerpt(strings.TrimSpace(line), 240)
+		t.Kind, t.Line = m[1], text.Printable(line, 240)
 		return true
 	}
 	return false

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps/serve"
 )
 
@@ -385,7 +386,7 @@ func (c *Cluster) rpcDevices(ctx context.Context, last Launch, head Launch) ([]s
 	var devices []string
 	seen := map[string]bool{}
 	for _, line := range strings.Split(string(r.Stdout), "\n") {
-		if m := reRPCDevice.FindStringSubmatch(clean(line)); m != nil {
+		if m := reRPCDevice.FindStringSubmatch(text.Sanitize(line)); m != nil {
 			devices = append(devices, m[1]+": "+m[2]+" ("+m[3]+")")
 			seen[m[2]] = true
 		}
@@ -399,7 +400,7 @@ func (c *Cluster) rpcDevices(ctx context.Context, last Launch, head Launch) ([]s
 	if len(missing) > 0 {
 		var tail []string
 		for _, line := range strings.Split(strings.TrimSpace(string(r.Stdout)+"\n"+r.Stderr), "\n") {
-			tail = append(tail, clean(line))
+			tail = append(tail, text.Screen(line))
 		}
 		return nil, &UpError{Launch: last, Reason: fmt.Sprintf("llama-server on %s lists no RPC device for %s: the worker accepts connections but does not answer the RPC handshake (a different ggml version?)", head.Node.Name, strings.Join(missing, ", ")),
 			Tail: lastN(tail, 20), Findings: diagnoseLines(tail)}
@@ -503,11 +504,11 @@ func (c *Cluster) ready(ctx context.Context, l Launch, p *Plan, res *UpResult) e
 		for _, ev := range evs {
 			switch ev := ev.(type) {
 			case serve.PhaseEntered:
-				c.say("  ▸ %s (%s)", ev.Title, roundSec(ev.Elapsed))
+				c.say("  ▸ %s (%s)", ev.Title, text.Duration(ev.Elapsed))
 			case serve.PhaseWarning:
-				c.say("  ! %s: %s", ev.Text, clean(ev.Line))
+				c.say("  ! %s: %s", ev.Text, ev.Line) // the readiness machine made it printable
 			case serve.ServerReady:
-				c.say("  ✓ ready in %s: %s", roundSec(ev.Elapsed), p.URL)
+				c.say("  ✓ ready in %s: %s", text.Duration(ev.Elapsed), p.URL)
 				return errReady
 			case serve.StartFailed:
 				return fail(ev.Reason)
@@ -529,19 +530,21 @@ func (c *Cluster) ready(ctx context.Context, l Launch, p *Plan, res *UpResult) e
 			now := c.now()
 			switch {
 			case strings.HasPrefix(s, "| "):
-				text := s[2:]
+				// A log line from the node, as a terminal would show it:
+				// kept, matched and printed only so.
+				line := text.Screen(s[2:])
 				lineNo++
-				tail = append(tail, text)
+				tail = append(tail, line)
 				if len(tail) > 400 {
 					tail = tail[len(tail)-300:]
 				}
-				if f := m.Line(lineNo, text); f != nil {
+				if f := m.Line(lineNo, line); f != nil {
 					c.say("  ! known failure %s: %s (line %d of the log)", f.Family, f.Summary, f.Line)
 				}
-				if res.Transport.Feed(text) {
+				if res.Transport.Feed(line) {
 					c.say("  ▸ %s", res.Transport.Describe())
 				}
-				if err := handle(rd.Lines(now, []string{text})); err != nil {
+				if err := handle(rd.Lines(now, []string{line})); err != nil {
 					return done(err)
 				}
 			case strings.HasPrefix(s, "state="):
@@ -634,8 +637,6 @@ func portOfURL(u string) string {
 	return "80"
 }
 
-func roundSec(d time.Duration) time.Duration { return d.Round(time.Second) }
-
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -662,7 +663,7 @@ func (c *Cluster) abort(ctx context.Context, res *UpResult, err error) error {
 		case err != nil:
 			stopped = append(stopped, fmt.Sprintf("%s on %s: %v", l.Service, l.Node.Name, err))
 		case r.Code != 0:
-			stopped = append(stopped, fmt.Sprintf("%s on %s: %s", l.Service, l.Node.Name, strings.TrimSpace(string(r.Stdout))))
+			stopped = append(stopped, fmt.Sprintf("%s on %s: %s", l.Service, l.Node.Name, text.Printable(string(r.Stdout), 300)))
 		default:
 			stopped = append(stopped, l.Service+" on "+l.Node.Name)
 		}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // The benchmarks of issue 4, run by `make bench` (-benchtime=1x). Each
@@ -292,4 +295,50 @@ func cpuTime(who int) time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// sanitizeInput is 4 MiB of build output as a step prints it: plain
+// compiler lines, coloured warnings, '\r' progress redraws and UTF-8.
+func sanitizeInput() []byte {
+	var b bytes.Buffer
+	for i := 0; b.Len() < 4<<20; i++ {
+		switch i % 10 {
+		case 7:
+			b.WriteString("\x1b[1m/src/vllm/csrc/attention.hip:120:5: \x1b[35mwarning:\x1b[0m unused variable 'x' [-Wunused]\r\n")
+		case 8:
+			b.WriteString(" 12%|█▏        | 120/1000 [00:03<00:20, 42.1it/s]\r 13%|█▎        | 130/1000 [00:03<00:20, 42.3it/s]\r\n")
+		default:
+			b.WriteString("[" + strings.Repeat("1", 1+i%3) + "/977] Building CXX object csrc/kernels/unit.cu.o -O3 --offload-arch=gfx1151 -fPIC\r\n")
+		}
+	}
+	return b.Bytes()
+}
+
+// BenchmarkSanitize measures the runner's line path: the streaming
+// sanitiser (internal/text) handing each line's bytes to a callback, as a
+// step's stream does, in 64 KiB writes.
+func BenchmarkSanitize(b *testing.B) {
+	in := sanitizeInput()
+	for _, keepColor := range []bool{false, true} {
+		name := "text"
+		if keepColor {
+			name = "color"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(in)))
+			lines := 0
+			for b.Loop() {
+				s := &text.Sanitizer{KeepColor: keepColor, OnLine: func(int, []byte, []byte, int) { lines++ }}
+				for p := in; len(p) > 0; {
+					n := min(len(p), 64<<10)
+					s.Write(p[:n], nil)
+					p = p[n:]
+				}
+				s.Flush(nil)
+			}
+			if lines == 0 {
+				b.Fatal("no lines")
+			}
+		})
+	}
 }

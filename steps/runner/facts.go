@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/haloforge/haloforge/internal/safefile"
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/pins"
 )
 
@@ -94,12 +96,12 @@ func (r *Runner) factsPath(step string) string {
 
 // readFacts reads a step's facts file; a missing file is no facts.
 func readFacts(path string) (res Resolved, problems []string) {
-	b, err := readSmall(path, maxFactsBytes)
+	b, err := safefile.ReadRegular(path, maxFactsBytes, safefile.Follow)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return res, nil
 	case err != nil:
-		return res, []string{"the facts file could not be read: " + clean(err.Error())}
+		return res, []string{"the facts file could not be read: " + text.Printable(err.Error(), maxResultText)}
 	}
 	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 	if len(lines) > maxFactsLines {
@@ -116,7 +118,7 @@ func readFacts(path string) (res Resolved, problems []string) {
 		}
 		seen[l] = true
 		if err := res.add(l); err != nil && len(problems) < maxFactErrors {
-			problems = append(problems, fmt.Sprintf("facts line %d: %v: %q", i+1, err, clean(l)))
+			problems = append(problems, fmt.Sprintf("facts line %d: %v: %q", i+1, err, text.Printable(l, maxResultText)))
 		}
 	}
 	return res, problems

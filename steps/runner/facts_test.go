@@ -68,7 +68,7 @@ func TestReadFactsIsBounded(t *testing.T) {
 	big := filepath.Join(dir, "big.facts")
 	line := "git\thttps://g/r.git\tmain\t" + strings.Repeat("b", 40) + "\n"
 	writeFile(t, big, strings.Repeat(line, maxFactsBytes/len(line)+10))
-	if _, problems := readFacts(big); len(problems) != 1 || !strings.Contains(problems[0], "longer than") {
+	if _, problems := readFacts(big); len(problems) != 1 || !strings.Contains(problems[0], "over the 256 KiB limit") {
 		t.Errorf("a file over the limit: %q", problems)
 	}
 	fifo := filepath.Join(dir, "fifo.facts")

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // Leftover is a process a step started that was still running when the
@@ -87,15 +89,9 @@ func procCmdline(pid int) string {
 	return shortCommand(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
 }
 
-// shortCommand makes a command line safe to show: clean, one line, at most
-// maxCommand bytes.
-func shortCommand(s string) string {
-	s = clean(s)
-	if len(s) > maxCommand {
-		s = strings.ToValidUTF8(s[:maxCommand], "") + "…"
-	}
-	return s
-}
+// shortCommand makes a command line safe to show: one line, at most
+// maxCommand characters.
+func shortCommand(s string) string { return text.Printable(s, maxCommand) }
 
 // scriptEnd is what a supervisor reported when the step's script ended by
 // itself: its exit code and what it left running.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
 )
@@ -34,7 +35,7 @@ const maxReport = 16 << 20
 
 // ReadReport reads a run's report.json (a regular file, bounded).
 func ReadReport(runDir string) (*Report, error) {
-	b, err := readSmall(filepath.Join(runDir, ReportFile), maxReport)
+	b, err := safefile.ReadRegular(filepath.Join(runDir, ReportFile), maxReport, safefile.Follow)
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +278,7 @@ var ErrNoSnapshot = errors.New("the run has no pins snapshot (" + PinsSnapshot +
 // (SnapshotHead first, SnapshotEnd last).
 func ReadSnapshot(runDir string) (*pins.File, error) {
 	path := filepath.Join(runDir, PinsSnapshot)
-	b, err := readSmall(path, maxEnvFile)
+	b, err := safefile.ReadRegular(path, maxEnvFile, safefile.Follow)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, ErrNoSnapshot
 	}

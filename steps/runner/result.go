@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
-	"unicode"
+
+	"github.com/haloforge/haloforge/internal/safefile"
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // The outcome protocol of verify steps. A step that exits 0 has run to
@@ -21,7 +21,7 @@ import (
 //	not-verified<TAB>why not           (offline: no model to generate with)
 //
 // After the step exits 0 the runner reads the file, at most
-// maxResultBytes and maxResultLines, control characters stripped. A
+// maxResultBytes and maxResultLines, each text made printable. A
 // not-verified line, or a line that is neither form, makes the step's
 // outcome steps.OutcomeNotVerified: not a failure (the run goes on and
 // exits 0), never reported as passed. The file of a failed step is not read.
@@ -30,7 +30,7 @@ const (
 	resultSuffix   = ".result"
 	maxResultBytes = 64 << 10
 	maxResultLines = 100
-	maxResultText  = 512 // bytes of one verified or not-verified text
+	maxResultText  = 512 // characters of one verified or not-verified text
 )
 
 // Keywords of a result line.
@@ -56,25 +56,23 @@ type stepResult struct {
 // nothing then says the step proved what it should.
 func readResult(path string) stepResult {
 	var res stepResult
-	fi, err := os.Lstat(path)
+	// A FIFO or a link where the step should have written its file must
+	// not hang or redirect the runner.
+	f, _, err := safefile.OpenRegular(path, safefile.NoFollow)
+	var nr *safefile.NotRegularError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return res
+	case errors.As(err, &nr):
+		return stepResult{notVerified: []string{"the result file is " + safefile.Kind(nr.Mode) + ", not a regular file"}}
 	case err != nil:
-		return stepResult{notVerified: []string{"the result file could not be read: " + clean(unwrapPath(err).Error())}}
-	case !fi.Mode().IsRegular():
-		return stepResult{notVerified: []string{"the result file is not a regular file"}}
-	}
-	// O_NONBLOCK and O_NOFOLLOW: a file swapped for a FIFO or a link
-	// since the Lstat must not hang or redirect the runner.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return stepResult{notVerified: []string{"the result file could not be read: " + clean(unwrapPath(err).Error())}}
+		return stepResult{notVerified: []string{"the result file could not be read: " + text.Printable(safefile.Cause(err).Error(), maxResultText)}}
 	}
 	defer f.Close()
+	// Its beginning only: what the step proved before the bound still counts.
 	b, err := io.ReadAll(io.LimitReader(f, maxResultBytes+1))
 	if err != nil {
-		return stepResult{notVerified: []string{"the result file could not be read: " + clean(unwrapPath(err).Error())}}
+		return stepResult{notVerified: []string{"the result file could not be read: " + text.Printable(safefile.Cause(err).Error(), maxResultText)}}
 	}
 	cut := len(b) > maxResultBytes
 	if cut {
@@ -92,37 +90,19 @@ func readResult(path string) stepResult {
 		if strings.TrimSpace(l) == "" {
 			continue
 		}
-		word, text, ok := strings.Cut(l, "\t")
-		text = clean(text)
+		word, msg, ok := strings.Cut(l, "\t")
+		msg = text.Printable(msg, maxResultText)
 		switch {
-		case ok && word == resultVerified && text != "":
-			res.verified = append(res.verified, text)
-		case ok && word == resultNotVerified && text != "":
-			res.notVerified = append(res.notVerified, text)
+		case ok && word == resultVerified && msg != "":
+			res.verified = append(res.verified, msg)
+		case ok && word == resultNotVerified && msg != "":
+			res.notVerified = append(res.notVerified, msg)
 		default:
-			res.notVerified = append(res.notVerified, fmt.Sprintf("result line %d is not verified<TAB>… or not-verified<TAB>…: %q", i+1, clean(l)))
+			res.notVerified = append(res.notVerified, fmt.Sprintf("result line %d is not verified<TAB>… or not-verified<TAB>…: %q", i+1, text.Printable(l, maxResultText)))
 		}
 	}
 	if cut {
 		res.notVerified = append(res.notVerified, fmt.Sprintf("the result file is longer than %d lines or %d KiB; the rest was not read", maxResultLines, maxResultBytes>>10))
 	}
 	return res
-}
-
-// clean makes a step's text safe for a terminal and a report: escape
-// sequences and control characters out (tabs become spaces), invalid UTF-8
-// replaced, at most maxResultText bytes.
-func clean(s string) string {
-	s = SanitizeLine(strings.ReplaceAll(s, "\t", " "), false)
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return -1
-		}
-		return r
-	}, s)
-	s = strings.TrimSpace(s)
-	if len(s) > maxResultText {
-		s = strings.ToValidUTF8(s[:maxResultText], "") + "…"
-	}
-	return s
 }

@@ -176,8 +176,9 @@ func TestReadResultOfAStrangeFile(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for _, p := range []string{fifo, link, sub} {
-			if got := readResult(p); !slices.Equal(got.notVerified, []string{"the result file is not a regular file"}) || got.verified != nil {
+		for p, kind := range map[string]string{fifo: "a FIFO (named pipe)", link: "a symbolic link", sub: "a directory"} {
+			want := "the result file is " + kind + ", not a regular file"
+			if got := readResult(p); !slices.Equal(got.notVerified, []string{want}) || got.verified != nil {
 				t.Errorf("%s: %+v", filepath.Base(p), got)
 			}
 		}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/haloforge/haloforge/internal/safefile"
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
 )
 
@@ -70,7 +72,7 @@ func (r *Runner) changesSince(id string) []string {
 		for _, name := range slices.Sorted(maps.Keys(s.PinValues)) {
 			if v, had := o.Pins[name]; (!had || v != s.PinValues[name]) && !seen[name] {
 				seen[name] = true
-				changed = append(changed, fmt.Sprintf("%s %s -> %s", name, orNone(o.Pins[name], had), s.PinValues[name]))
+				changed = append(changed, fmt.Sprintf("%s %s -> %s", name, text.OrNone(v), s.PinValues[name]))
 			}
 		}
 		if r.runs[i] && (o.Status == steps.OutcomeSucceeded || o.Status == steps.OutcomeNotVerified || o.Status == steps.OutcomeSkipped) {
@@ -90,16 +92,9 @@ func (r *Runner) changesSince(id string) []string {
 	return []string{msg}
 }
 
-func orNone(v string, ok bool) string {
-	if !ok {
-		return "(unset)"
-	}
-	return v
-}
-
 // readReport loads a run's report.json (a regular file, bounded).
 func readReport(path string) (*Report, error) {
-	b, err := readSmall(path, maxReport)
+	b, err := safefile.ReadRegular(path, maxReport, safefile.Follow)
 	if err != nil {
 		return nil, err
 	}

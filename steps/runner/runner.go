@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/internal/safefile"
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
 )
 
@@ -94,7 +96,7 @@ type Options struct {
 	// on its terminal (WaitingForInput); 0 means DefaultInputQuiet.
 	InputQuiet time.Duration
 	KeepColor  bool   // keep SGR colours in Lines.Text
-	MaxLine    int    // bytes of a screen line; 0 means DefaultMaxLine
+	MaxLine    int    // bytes of a screen line; 0 means text.DefaultMaxLine
 	Cols, Rows uint16 // pty size; 0 means 160x50
 	// Supervisor is the argv that runs "GRACE SCRIPT" under a supervisor
 	// (see Supervise); nil means this binary: /proc/self/exe __supervise.
@@ -184,7 +186,7 @@ func withDefaults(o Options) Options {
 		o.Events = DefaultEvents
 	}
 	if o.MaxLine <= 0 {
-		o.MaxLine = DefaultMaxLine
+		o.MaxLine = text.DefaultMaxLine
 	}
 	if o.Cols == 0 || o.Rows == 0 {
 		o.Cols, o.Rows = 160, 50
@@ -212,14 +214,14 @@ func CheckStateDir(dir string) error {
 		return errors.New("no state dir")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("state dir %s cannot be created: %w", dir, unwrapPath(err))
+		return fmt.Errorf("state dir %s cannot be created: %w", dir, safefile.Cause(err))
 	}
 	if err := ownedByUser(dir); err != nil {
 		return err
 	}
 	f, err := os.CreateTemp(dir, ".probe-*")
 	if err != nil {
-		return fmt.Errorf("state dir %s is not writable: %w", dir, unwrapPath(err))
+		return fmt.Errorf("state dir %s is not writable: %w", dir, safefile.Cause(err))
 	}
 	name := f.Name()
 	_, werr := f.Write([]byte("ok"))
@@ -237,7 +239,7 @@ func CheckStateDir(dir string) error {
 func ownedByUser(dir string) error {
 	fi, err := os.Stat(dir)
 	if err != nil {
-		return fmt.Errorf("state dir %s: %w", dir, unwrapPath(err))
+		return fmt.Errorf("state dir %s: %w", dir, safefile.Cause(err))
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
@@ -250,14 +252,6 @@ func ownedByUser(dir string) error {
 		return fmt.Errorf("state dir %s is writable by every user (mode %04o): another user could plant the scripts a build runs there; chmod o-w %s", dir, fi.Mode().Perm(), dir)
 	}
 	return nil
-}
-
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // selectSteps decides, per plan step, whether it runs and why.
@@ -305,7 +299,7 @@ func (r *Runner) checkScripts() error {
 		fi, err := os.Stat(p)
 		switch {
 		case err != nil:
-			problems = append(problems, fmt.Sprintf("step %s: script %s: %v", s.ID, p, unwrapPath(err)))
+			problems = append(problems, fmt.Sprintf("step %s: script %s: %v", s.ID, p, safefile.Cause(err)))
 		case !fi.Mode().IsRegular():
 			problems = append(problems, fmt.Sprintf("step %s: script %s is not a regular file", s.ID, p))
 		case fi.Mode().Perm()&0o111 == 0:
@@ -325,7 +319,7 @@ func (r *Runner) scriptPath(s steps.PlannedStep) string {
 func (r *Runner) checkSupervisor() error {
 	exe := r.o.Supervisor[0]
 	if _, err := os.Stat(exe); err != nil {
-		return fmt.Errorf("step supervisor %s: %w", exe, unwrapPath(err))
+		return fmt.Errorf("step supervisor %s: %w", exe, safefile.Cause(err))
 	}
 	return nil
 }
@@ -546,7 +540,7 @@ func lockStateDir(dir string) (func(), error) {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			holder := ""
-			if b, err := readSmall(path, 64); err == nil {
+			if b, err := safefile.ReadRegular(path, 64, safefile.Follow); err == nil {
 				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
 					holder = fmt.Sprintf(" (pid %d)", pid)
 				}

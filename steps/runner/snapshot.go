@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/pins"
-	"github.com/haloforge/haloforge/steps"
 )
 
 // The env files the step scripts read. haloforge validates the pins
@@ -59,7 +59,7 @@ func (r *Runner) snapshots() error {
 		return nil
 	}
 	path := filepath.Join(r.o.ToolboxDir, ToolboxEnvName)
-	data, err := readSmall(path, maxEnvFile)
+	data, err := safefile.ReadRegular(path, maxEnvFile, safefile.Follow)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -141,7 +141,3 @@ func writeReadOnly(path string, data []byte) error {
 	}
 	return err
 }
-
-// readSmall reads a regular file of at most limit bytes. A FIFO or a device
-// is refused without blocking, a longer file with the limit named.
-func readSmall(path string, limit int64) ([]byte, error) { return steps.ReadBounded(path, limit) }

@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 const gib = 1 << 30
@@ -260,4 +262,32 @@ func FuzzShapeFromHFConfig(f *testing.F) {
 			_ = Estimate(FitRequest{Engine: EngineVLLM, Model: m, LimitBytes: 64 * gib, Unified: true})
 		}
 	})
+}
+
+// TestShapeFromHFRefusesAFIFO: a model directory is the user's, and a FIFO
+// with no writer where config.json, the index or a shard should be is
+// refused at once with its path, never waited on.
+func TestShapeFromHFRefusesAFIFO(t *testing.T) {
+	const config = `{"num_hidden_layers":2,"num_attention_heads":2,"hidden_size":8}`
+	for _, name := range []string{"config.json", "model.safetensors.index.json", "model.safetensors"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if name != "config.json" {
+				writeFile(t, dir, "config.json", []byte(config))
+			}
+			if err := syscall.Mkfifo(filepath.Join(dir, name), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { _, err := ShapeFromHF(dir); done <- err }()
+			select {
+			case err := <-done:
+				if want := filepath.Join(dir, name) + " is a FIFO (named pipe), not a regular file"; err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("err %v, want %q", err, want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("ShapeFromHF waited on the FIFO")
+			}
+		})
+	}
 }

@@ -13,11 +13,12 @@ import (
 	"io"
 	"math"
 	"math/bits"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/haloforge/haloforge/internal/safefile"
 )
 
 // Bounds on a GGUF header, so a hostile or broken file cannot make the reader
@@ -166,15 +167,11 @@ func (g *GGUF) HeadDims() (k, v uint64) {
 
 // ReadGGUFFile reads the header of a GGUF file.
 func ReadGGUFFile(path string) (*GGUF, error) {
-	f, err := os.Open(path)
+	f, st, err := safefile.OpenRegular(path, safefile.Follow) // a FIFO named as the model is refused, not waited on
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
 	g, err := ReadGGUF(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/haloforge/haloforge/internal/safefile"
 )
 
 // Bounds on the Hugging Face files read for vLLM's fit.
@@ -148,7 +150,7 @@ func sumSafetensors(files []string) (uint64, error) {
 // SafetensorsBytes reads one safetensors file's header and returns the bytes
 // of its tensors (the sum of their data_offsets ranges).
 func SafetensorsBytes(path string) (uint64, error) {
-	f, err := os.Open(path)
+	f, _, err := safefile.OpenRegular(path, safefile.Follow)
 	if err != nil {
 		return 0, err
 	}
@@ -200,17 +202,11 @@ func ParseSafetensorsHeader(r io.Reader) (uint64, error) {
 
 // readJSON decodes a small JSON file, refusing one larger than maxConfigBytes.
 func readJSON(path string, v any) error {
-	f, err := os.Open(path)
+	// Never waits on a FIFO; links are followed, as the Hugging Face cache
+	// keeps its files as links into blobs/.
+	b, err := safefile.ReadRegular(path, maxConfigBytes, safefile.Follow)
 	if err != nil {
 		return err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if len(b) > maxConfigBytes {
-		return fmt.Errorf("%s: larger than %d MiB", path, maxConfigBytes>>20)
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("%s: %w", path, err)

@@ -10,9 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
-	"github.com/haloforge/haloforge/steps/runner"
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // maxProbeBody bounds what a probe reads of an answer.
@@ -118,7 +117,7 @@ func (p *HTTPProber) Complete(ctx context.Context, sr SmokeRequest) SmokeResult 
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		res.Err = fmt.Sprintf("%s answered %d: %s", SmokeEndpoint, resp.StatusCode, excerptLine(string(b)))
+		res.Err = fmt.Sprintf("%s answered %d: %s", SmokeEndpoint, resp.StatusCode, text.Printable(string(b), 240))
 		return res
 	}
 	return ReadStream(resp.Body, start, time.Now)
@@ -134,7 +133,7 @@ func ReadStream(r io.Reader, start time.Time, now func() time.Time) SmokeResult 
 	sc := bufio.NewScanner(io.LimitReader(r, 16<<20))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	var first, last time.Time
-	var text strings.Builder
+	var answer strings.Builder
 	chunks, engineTokens := 0, 0
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
@@ -165,7 +164,7 @@ func ReadStream(r io.Reader, start time.Time, now func() time.Time) SmokeResult 
 			continue
 		}
 		if chunk.Error != nil {
-			res.Err = "the server said: " + excerptLine(chunk.Error.Message)
+			res.Err = "the server said: " + text.Printable(chunk.Error.Message, 240)
 			return res
 		}
 		if chunk.Timings != nil && chunk.Timings.PredictedPerSecond > 0 {
@@ -187,8 +186,8 @@ func ReadStream(r io.Reader, start time.Time, now func() time.Time) SmokeResult 
 		}
 		last = t
 		chunks++
-		if text.Len() < 512 {
-			text.WriteString(chunk.Choices[0].Text)
+		if answer.Len() < 512 {
+			answer.WriteString(chunk.Choices[0].Text)
 		}
 	}
 	if err := sc.Err(); err != nil && chunks == 0 {
@@ -203,34 +202,9 @@ func ReadStream(r io.Reader, start time.Time, now func() time.Time) SmokeResult 
 	if chunks > 1 && last.After(first) {
 		res.TokensPerSecond = float64(chunks-1) / last.Sub(first).Seconds()
 	}
-	res.Text = printable(text.String(), 120)
+	// One line through the one sanitiser, as every step line goes: a
+	// model's answer reaches the screen as safely as the engine's log.
+	// U+FFFD (a byte token cut in the middle of a character) is left out.
+	res.Text = text.Printable(strings.ReplaceAll(answer.String(), "\uFFFD", ""), 120)
 	return res
 }
-
-// printable keeps text on one line, at most n runes, through the runner's
-// sanitiser, the one every step line goes through (escape sequences,
-// control characters and bidi overrides out), so a model's answer reaches
-// the screen as safely as the engine's log. U+FFFD (a byte token cut in
-// the middle of a character) is left out.
-func printable(s string, n int) string {
-	s = runner.SanitizeLine(oneLine.Replace(s), false)
-	var b strings.Builder
-	count := 0
-	for _, r := range s {
-		if count >= n {
-			b.WriteString("…")
-			break
-		}
-		if r == utf8.RuneError {
-			continue
-		}
-		b.WriteRune(r)
-		count++
-	}
-	return strings.TrimSpace(b.String())
-}
-
-// oneLine turns line breaks and tabs into spaces before the sanitiser,
-// which would otherwise split the text (or let a carriage return overwrite
-// it).
-var oneLine = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ")

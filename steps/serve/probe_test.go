@@ -45,7 +45,7 @@ func TestReadStreamRecordedLlamaServer(t *testing.T) {
 
 func TestReadStreamErrors(t *testing.T) {
 	for name, tc := range map[string]struct{ in, want string }{
-		"an error chunk":            {`data: {"error":{"message":"model \u001b[31mnot\u001b[0m found"}}` + "\n\n", "the server said: model [31mnot[0m found"},
+		"an error chunk":            {`data: {"error":{"message":"model \u001b[31mnot\u001b[0m found"}}` + "\n\n", "the server said: model not found"},
 		"nothing but DONE":          {"data: [DONE]\n\n", "ended without a token"},
 		"not a stream":              {"<html>busy</html>\n", "ended without a token"},
 		"only empty chunks":         {`data: {"choices":[{"text":""}]}` + "\n\ndata: [DONE]\n\n", "ended without a token"},

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/haloforge/haloforge/diagnose"
-	"github.com/haloforge/haloforge/steps/runner"
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // PhaseID names a start-up phase; the IDs are stable (screens and reports use them).
@@ -296,7 +296,7 @@ func (r *Readiness) Lines(now time.Time, lines []string) []ReadinessEvent {
 		if r.done {
 			break
 		}
-		line := cleanLogLine(raw)
+		line := text.Screen(raw)
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
@@ -348,7 +348,7 @@ func (r *Readiness) Tick(now time.Time) []ReadinessEvent {
 	}
 	ph := r.Phase()
 	if ph.Budget > 0 && now.Sub(r.since) >= ph.Budget {
-		reason := fmt.Sprintf("no progress for %s in phase %q (%s); last line: %s", roundDur(now.Sub(r.since)), ph.ID, ph.Title, orNone(r.lastLine))
+		reason := fmt.Sprintf("no progress for %s in phase %q (%s); last line: %s", text.Duration(now.Sub(r.since)), ph.ID, ph.Title, text.OrNone(r.lastLine))
 		r.done = true
 		return []ReadinessEvent{PhaseStalled{Phase: ph.ID, Title: ph.Title, At: now, Elapsed: now.Sub(r.start), Reason: reason, Line: r.lastLine}}
 	}
@@ -360,12 +360,12 @@ func (r *Readiness) Exited(now time.Time, code int) []ReadinessEvent {
 	if r.done {
 		return nil
 	}
-	reason := fmt.Sprintf("the engine exited (code %d) in phase %q (%s); last line: %s", code, r.Phase().ID, r.Phase().Title, orNone(r.lastLine))
+	reason := fmt.Sprintf("the engine exited (code %d) in phase %q (%s); last line: %s", code, r.Phase().ID, r.Phase().Title, text.OrNone(r.lastLine))
 	return r.fail(now, reason, 0)
 }
 
 func (r *Readiness) line(now time.Time, line string) []ReadinessEvent {
-	r.lastLine = excerptLine(line)
+	r.lastLine = text.Printable(line, 240)
 	var out []ReadinessEvent
 	for _, f := range r.p.failures {
 		if matches(line, f) {
@@ -491,67 +491,6 @@ func baseName(p string) string {
 	}
 	return p
 }
-
-// cleanLogLine drops escape sequences and keeps what a terminal would show
-// last on a line redrawn with carriage returns (progress bars).
-func cleanLogLine(s string) string {
-	if i := strings.LastIndexByte(strings.TrimRight(s, "\r\n"), '\r'); i >= 0 {
-		s = s[i+1:]
-	}
-	s = strings.TrimRight(s, "\r\n")
-	if !strings.ContainsRune(s, 0x1b) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != 0x1b {
-			b.WriteByte(s[i])
-			continue
-		}
-		if i+1 < len(s) && s[i+1] == '[' { // CSI: skip to the final byte
-			j := i + 2
-			for j < len(s) && (s[j] < 0x40 || s[j] > 0x7e) {
-				j++
-			}
-			i = j
-			continue
-		}
-		i++ // a two-byte escape
-	}
-	return b.String()
-}
-
-// excerptLine keeps a line short and printable for an event: C0 controls
-// dropped, then the runner's sanitiser (C1 codes, bidi overrides), as for
-// every step line.
-func excerptLine(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return -1
-		}
-		return r
-	}, s)
-	s = runner.SanitizeLine(s, false)
-	if len(s) > 240 {
-		cut := 240
-		for cut > 0 && !utf8Start(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return strings.TrimSpace(s)
-}
-
-func utf8Start(b byte) bool { return b&0xc0 != 0x80 }
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
-}
-
-func roundDur(d time.Duration) time.Duration { return d.Round(time.Second) }
 
 // PhasesOf lists an engine's start-up phases in order (nil for an unknown
 // engine), for a display of the phases to come.

@@ -332,18 +332,25 @@ func TestNewReadinessUnknownEngine(t *testing.T) {
 	}
 }
 
-func TestCleanLogLine(t *testing.T) {
-	for in, want := range map[string]string{
-		"\x1b[1;36m(EngineCore_DP0 pid=123)\x1b[0;0m INFO GPU KV cache size: 1 tokens": "(EngineCore_DP0 pid=123) INFO GPU KV cache size: 1 tokens",
-		"Capturing:  10%\rCapturing:  90%\rCapturing: 100%\r\n":                        "Capturing: 100%",
-		"plain": "plain",
-	} {
-		if got := cleanLogLine(in); got != want {
-			t.Errorf("cleanLogLine(%q) = %q, want %q", in, got, want)
-		}
+// TestReadinessShowsLinesAsATerminalWould: an engine's last line reaches an
+// event as a terminal shows it (colours gone, the last redraw of a progress
+// bar), without bidi overrides or C1 codes, and bounded.
+func TestReadinessShowsLinesAsATerminalWould(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"colours", "\x1b[1;36m(EngineCore_DP0 pid=123)\x1b[0;0m INFO GPU KV cache size: 1 tokens", "(EngineCore_DP0 pid=123) INFO GPU KV cache size: 1 tokens"},
+		{"progress redraws", "Capturing:  10%\rCapturing:  90%\rCapturing: 100%\r\n", "Capturing: 100%"},
+		{"bidi override and C1 CSI", "model \u202eevil\u009b31m", "model evil31m"},
+		{"bounded", strings.Repeat("é", 300), strings.Repeat("é", 240) + "…"},
 	}
-	if got := excerptLine(strings.Repeat("é", 300)); len(got) > 244 || !strings.HasSuffix(got, "…") {
-		t.Errorf("excerpt %q", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newR(t, EngineVLLM, "")
+			r.Lines(t0, []string{tt.in})
+			f, ok := single[StartFailed](r.Exited(t0, 1))
+			if !ok || f.Line != tt.want {
+				t.Errorf("last line %q, want %q", f.Line, tt.want)
+			}
+		})
 	}
 }
 

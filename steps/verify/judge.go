@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // Schema names the JSON of a verify result.
@@ -278,7 +280,7 @@ func JudgeReference(rec, ref *Record, tol Tolerance) Result {
 	res.Verdict = Right
 	tie := ""
 	if ties > 0 {
-		tie = fmt.Sprintf("; %d near-tie%s ended a comparison early", ties, plural(ties))
+		tie = "; " + text.Plural(ties, "near-tie") + " ended a comparison early"
 	}
 	res.Reason = fmt.Sprintf("%d prompts agree with the reference recorded %s (%d of %d positions compared, max logprob distance %.3g, tolerance %.3g%s)",
 		len(rec.Answers), refOrigin(ref), compared, total, maxD, tol.Logprob, tie)
@@ -309,13 +311,6 @@ func orEnd(tok string, lp *float64) string {
 		return `"` + tok + `"`
 	}
 	return fmt.Sprintf(`"%s" (logprob %.3g)`, tok, *lp)
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }
 
 func firstWrong(prs []PromptResult) int {

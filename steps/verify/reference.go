@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strings"
 	"time"
 
-	"github.com/haloforge/haloforge/pins/safefile"
+	"github.com/haloforge/haloforge/internal/safefile"
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // ReferenceSchema names the reference file format. A reference is
@@ -115,17 +115,12 @@ func (e *ReferenceError) Unwrap() error { return e.Err }
 // (a FIFO or device is refused without waiting), at most
 // MaxReferenceSize bytes.
 func ReadReference(path string) (*Record, error) {
-	f, _, err := safefile.OpenRegular(path, true)
+	data, err := safefile.ReadRegular(path, MaxReferenceSize, safefile.Follow)
+	if tl := (*safefile.TooLargeError)(nil); errors.As(err, &tl) {
+		err = errors.New("larger than " + text.Bytes(MaxReferenceSize) + ": not a reference")
+	}
 	if err != nil {
 		return nil, &ReferenceError{File: path, Err: err}
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxReferenceSize+1))
-	if err != nil {
-		return nil, &ReferenceError{File: path, Err: err}
-	}
-	if len(data) > MaxReferenceSize {
-		return nil, &ReferenceError{File: path, Err: fmt.Errorf("larger than %d MiB: not a reference", MaxReferenceSize>>20)}
 	}
 	rec, err := ParseReference(data)
 	if err != nil {

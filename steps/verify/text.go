@@ -3,43 +3,24 @@ package verify
 import (
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
-	"github.com/haloforge/haloforge/steps/runner"
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // Everything a server sends is untrusted: a model's text, a token, an error
 // message, a model name. None of it reaches a terminal, a reference file or
 // a JSON report before it has gone through printable or tokenText, both of
-// which end in the runner's sanitiser (the one every step line goes
-// through: escape sequences, C0/C1 controls and bidi overrides out).
+// which end in the one sanitiser (internal/text: escape sequences, C0/C1
+// controls and bidi overrides out).
 
 // maxShown bounds a text shown in a line or kept in a report, in runes.
 const maxShown = 120
 
-// printable is s on one line, at most n runes, sanitised. Line breaks and
-// tabs become spaces first (the sanitiser would split the line on them);
+// printable is s on one line, at most n runes, sanitised (text.Printable);
 // U+FFFD, a byte token cut in the middle of a character, is left out.
 func printable(s string, n int) string {
-	s = runner.SanitizeLine(oneLine.Replace(s), false)
-	var b strings.Builder
-	count := 0
-	for _, r := range s {
-		if count >= n {
-			b.WriteString("…")
-			break
-		}
-		if r == utf8.RuneError {
-			continue
-		}
-		b.WriteRune(r)
-		count++
-	}
-	return strings.TrimSpace(b.String())
+	return text.Printable(strings.ReplaceAll(s, "\uFFFD", ""), n)
 }
-
-// oneLine turns line breaks and tabs into spaces.
-var oneLine = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ")
 
 // tokenText is a token's bytes as a reader can see them exactly: Go's
 // quoting without the quotes (a newline is \n, a lone byte of a character
@@ -52,7 +33,7 @@ func tokenText(b []byte) string {
 		b, cut = b[:64], "…"
 	}
 	q := strconv.Quote(string(b))
-	return runner.SanitizeLine(q[1:len(q)-1], false) + cut
+	return text.Sanitize(q[1:len(q)-1]) + cut
 }
 
 // quoted is a token as a line shows it: tokenText in double quotes.

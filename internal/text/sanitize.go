@@ -1,4 +1,4 @@
-package runner
+package text
 
 import (
 	"strings"
@@ -36,11 +36,15 @@ const (
 )
 
 // Sanitizer turns a raw pty byte stream into lines that are safe to put on
-// a screen: no cursor movement, erase, titles, clipboard (OSC 52),
-// hyperlinks, DCS/APC/PM/SOS strings, bells or other controls; '\r' redraws
-// collapse to the last one; invalid UTF-8 becomes U+FFFD. Sequences split
-// across writes are handled, and memory stays bounded whatever the input.
-// The zero value is ready to use.
+// a screen or in a report: no cursor movement, erase, titles, clipboard
+// (OSC 52), hyperlinks, DCS/APC/PM/SOS strings, bells or other C0 and C1
+// controls, no bidi controls (U+202E and the rest of Unicode's
+// Bidi_Control); '\r' redraws collapse to the last one, '\b' overwrites;
+// invalid UTF-8 becomes U+FFFD. Sequences split across writes are handled,
+// and memory stays bounded whatever the input. The zero value is ready to
+// use. It parses as an ECMA-48 terminal does (the vt100.net DEC parser),
+// so what it keeps is what a terminal would show, minus what could move,
+// hide or reorder text.
 type Sanitizer struct {
 	KeepColor bool // keep well-formed SGR (colour) sequences in Line.Color
 	MaxLine   int  // bytes of text kept per line; 0 means DefaultMaxLine
@@ -59,10 +63,13 @@ type Sanitizer struct {
 	hadCtl   bool   // the line held escape sequences or controls
 	cut      int
 	lineNo   int
-	// raw, when set, takes each line instead of emit, as bytes valid only
-	// during the call: the runner batches lines without a string per line.
-	// screen is the line with its colours (KeepColor), nil when it is text.
-	raw func(no int, text, screen []byte, cut int)
+	literal  bool // text, not a terminal stream: '\r' and '\b' are dropped, never applied
+
+	// OnLine, when set, takes each line instead of emit, as bytes valid
+	// only during the call: the runner batches lines without a string per
+	// line. screen is the line with its colours (KeepColor), nil when it
+	// is text.
+	OnLine func(no int, text, screen []byte, cut int)
 }
 
 // Write feeds raw bytes and calls emit for every line they complete.
@@ -105,8 +112,8 @@ func (s *Sanitizer) wholeLine(p []byte, i, j int, emit func(Line)) int {
 		return 0
 	}
 	s.lineNo++
-	if s.raw != nil {
-		s.raw(s.lineNo, p[i:j], nil, 0)
+	if s.OnLine != nil {
+		s.OnLine(s.lineNo, p[i:j], nil, 0)
 		return next
 	}
 	l := Line{No: s.lineNo, Text: string(p[i:j])}
@@ -220,11 +227,11 @@ func (s *Sanitizer) ground(b byte, emit func(Line)) {
 		s.st, s.hadCtl = stEsc, true
 	case b == '\n':
 		s.endLine(emit)
-	case b == '\r':
+	case b == '\r' && !s.literal:
 		s.cr = true
 	case b == '\t':
 		s.appendText([]byte{'\t'})
-	case b == 0x08:
+	case b == 0x08 && !s.literal:
 		s.backspace()
 	case b < 0x20 || b == 0x7f:
 		s.hadCtl = true // NUL, BEL and the other controls never reach a screen
@@ -294,8 +301,10 @@ func (s *Sanitizer) finishRune() {
 		s.appendRune(utf8.RuneError) // overlong forms and surrogates
 	case r >= 0x80 && r <= 0x9f:
 		s.hadCtl = true // C1 controls: U+009B is a CSI on some terminals
-	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
-		s.hadCtl = true // bidi embeddings, overrides and isolates reorder what follows on screen
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+		// Unicode's Bidi_Control set: embeddings, overrides, isolates and
+		// marks reorder what follows on screen ("Trojan source").
+		s.hadCtl = true
 	default:
 		s.appendText(s.utf[:n])
 	}
@@ -432,8 +441,8 @@ func (s *Sanitizer) emit(emit func(Line)) {
 		}
 		screen = s.color
 	}
-	if s.raw != nil {
-		s.raw(s.lineNo+1, s.text, screen, s.cut)
+	if s.OnLine != nil {
+		s.OnLine(s.lineNo+1, s.text, screen, s.cut)
 		return
 	}
 	l := Line{No: s.lineNo + 1, Text: string(s.text), Cut: s.cut}
@@ -453,21 +462,4 @@ func (s *Sanitizer) resetLine() {
 		s.color = append(s.color[:0], s.carry...)
 		s.lastRune, s.sgr = 0, len(s.carry) > 0
 	}
-}
-
-// SanitizeLine runs s through a fresh Sanitizer and joins the resulting lines
-// with '\n'; with keepColor the lines keep their SGR colours.
-func SanitizeLine(s string, keepColor bool) string {
-	z := Sanitizer{KeepColor: keepColor}
-	var out []string
-	emit := func(l Line) {
-		if keepColor {
-			out = append(out, l.Color)
-		} else {
-			out = append(out, l.Text)
-		}
-	}
-	z.Write([]byte(s), emit)
-	z.Flush(emit)
-	return strings.Join(out, "\n")
 }

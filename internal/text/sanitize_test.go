@@ -1,9 +1,10 @@
-package runner
+package text
 
 import (
 	"bytes"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
@@ -65,8 +66,9 @@ func TestSanitizeText(t *testing.T) {
 		{"line of only controls is dropped", []string{"a\n\x1b[2K\x1b[1A\nb\n"}, []string{"a", "b"}},
 		{"unfinished escape at end dropped", []string{"a\x1b]52;c;AAAA"}, []string{"a"}},
 		{"unfinished UTF-8 at end replaced", []string{"a\xe2\x9c"}, []string{"a\ufffd"}},
-		// review F15: a right-to-left override reorders what follows on screen
+		// a right-to-left override reorders what follows on screen
 		{"bidi overrides and isolates dropped", []string{"abc\u202egnp.exe\u202c \u2066x\u2069 \u202ay\u202c\n"}, []string{"abcgnp.exe x y"}},
+		{"bidi marks dropped", []string{"a\u200eb\u200fc\u061cd\n"}, []string{"abcd"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,7 +100,7 @@ func TestSanitizeColor(t *testing.T) {
 		{"private SGR-like dropped", "\x1b[?25mx\x1b[>4;2m\n", []string{"x"}},
 		{"non-SGR CSI dropped", "\x1b[2Kx\x1b[5C\n", []string{"x"}},
 		{"oversized SGR dropped", "\x1b[" + strings.Repeat("1;", 40) + "mx\n", []string{"x"}},
-		// review F15: conceal (8) could hide the step's later lines, blink
+		// conceal (8) could hide the step's later lines, blink
 		// and reverse disguise them; colours stay, 256 and truecolor too
 		{"blink, reverse and conceal dropped", "\x1b[31;1;5;7;8mred\x1b[8mhidden\x1b[0m\n", []string{"\x1b[31;1mredhidden\x1b[0m\x1b[0m"}},
 		{"256 and truecolor keep their 5 and 2", "\x1b[38;5;8;48;2;5;6;7;5mx\n", []string{"\x1b[38;5;8;48;2;5;6;7mx\x1b[0m"}},
@@ -152,12 +154,6 @@ func TestSanitizeLongLineIsCutAndBounded(t *testing.T) {
 	}
 }
 
-func TestSanitizeLineHelper(t *testing.T) {
-	if got := SanitizeLine("\x1b]0;t\x07a\r\nb\x1b[31mc", false); got != "a\nbc" {
-		t.Errorf("SanitizeLine = %q", got)
-	}
-}
-
 // checkSafe asserts what FuzzSanitize promises for any input.
 func checkSafe(t *testing.T, out string, keepColor bool) {
 	t.Helper()
@@ -191,6 +187,9 @@ func checkSafe(t *testing.T, out string, keepColor bool) {
 		if r >= 0x80 && r <= 0x9f {
 			t.Fatalf("C1 control %U in %q", r, out)
 		}
+		if unicode.Is(unicode.Bidi_Control, r) {
+			t.Fatalf("bidi control %U in %q", r, out)
+		}
 	}
 }
 
@@ -198,7 +197,7 @@ func FuzzSanitize(f *testing.F) {
 	for _, seed := range []string{
 		"plain\n", "\x1b[1;31mred\x1b[0m\n", "\x1b]52;c;cm0gLXJmIH4K\x07", "\x1b]0;title\x1b\\",
 		"a\rb\r\n", "\xff\xfe\xc3", "\x00\x07\x08", "\x1bP1$r\x1b\\", "\x1b[?1049h\x1b[H",
-		"\x1b[38;2;1;2;3m", "\x1b\x1b[", "\xc2\x9b2J", "\x1b]8;;http://x\x1b\\l\x1b]8;;\x1b\\",
+		"\x1b[38;2;1;2;3m", "\x1b\x1b[", "\xc2\x9b2J", "a\u202eb\u2067c\u200fd\u061c", "\x1b]8;;http://x\x1b\\l\x1b]8;;\x1b\\",
 	} {
 		f.Add([]byte(seed), uint8(3), false)
 		f.Add([]byte(seed), uint8(1), true)
