@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/pins/sets"
 	"github.com/haloforge/haloforge/pins/upstream"
@@ -337,9 +338,9 @@ func (r *Result) Lines(now time.Time) []string {
 	if r.Offline != "" {
 		return append(append(out, "· "+r.Offline), r.Stale...)
 	}
-	age := upstream.AgeText(now.Sub(r.CheckedAt))
+	age := "checked " + text.Ago(now.Sub(r.CheckedAt))
 	if r.FromCache {
-		age = "pins status " + strings.TrimPrefix(age, "checked ")
+		age = "pins status " + age
 	}
 	if r.Blocks() {
 		noun := "pin"

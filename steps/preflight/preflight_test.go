@@ -196,7 +196,7 @@ func TestARecentStatusStandsForACheck(t *testing.T) {
 	if !second.FromCache || !second.Blocks() || second.Retired[0].Name != "TORCH_VERSION" {
 		t.Fatalf("second %+v", second)
 	}
-	if !strings.Contains(second.Lines(now.Add(30 * time.Minute))[0], "(pins status 30 minutes ago)") {
+	if !strings.Contains(second.Lines(now.Add(30 * time.Minute))[0], "(pins status checked 30 minutes ago)") {
 		t.Errorf("lines %q", second.Lines(now.Add(30*time.Minute)))
 	}
 	o.Now = func() time.Time { return now.Add(2 * time.Hour) }
