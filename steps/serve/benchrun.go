@@ -44,6 +44,8 @@ type BenchLaunch struct {
 	In      string            `json:"in"`
 	Wrapper []string          `json:"wrapper"`
 	Shell   string            `json:"shell"`
+	// Entrypoint is the container entrypoint haloforge sets (see Launch).
+	Entrypoint string `json:"entrypoint,omitempty"`
 	// Result names the results file in the run directory.
 	Result string `json:"result"`
 }
@@ -98,7 +100,7 @@ func (b BenchLaunch) ScriptArgs() []string {
 	if b.Mode == ModeBox {
 		return append(envPrefix(b.Env), b.Command...)
 	}
-	return append(slices.Clone(b.Wrapper), b.Command...)
+	return append(slices.Clone(b.Wrapper), afterEntrypoint(b.Command, b.Entrypoint)...)
 }
 
 // llamaBench is llama-bench with JSONL output, three repetitions, flash
@@ -198,7 +200,12 @@ func (b *BenchLaunch) vllmBench(ln launcher, req BenchRequest) error {
 			cache = filepath.Join(home, ".cache", "huggingface")
 		}
 		b.Wrapper = []string{"podman", "run", "--rm", "--network", "host", "-v", cache + ":/root/.cache/huggingface:z",
-			"-v", RunDirWord + ":" + RunDirWord + ":z", b.In}
+			"-v", RunDirWord + ":" + RunDirWord + ":z"}
+		if ln.entrypoint {
+			b.Entrypoint = b.Command[0]
+			b.Wrapper = append(b.Wrapper, "--entrypoint", b.Entrypoint)
+		}
+		b.Wrapper = append(b.Wrapper, b.In)
 	}
 	return nil
 }

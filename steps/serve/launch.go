@@ -41,6 +41,11 @@ type launcher struct {
 	gpuFlags []string
 	// benchable says the track's scripts can run the engine's benchmark.
 	benchable bool
+	// entrypoint sets the container's entrypoint to the command's first
+	// word: vllm/vllm-openai-rocm starts `vllm serve` itself, rocm/vllm has
+	// no entrypoint, and with --entrypoint vllm both run `serve MODEL …`
+	// (as scripts/vllm-image/launcher-body.sh does).
+	entrypoint bool
 }
 
 // Container flags for the GPU, as the tracks' own scripts pass them
@@ -55,8 +60,18 @@ var launchers = map[string]launcher{
 	"llamacpp-distro": {engine: EngineLlamaCpp, mode: ModeBox, boxPin: "LLAMACPP_DISTRO_BOX", modelPin: "LLAMA_MODEL", benchable: true},
 	"llamacpp-vulkan": {engine: EngineLlamaCpp, mode: ModeContainer, imagePin: "VULKAN_IMAGE", modelPin: "LLAMA_MODEL", gpuFlags: vulkanFlags, benchable: true},
 	"therock-toolbox": {engine: EngineVLLM, mode: ModeBox, boxPin: "TOOLBOX_NAME", portPin: "VLLM_PORT", modelPin: "VERIFY_MODEL", benchable: true},
-	"vllm-image":      {engine: EngineVLLM, mode: ModeContainer, imagePin: "VLLM_IMAGE", portPin: "VLLM_PORT", modelPin: "VERIFY_MODEL", gpuFlags: rocmFlags, benchable: true},
+	"vllm-image":      {engine: EngineVLLM, mode: ModeContainer, imagePin: "VLLM_IMAGE", portPin: "VLLM_PORT", modelPin: "VERIFY_MODEL", gpuFlags: rocmFlags, benchable: true, entrypoint: true},
 	"ollama":          {engine: EngineOllama, mode: ModeContainer, imagePin: "OLLAMA_IMAGE", portPin: "OLLAMA_PORT", gpuFlags: rocmFlags},
+}
+
+// forPins is the launcher for these pins: Ollama on Vulkan
+// (OLLAMA_BACKEND=vulkan) runs the plain image with /dev/dri only, as
+// scripts/ollama's ollama_engine does; its environment is ollamaCommand's.
+func (ln launcher) forPins(pins map[string]string) launcher {
+	if ln.engine == EngineOllama && pins["OLLAMA_BACKEND"] == "vulkan" {
+		ln.imagePin, ln.gpuFlags = "OLLAMA_VULKAN_IMAGE", vulkanFlags
+	}
+	return ln
 }
 
 // where names the track's box or image from its pins; for a box, the
@@ -145,7 +160,10 @@ type Launch struct {
 	Wrapper   []string `json:"wrapper"`
 	Shell     string   `json:"shell"`
 	Container string   `json:"container,omitempty"` // the container's name, ModeContainer
-	Warnings  []string `json:"warnings,omitempty"`
+	// Entrypoint is the container entrypoint haloforge sets (Command's first
+	// word; Wrapper has --entrypoint before the image), "" for the image's own.
+	Entrypoint string   `json:"entrypoint,omitempty"`
+	Warnings   []string `json:"warnings,omitempty"`
 }
 
 // ScriptArgs are the arguments of the track's serve.sh: in a box, the
@@ -156,7 +174,16 @@ func (l Launch) ScriptArgs() []string {
 	if l.Mode == ModeBox {
 		return inner
 	}
-	return append(slices.Clone(l.Wrapper), l.Command...)
+	return append(slices.Clone(l.Wrapper), afterEntrypoint(l.Command, l.Entrypoint)...)
+}
+
+// afterEntrypoint is what follows the image in podman run: the command,
+// less its first word when that word is the entrypoint haloforge set.
+func afterEntrypoint(command []string, entrypoint string) []string {
+	if entrypoint != "" && len(command) > 0 && command[0] == entrypoint {
+		return command[1:]
+	}
+	return command
 }
 
 // envPrefix is "env K=V …" for a non-empty environment, sorted.
@@ -183,6 +210,7 @@ var ErrNoModel = errors.New("no model")
 // and where it runs. Every error is bad input: nothing has run.
 func Plan(req Request) (Launch, error) {
 	ln, ok := launchers[req.Track]
+	ln = ln.forPins(req.Pins)
 	if !ok {
 		return Launch{}, fmt.Errorf("track %s has no server to run (haloforge serve knows: %s)", req.Track, strings.Join(ServableTracks(), ", "))
 	}
@@ -234,6 +262,11 @@ func Plan(req Request) (Launch, error) {
 		mounts, err = l.vllmCommand(ln, req, home)
 	case EngineOllama:
 		mounts = l.ollamaCommand(req)
+		if ln.imagePin == "OLLAMA_VULKAN_IMAGE" {
+			// Ollama's Vulkan backend is opt-in, and it drops an integrated
+			// GPU from its Vulkan devices unless told (discover/runner.go).
+			l.Env["OLLAMA_VULKAN"], l.Env["OLLAMA_IGPU_ENABLE"] = "1", "1"
+		}
 	}
 	if err != nil {
 		return Launch{}, err
@@ -247,6 +280,10 @@ func Plan(req Request) (Launch, error) {
 			for _, kv := range env[1:] {
 				w = append(w, "-e", kv)
 			}
+		}
+		if ln.entrypoint && len(l.Command) > 0 {
+			l.Entrypoint = l.Command[0]
+			w = append(w, "--entrypoint", l.Entrypoint)
 		}
 		l.Wrapper = append(w, l.In)
 	}
