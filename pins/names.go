@@ -78,8 +78,12 @@ var specs = []Spec{
 	{Name: "LLAMACPP_ROCM_IMAGE", Kind: KindImage, Help: "llama.cpp ROCm toolbox image"},
 	{Name: "LLAMACPP_ROCM_NIGHTLY_IMAGE", Kind: KindImage, Help: "llama.cpp on a TheRock nightly"},
 	{Name: "LLAMA_STALL_TIMEOUT", Kind: KindInt, Help: "seconds without output before a ladder rung counts as hung"},
+	{Name: "LLAMACPP_ROCM_PREBUILT_URL", Kind: KindURL, Help: "prebuilt gfx1151 llama.cpp ROCm build (a release zip) the ladder's prebuilt rung runs"},
+	{Name: "LLAMACPP_ROCM_PREBUILT_SHA256", Kind: KindDigest, Help: "sha256 of LLAMACPP_ROCM_PREBUILT_URL's file, checked before it is unpacked"},
 	// ollama
+	{Name: "OLLAMA_BACKEND", Kind: KindName, Help: "Ollama's GPU engine: rocm (OLLAMA_IMAGE) or vulkan (OLLAMA_VULKAN_IMAGE)"},
 	{Name: "OLLAMA_IMAGE", Kind: KindImage, Help: "Ollama ROCm image"},
+	{Name: "OLLAMA_VULKAN_IMAGE", Kind: KindImage, Help: "Ollama image with the Vulkan engine (the plain, non -rocm one)"},
 	{Name: "OLLAMA_PORT", Kind: KindInt, Help: "Ollama API port"},
 	{Name: "OLLAMA_GPU_OVERHEAD", Kind: KindInt, Help: "bytes of GPU memory Ollama keeps free (OLLAMA_GPU_OVERHEAD)"},
 	// therock-aotriton

@@ -32,8 +32,9 @@ func TestParseRealVersionsEnv(t *testing.T) {
 	v := f.Values()
 	for name, want := range map[string]string{
 		"GPU_TARGET":        "gfx1151",
-		"PYTORCH_ROCM_ARCH": "gfx1151", // via ${GPU_TARGET}
-		"TORCH_VERSION":     "2.11.0+rocm7.14.0",
+		"PYTORCH_ROCM_ARCH": "gfx1151",           // via ${GPU_TARGET}
+		"TORCH_VERSION":     "2.11.0+rocm10.0.0", // the ROCm 10 set, via ${ROCM_VERSION}
+		"CK_REF":            "rocm-10.0.0",
 		"SPOOF_BASE_DIGEST": "sha256:a92fa9cb915027468e85e147f4dd1c87f026d7974610280546a2a1f94a146889",
 		"VLLM_IMAGE":        "docker.io/rocm/vllm:rocm10.0.0_ubuntu24.04_py3.14_pytorch_2.12.0_vllm_0.27.0@sha256:b8a082f346d069376d35784250e38b23a043efe979408ae3a33d7c6b62ee3276",
 	} {

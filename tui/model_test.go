@@ -344,7 +344,7 @@ func TestPickerMovesAndEscGoesBack(t *testing.T) {
 	if got := m.picker.Hovered().ID; got != "vllm-image" {
 		t.Fatalf("hovered %s after down, want vllm-image", got)
 	}
-	if v := plain(m); !strings.Contains(v, "AMD's prebuilt vLLM image") {
+	if v := plain(m); !strings.Contains(v, "A prebuilt vLLM image") {
 		t.Errorf("details do not follow the cursor:\n%s", v)
 	}
 	drive(t, m, press("enter"))
@@ -356,7 +356,7 @@ func TestPickerMovesAndEscGoesBack(t *testing.T) {
 		t.Errorf("esc from the plan: top %T, hovered %s", m.top(), m.picker.Hovered().ID)
 	}
 	drive(t, m, press("down"))
-	if m.picker.Hovered().ID != "source-stable" {
+	if m.picker.Hovered().ID != "llamacpp-vulkan" {
 		t.Error("the picker is not live again after esc")
 	}
 }

@@ -35,6 +35,8 @@ type pickerScreen struct {
 }
 
 func newPickerScreen(c *common, tracks []steps.Track, preselect string, det *Detection) *pickerScreen {
+	// Tracks kept as history are listed only when asked for (--track ID).
+	tracks = steps.Offered(tracks, preselect)
 	p := &pickerScreen{common: c, tracks: tracks, choice: preselect, det: det}
 	p.buildForm()
 	return p

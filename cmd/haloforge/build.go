@@ -95,6 +95,12 @@ func runBuild(cmd *cobra.Command, o buildOpts) error {
 	if err := blockingChecks(cmdContext(cmd), out, plan.Track, o.stateDir, o.ignoreChecks || o.dryRun); err != nil {
 		return err
 	}
+	// Before hours of building: do the pins the track needs still resolve?
+	up := checkPinsUpstream(cmdContext(cmd), plan.Track, pf, o.stateDir)
+	if up.Blocks() && !o.dryRun {
+		return pinsGoneErr(out, up, buildAgain(o, false, ""))
+	}
+	printPinsUpstream(out, up)
 	// The full screen is for watching a build; a dry run's output is the
 	// commands themselves, which must stay on the terminal to be read and
 	// copied, so it prints in line mode like --plain.
@@ -275,7 +281,18 @@ func warnBlockingChecks(ctx context.Context, w io.Writer, t steps.Track, stateDi
 // --ignore-checks), and a --from or --only narrowed to what is left, so
 // that the steps that succeeded before the failure do not run again.
 func resumeCommand(o buildOpts, step string) string {
-	parts := []string{"haloforge", "build", "--track", o.track, "--resume"}
+	return buildAgain(o, true, step)
+}
+
+// buildAgain is this build's command line with the flags the user gave;
+// resume adds --resume and narrows --from or --only to step and after.
+func buildAgain(o buildOpts, resume bool, step string) string {
+	parts := []string{"haloforge", "build", "--track", o.track}
+	if resume {
+		parts = append(parts, "--resume")
+	} else {
+		step = ""
+	}
 	switch {
 	case o.from != "" && step != "":
 		parts = append(parts, "--from", step)

@@ -185,22 +185,6 @@ func resultNames(rs []upstream.Result) []string {
 	return out
 }
 
-// warnStalePins is what `plan` says about the last `pins status`: the pins
-// of the plan it found retired or moved, how old that is, and the sets.
-func warnStalePins(w io.Writer, stateDir string, pf *pins.File, names []string) {
-	warn, err := upstream.LastWarning(stateDir, pf, names, time.Now())
-	if err != nil {
-		fmt.Fprintf(w, "warning: the last pins status is unreadable: %v\n", err)
-		return
-	}
-	if warn == nil {
-		return
-	}
-	for _, l := range warn.Lines() {
-		fmt.Fprintln(w, l)
-	}
-}
-
 // ---- pins sets ----------------------------------------------------------------
 
 type pinsSetsOptions struct {

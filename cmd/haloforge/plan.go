@@ -71,8 +71,14 @@ func runPlan(cmd *cobra.Command, o planOpts) error {
 	if err != nil && !errors.As(err, &missing) {
 		return err
 	}
-	warnStalePins(cmd.ErrOrStderr(), stateDir, pinsFile, p.Track.PinNames())
 	warnBlockingChecks(cmdContext(cmd), cmd.ErrOrStderr(), p.Track, stateDir)
+	// The pins the track needs, asked upstream (or the last status): build
+	// stops before step 1 when one is gone.
+	up := checkPinsUpstream(cmdContext(cmd), p.Track, pinsFile, stateDir)
+	printPinsUpstream(cmd.ErrOrStderr(), up)
+	if up.Blocks() {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: build will refuse to start until the pins above resolve (haloforge pins use SET)\n")
+	}
 	pj := toPlanJSON(p, pinsFile.Path)
 	pj.MissingInputs = p.Track.MissingInputs(pinsFile.Values())
 	if missing != nil {

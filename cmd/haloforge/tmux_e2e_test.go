@@ -582,7 +582,7 @@ func TestTmuxHostFixSudo(t *testing.T) {
 // TestTmuxPlanPinSets: the real wizard, in a directory with a versions.env
 // and a `pins status` of ten days ago that found ROCM_VERSION retired. The
 // plan warns (with the status's age), p opens the known-good sets, u on
-// rocm-10.0 asks y/N, y writes versions.env with a backup, and enter plans
+// rocm-7.14 (the previous set) asks y/N, y writes versions.env with a backup, and enter plans
 // the track again from the new pins, without the warning.
 func TestTmuxPlanPinSets(t *testing.T) {
 	if testing.Short() {
@@ -626,15 +626,15 @@ func TestTmuxPlanPinSets(t *testing.T) {
 
 	tm.keys("p")
 	tm.waitFor("Known-good pin sets", 5*time.Second)
-	for i := 0; i < 6 && !strings.Contains(tm.screen(), "› rocm-10.0"); i++ {
+	for i := 0; i < 6 && !strings.Contains(tm.screen(), "› rocm-7.14"); i++ {
 		tm.keys("Down")
 	}
-	tm.waitFor("haloforge pins use rocm-10.0 changes", 2*time.Second)
+	tm.waitFor("haloforge pins use rocm-7.14 changes", 2*time.Second)
 	if scr := tm.screen(); !regexp.MustCompile(`therock-toolbox +rocm, aiter`).MatchString(scr) || !strings.Contains(scr, "Steps to re-run:") {
 		t.Errorf("no rebuild set:\n%s", scr)
 	}
 	tm.keys("u")
-	tm.waitFor("Write 5 changed pins into versions.env, keeping a backup? y yes  N no", 2*time.Second)
+	tm.waitFor("Write 6 changed pins into versions.env, keeping a backup? y yes  N no", 2*time.Second)
 	tm.keys("y")
 	tm.waitFor("✓ Wrote", 5*time.Second)
 
@@ -642,7 +642,7 @@ func TestTmuxPlanPinSets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := sets.Lookup("rocm-10.0")
+	set, err := sets.Lookup("rocm-7.14")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/preflight"
 	"github.com/haloforge/haloforge/tui"
 	"github.com/haloforge/haloforge/tui/session"
 )
@@ -179,6 +180,10 @@ func newEngine(pf *pins.File, scriptsFlag, stateDir string, runs bool) (*session
 		return nil, err
 	}
 	e := &session.Engine{StateDir: stateDir, Scripts: sfs, Pins: pf, PinsFile: pinsFileOnDisk(pf)}
+	// The plan screen asks upstream about the track's pins, as plan and build do.
+	e.Preflight = func(ctx context.Context, t steps.Track, f *pins.File) *preflight.Result {
+		return checkPinsUpstream(ctx, t, f, stateDir)
+	}
 	if !runs {
 		return e, nil
 	}

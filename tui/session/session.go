@@ -21,6 +21,7 @@ import (
 	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/preflight"
 	"github.com/haloforge/haloforge/steps/runner"
 	"github.com/haloforge/haloforge/steps/serve"
 	"github.com/haloforge/haloforge/tui"
@@ -85,6 +86,11 @@ type Engine struct {
 	// `haloforge pins use SET` does: nil means it creates none.
 	CreatePins *PinsCreate
 	Now        func() time.Time
+	// Preflight, when set, asks upstream about a track's pins when its plan
+	// is shown (steps/preflight, as `plan` and `build` do): a pin that is gone
+	// makes the plan one to read until a set is used. nil: the plan shows
+	// what the last `pins status` found.
+	Preflight func(ctx context.Context, t steps.Track, pf *pins.File) *preflight.Result
 
 	mu     sync.Mutex
 	report *detect.Report // the last detection, which the host fixes plan for
@@ -169,7 +175,17 @@ func (e *Engine) Plan(track string) (*tui.Plan, error) {
 	if e.Busy != nil {
 		v.Busy = e.Busy()
 	}
-	v.PinWarning = e.pinWarning(p.Track.PinNames())
+	if e.Preflight == nil || e.Pins == nil {
+		v.PinWarning = e.pinWarning(p.Track.PinNames())
+		return v, nil
+	}
+	up := e.Preflight(context.Background(), p.Track, e.Pins)
+	if up.Blocks() || len(up.Moved) > 0 || up.Offline != "" {
+		v.PinWarning = up.Lines(e.clock())
+	}
+	if up.Blocks() && v.ReadOnly == "" {
+		v.ReadOnly = fmt.Sprintf("%s needs a pin that is gone upstream (above): step %s would fail. p shows the known-good sets; using one plans the track again.", p.Track.ID, up.FirstStep)
+	}
 	return v, nil
 }
 
