@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -23,9 +24,28 @@ func updating() bool {
 	return f != nil && f.Value.String() == "true"
 }
 
-// cmdTimeout drops commands that wait longer (spinner ticks, cursor
-// blinks), so direct tests only follow the commands that answer at once.
+// cmdTimeout drops commands that wait longer, so direct tests only follow
+// the commands that answer at once. Timers (a cursor's blink, a spinner's
+// tick) are not even waited for (isTimer).
 const cmdTimeout = 150 * time.Millisecond
+
+// timerPackages are the packages whose commands only wait and then animate:
+// a text field's cursor blink (every key typed into a prompt returns one,
+// 530 ms long) and a spinner's tick. Following them changes no state a test
+// reads; waiting cmdTimeout for each would cost 150 ms a key.
+var timerPackages = []string{"charm.land/bubbles/v2/cursor.", "charm.land/bubbles/v2/spinner."}
+
+// isTimer reports whether cmd is one of those timers, by the function that
+// made it (a command is a closure: its name is all there is to go by).
+func isTimer(cmd tea.Cmd) bool {
+	name := runtime.FuncForPC(reflect.ValueOf(cmd).Pointer()).Name()
+	for _, p := range timerPackages {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
 
 // runTimeout bounds the wait for a followed run's next batch of events. It
 // always comes (the fake runs end), but on a loaded machine it may take
@@ -130,8 +150,12 @@ func runWait(t testing.TB, cmd tea.Cmd) []tea.Msg {
 	return msgs
 }
 
-// run runs a command and drops it when it waits longer than cmdTimeout.
+// run runs a command and drops it when it is a timer or waits longer than
+// cmdTimeout.
 func run(cmd tea.Cmd) []tea.Msg {
+	if cmd != nil && isTimer(cmd) {
+		return nil
+	}
 	msgs, _ := runWithin(cmd, cmdTimeout)
 	return msgs
 }
