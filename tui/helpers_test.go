@@ -15,6 +15,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/haloforge/haloforge/detect"
 )
 
 // updating reports whether -update was given; the flag itself is the one
@@ -207,7 +209,7 @@ func mustContain(t *testing.T, what, text string, wants ...string) {
 func manyChecks(n int) *Detection {
 	det := strixHalo()
 	for i := range n {
-		det.Checks = append(det.Checks, Check{ID: "extra-" + itoa(i), Summary: "fine"})
+		det.Checks = append(det.Checks, detect.Check{ID: detect.CheckID("extra-" + itoa(i)), Summary: "fine"})
 	}
 	return det
 }

@@ -364,7 +364,7 @@ func TestPickerMovesAndEscGoesBack(t *testing.T) {
 func TestNoGPUOffersDemo(t *testing.T) {
 	m := New(context.Background(), newFakeBackend(t), Options{})
 	drive(t, m, tea.WindowSizeMsg{Width: 100, Height: 30})
-	drive(t, m, detectedMsg{det: &Detection{Source: "this machine"}})
+	drive(t, m, detectedMsg{det: &Detection{Report: &detect.Report{}, Source: "this machine"}})
 	if v := plain(m); !strings.Contains(v, "No AMD GPU found") || !strings.Contains(v, "haloforge demo") {
 		t.Errorf("no-GPU card:\n%s", v)
 	}
@@ -483,7 +483,7 @@ func TestBlockingCheckNeedsASecondEnter(t *testing.T) {
 	m := New(context.Background(), newFakeBackend(t), Options{})
 	drive(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
 	det := strixHalo()
-	det.Checks = append(det.Checks, Check{ID: "kfd-access", Status: detect.StatusFail, Summary: "/dev/kfd is missing", Fix: "sudo modprobe amdgpu"})
+	det.Checks = append(det.Checks, detect.Check{ID: "kfd-access", Status: detect.StatusFail, Summary: "/dev/kfd is missing", Fix: "sudo modprobe amdgpu"})
 	drive(t, m, detectedMsg{det: det}, press("enter"), press("enter"))
 	v := plain(m)
 	if !strings.Contains(v, "✗ Blocking checks fail: /dev/kfd (kfd-access). The build stops at them") || !strings.Contains(v, "/dev/kfd: /dev/kfd is missing") {

@@ -68,19 +68,19 @@ func (p *pickerScreen) intro() string {
 	switch {
 	case p.det == nil:
 		return "No detection: see each track's needs."
-	case p.det.GPU == nil:
+	case p.det.Primary() == nil:
 		return "No AMD GPU here: plans can be read, builds stop at the GPU check."
-	case p.det.Recommended == "":
+	case p.det.RecommendedTrack == "":
 		return "No track fits " + gfxOf(p.det) + " yet."
 	}
 	return "★ is the best fit for this " + gfxOf(p.det) + "."
 }
 
 func gfxOf(d *Detection) string {
-	if d == nil || d.GPU == nil || d.GPU.Gfx == "" {
-		return "machine"
+	if gfx := d.gfx(); gfx != "" {
+		return gfx
 	}
-	return d.GPU.Gfx
+	return "machine"
 }
 
 // label is the option text: ID and a badge in brackets, so that it reads
@@ -89,10 +89,10 @@ func gfxOf(d *Detection) string {
 func (p *pickerScreen) label(t steps.Track) string {
 	badge := badgeText(t.Status)
 	switch {
-	case p.det != nil && t.ID == p.det.Recommended:
+	case p.det != nil && t.ID == p.det.RecommendedTrack:
 		badge = "★ for this box"
-	case p.det != nil && p.det.GPU != nil && p.det.GPU.Gfx != "" && !slices.Contains(t.GFX, p.det.GPU.Gfx):
-		badge = "not for " + p.det.GPU.Gfx
+	case p.det.gfx() != "" && !slices.Contains(t.GFX, p.det.gfx()):
+		badge = "not for " + p.det.gfx()
 	}
 	return fmt.Sprintf("%-17s %s", t.ID, badge)
 }
@@ -258,8 +258,8 @@ func trackDetails(t steps.Track, det *Detection, st Styles, width int) string {
 	var b strings.Builder
 	b.WriteString(st.Bold.Render(wrap(t.Title, width)) + "\n" + badge + "\n")
 	b.WriteString(st.Subtle.Render(wrap("gfx: "+strings.Join(t.GFX, ", "), width)) + "\n")
-	if det != nil && det.GPU != nil && det.GPU.Gfx != "" && !slices.Contains(t.GFX, det.GPU.Gfx) {
-		b.WriteString(st.Warn.Render(wrap("Not for this machine's "+det.GPU.Gfx+".", width)) + "\n")
+	if gfx := det.gfx(); gfx != "" && !slices.Contains(t.GFX, gfx) {
+		b.WriteString(st.Warn.Render(wrap("Not for this machine's "+gfx+".", width)) + "\n")
 	}
 	b.WriteString("\n" + wrap(t.Description, width) + "\n")
 	section := func(title string, items []string, mark string) {
@@ -291,10 +291,8 @@ func blockingView(t steps.Track, det *Detection, st Styles, width int) string {
 	b.WriteString(st.Subtle.Render("On this machine (build stops at a ✗):") + "\n")
 	for _, id := range t.BlockingChecks {
 		status, summary := detect.StatusSkip, "not checked"
-		for _, c := range det.Checks {
-			if c.ID == string(id) {
-				status, summary = c.Status, c.Summary
-			}
+		if c, ok := det.Check(id); ok {
+			status, summary = c.Status, c.Summary
 		}
 		b.WriteString(ansiCutTail(" "+checkMark(status, st)+" "+id.Title()+": "+summary, width) + "\n")
 	}

@@ -35,15 +35,13 @@ const noteLife = 4 * time.Second
 // runview.go draws it, steplist.go and hint.go are its parts.
 type runScreen struct {
 	*common
-	backend Backend
-	parent  context.Context
-	plan    *Plan
-	rs      *runState
-	steps   stepList
-	log     logView
-	spin    spinner.Model
-	search  prompt
-	now     func() time.Time
+	plan   *Plan
+	rs     *runState
+	steps  stepList
+	log    logView
+	spin   spinner.Model
+	search prompt
+	now    func() time.Time
 
 	ch       <-chan runner.Event
 	cancel   context.CancelFunc
@@ -65,11 +63,11 @@ type runScreen struct {
 	w, h     int
 }
 
-func newRunScreen(ctx context.Context, c *common, b Backend, p *Plan, ignoreChecks bool) *runScreen {
+func newRunScreen(c *common, p *Plan, ignoreChecks bool) *runScreen {
 	rs := newRunState(p)
 	rs.now = c.clock
 	s := &runScreen{
-		common: c, backend: b, parent: ctx, plan: p, rs: rs, steps: stepList{rs: rs},
+		common: c, plan: p, rs: rs, steps: stepList{rs: rs},
 		spin:   spinner.New(spinner.WithSpinner(spinner.MiniDot)),
 		search: newPrompt("/", "", "find", "cancel"),
 		now:    c.clock, autoView: true, focus: paneLog, ignore: ignoreChecks,
@@ -99,7 +97,7 @@ func (s *runScreen) expireNote() {
 
 // Start begins a run of the plan; resume continues after a failure.
 func (s *runScreen) Start(resume bool) tea.Cmd {
-	ctx, cancel := context.WithCancel(s.parent)
+	ctx, cancel := context.WithCancel(s.context())
 	s.cancel, s.running = cancel, true
 	req := RunRequest{Track: s.plan.Track.ID, Resume: resume, Skip: append([]string(nil), s.skip...)}
 	b := s.backend
@@ -378,7 +376,7 @@ func (s *runScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, keys.Shell):
 		return s.shell()
 	case key.Matches(k, keys.Troubleshoot):
-		return troubleshootStep(s.troubleStep())
+		return troubleshootStep(s.common, s.troubleStep())
 	case key.Matches(k, keys.Enter) && s.rs.Finished && !s.running:
 		return openSummary
 	}
@@ -398,12 +396,12 @@ func (s *runScreen) troubleStep() *stepRun {
 }
 
 // troubleshootStep opens troubleshooting on a step: its findings at once,
-// else a scan of its log.
-func troubleshootStep(st *stepRun) tea.Cmd {
+// else a scan of its log; without a step, it asks for a log.
+func troubleshootStep(c *common, st *stepRun) tea.Cmd {
 	if st == nil {
-		return openTroubleshoot
+		return open(newTroubleshootScreen(c, "", nil))
 	}
-	return send(openTroubleshootMsg{path: st.Log, findings: append([]diagnose.Finding(nil), st.Findings...)})
+	return open(newTroubleshootScreen(c, st.Log, append([]diagnose.Finding(nil), st.Findings...)))
 }
 
 // olderOnlyInFile says so when the top of the kept lines is not the top
@@ -498,7 +496,7 @@ func (s *runScreen) retry() tea.Cmd {
 	if len(failed.Findings) > 0 {
 		f = &failed.Findings[0]
 	}
-	b, ctx, id := s.backend, s.parent, failed.ID
+	b, ctx, id := s.backend, s.context(), failed.ID
 	s.setNote("Preparing to retry "+id+"…", id)
 	return func() tea.Msg {
 		note, err := b.PrepareRetry(ctx, id, f)
@@ -660,6 +658,6 @@ func (s *runScreen) fillResult(res *Result) {
 		res.Resume = s.resumeCommand(res.Failed + res.Stopped)
 	}
 	if rs.Finished && rs.Failed() == nil && rs.Err == nil && !s.stopping {
-		res.Next = s.plan.Track.Next
+		res.Next = s.plan.Next
 	}
 }

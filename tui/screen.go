@@ -12,8 +12,10 @@ import (
 // says which keys apply, and answers the root's questions about itself, so
 // that the root never reads a screen's fields.
 //
-// To add a screen: one file with its type, constructor and the message
-// that opens it, plus one case in Model.route that opens it.
+// To add a screen: one file with its type, its constructor and, when it
+// needs the engine for something new, the role it asks for (common's
+// role); the screen that offers it opens it with open(newXScreen(…)).
+// ARCHITECTURE.md ("A screen") has the whole list.
 type screen interface {
 	help.KeyMap
 	Update(msg tea.Msg) tea.Cmd
@@ -89,12 +91,9 @@ type (
 		suspects []diagnose.Suspect // when nothing is known: lines that look like the error
 		err      error
 	}
-	// openTroubleshootMsg opens troubleshooting on a log; findings already
-	// known for it are shown without a scan, an empty path asks for one.
-	openTroubleshootMsg struct {
-		path     string
-		findings []diagnose.Finding
-	}
+	// openMsg puts a screen on top, which the screen offering it made: a
+	// screen off the flow needs no case of its own in Model.route.
+	openMsg        struct{ s screen }
 	openSummaryMsg struct{}
 	closeScreenMsg struct{}
 	noteMsg        string
@@ -108,8 +107,8 @@ func closeScreen() tea.Msg { return closeScreenMsg{} }
 // openSummary opens the summary of the run.
 func openSummary() tea.Msg { return openSummaryMsg{} }
 
-// openTroubleshoot opens troubleshooting with nothing known yet: it asks for a path.
-func openTroubleshoot() tea.Msg { return openTroubleshootMsg{} }
+// open puts s on top of the screens.
+func open(s screen) tea.Cmd { return send(openMsg{s: s}) }
 
 // send returns a command that delivers msg.
 func send(msg tea.Msg) tea.Cmd { return func() tea.Msg { return msg } }

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,6 +15,10 @@ import (
 	"github.com/haloforge/haloforge/steps/serve"
 	"github.com/haloforge/haloforge/tui/linemode"
 )
+
+func init() {
+	screenExamples["serve"] = func(c *common) screen { return newServeScreen(c, "llamacpp-distro") }
+}
 
 // follow sends msg to the screen and then every message its commands
 // return, until none is left or one does not answer within d.
@@ -39,7 +42,7 @@ func follow(t *testing.T, s *serveScreen, msg tea.Msg, d time.Duration) {
 func newServeTest(t *testing.T) (*serveScreen, *fakeBackend) {
 	t.Helper()
 	f := newFakeBackend(t)
-	s := newServeScreen(context.Background(), testCommon(), f, "therock-toolbox")
+	s := newServeScreen(testCommonOn(f), "therock-toolbox")
 	s.SetSize(110, 60)
 	follow(t, s, s.Init()(), time.Second)
 	return s, f
@@ -176,9 +179,9 @@ func TestSummaryOpensServe(t *testing.T) {
 	f := newFakeBackend(t)
 	m := newSized(t, f, 110, 40)
 	tr, _ := steps.Lookup("llamacpp-distro")
-	plan := &Plan{Track: tr, Steps: []PlanStep{{ID: "toolbox", Title: "Toolbox", WillRun: true}}}
+	plan := &Plan{Plan: &steps.Plan{Track: tr, Steps: []steps.PlannedStep{{Step: steps.Step{ID: "toolbox", Title: "Toolbox"}, WillRun: true}}}}
 	rs := newRunState(plan)
-	m.open(newSummaryScreen(m.common, rs, &Plan{Track: tr}, ""))
+	m.open(newSummaryScreen(m.common, rs, &Plan{Plan: &steps.Plan{Track: tr}}, ""))
 	if !strings.Contains(plain(m), "s serve a model") {
 		t.Fatalf("the summary does not offer serving:\n%s", plain(m))
 	}
@@ -193,7 +196,7 @@ func TestSummaryOpensServe(t *testing.T) {
 func TestServeScreenRefusesUnbuiltTrack(t *testing.T) {
 	f := newFakeBackend(t)
 	f.serveErr = &serve.NotBuiltError{Track: "llamacpp-distro", Why: "llamacpp-distro is not built yet", Next: "haloforge build --track llamacpp-distro"}
-	s := newServeScreen(context.Background(), testCommon(), f, "llamacpp-distro")
+	s := newServeScreen(testCommonOn(f), "llamacpp-distro")
 	s.SetSize(80, 24)
 	follow(t, s, s.Init()(), time.Second)
 	text := screenText(s)
@@ -226,7 +229,7 @@ func TestServeScreenImageGone(t *testing.T) {
 	f := newFakeBackend(t)
 	f.serveErr = &serve.NotBuiltError{Track: "vllm-image", Why: "the image " + image + " of vllm-image does not exist (removed since the build?)",
 		Next: "haloforge build --track vllm-image --from pull --state-dir /tmp/st"}
-	s := newServeScreen(context.Background(), testCommon(), f, "vllm-image")
+	s := newServeScreen(testCommonOn(f), "vllm-image")
 	s.SetSize(80, 24)
 	follow(t, s, s.Init()(), time.Second)
 	text := screenText(s)
@@ -256,7 +259,7 @@ func TestServeScreenFitsAndWraps(t *testing.T) {
 	for _, size := range [][2]int{{80, 22}, {60, 13}} {
 		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
 			f := newFakeBackend(t)
-			s := newServeScreen(context.Background(), testCommon(), f, "llamacpp-distro")
+			s := newServeScreen(testCommonOn(f), "llamacpp-distro")
 			s.SetSize(size[0], size[1])
 			follow(t, s, s.Init()(), time.Second)
 			form := screenText(s)

@@ -9,6 +9,10 @@ import (
 	"github.com/charmbracelet/x/ansi"
 )
 
+func init() {
+	screenExamples["pin sets"] = func(c *common) screen { return newSetsScreen(c, "therock-toolbox") }
+}
+
 // twoSets are the shapes of `pins sets` on the shipped versions.env: the
 // recommended set matches, the ROCm 10 candidate changes six pins.
 func twoSets() *PinSets {
@@ -27,7 +31,7 @@ func twoSets() *PinSets {
 
 func newSetsFor(t *testing.T, f *fakeBackend, w, h int) *setsScreen {
 	t.Helper()
-	s := newSetsScreen(testCommon(), f, "vllm-image")
+	s := newSetsScreen(testCommonOn(f), "vllm-image")
 	s.SetSize(w, h)
 	s.Update(msgOf(s.Init()))
 	return s
@@ -48,7 +52,7 @@ func TestPlanScreenWarnsAndOffersTheSets(t *testing.T) {
 			t.Errorf("the plan lacks %q:\n%s", want, v)
 		}
 	}
-	if got, ok := msgOf(s.Update(press("p"))).(openSetsMsg); !ok || got.track != "therock-toolbox" {
+	if got, ok := msgOf(s.Update(press("p"))).(openMsg); !ok || got.s.(*setsScreen).track != "therock-toolbox" {
 		t.Errorf("p sent %#v", got)
 	}
 	if k := helpKeys(s.ShortHelp()); !slices.Contains(k, "p") {

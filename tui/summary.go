@@ -75,16 +75,16 @@ func (s *summaryScreen) Update(msg tea.Msg) tea.Cmd {
 		return closeScreen
 	case key.Matches(k, s.Keys.Troubleshoot):
 		if f := s.rs.Failed(); f != nil {
-			return troubleshootStep(f)
+			return troubleshootStep(s.common, f)
 		}
 		for _, st := range s.rs.Steps {
 			if len(st.Findings) > 0 {
-				return troubleshootStep(st)
+				return troubleshootStep(s.common, st)
 			}
 		}
-		return openTroubleshoot
+		return troubleshootStep(s.common, nil)
 	case key.Matches(k, s.Keys.Serve) && s.canServe():
-		return send(openServeMsg{track: s.plan.Track.ID})
+		return open(newServeScreen(s.common, s.plan.Track.ID))
 	case scrollBy(s.Keys, k, &s.offset, s.h):
 		s.offset = clampOffset(s.offset, len(s.lines), s.h)
 	}
@@ -163,9 +163,9 @@ func nextBlock(rs *runState, p *Plan, resume string, demo bool, st Styles, width
 			cmdLine(resume)
 		}
 		cmdLine("haloforge diagnose " + cmp.Or(failed.Log, rs.RunDir))
-	case rs.Err == nil && len(p.Track.Next) > 0:
+	case rs.Err == nil && len(p.Next) > 0:
 		b.WriteString("\n" + st.Bold.Render("Next") + "\n")
-		for _, c := range p.Track.Next {
+		for _, c := range p.Next {
 			cmdLine(c)
 		}
 		if hint := modelHint(p); hint != "" {
@@ -186,7 +186,7 @@ func nextBlock(rs *runState, p *Plan, resume string, demo bool, st Styles, width
 // put there, and a small model the track's verify step already used.
 func modelHint(p *Plan) string {
 	uses := false
-	for _, c := range p.Track.Next {
+	for _, c := range p.Next {
 		uses = uses || strings.Contains(c, "<model>")
 	}
 	if !uses {
@@ -194,7 +194,7 @@ func modelHint(p *Plan) string {
 	}
 	hint := "<model>: a Hugging Face model ID or a local path"
 	for _, s := range p.Steps {
-		if m := s.Pins["VERIFY_MODEL"]; m != "" {
+		if m := s.PinValues["VERIFY_MODEL"]; m != "" {
 			return hint + ", e.g. " + m + " (the small model verify used); start small, then raise the context"
 		}
 	}

@@ -261,7 +261,7 @@ func TestHintAndNoteDoNotGoStale(t *testing.T) {
 	tr, _ := steps.Lookup("therock-toolbox")
 	p, _ := newFakeBackend(t).Plan("therock-toolbox")
 	p.Track = tr
-	s := newRunScreen(context.Background(), c, newFakeBackend(t), p, false)
+	s := newRunScreen(withBackend(c, newFakeBackend(t)), p, false)
 	s.SetSize(120, 38)
 	asm := diagnose.Finding{Family: "gfx11-inline-asm-unsupported", Summary: "CDNA-only assembly", Fix: "skip aiter"}
 	s.setNote("Applied the fix for therock-amdsmi-double-free; retrying rocm.", "rocm")
@@ -318,10 +318,10 @@ func TestFooterAlwaysShowsHelpAndQuit(t *testing.T) {
 func TestPlanAsksForWhatTheTrackNeeds(t *testing.T) {
 	f := newFakeBackend(t)
 	f.fixed = true
-	f.needs = []Need{{Name: "LLAMA_MODEL", Help: "GGUF model", Example: "/path/to/model.gguf"}}
+	f.needs = []string{"LLAMA_MODEL"}
 	m := newSized(t, f, 120, 40)
 	drive(t, m, press("enter"), press("enter"))
-	if v := plain(m); !strings.Contains(v, "needs LLAMA_MODEL (GGUF model), which is empty") || !strings.Contains(lastLine(m), "enter set LLAMA_MODEL") {
+	if v := plain(m); !strings.Contains(v, "needs LLAMA_MODEL (GGUF model for llama-bench and the ladder), which is empty") || !strings.Contains(lastLine(m), "enter set LLAMA_MODEL") {
 		t.Fatalf("the plan does not ask for LLAMA_MODEL:\n%s", v)
 	}
 	drive(t, m, press("enter"))
@@ -363,7 +363,7 @@ func TestHeaderTimeLeftAndSilence(t *testing.T) {
 	c := testCommon()
 	now := fixedClock
 	c.now = func() time.Time { return now }
-	s := newRunScreen(context.Background(), c, newFakeBackend(t), testPlan(), false)
+	s := newRunScreen(withBackend(c, newFakeBackend(t)), testPlan(), false)
 	s.SetSize(120, 30)
 	s.Update(eventsMsg{events: []runner.Event{runner.StepStarted{Step: "rocm", At: now}}})
 	if h := s.header(); !strings.Contains(h, "no ETA on a first run") {
@@ -383,12 +383,12 @@ func TestHeaderTimeLeftAndSilence(t *testing.T) {
 // blocking checks are not cut, the cost is said.
 func TestPlanWording(t *testing.T) {
 	tr, _ := steps.Lookup("therock-toolbox")
-	p := &Plan{Track: tr, Steps: []PlanStep{
-		{ID: "rocm", Title: "ROCm", WillRun: true, Reason: "first run", Pins: map[string]string{"VLLM_REPO": "https://github.com/vllm-project/vllm.git", "A": "1", "B": "2"}},
-		{ID: "vllm", Title: "vLLM", WillRun: true, Reason: "first run", Last: 0},
-	}}
+	p := &Plan{Plan: &steps.Plan{Track: tr, Steps: []steps.PlannedStep{
+		{Step: steps.Step{ID: "rocm", Title: "ROCm"}, WillRun: true, Reason: "first run", PinValues: map[string]string{"VLLM_REPO": "https://github.com/vllm-project/vllm.git", "A": "1", "B": "2"}},
+		{Step: steps.Step{ID: "vllm", Title: "vLLM"}, WillRun: true, Reason: "first run"},
+	}}}
 	det := strixHalo()
-	det.Checks = append(det.Checks, Check{ID: "kfd-access", Status: detect.StatusFail,
+	det.Checks = append(det.Checks, detect.Check{ID: "kfd-access", Status: detect.StatusFail,
 		Summary: "/dev/kfd is missing: the amdgpu driver is not loaded, or the GPU is not enabled in the BIOS and the kernel cannot see it"})
 	s := newPlanScreen(testCommon(), p, det)
 	s.SetSize(80, 30)
@@ -405,13 +405,13 @@ func TestPlanWording(t *testing.T) {
 // without an AMD GPU stars nothing.
 func TestPickerUsesDetection(t *testing.T) {
 	det := strixHalo()
-	det.Checks = append(det.Checks, Check{ID: "kfd-access", Status: detect.StatusFail, Summary: "/dev/kfd is missing"})
+	det.Checks = append(det.Checks, detect.Check{ID: "kfd-access", Status: detect.StatusFail, Summary: "/dev/kfd is missing"})
 	p := newPickerScreen(testCommon(), steps.Catalogue(), "therock-toolbox", det)
 	p.SetSize(120, 40)
 	p.Update(p.Init()())
 	v := ansi.Strip(p.View())
 	mustContain(t, "picker", v, "therock-toolbox   ★ for this box", "legacy-gfx803     not for gfx1151", "✗ /dev/kfd: /dev/kfd is missing", "✓ GPU: Radeon 8060S")
-	p = newPickerScreen(testCommon(), steps.Catalogue(), "", &Detection{Source: "this machine"})
+	p = newPickerScreen(testCommon(), steps.Catalogue(), "", &Detection{Report: &detect.Report{}, Source: "this machine"})
 	p.SetSize(120, 40)
 	p.Update(p.Init()())
 	if v := ansi.Strip(p.View()); strings.Contains(v, "★") || !strings.Contains(v, "No AMD GPU here") {
@@ -473,7 +473,7 @@ func TestKeyboardGaps(t *testing.T) {
 	if msgOf(s.Update(press("d"))) != nil {
 		t.Error("d ran the demo on a machine with a GPU")
 	}
-	s.Update(detectedMsg{det: &Detection{Source: "this machine"}})
+	s.Update(detectedMsg{det: &Detection{Report: &detect.Report{}, Source: "this machine"}})
 	if _, ok := msgOf(s.Update(press("d"))).(runDemoMsg); !ok || !strings.Contains(ansi.Strip(s.View()), "(press d)") {
 		t.Error("d does not run the demo on a machine without an AMD GPU")
 	}
@@ -500,8 +500,7 @@ func TestSizeGuardWraps(t *testing.T) {
 // before anything starts, and Enter starts nothing.
 func TestPlanSaysAnotherBuildRuns(t *testing.T) {
 	tr, _ := steps.Lookup("vllm-image")
-	p := &Plan{Track: tr, Busy: "another haloforge build (pid 4242, track therock-toolbox step vllm, since 14:59) holds the state dir /s",
-		Steps: []PlanStep{{ID: "pull", Title: "Pull", WillRun: true, Reason: "first run"}}}
+	p := &Plan{Plan: &steps.Plan{Track: tr, Steps: []steps.PlannedStep{{Step: steps.Step{ID: "pull", Title: "Pull"}, WillRun: true, Reason: "first run"}}}, Busy: "another haloforge build (pid 4242, track therock-toolbox step vllm, since 14:59) holds the state dir /s"}
 	s := newPlanScreen(testCommon(), p, nil)
 	s.SetSize(100, 20)
 	mustContain(t, "plan", ansi.Strip(s.View()), "✗ another haloforge build (pid 4242", "Another build runs: enter starts nothing until it ends.")
@@ -515,7 +514,7 @@ func TestPlanSaysAnotherBuildRuns(t *testing.T) {
 func TestPlanShowsLongPinsWhole(t *testing.T) {
 	tr, _ := steps.Lookup("llamacpp-rocm")
 	img := "docker.io/kyuz0/amd-strix-halo-toolboxes:rocm-7.14-with-a-long-suffix-that-does-not-fit-anywhere"
-	p := &Plan{Track: tr, Steps: []PlanStep{{ID: "pull", Title: "Pull", WillRun: true, Reason: "first run", Pins: map[string]string{"LLAMACPP_ROCM_IMAGE": img}}}}
+	p := &Plan{Plan: &steps.Plan{Track: tr, Steps: []steps.PlannedStep{{Step: steps.Step{ID: "pull", Title: "Pull"}, WillRun: true, Reason: "first run", PinValues: map[string]string{"LLAMACPP_ROCM_IMAGE": img}}}}}
 	s := newPlanScreen(testCommon(), p, nil)
 	s.SetSize(80, 20)
 	v := ansi.Strip(s.View())

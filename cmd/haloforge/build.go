@@ -79,7 +79,11 @@ func runBuild(cmd *cobra.Command, o buildOpts) error {
 		}
 	}
 	printNotes(cmd.ErrOrStderr(), localNotes(g, true))
-	plan, pf, err := planFor(o.track, g.pins.pins, g.pins.sets, g.scripts, o.stateDir)
+	w, err := g.workspace()
+	if err != nil {
+		return err
+	}
+	plan, err := planFor(w, o.track)
 	if err != nil {
 		var missing *steps.MissingScriptError
 		if errors.As(err, &missing) {
@@ -88,7 +92,7 @@ func runBuild(cmd *cobra.Command, o buildOpts) error {
 		return err
 	}
 	out := cmd.OutOrStdout()
-	if err := missingInputs(out, plan.Track, pf, o.dryRun); err != nil {
+	if err := missingInputs(out, plan.Track, w.Pins, o.dryRun); err != nil {
 		return err
 	}
 	// A dry run changes nothing, so a failed check only warns there.
@@ -99,13 +103,13 @@ func runBuild(cmd *cobra.Command, o buildOpts) error {
 	// commands themselves, which must stay on the terminal to be read and
 	// copied, so it prints in line mode like --plain.
 	if !o.plain && !o.dryRun && o.report == "" && stdoutIsTerminal(cmd) {
-		return runBuildTUI(cmd, o, pf)
+		return runBuildTUI(cmd, o, w)
 	}
-	r, err := newBuildRunner(plan, pinsFileOnDisk(pf), o, colorOut(cmd))
+	r, err := newBuildRunner(plan, w, o, colorOut(cmd))
 	if err != nil {
 		return usageErr(err)
 	}
-	next := session.PlanView(plan, o.stateDir, nil, g.args()...).Track.Next
+	next := session.NextCommands(plan, o.stateDir, g.args()...)
 	return runAndPrint(cmdContext(cmd), cmd.InOrStdin(), out, r, o, next, colorOut(cmd))
 }
 
@@ -141,7 +145,7 @@ func missingInputs(w io.Writer, t steps.Track, pf *pins.File, dryRun bool) error
 	}
 	sets := make([]string, len(missing))
 	for i, n := range missing {
-		sets[i] = "--set " + n + "=" + inputExample(n)
+		sets[i] = "--set " + n + "=" + steps.InputExample(n)
 	}
 	msg := fmt.Sprintf("%s needs %s, which is empty: run again with %s", t.ID, strings.Join(missing, " and "), strings.Join(sets, " "))
 	if dryRun {
@@ -155,13 +159,13 @@ func missingInputs(w io.Writer, t steps.Track, pf *pins.File, dryRun bool) error
 // with the step list, the log pane and the hint panel. It ends on the
 // summary; leaving it prints the recap (the outcome, the logs, the next or
 // the resume command) on the normal screen.
-func runBuildTUI(cmd *cobra.Command, o buildOpts, pf *pins.File) error {
-	e, err := newEngine(pf, o.g.scripts, o.stateDir, true)
-	if err != nil {
+func runBuildTUI(cmd *cobra.Command, o buildOpts, w steps.Workspace) error {
+	if err := o.g.onDisk(&w); err != nil {
 		return usageErr(err)
 	}
+	e := &session.Engine{Workspace: w}
 	e.Flags = o.g.args()
-	e.Tune = func(ro *runner.Options) { ro.From, ro.Only, ro.DryRun, ro.Resume = o.from, o.only, o.dryRun, o.resume }
+	e.Run = runner.Options{From: o.from, Only: o.only, DryRun: o.dryRun, Resume: o.resume}
 	p, err := e.Plan(o.track)
 	if err != nil {
 		return usageErr(err)
@@ -181,19 +185,14 @@ func runBuildTUI(cmd *cobra.Command, o buildOpts, pf *pins.File) error {
 	return outcomeErr(ctx, res.Status, res.Interrupted, err)
 }
 
-// newBuildRunner materialises the scripts and toolbox trees and checks the
+// newBuildRunner puts the scripts and toolbox trees on disk and checks the
 // run before anything starts.
-func newBuildRunner(plan *steps.Plan, pinsFile string, o buildOpts, color bool) (*runner.Runner, error) {
-	scripts, err := scriptsRoot(o.g.scripts, o.stateDir)
-	if err != nil {
-		return nil, err
-	}
-	toolbox, err := toolboxRoot(o.stateDir)
-	if err != nil {
+func newBuildRunner(plan *steps.Plan, w steps.Workspace, o buildOpts, color bool) (*runner.Runner, error) {
+	if err := o.g.onDisk(&w); err != nil {
 		return nil, err
 	}
 	return runner.New(runner.Options{
-		Plan: plan, StateDir: o.stateDir, ScriptsDir: scripts, ToolboxDir: toolbox, PinsFile: pinsFile,
+		Plan: plan, Workspace: w,
 		DryRun: o.dryRun, From: o.from, Only: o.only, Resume: o.resume, KeepColor: color, Analyzer: runner.Diagnosis,
 	})
 }
@@ -243,14 +242,7 @@ func failedBlockingChecks(ctx context.Context, t steps.Track, stateDir string) (
 	if err != nil {
 		return nil, fmt.Errorf("doctor checks: %w", err)
 	}
-	rep := detect.Analyse(b)
-	var failed []detect.Check
-	for _, id := range t.BlockingChecks {
-		if c, ok := rep.Check(id); ok && c.Status == detect.StatusFail {
-			failed = append(failed, c)
-		}
-	}
-	return failed, nil
+	return steps.FailingChecks(t, detect.Analyse(b)), nil
 }
 
 // warnBlockingChecks says, as the wizard's plan screen does, which of the

@@ -312,32 +312,48 @@ func materialise(fsys fs.FS, root, parent string) (string, error) {
 	return dest, nil
 }
 
-// planFor builds a track's plan from the pins and scripts flags and the
-// state dir's history. Missing scripts are returned with the plan.
-func planFor(trackID, pinsPath string, sets []string, scriptsFlag, stateDir string) (*steps.Plan, *pins.File, error) {
+// workspace is what the global flags name: the pins (--pins, --set), the
+// scripts tree (--scripts, ./scripts or the built-in copy) and the state
+// dir (--state-dir or the default). Nothing is written: onDisk puts the
+// trees on disk when something runs. Bad flags are usage errors (exit 2).
+func (g *globalOpts) workspace() (steps.Workspace, error) {
+	pf, err := loadPinsFlags(g.pins.pins, g.pins.sets)
+	if err != nil {
+		return steps.Workspace{}, err
+	}
+	sfs, _, err := scriptsFS(g.scripts)
+	if err != nil {
+		return steps.Workspace{}, err
+	}
+	return steps.Workspace{StateDir: g.stateDirOr(), Scripts: sfs, Pins: pf, PinsFile: pinsFileOnDisk(pf)}, nil
+}
+
+// onDisk gives the workspace the scripts and container definitions on
+// disk, for the runner: --scripts DIR, ./scripts and ./toolbox as they
+// are, the built-in trees once per content under the state dir.
+func (g *globalOpts) onDisk(w *steps.Workspace) error {
+	var err error
+	if w.ScriptsDir, err = scriptsRoot(g.scripts, w.StateDir); err != nil {
+		return err
+	}
+	w.ToolboxDir, err = toolboxRoot(w.StateDir)
+	return err
+}
+
+// planFor plans a track in the workspace. An unknown track or unreadable
+// state is bad usage; missing scripts are returned with the plan.
+func planFor(w steps.Workspace, trackID string) (*steps.Plan, error) {
 	t, err := steps.Lookup(trackID)
 	if err != nil {
-		return nil, nil, usageErr(err)
+		return nil, usageErr(err)
 	}
-	pf, err := loadPinsFlags(pinsPath, sets)
-	if err != nil {
-		return nil, nil, err
-	}
-	sfs, _, err := scriptsFS(scriptsFlag)
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := steps.LoadState(stateDir)
-	if err != nil {
-		return nil, nil, usageErr(err)
-	}
-	p, err := steps.NewPlan(t, pf, sfs, st)
+	p, err := w.Plan(t)
 	if err != nil {
 		var mse *steps.MissingScriptError
 		if errors.As(err, &mse) {
-			return p, pf, err
+			return p, err
 		}
-		return nil, nil, usageErr(err)
+		return nil, usageErr(err)
 	}
-	return p, pf, nil
+	return p, nil
 }

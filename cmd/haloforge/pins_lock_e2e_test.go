@@ -111,7 +111,7 @@ func TestPinsLockOfARealBuild(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := runner.New(runner.Options{Plan: plan, StateDir: state, ScriptsDir: scripts, PinsFile: pinsFile, Grace: time.Second})
+		r, err := runner.New(runner.Options{Plan: plan, Workspace: steps.Workspace{StateDir: state, ScriptsDir: scripts, PinsFile: pinsFile}, Grace: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/tui"
 )
@@ -65,8 +64,12 @@ func runPlan(cmd *cobra.Command, o planOpts) error {
 	}
 	g := o.g
 	printNotes(cmd.ErrOrStderr(), localNotes(g, false))
-	stateDir := g.stateDirOr()
-	p, pinsFile, err := planFor(o.track, g.pins.pins, g.pins.sets, g.scripts, stateDir)
+	w, err := g.workspace()
+	if err != nil {
+		return err
+	}
+	stateDir, pinsFile := w.StateDir, w.Pins
+	p, err := planFor(w, o.track)
 	var missing *steps.MissingScriptError
 	if err != nil && !errors.As(err, &missing) {
 		return err
@@ -137,7 +140,7 @@ func printPlan(w io.Writer, p *steps.Plan, pj planJSON, verbose bool, build stri
 		fmt.Fprintf(w, "floating pins (not reproducible; pin a digest or commit): %s\n", strings.Join(p.Floating, ", "))
 	}
 	for _, n := range pj.MissingInputs {
-		fmt.Fprintf(w, "! %s is empty, and %s cannot run without it: add --set %s=%s\n", n, t.ID, n, inputExample(n))
+		fmt.Fprintf(w, "! %s is empty, and %s cannot run without it: add --set %s=%s\n", n, t.ID, n, steps.InputExample(n))
 	}
 	switch {
 	case len(pj.Missing) > 0:
@@ -145,7 +148,7 @@ func printPlan(w io.Writer, p *steps.Plan, pj planJSON, verbose bool, build stri
 	case len(pj.MissingInputs) > 0:
 		fmt.Fprintf(w, "next: %s", build)
 		for _, n := range pj.MissingInputs {
-			fmt.Fprintf(w, " --set %s=%s", n, inputExample(n))
+			fmt.Fprintf(w, " --set %s=%s", n, steps.InputExample(n))
 		}
 		fmt.Fprintln(w)
 	case run == 0:
@@ -157,18 +160,9 @@ func printPlan(w io.Writer, p *steps.Plan, pj planJSON, verbose bool, build stri
 
 func missingMark(pj planJSON, name string) string {
 	if slices.Contains(pj.MissingInputs, name) {
-		return "  ! needed: set it with --set " + name + "=" + inputExample(name)
+		return "  ! needed: set it with --set " + name + "=" + steps.InputExample(name)
 	}
 	return ""
-}
-
-// inputExample is what a needed pin looks like, for the hint that asks
-// for it.
-func inputExample(name string) string {
-	if spec, ok := pins.Lookup(name); ok && spec.Kind == pins.KindPath {
-		return "/path/to/model.gguf"
-	}
-	return "VALUE"
 }
 
 // buildCommand is the build command line for a track with the global flags

@@ -89,7 +89,12 @@ func setupServe(cmd *cobra.Command, track string, pf pinFlags, scriptsFlag, stat
 	if err := requireTrack(track); err != nil {
 		return serveSetup{}, err
 	}
-	plan, _, err := planFor(track, pf.pins, pf.sets, scriptsFlag, stateDir)
+	g := globalOpts{stateDir: stateDir, scripts: scriptsFlag, pins: pf}
+	w, err := g.workspace()
+	if err != nil {
+		return serveSetup{}, err
+	}
+	plan, err := planFor(w, track)
 	var missing *steps.MissingScriptError
 	if err != nil && !errors.As(err, &missing) {
 		return serveSetup{}, err

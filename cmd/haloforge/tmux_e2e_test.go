@@ -22,6 +22,7 @@ import (
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/pins/sets"
 	"github.com/haloforge/haloforge/pins/upstream"
+	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/tui"
 	"github.com/haloforge/haloforge/tui/demo"
 	"github.com/haloforge/haloforge/tui/session"
@@ -469,7 +470,7 @@ func TestHelperHostFixWizard(t *testing.T) {
 	if root == "" {
 		t.Skip("run by TestTmuxHostFixSudo")
 	}
-	e := &session.Engine{StateDir: os.Getenv("HALOFORGE_TEST_STATE"), HostRoot: root, Version: "test",
+	e := &session.Engine{Workspace: steps.Workspace{StateDir: os.Getenv("HALOFORGE_TEST_STATE")}, HostRoot: root, Version: "test",
 		Source: "the demo's facts, booting like " + root,
 		Detector: func(context.Context) (*detect.Report, error) {
 			b, err := demo.Bundle()

@@ -72,7 +72,7 @@ func runWizard(cmd *cobra.Command, o wizardOpts) error {
 	lineMode := o.plain || !stdoutIsTerminal(cmd)
 	notes := localNotes(g, !lineMode)
 	printNotes(cmd.ErrOrStderr(), notes)
-	e, err := wizardEngine(g, stateDir, !lineMode)
+	e, err := wizardEngine(g, !lineMode)
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func runWizard(cmd *cobra.Command, o wizardOpts) error {
 		// building: haloforge never starts a build nobody asked for.
 		so := session.StoryOptions{Track: o.track,
 			Build: func(track string) string { return commands(tui.Command{Track: track}) }}
-		if _, err := e.Story(ctx, cmd.OutOrStdout(), so); err != nil {
+		if _, err := session.Story(ctx, e, cmd.OutOrStdout(), so); err != nil {
 			return failedErr(err)
 		}
 		return nil
@@ -135,19 +135,18 @@ func demoCommand(g *globalOpts) func() *exec.Cmd {
 
 // wizardEngine wires the real packages; the scripts and container
 // definitions go on disk only when a run can start (the TUI).
-func wizardEngine(g *globalOpts, stateDir string, runs bool) (*session.Engine, error) {
-	pf, err := loadPinsFlags(g.pins.pins, g.pins.sets)
+func wizardEngine(g *globalOpts, runs bool) (*session.Engine, error) {
+	w, err := g.workspace()
 	if err != nil {
 		return nil, err
 	}
-	e, err := newEngine(pf, g.scripts, stateDir, runs)
-	var bad *exitError
-	if errors.As(err, &bad) {
-		return nil, err // a bad --scripts is usage (exit 2)
+	if runs {
+		if err := g.onDisk(&w); err != nil {
+			return nil, failedErr(err) // the state dir would not take the scripts
+		}
 	}
-	if err != nil {
-		return nil, failedErr(err) // the state dir would not take the scripts
-	}
+	stateDir := w.StateDir
+	e := &session.Engine{Workspace: w}
 	e.Detector = func(ctx context.Context) (*detect.Report, error) {
 		b, err := detect.Collect(ctx, collectOptions(stateDir))
 		if err != nil {
@@ -166,27 +165,6 @@ func wizardEngine(g *globalOpts, stateDir string, runs bool) (*session.Engine, e
 		if abs, err := filepath.Abs("versions.env"); err == nil {
 			e.CreatePins = &session.PinsCreate{Path: abs, BaseName: embeddedPinsName, Base: haloforge.VersionsEnv}
 		}
-	}
-	return e, nil
-}
-
-// newEngine is the session backend over the real runner, shared by the
-// wizard and `build` on a terminal. With runs, the scripts and container
-// definitions are put on disk for the runner.
-func newEngine(pf *pins.File, scriptsFlag, stateDir string, runs bool) (*session.Engine, error) {
-	sfs, _, err := scriptsFS(scriptsFlag)
-	if err != nil {
-		return nil, err
-	}
-	e := &session.Engine{StateDir: stateDir, Scripts: sfs, Pins: pf, PinsFile: pinsFileOnDisk(pf)}
-	if !runs {
-		return e, nil
-	}
-	if e.ScriptsDir, err = scriptsRoot(scriptsFlag, stateDir); err != nil {
-		return nil, err
-	}
-	if e.ToolboxDir, err = toolboxRoot(stateDir); err != nil {
-		return nil, err
 	}
 	return e, nil
 }

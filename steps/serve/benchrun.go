@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/haloforge/haloforge/internal/safefile"
+	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/runner"
 )
 
@@ -219,7 +220,7 @@ func NewBenchRunner(b BenchLaunch, o RunOptions) (*runner.Runner, error) {
 	}
 	title := fmt.Sprintf("Benchmark %s with %s", filepath.Base(b.Model), tool)
 	p := onePlan(o.Plan, BenchStepID, title, BenchScript(b.Track), map[string]string{"HALOFORGE_BENCH_RESULT": b.Result})
-	ro := runner.Options{Plan: p, StateDir: o.StateDir, ScriptsDir: o.ScriptsDir, ToolboxDir: o.ToolboxDir, PinsFile: o.PinsFile,
+	ro := runner.Options{Plan: p, Workspace: steps.Workspace{StateDir: o.StateDir, ScriptsDir: o.ScriptsDir, ToolboxDir: o.ToolboxDir, PinsFile: o.PinsFile},
 		NoHistory: true, Args: map[string][]string{BenchStepID: b.ScriptArgs()}, Analyzer: runner.Diagnosis, KeepColor: o.KeepColor}
 	if o.Tune != nil {
 		o.Tune(&ro)

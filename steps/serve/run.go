@@ -57,7 +57,7 @@ func NewRunner(l Launch, o RunOptions) (*runner.Runner, error) {
 	env := map[string]string{"HALOFORGE_SERVE_GRACE": strconv.Itoa(scriptGrace), "HALOFORGE_SERVE_CONTAINER": l.Container}
 	title := fmt.Sprintf("Serve %s with %s on %s", orAny(l.Served), l.Engine, l.URL)
 	p := onePlan(o.Plan, StepID, title, ServeScript(l.Track), env)
-	ro := runner.Options{Plan: p, StateDir: o.StateDir, ScriptsDir: o.ScriptsDir, ToolboxDir: o.ToolboxDir, PinsFile: o.PinsFile,
+	ro := runner.Options{Plan: p, Workspace: steps.Workspace{StateDir: o.StateDir, ScriptsDir: o.ScriptsDir, ToolboxDir: o.ToolboxDir, PinsFile: o.PinsFile},
 		NoHistory: true, Args: map[string][]string{StepID: l.ScriptArgs()}, Analyzer: runner.Diagnosis,
 		Grace: DefaultGrace, KeepColor: o.KeepColor}
 	if o.Tune != nil {
