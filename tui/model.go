@@ -200,11 +200,8 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	if m.top().TakesText() {
 		return m.top().Update(k)
 	}
-	if c, ok := m.top().(keyClaimer); ok && c.Claims(k) {
-		return m.top().Update(k)
-	}
 	switch {
-	case key.Matches(k, keys.Help):
+	case key.Matches(k, m.helpKey()):
 		m.help.ShowAll = !m.help.ShowAll
 		m.layout()
 		return nil
@@ -345,7 +342,7 @@ func (m *Model) footer() string {
 	if m.help.ShowAll {
 		f = m.help.FullHelpView(m.top().FullHelp())
 	} else {
-		f = fitHelp(m.top().ShortHelp(), m.common.Keys, m.common.Width, m.common.Styles)
+		f = fitHelp(m.top().ShortHelp(), m.helpKey(), m.common.Keys, m.common.Width, m.common.Styles)
 	}
 	if m.errNote != "" {
 		f = m.common.Styles.Fail.Render(ansiCut(m.errNote, m.common.Width)) + "\n" + f
@@ -353,18 +350,27 @@ func (m *Model) footer() string {
 	return f
 }
 
+// helpKey is the key that shows the help on the top screen: ? or h, or
+// the screen's own (the run screen's ? searches its log backwards).
+func (m *Model) helpKey() key.Binding {
+	if h, ok := m.top().(helpKeyer); ok {
+		return h.HelpKey()
+	}
+	return m.common.Keys.Help
+}
+
 // fitHelp renders a screen's short help on one line of width w. The
 // screen lists its keys most important first; help and quit always show,
 // at the end, and the other keys as many as fit, so that at 80 columns
 // the footer still says how to get help and how to leave.
-func fitHelp(bs []key.Binding, k KeyMap, w int, st Styles) string {
+func fitHelp(bs []key.Binding, help key.Binding, k KeyMap, w int, st Styles) string {
 	var keep, last []key.Binding
 	for _, b := range bs {
 		if !b.Enabled() {
 			continue
 		}
 		switch b.Help().Key {
-		case k.Help.Help().Key, k.LogHelp.Help().Key, k.Quit.Help().Key, k.ForceQuit.Help().Key:
+		case help.Help().Key, k.Quit.Help().Key, k.ForceQuit.Help().Key:
 			last = append(last, b)
 		default:
 			keep = append(keep, b)

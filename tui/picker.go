@@ -25,6 +25,7 @@ const pickerListWidth = 38
 // only Esc without one goes back.
 type pickerScreen struct {
 	*common
+	own    pickerKeys
 	tracks []steps.Track
 	det    *Detection
 	choice string
@@ -34,8 +35,13 @@ type pickerScreen struct {
 	w, h   int
 }
 
+// pickerKeys are the picker's own keys: / filters the list (huh's select
+// takes the key; the binding is its help).
+type pickerKeys struct{ Filter key.Binding }
+
 func newPickerScreen(c *common, tracks []steps.Track, preselect string, det *Detection) *pickerScreen {
-	p := &pickerScreen{common: c, tracks: tracks, choice: preselect, det: det}
+	p := &pickerScreen{common: c, own: pickerKeys{Filter: key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter"))},
+		tracks: tracks, choice: preselect, det: det}
 	p.buildForm()
 	return p
 }
@@ -144,16 +150,16 @@ func (p *pickerScreen) ShortHelp() []key.Binding {
 	case filtering:
 		return []key.Binding{withHelp(k.Enter, "plan"), withHelp(k.Back, "keep the filter"), k.Up, k.Down, k.ForceQuit}
 	case filtered:
-		return []key.Binding{withHelp(k.Enter, "plan"), withHelp(k.Back, "clear the filter"), k.Filter, k.Up, k.Down, k.Help, k.Quit}
+		return []key.Binding{withHelp(k.Enter, "plan"), withHelp(k.Back, "clear the filter"), p.own.Filter, k.Up, k.Down, k.Help, k.Quit}
 	}
-	return []key.Binding{withHelp(k.Enter, "plan"), k.Filter, k.Up, k.Down, withHelp(k.PageDown, "details"), k.Back, k.Help, k.Quit}
+	return []key.Binding{withHelp(k.Enter, "plan"), p.own.Filter, k.Up, k.Down, withHelp(k.PageDown, "details"), k.Back, k.Help, k.Quit}
 }
 
 func (p *pickerScreen) FullHelp() [][]key.Binding {
 	k := p.Keys
 	return [][]key.Binding{
 		{withHelp(k.Enter, "plan"), k.Up, k.Down, withHelp(k.PageDown, "scroll the details"), withHelp(k.PageUp, "scroll back")},
-		{k.Filter, withHelp(k.Back, "keep, then clear the filter; back"), k.Help, k.Quit},
+		{p.own.Filter, withHelp(k.Back, "keep, then clear the filter; back"), k.Help, k.Quit},
 	}
 }
 

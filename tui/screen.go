@@ -2,6 +2,7 @@ package tui
 
 import (
 	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/haloforge/haloforge/diagnose"
@@ -37,9 +38,9 @@ type (
 	initer interface{ Init() tea.Cmd }
 	// revealer is told when the screen above it closed and it is on top again.
 	revealer interface{ Revealed() }
-	// keyClaimer takes some of the root's global keys for itself (the run
-	// screen's ? searches backwards, as in less; h is its help).
-	keyClaimer interface{ Claims(tea.KeyPressMsg) bool }
+	// helpKeyer has a help key of its own, where the root's ? means
+	// something else (the run screen's ? searches backwards, as in less).
+	helpKeyer interface{ HelpKey() key.Binding }
 )
 
 // flowCrumbs are the steps of the wizard's flow, shown left to right in the

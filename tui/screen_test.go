@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
@@ -187,4 +188,55 @@ func TestPrompt(t *testing.T) {
 	if h := p.Help(k); len(h) != 3 || h[0].Help().Desc != "find" || h[1].Help().Desc != "cancel" || h[2].Help().Key != "ctrl+c" {
 		t.Errorf("help %v", h)
 	}
+}
+
+// TestKeysMeanOneThingPerScreen: on each screen, in the states the flow
+// leaves it in, neither its short nor its full help lists a key twice with
+// two meanings, the root's keys (help, quit) included. A key that means
+// something else on one screen belongs to that screen's own keys (its
+// file), not to a second meaning of a shared binding.
+func TestKeysMeanOneThingPerScreen(t *testing.T) {
+	check := func(t *testing.T, where string, m *Model) {
+		t.Helper()
+		root := []key.Binding{m.helpKey(), m.common.Keys.Quit, m.common.Keys.ForceQuit}
+		lists := map[string][]key.Binding{"short help": append(slices.Clone(root), m.top().ShortHelp()...)}
+		full := slices.Clone(root)
+		for _, row := range m.top().FullHelp() {
+			full = append(full, row...)
+		}
+		lists["full help"] = full
+		for list, bindings := range lists {
+			meaning := map[string]string{}
+			for _, b := range bindings {
+				if !b.Enabled() {
+					continue
+				}
+				for _, k := range b.Keys() {
+					if had, ok := meaning[k]; ok && had != b.Help().Desc {
+						t.Errorf("%s, %s: %q means %q and %q", where, list, k, had, b.Help().Desc)
+					}
+					meaning[k] = b.Help().Desc
+				}
+			}
+		}
+	}
+	for name, build := range screenExamples {
+		t.Run(name, func(t *testing.T) {
+			m := newSized(t, newFakeBackend(t), 100, 30)
+			drive(t, m, openMsg{s: build(m.common)})
+			check(t, name, m)
+		})
+	}
+	t.Run("the flow to a failed run", func(t *testing.T) {
+		m := newSized(t, newFakeBackend(t), 100, 30)
+		check(t, "detect", m)
+		drive(t, m, press("enter"))
+		check(t, "picker", m)
+		drive(t, m, press("enter"))
+		check(t, "plan", m)
+		drive(t, m, press("enter"))
+		check(t, "run, failed", m)
+		drive(t, m, press("enter"))
+		check(t, "summary", m)
+	})
 }

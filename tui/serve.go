@@ -71,6 +71,7 @@ type Serving interface {
 // references.
 type serveScreen struct {
 	*common
+	own    serveKeys
 	server Server // nil when this session serves nothing
 	track  string
 
@@ -151,10 +152,24 @@ type (
 	}
 )
 
+// serveKeys are the serve screen's own keys: x stops the server, b
+// benchmarks, e edits the focused field, ←/→ step its number.
+type serveKeys struct{ Stop, Bench, Edit, Less, More key.Binding }
+
+func newServeKeys() serveKeys {
+	return serveKeys{
+		Stop:  key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "stop the server")),
+		Bench: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "benchmark")),
+		Edit:  key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit")),
+		Less:  key.NewBinding(key.WithKeys("left"), key.WithHelp("←/→", "less/more")),
+		More:  key.NewBinding(key.WithKeys("right")),
+	}
+}
+
 // newServeScreen opens the serve screen for a built track (the summary's s).
 func newServeScreen(c *common, track string) *serveScreen {
 	server, _ := role[Server](c)
-	return &serveScreen{common: c, server: server, track: track,
+	return &serveScreen{common: c, own: newServeKeys(), server: server, track: track,
 		edit: newPrompt("", "", "set", "cancel"), resultEnd: -1, shownResult: -1}
 }
 
@@ -186,9 +201,9 @@ func (s *serveScreen) ShortHelp() []key.Binding {
 	case s.edit.IsOpen():
 		return s.edit.Help(k)
 	case s.running:
-		b := []key.Binding{k.Stop}
+		b := []key.Binding{s.own.Stop}
 		if s.run.ready != nil && !s.benching {
-			b = append(b, k.Bench)
+			b = append(b, s.own.Bench)
 		}
 		return append(b, k.Up, k.Down)
 	case s.benching:
@@ -197,9 +212,9 @@ func (s *serveScreen) ShortHelp() []key.Binding {
 		// No form (not built, or still reading): only leaving works.
 		return []key.Binding{k.Back, withHelp(k.Quit, "quit")}
 	}
-	b := []key.Binding{withHelp(k.Enter, "start the server"), k.Edit, k.Less, withHelp(k.Tab, "next field")}
+	b := []key.Binding{withHelp(k.Enter, "start the server"), s.own.Edit, s.own.Less, withHelp(k.Tab, "next field")}
 	if serve.EngineOf(s.serveTrack()) == serve.EngineLlamaCpp {
-		b = append(b, k.Bench)
+		b = append(b, s.own.Bench)
 	}
 	return append(b, k.Back, withHelp(k.Quit, "quit"))
 }
@@ -247,10 +262,10 @@ func (s *serveScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
 	}
 	keys := s.Keys
 	switch {
-	case key.Matches(k, keys.Stop) && s.running:
+	case key.Matches(k, s.own.Stop) && s.running:
 		s.serving.Stop()
 		return nil
-	case key.Matches(k, keys.Bench) && !s.benching && (s.run.ready != nil || (!s.running && s.setup != nil)):
+	case key.Matches(k, s.own.Bench) && !s.benching && (s.run.ready != nil || (!s.running && s.setup != nil)):
 		return s.startBench()
 	case s.running || s.benching:
 		if scrollBy(keys, k, &s.offset, s.h) {
@@ -267,11 +282,11 @@ func (s *serveScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
 		s.focus = (s.focus + len(serveFields) - 1) % len(serveFields)
 	case key.Matches(k, keys.Down), key.Matches(k, keys.Tab):
 		s.focus = (s.focus + 1) % len(serveFields)
-	case key.Matches(k, keys.Less):
+	case key.Matches(k, s.own.Less):
 		s.adjust(-1)
-	case key.Matches(k, keys.More):
+	case key.Matches(k, s.own.More):
 		s.adjust(1)
-	case key.Matches(k, keys.Edit):
+	case key.Matches(k, s.own.Edit):
 		s.edit.SetValue(s.fieldValue(s.focus))
 		return s.edit.Open()
 	}

@@ -19,6 +19,7 @@ import (
 // what to type next.
 type summaryScreen struct {
 	*common
+	own    summaryKeys
 	rs     *runState
 	plan   *Plan
 	resume string   // the command that continues after a failure ("" in the demo)
@@ -27,8 +28,12 @@ type summaryScreen struct {
 	w, h   int
 }
 
+// summaryKeys are the summary's own keys: s serves what the run built.
+type summaryKeys struct{ Serve key.Binding }
+
 func newSummaryScreen(c *common, rs *runState, p *Plan, resume string) *summaryScreen {
-	return &summaryScreen{common: c, rs: rs, plan: p, resume: resume}
+	return &summaryScreen{common: c, own: summaryKeys{Serve: key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "serve a model"))},
+		rs: rs, plan: p, resume: resume}
 }
 
 func (s *summaryScreen) SetSize(w, h int) {
@@ -50,7 +55,7 @@ func (s *summaryScreen) ShortHelp() []key.Binding {
 	k := s.Keys
 	b := []key.Binding{withHelp(k.Back, "back to the run"), k.Troubleshoot}
 	if s.canServe() {
-		b = append(b, k.Serve)
+		b = append(b, s.own.Serve)
 	}
 	if len(s.lines) > s.h {
 		b = append(b, k.Up, k.Down)
@@ -83,7 +88,7 @@ func (s *summaryScreen) Update(msg tea.Msg) tea.Cmd {
 			}
 		}
 		return troubleshootStep(s.common, nil)
-	case key.Matches(k, s.Keys.Serve) && s.canServe():
+	case key.Matches(k, s.own.Serve) && s.canServe():
 		return open(newServeScreen(s.common, s.plan.Track.ID))
 	case scrollBy(s.Keys, k, &s.offset, s.h):
 		s.offset = clampOffset(s.offset, len(s.lines), s.h)
