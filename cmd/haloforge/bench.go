@@ -32,7 +32,7 @@ type benchOptions struct {
 	pins              pinFlags
 }
 
-func newBenchCmd(g *globalOpts) *cobra.Command {
+func newBenchCmd(g *globalOptions) *cobra.Command {
 	var o benchOptions
 	cmd := &cobra.Command{
 		Use:   "bench --track ID [--model M] | --from FILE  [--json] [--report FILE.md]",

@@ -46,7 +46,7 @@ func runBenchTrack(cmd *cobra.Command, o benchOptions) error {
 	var built serve.Built
 	if !o.dryRun {
 		// Not built is said before a missing model is.
-		g := globalOpts{stateDir: o.stateDir, scripts: o.scripts, pins: o.pins}
+		g := globalOptions{stateDir: o.stateDir, scripts: o.scripts, pins: o.pins}
 		if built, err = checkBuilt(s, &g, req.Root); err != nil {
 			return err
 		}

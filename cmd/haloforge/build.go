@@ -21,16 +21,15 @@ import (
 	"github.com/haloforge/haloforge/tui/session"
 )
 
-type buildOpts struct {
+type buildOptions struct {
+	*globalOptions
 	track, from, report                 string
 	only                                []string
 	plain, dryRun, resume, ignoreChecks bool
-	g                                   *globalOpts
-	stateDir                            string // resolved: --state-dir or the default
 }
 
-func newBuildCmd(g *globalOpts) *cobra.Command {
-	o := buildOpts{g: g}
+func newBuildCmd(g *globalOptions) *cobra.Command {
+	o := buildOptions{globalOptions: g}
 	cmd := &cobra.Command{
 		Use:   "build --track ID",
 		Short: "Run a track's steps, each in its own pty, with full logs, resume and diagnosis",
@@ -64,17 +63,17 @@ func newBuildCmd(g *globalOpts) *cobra.Command {
 	return cmd
 }
 
-func runBuild(cmd *cobra.Command, o buildOpts) error {
+func runBuild(cmd *cobra.Command, o buildOptions) error {
 	if err := checkBuildFlags(o); err != nil {
 		return err
 	}
-	g := o.g
-	o.stateDir = g.stateDirOr()
-	if err := runner.CheckStateDir(o.stateDir); err != nil {
+	g := o.globalOptions
+	stateDir := g.stateDirOr()
+	if err := runner.CheckStateDir(stateDir); err != nil {
 		return usageErr(err)
 	}
 	if !o.dryRun {
-		if err := stateDirBusy(o.stateDir); err != nil {
+		if err := stateDirBusy(stateDir); err != nil {
 			return err
 		}
 	}
@@ -96,7 +95,7 @@ func runBuild(cmd *cobra.Command, o buildOpts) error {
 		return err
 	}
 	// A dry run changes nothing, so a failed check only warns there.
-	if err := blockingChecks(cmdContext(cmd), out, plan.Track, o.stateDir, o.ignoreChecks || o.dryRun); err != nil {
+	if err := blockingChecks(cmdContext(cmd), out, plan.Track, stateDir, o.ignoreChecks || o.dryRun); err != nil {
 		return err
 	}
 	// The full screen is for watching a build; a dry run's output is the
@@ -109,14 +108,14 @@ func runBuild(cmd *cobra.Command, o buildOpts) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	next := session.NextCommands(plan, o.stateDir, g.args()...)
+	next := session.NextCommands(plan, stateDir, g.args()...)
 	return runAndPrint(cmdContext(cmd), cmd.InOrStdin(), out, r, o, next, colorOut(cmd))
 }
 
 // checkBuildFlags answers bad usage before anything is collected or
 // planned: a track, steps that exist, flags that go together, a report
 // file that can be written.
-func checkBuildFlags(o buildOpts) error {
+func checkBuildFlags(o buildOptions) error {
 	if err := requireTrack(o.track); err != nil {
 		return err
 	}
@@ -159,12 +158,12 @@ func missingInputs(w io.Writer, t steps.Track, pf *pins.File, dryRun bool) error
 // with the step list, the log pane and the hint panel. It ends on the
 // summary; leaving it prints the recap (the outcome, the logs, the next or
 // the resume command) on the normal screen.
-func runBuildTUI(cmd *cobra.Command, o buildOpts, w steps.Workspace) error {
-	if err := o.g.onDisk(&w); err != nil {
+func runBuildTUI(cmd *cobra.Command, o buildOptions, w steps.Workspace) error {
+	if err := o.onDisk(&w); err != nil {
 		return usageErr(err)
 	}
 	e := &session.Engine{Workspace: w}
-	e.Flags = o.g.args()
+	e.Flags = o.args()
 	e.Run = runner.Options{From: o.from, Only: o.only, DryRun: o.dryRun, Resume: o.resume}
 	p, err := e.Plan(o.track)
 	if err != nil {
@@ -178,7 +177,7 @@ func runBuildTUI(cmd *cobra.Command, o buildOpts, w steps.Workspace) error {
 			if c.Resume {
 				return resumeCommand(o, c.Step)
 			}
-			return buildCommand(o.track, o.g)
+			return buildCommand(o.track, o.globalOptions)
 		},
 	})
 	printRecap(cmd.OutOrStdout(), res)
@@ -187,8 +186,8 @@ func runBuildTUI(cmd *cobra.Command, o buildOpts, w steps.Workspace) error {
 
 // newBuildRunner puts the scripts and toolbox trees on disk and checks the
 // run before anything starts.
-func newBuildRunner(plan *steps.Plan, w steps.Workspace, o buildOpts, color bool) (*runner.Runner, error) {
-	if err := o.g.onDisk(&w); err != nil {
+func newBuildRunner(plan *steps.Plan, w steps.Workspace, o buildOptions, color bool) (*runner.Runner, error) {
+	if err := o.onDisk(&w); err != nil {
 		return nil, err
 	}
 	return runner.New(runner.Options{
@@ -199,7 +198,7 @@ func newBuildRunner(plan *steps.Plan, w steps.Workspace, o buildOpts, color bool
 
 // runAndPrint runs the build in line mode (the TUI takes over when it
 // exists) and maps its outcome to docs/cli.md's exit codes.
-func runAndPrint(parent context.Context, in io.Reader, out io.Writer, r *runner.Runner, o buildOpts, next []string, color bool) error {
+func runAndPrint(parent context.Context, in io.Reader, out io.Writer, r *runner.Runner, o buildOptions, next []string, color bool) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	stopSignals := onInterrupt(out, "the step", runner.DefaultGrace, cancel, r.Kill)
@@ -266,7 +265,7 @@ func warnBlockingChecks(ctx context.Context, w io.Writer, t steps.Track, stateDi
 // failed or stopped: the flags the user gave (pins, scripts, state dir,
 // --ignore-checks), and a --from or --only narrowed to what is left, so
 // that the steps that succeeded before the failure do not run again.
-func resumeCommand(o buildOpts, step string) string {
+func resumeCommand(o buildOptions, step string) string {
 	parts := []string{"haloforge", "build", "--track", o.track, "--resume"}
 	switch {
 	case o.from != "" && step != "":
@@ -283,7 +282,7 @@ func resumeCommand(o buildOpts, step string) string {
 	if o.ignoreChecks {
 		parts = append(parts, "--ignore-checks")
 	}
-	return strings.Join(append(parts, o.g.args()...), " ")
+	return strings.Join(append(parts, o.args()...), " ")
 }
 
 func writeJUnit(path string, rep *runner.Report) error {

@@ -14,10 +14,10 @@ import (
 	"github.com/haloforge/haloforge/tui"
 )
 
-type planOpts struct {
+type planOptions struct {
+	*globalOptions
 	track         string
 	json, verbose bool
-	g             *globalOpts
 }
 
 type planStepJSON struct {
@@ -44,8 +44,8 @@ type planJSON struct {
 	MissingInputs []string `json:"missing_inputs,omitempty"`
 }
 
-func newPlanCmd(g *globalOpts) *cobra.Command {
-	o := planOpts{g: g}
+func newPlanCmd(g *globalOptions) *cobra.Command {
+	o := planOptions{globalOptions: g}
 	cmd := &cobra.Command{
 		Use:   "plan --track ID",
 		Short: "Show a track's steps, the pins each uses, and what will run since last time",
@@ -58,11 +58,11 @@ func newPlanCmd(g *globalOpts) *cobra.Command {
 	return cmd
 }
 
-func runPlan(cmd *cobra.Command, o planOpts) error {
+func runPlan(cmd *cobra.Command, o planOptions) error {
 	if err := requireTrack(o.track); err != nil {
 		return err
 	}
-	g := o.g
+	g := o.globalOptions
 	printNotes(cmd.ErrOrStderr(), localNotes(g, false))
 	w, err := g.workspace()
 	if err != nil {
@@ -167,7 +167,7 @@ func missingMark(pj planJSON, name string) string {
 
 // buildCommand is the build command line for a track with the global flags
 // the user gave, so that pasting it uses the same pins, scripts and state.
-func buildCommand(track string, g *globalOpts) string {
+func buildCommand(track string, g *globalOptions) string {
 	parts := []string{"haloforge", "build", "--track", track}
 	return strings.Join(append(parts, g.args()...), " ")
 }

@@ -34,7 +34,7 @@ type serveOptions struct {
 	pins               pinFlags
 }
 
-func newServeCmd(g *globalOpts) *cobra.Command {
+func newServeCmd(g *globalOptions) *cobra.Command {
 	var o serveOptions
 	cmd := &cobra.Command{
 		Use:   "serve --track ID [--model M]",
@@ -89,7 +89,7 @@ func setupServe(cmd *cobra.Command, track string, pf pinFlags, scriptsFlag, stat
 	if err := requireTrack(track); err != nil {
 		return serveSetup{}, err
 	}
-	g := globalOpts{stateDir: stateDir, scripts: scriptsFlag, pins: pf}
+	g := globalOptions{stateDir: stateDir, scripts: scriptsFlag, pins: pf}
 	w, err := g.workspace()
 	if err != nil {
 		return serveSetup{}, err
@@ -126,7 +126,7 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	if !o.dryRun {
 		// A track that is not built is said first: asking for a model it
 		// cannot serve yet would send the user the wrong way.
-		g := globalOpts{stateDir: o.stateDir, scripts: o.scripts, pins: o.pins}
+		g := globalOptions{stateDir: o.stateDir, scripts: o.scripts, pins: o.pins}
 		if built, err = checkBuilt(s, &g, req.Root); err != nil {
 			return err
 		}
@@ -170,7 +170,7 @@ var probeBuilt serve.Probe = serve.ProbeContainers
 // checkBuilt refuses to start the engine of a track that is not built
 // (exit 2: nothing ran), unless its box or image exists anyway: then the
 // returned note says so.
-func checkBuilt(s serveSetup, g *globalOpts, root bool) (serve.Built, error) {
+func checkBuilt(s serveSetup, g *globalOptions, root bool) (serve.Built, error) {
 	stateDir := g.stateDirOr()
 	st, err := steps.LoadState(stateDir)
 	if err != nil {

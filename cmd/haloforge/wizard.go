@@ -22,17 +22,17 @@ import (
 	"github.com/haloforge/haloforge/tui/session"
 )
 
-// wizardOpts are the bare command's flags.
-type wizardOpts struct {
+// wizardOptions are the bare command's flags.
+type wizardOptions struct {
+	*globalOptions
 	plain bool
 	track string
-	g     *globalOpts
 }
 
 // newWizardCmd is the bare `haloforge`: the wizard, and the root of every
 // other command.
-func newWizardCmd(g *globalOpts) *cobra.Command {
-	o := wizardOpts{g: g}
+func newWizardCmd(g *globalOptions) *cobra.Command {
+	o := wizardOptions{globalOptions: g}
 	cmd := &cobra.Command{
 		Use:   "haloforge",
 		Short: "From a bare Linux box to PyTorch and vLLM on ROCm, for AMD Strix Halo (gfx1151)",
@@ -63,11 +63,11 @@ func unknownCommand(cmd *cobra.Command, args []string) error {
 	return usageErr(errors.New(msg + " (haloforge --help lists the commands)"))
 }
 
-func runWizard(cmd *cobra.Command, o wizardOpts) error {
+func runWizard(cmd *cobra.Command, o wizardOptions) error {
 	if o.track != "" && !slices.Contains(steps.TrackIDs(), o.track) {
 		return usageErr(fmt.Errorf("unknown track %q (known: %s)", o.track, strings.Join(steps.TrackIDs(), ", ")))
 	}
-	g := o.g
+	g := o.globalOptions
 	stateDir := g.stateDirOr()
 	lineMode := o.plain || !stdoutIsTerminal(cmd)
 	notes := localNotes(g, !lineMode)
@@ -101,7 +101,7 @@ func runWizard(cmd *cobra.Command, o wizardOpts) error {
 
 // wizardCommands writes the commands the wizard suggests (build, resume)
 // with the flags the user gave and the pins set in the session.
-func wizardCommands(g *globalOpts) func(tui.Command) string {
+func wizardCommands(g *globalOptions) func(tui.Command) string {
 	return func(c tui.Command) string {
 		parts := []string{"haloforge", "build", "--track", c.Track}
 		if c.Resume {
@@ -119,7 +119,7 @@ func wizardCommands(g *globalOpts) func(tui.Command) string {
 
 // demoCommand runs `haloforge demo` with the same state dir, for the
 // detection screen of a machine without an AMD GPU.
-func demoCommand(g *globalOpts) func() *exec.Cmd {
+func demoCommand(g *globalOptions) func() *exec.Cmd {
 	return func() *exec.Cmd {
 		self, err := os.Executable()
 		if err != nil {
@@ -135,7 +135,7 @@ func demoCommand(g *globalOpts) func() *exec.Cmd {
 
 // wizardEngine wires the real packages; the scripts and container
 // definitions go on disk only when a run can start (the TUI).
-func wizardEngine(g *globalOpts, runs bool) (*session.Engine, error) {
+func wizardEngine(g *globalOptions, runs bool) (*session.Engine, error) {
 	w, err := g.workspace()
 	if err != nil {
 		return nil, err
