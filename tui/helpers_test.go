@@ -253,3 +253,24 @@ func trimLines(s string) string {
 	}
 	return strings.Join(lines, "\n") + "\n"
 }
+
+// lastLine is the frame's last line: the footer.
+func lastLine(m *Model) string {
+	v := strings.TrimRight(plain(m), "\n")
+	return v[strings.LastIndex(v, "\n")+1:]
+}
+
+// commands is Options.Commands as the real wizard words them.
+func commands(c Command) string {
+	s := "haloforge build --track " + c.Track
+	if c.Resume {
+		s += " --resume"
+	}
+	if c.IgnoreChecks {
+		s += " --ignore-checks"
+	}
+	for _, v := range c.Sets {
+		s += " --set " + v
+	}
+	return s + " --state-dir /hf"
+}

@@ -486,8 +486,7 @@ func helpKeys(bs []key.Binding) []string {
 // The demo's machine: its bundle does not say how it boots. The screen says
 // plainly the bootloader could not be identified, lists the arguments to
 // set by hand with where the common bootloaders keep them (commands whole),
-// and offers no APPLY: there is nothing haloforge would change. (C5 of the
-// UX review.)
+// and offers no APPLY: there is nothing haloforge would change.
 func TestHostFixUnknownBootloaderSaysWhatToDoByHand(t *testing.T) {
 	b, err := demo.Bundle()
 	if err != nil {

@@ -89,7 +89,7 @@ func TestLogViewScrollClampsWhenRingRotates(t *testing.T) {
 	}
 }
 
-// TestLogViewSearchLikeLess is the review's finding 5: / searches forward
+// TestLogViewSearchLikeLess: / searches forward
 // from the top of the window and ? backward, n repeats the direction and N
 // reverses it, the search wraps round with vim's note, and the match is
 // counted ("match 2/3") and named by its line in the file.
@@ -104,7 +104,7 @@ func TestLogViewSearchLikeLess(t *testing.T) {
 	}
 	v := newLogView(b)
 	v.SetSize(60, 5)
-	v.Home() // g: the top of the log, as in the review's repro
+	v.Home() // g: the top of the log, where a search from the top starts
 	r := v.Search("hip ERROR", false)
 	if !r.found || v.match != 5 || r.index != 1 || r.total != 3 || r.no != 6 || r.wrapped {
 		t.Fatalf("/ from the top: %+v, match %d; want the first match, 1/3, file line 6", r, v.match)
@@ -150,7 +150,7 @@ func TestLogViewSearchLikeLess(t *testing.T) {
 
 // TestLogBufferKeepsFileLineNumbers: after a flood that the screen partly
 // dropped, the lines keep their numbers in the file, so "line 195000" on
-// screen is line 195000 of the log (finding 5).
+// screen is line 195000 of the log.
 func TestLogBufferKeepsFileLineNumbers(t *testing.T) {
 	b := newLogBuffer(5)
 	b.AppendAt(1, "a")
@@ -169,7 +169,7 @@ func TestLogBufferKeepsFileLineNumbers(t *testing.T) {
 }
 
 // TestLogViewWrapsAndScrollsSideways: w wraps long lines whole; without it
-// ←/→ shows what is past the edge (finding 3).
+// ←/→ shows what is past the edge.
 func TestLogViewWrapsAndScrollsSideways(t *testing.T) {
 	b := newLogBuffer(10)
 	long := "error: running as root: distrobox refuses that. Run haloforge as your normal user"

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
 	"github.com/haloforge/haloforge/detect"
@@ -112,7 +114,7 @@ func TestQuitAsksThenStopsTheRunFakeRunner(t *testing.T) {
 	}
 }
 
-// TestQuitWithoutRunQuitsAtOnce is finding 9: q asks only while a step
+// TestQuitWithoutRunQuitsAtOnce: q asks only while a step
 // runs; elsewhere it quits at once, as TUTORIAL's key table says.
 func TestQuitWithoutRunQuitsAtOnce(t *testing.T) {
 	m := newSized(t, newFakeBackend(t), 80, 24)
@@ -517,7 +519,7 @@ func TestShellWithoutToolboxSaysWhy(t *testing.T) {
 }
 
 // TestPlanModeRunsAndEndsOnTheSummaryFakeRunner is the TUI of `haloforge
-// build` (finding 1): it starts at the run screen and, once the run
+// build`: it starts at the run screen and, once the run
 // succeeds, shows the summary with the next commands instead of vanishing;
 // q then quits at once, and the result carries the recap.
 func TestPlanModeRunsAndEndsOnTheSummaryFakeRunner(t *testing.T) {
@@ -543,8 +545,8 @@ func TestPlanModeRunsAndEndsOnTheSummaryFakeRunner(t *testing.T) {
 	}
 }
 
-// At 80 columns a long log path in the troubleshoot header is wrapped
-// whole: no row is cut with "…" (UX round 3, item 7).
+// TestTroubleshootHeaderWrapsALongPath: at 80 columns a long log path in
+// the troubleshoot header is wrapped whole: no row is cut with "…".
 func TestTroubleshootHeaderWrapsALongPath(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state", "runs", "20261124-194234-60a434-a-long-run-directory-name")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -568,5 +570,98 @@ func TestTroubleshootHeaderWrapsALongPath(t *testing.T) {
 		if strings.Contains(l, path[:20]) && strings.HasSuffix(strings.TrimRight(l, " "), "…") {
 			t.Errorf("row cut: %q", l)
 		}
+	}
+}
+
+// TestQuittingGivesTheNextCommands: leaving the wizard hands cmd a recap: the
+// next commands after a build, the exact resume command (with --track and the
+// user's flags) after a stop, in the stop note too.
+func TestQuittingGivesTheNextCommands(t *testing.T) {
+	f := newFakeBackend(t)
+	f.fixed = true
+	m := New(context.Background(), f, Options{Commands: commands})
+	drive(t, m, tea.WindowSizeMsg{Width: 120, Height: 40}, m.Init()(), press("enter"), press("enter"), press("enter"))
+	if !drive(t, m, press("q")) {
+		t.Fatal("q on the summary did not quit")
+	}
+	r := m.Result()
+	if len(r.Next) != 3 || !strings.HasPrefix(r.Next[0], "haloforge serve --track therock-toolbox") || len(r.RunDirs) != 1 {
+		t.Errorf("result after a build: %+v", r)
+	}
+
+	f = newFakeBackend(t)
+	f.lineGap = 20 * time.Millisecond
+	f.extra = 1000
+	m = New(context.Background(), f, Options{Commands: commands})
+	drive(t, m, tea.WindowSizeMsg{Width: 120, Height: 40}, m.Init()(), press("enter"), press("enter"))
+	driveHeld(t, m, press("enter"))
+	pump(t, m)
+	driveHeld(t, m, press("q"))
+	if v := plain(m); !strings.Contains(v, "Resume it later with: haloforge build --track therock-toolbox --resume --state-dir /hf") {
+		t.Errorf("the quit question does not say how to resume:\n%s", v)
+	}
+	driveHeld(t, m, press("y"))
+	drive(t, m, waitEvents(m.run.ch)())
+	r = m.Result()
+	if r.Stopped != "toolbox" || r.Resume != "haloforge build --track therock-toolbox --resume --state-dir /hf" || !r.Interrupted {
+		t.Errorf("result after a quit mid-run: %+v", r)
+	}
+}
+
+// TestCtrlCIsAnInterruption: q quits at once when nothing runs; Ctrl-C on an
+// idle screen is an interruption (exit 130); after a run ended its outcome
+// stands.
+func TestCtrlCIsAnInterruption(t *testing.T) {
+	m := newSized(t, newFakeBackend(t), 100, 30)
+	if !drive(t, m, press("ctrl+c")) || !m.Result().Interrupted {
+		t.Errorf("ctrl+c on detection: result %+v, want interrupted", m.Result())
+	}
+	f := newFakeBackend(t)
+	m = toRun(t, f, 100, 30) // the run failed
+	if !drive(t, m, press("ctrl+c")) || m.Result().Interrupted || m.Result().Status != steps.OutcomeFailed {
+		t.Errorf("ctrl+c after a failed run: result %+v, want its failure", m.Result())
+	}
+}
+
+// TestFooterAlwaysShowsHelpAndQuit: at 80 and 120 columns, on every screen
+// and state, the footer fits one line and ends with help and quit.
+func TestFooterAlwaysShowsHelpAndQuit(t *testing.T) {
+	for _, w := range []int{80, 120} {
+		f := newFakeBackend(t)
+		f.shell = exec.Command("true")
+		m := newSized(t, f, w, 30)
+		check := func(where string) {
+			t.Helper()
+			foot := lastLine(m)
+			if ansi.StringWidth(foot) > w || !strings.Contains(foot, "help") || !strings.HasSuffix(foot, "q quit") {
+				t.Errorf("%d columns, %s: footer %q", w, where, foot)
+			}
+		}
+		check("detect")
+		drive(t, m, press("enter"))
+		check("picker")
+		drive(t, m, press("enter"))
+		check("plan")
+		drive(t, m, press("enter"))
+		check("run, failed")
+		drive(t, m, press("enter"))
+		check("summary")
+	}
+}
+
+// TestSizeGuardWraps: the size guard's words wrap to the window; during a run
+// it does not offer --plain, which cannot help then.
+func TestSizeGuardWraps(t *testing.T) {
+	msg := tooSmall(40, 10, false)
+	for _, l := range strings.Split(msg, "\n") {
+		if ansi.StringWidth(l) > 40 {
+			t.Errorf("row %q is wider than the 40-column window", l)
+		}
+	}
+	if !strings.Contains(strings.ReplaceAll(msg, "\n", " "), "at least 80×24") {
+		t.Errorf("message: %q", msg)
+	}
+	if run := tooSmall(60, 20, true); strings.Contains(run, "--plain") || !strings.Contains(run, "the run goes on") {
+		t.Errorf("mid-run: %q", run)
 	}
 }

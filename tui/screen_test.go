@@ -16,6 +16,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/steps"
 )
 
@@ -239,4 +240,35 @@ func TestKeysMeanOneThingPerScreen(t *testing.T) {
 		drive(t, m, press("enter"))
 		check(t, "summary", m)
 	})
+}
+
+// TestKeyboardGaps: j/k scroll the log; the detection screen has g/G; d runs
+// the demo where there is no AMD GPU.
+func TestKeyboardGaps(t *testing.T) {
+	f := newFakeBackend(t)
+	f.extra = 100
+	m := toRun(t, f, 120, 40)
+	drive(t, m, press("k"))
+	if m.run.log.follow {
+		t.Error("k did not scroll the log up")
+	}
+	drive(t, m, press("j"))
+	s := newDetectScreen(testCommon(), true)
+	s.SetSize(100, 14)
+	s.Update(detectedMsg{det: manyChecks(30)})
+	s.Update(press("G"))
+	if s.offset == 0 {
+		t.Error("G did not go to the end of the checks")
+	}
+	s.Update(press("g"))
+	if s.offset != 0 {
+		t.Error("g did not go back to the top")
+	}
+	if msgOf(s.Update(press("d"))) != nil {
+		t.Error("d ran the demo on a machine with a GPU")
+	}
+	s.Update(detectedMsg{det: &Detection{Report: &detect.Report{}, Source: "this machine"}})
+	if _, ok := msgOf(s.Update(press("d"))).(runDemoMsg); !ok || !strings.Contains(ansi.Strip(s.View()), "(press d)") {
+		t.Error("d does not run the demo on a machine without an AMD GPU")
+	}
 }

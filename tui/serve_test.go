@@ -192,7 +192,7 @@ func TestSummaryOpensServe(t *testing.T) {
 }
 
 // A track that is not built gets no form: one line says so and what builds
-// it, and Enter starts nothing (C3 of the UX review).
+// it, and Enter starts nothing.
 func TestServeScreenRefusesUnbuiltTrack(t *testing.T) {
 	f := newFakeBackend(t)
 	f.serveErr = &serve.NotBuiltError{Track: "llamacpp-distro", Why: "llamacpp-distro is not built yet", Next: "haloforge build --track llamacpp-distro"}
@@ -254,7 +254,7 @@ func TestServeScreenImageGone(t *testing.T) {
 // way to the result once it is ready. On a smaller terminal the screen
 // scrolls to the result by itself. Long lines wrap instead of being cut:
 // the fit line, the command (between its words), the bench verdicts; the
-// model's path keeps its file name. (C9, C10 of the UX review.)
+// model's path keeps its file name.
 func TestServeScreenFitsAndWraps(t *testing.T) {
 	for _, size := range [][2]int{{80, 22}, {60, 13}} {
 		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {

@@ -151,7 +151,7 @@ func TestSetsScreenCannotWrite(t *testing.T) {
 	if v := ansi.Strip(s.View()); !strings.Contains(v, "Not written: versions.env:3: bad line") {
 		t.Errorf("a failed write:\n%s", v)
 	}
-	// Built-in pins: u asks to create ./versions.env, as pins use does (C4).
+	// Built-in pins: u asks to create ./versions.env, as pins use does.
 	f.useErr = nil
 	f.pinSets.Creates = "/home/u/versions.env"
 	s = newSetsFor(t, f, 80, 24)
@@ -196,7 +196,7 @@ func TestWizardWritesASetAndPlansAgain(t *testing.T) {
 
 // An evidence URL too long for its line goes on lines of its own from the
 // first column, never behind an indent, so its pieces join back into the
-// URL; a short one stays on the evidence line. (C9 of the UX review.)
+// URL; a short one stays on the evidence line.
 func TestSetsScreenKeepsURLsWhole(t *testing.T) {
 	long := "https://github.com/kyuz0/amd-strix-halo-vllm-toolboxes/blob/ecbe4bf404b7aef5cf37ade5d7f0f395335df185/tests/test_rocm_release_config.py"
 	f := newFakeBackend(t)

@@ -57,7 +57,7 @@ func parsed(t *testing.T, script string) string {
 	return strings.Join(out, "\n")
 }
 
-// TestFixRowsCopyAndRun is finding 4: at any width, the rows of a fix that
+// TestFixRowsCopyAndRun: at any width, the rows of a fix that
 // hold commands, copied as they are on screen (with their indentation),
 // run exactly the commands of the fix; no command is cut inside a word or
 // a quoted string, and prose wraps without losing a word.

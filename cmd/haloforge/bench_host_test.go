@@ -3,7 +3,7 @@ package main
 import "testing"
 
 // sameDevice decides whether a benchmark file's run is this machine's
-// (then --report records this machine's facts) (C12).
+// (then --report records this machine's facts).
 func TestSameDevice(t *testing.T) {
 	for _, tc := range []struct {
 		run, live string

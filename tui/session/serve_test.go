@@ -97,7 +97,7 @@ func TestDemoServeAndBench(t *testing.T) {
 }
 
 // Serve and bench check the build first: the state dir's record of the
-// track and its box, as the probe finds it (C3 of the UX review).
+// track and its box, as the probe finds it.
 func TestServeSetupChecksTheBuild(t *testing.T) {
 	for _, tc := range []struct {
 		name          string

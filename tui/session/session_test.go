@@ -53,7 +53,7 @@ func TestDemoDetectionIsStrixHalo(t *testing.T) {
 }
 
 // TestDemoPlansOnlyItsTrack: the demo runs its own track; every other
-// track's plan can be read (finding 22), but not run.
+// track's plan can be read, but not run.
 func TestDemoPlansOnlyItsTrack(t *testing.T) {
 	e := newTestDemo(t)
 	p, err := e.Plan(demo.TrackID)
@@ -263,7 +263,7 @@ func TestStoryEndSaysNotVerified(t *testing.T) {
 	}
 }
 
-// TestShellEntersOnlyTheTracksOwnExistingBox is finding 2: s opens the
+// TestShellEntersOnlyTheTracksOwnExistingBox: s opens the
 // track's own box (therock-toolbox: TOOLBOX_NAME; llamacpp-distro:
 // LLAMACPP_DISTRO_BOX), only when the container exists, and never asks
 // distrobox to create one; a track without a box says so.
@@ -302,8 +302,8 @@ func TestShellEntersOnlyTheTracksOwnExistingBox(t *testing.T) {
 
 // The track's next commands carry the user's global flags, so that typed
 // as printed they find the same state dir, scripts and pins; a launcher
-// script is left as it is (UX round 3, item 1).
-func TestPlanViewNextCarriesFlags(t *testing.T) {
+// script is left as it is.
+func TestNextCommandsCarryFlags(t *testing.T) {
 	tr, err := steps.Lookup("vllm-image")
 	if err != nil {
 		t.Fatal(err)

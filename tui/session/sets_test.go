@@ -193,7 +193,7 @@ func TestPinSetsNotWritten(t *testing.T) {
 	}
 }
 
-// With the built-in pins, u creates versions.env as `pins use` does (C4):
+// With the built-in pins, u creates versions.env as `pins use` does:
 // the built-in copy with the set's values, read from then on.
 func TestPinSetsCreateThePinsFile(t *testing.T) {
 	e, _ := pinsEngine(t)

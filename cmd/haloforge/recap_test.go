@@ -8,22 +8,7 @@ import (
 	"github.com/haloforge/haloforge/tui"
 )
 
-// TestDoctorColoursItsMarks is finding 20: on a terminal doctor's marks
-// are coloured as flutter doctor's; nothing else is.
-func TestDoctorColoursItsMarks(t *testing.T) {
-	in := "Doctor summary\n[✓] GPU: ok\n[!] GTT size: small\n    fix [✗] in text\n[✗] /dev/kfd: missing\n[-] Groups: unknown\n"
-	got := colorMarks(in)
-	for _, want := range []string{"\x1b[32m[✓]\x1b[0m GPU", "\x1b[33m[!]\x1b[0m GTT", "\x1b[31m[✗]\x1b[0m /dev/kfd", "\x1b[2m[-]\x1b[0m Groups", "    fix [✗] in text"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("coloured output lacks %q:\n%q", want, got)
-		}
-	}
-	if strings.HasPrefix(got, "\n") {
-		t.Errorf("a newline was added: %q", got)
-	}
-}
-
-// TestRecapLines is finding 7: what each way of leaving prints.
+// TestRecapLines: what each way of leaving the wizard prints.
 func TestRecapLines(t *testing.T) {
 	for _, tc := range []struct {
 		res  tui.Result
