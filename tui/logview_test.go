@@ -22,18 +22,20 @@ func TestLogBufferKeepsTheTail(t *testing.T) {
 	}{
 		{5, 0, 0, 0}, {5, 3, 0, 3}, {5, 5, 0, 5}, {5, 6, 1, 5}, {5, 12, 7, 5}, {1, 3, 2, 1},
 	} {
-		b := filled(tc.capacity, tc.n)
-		if b.First() != tc.first || b.Len() != tc.len || b.End() != tc.n {
-			t.Errorf("cap %d, %d lines: first %d len %d end %d, want %d %d %d", tc.capacity, tc.n, b.First(), b.Len(), b.End(), tc.first, tc.len, tc.n)
-		}
-		for abs := b.First(); abs < b.End(); abs++ {
-			if got := b.Line(abs); got != fmt.Sprintf("line %d", abs) {
-				t.Errorf("cap %d: Line(%d) = %q", tc.capacity, abs, got)
+		t.Run(fmt.Sprintf("cap %d, %d lines", tc.capacity, tc.n), func(t *testing.T) {
+			b := filled(tc.capacity, tc.n)
+			if b.First() != tc.first || b.Len() != tc.len || b.End() != tc.n {
+				t.Errorf("cap %d, %d lines: first %d len %d end %d, want %d %d %d", tc.capacity, tc.n, b.First(), b.Len(), b.End(), tc.first, tc.len, tc.n)
 			}
-		}
-		if tc.first > 0 && b.Line(tc.first-1) != "" {
-			t.Errorf("an evicted line is still returned")
-		}
+			for abs := b.First(); abs < b.End(); abs++ {
+				if got := b.Line(abs); got != fmt.Sprintf("line %d", abs) {
+					t.Errorf("cap %d: Line(%d) = %q", tc.capacity, abs, got)
+				}
+			}
+			if tc.first > 0 && b.Line(tc.first-1) != "" {
+				t.Errorf("an evicted line is still returned")
+			}
+		})
 	}
 }
 
@@ -232,11 +234,13 @@ func TestHighlight(t *testing.T) {
 		{"none", "x", "none"},
 		{"İstanbul", "i", "[İstanbul]"}, // case folding changes byte offsets: mark the line
 	} {
-		got := highlight(tc.in, tc.q, st)
-		got = strings.ReplaceAll(strings.ReplaceAll(got, "\x1b[7m", "["), "\x1b[m", "]")
-		if got != tc.want {
-			t.Errorf("highlight(%q, %q) = %q, want %q", tc.in, tc.q, got, tc.want)
-		}
+		t.Run(tc.in+" "+tc.q, func(t *testing.T) {
+			got := highlight(tc.in, tc.q, st)
+			got = strings.ReplaceAll(strings.ReplaceAll(got, "\x1b[7m", "["), "\x1b[m", "]")
+			if got != tc.want {
+				t.Errorf("highlight(%q, %q) = %q, want %q", tc.in, tc.q, got, tc.want)
+			}
+		})
 	}
 }
 

@@ -2,7 +2,9 @@ package tui
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -131,16 +133,18 @@ func TestTooSmallTerminal(t *testing.T) {
 		w, h  int
 		small bool
 	}{{79, 24, true}, {80, 23, true}, {80, 24, false}, {200, 60, false}} {
-		m := newSized(t, newFakeBackend(t), tc.w, tc.h)
-		v := plain(m)
-		if got := strings.Contains(v, "needs a terminal of at least 80×24"); got != tc.small {
-			t.Errorf("%d×%d: too-small message = %v, want %v:\n%s", tc.w, tc.h, got, tc.small, v)
-		}
-		if !tc.small {
-			if n := strings.Count(v, "\n") + 1; n > tc.h {
-				t.Errorf("%d×%d: the frame has %d lines", tc.w, tc.h, n)
+		t.Run(fmt.Sprintf("%dx%d", tc.w, tc.h), func(t *testing.T) {
+			m := newSized(t, newFakeBackend(t), tc.w, tc.h)
+			v := plain(m)
+			if got := strings.Contains(v, "needs a terminal of at least 80×24"); got != tc.small {
+				t.Errorf("%d×%d: too-small message = %v, want %v:\n%s", tc.w, tc.h, got, tc.small, v)
 			}
-		}
+			if !tc.small {
+				if n := strings.Count(v, "\n") + 1; n > tc.h {
+					t.Errorf("%d×%d: the frame has %d lines", tc.w, tc.h, n)
+				}
+			}
+		})
 	}
 }
 
@@ -327,16 +331,18 @@ func TestTroubleshootShowsScanError(t *testing.T) {
 
 func TestPickerPreselectsTrack(t *testing.T) {
 	for _, tc := range []struct{ opt, want string }{{"", "therock-toolbox"}, {"ollama", "ollama"}} {
-		m := New(context.Background(), newFakeBackend(t), Options{Track: tc.opt})
-		drive(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
-		drive(t, m, m.Init()())
-		drive(t, m, press("enter"))
-		if got := m.picker.Hovered().ID; got != tc.want {
-			t.Errorf("Track %q: hovered %s, want %s", tc.opt, got, tc.want)
-		}
-		if !strings.Contains(plain(m), "> "+tc.want) {
-			t.Errorf("the cursor is not on %s:\n%s", tc.want, plain(m))
-		}
+		t.Run(cmp.Or(tc.opt, "recommended"), func(t *testing.T) {
+			m := New(context.Background(), newFakeBackend(t), Options{Track: tc.opt})
+			drive(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
+			drive(t, m, m.Init()())
+			drive(t, m, press("enter"))
+			if got := m.picker.Hovered().ID; got != tc.want {
+				t.Errorf("Track %q: hovered %s, want %s", tc.opt, got, tc.want)
+			}
+			if !strings.Contains(plain(m), "> "+tc.want) {
+				t.Errorf("the cursor is not on %s:\n%s", tc.want, plain(m))
+			}
+		})
 	}
 }
 
@@ -446,10 +452,12 @@ func TestNoColorHonoured(t *testing.T) {
 		{[]string{"TERM=xterm-256color", "TTY_FORCE=1"}, true}, // so the test can fail
 		{[]string{"TERM=xterm-256color", "TTY_FORCE=1", "NO_COLOR=1"}, false},
 	} {
-		out, _ := runProgram(t, newFakeBackend(t), tc.env, func(b *syncBuffer) bool { return strings.Contains(b.String(), "Recommended") })
-		if got := sgrColour.MatchString(out.String()); got != tc.colour {
-			t.Errorf("env %v: colour sequences = %v, want %v", tc.env, got, tc.colour)
-		}
+		t.Run(strings.Join(tc.env, " "), func(t *testing.T) {
+			out, _ := runProgram(t, newFakeBackend(t), tc.env, func(b *syncBuffer) bool { return strings.Contains(b.String(), "Recommended") })
+			if got := sgrColour.MatchString(out.String()); got != tc.colour {
+				t.Errorf("env %v: colour sequences = %v, want %v", tc.env, got, tc.colour)
+			}
+		})
 	}
 }
 

@@ -309,15 +309,17 @@ func TestPathTail(t *testing.T) {
 		{"/tmp/ux/state/demo-123/models/tiny-random.gguf", 26, "…/models/tiny-random.gguf"},
 		{"/a/b.gguf", 5, "/a/b.gguf"}, // too narrow to shorten usefully
 	} {
-		if got := pathTail(tc.in, tc.w); got != tc.want || (tc.w >= 8 && ansi.StringWidth(got) > tc.w) {
-			t.Errorf("pathTail(%q, %d) = %q, want %q", tc.in, tc.w, got, tc.want)
-		}
+		t.Run(fmt.Sprintf("%s at %d", tc.in, tc.w), func(t *testing.T) {
+			if got := pathTail(tc.in, tc.w); got != tc.want || (tc.w >= 8 && ansi.StringWidth(got) > tc.w) {
+				t.Errorf("pathTail(%q, %d) = %q, want %q", tc.in, tc.w, got, tc.want)
+			}
+		})
 	}
 }
 
-// The serve screen says what `haloforge serve` prints (C11 of the UX
-// review: the demo's serve act is this screen, and it must match the real
-// command): the same ready and first-answer sentences, and the answer.
+// TestServeScreenSaysWhatServePrints: the serve screen says what `haloforge
+// serve` prints (the demo's serve act is this screen, and it must match the
+// real command): the same ready and first-answer sentences, and the answer.
 func TestServeScreenSaysWhatServePrints(t *testing.T) {
 	s, _ := newServeTest(t)
 	msgs, _ := runWithin(s.Update(press("enter")), time.Second)

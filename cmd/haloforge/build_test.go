@@ -52,21 +52,24 @@ func TestResumeCommandRepeatsTheFlagsThatMatter(t *testing.T) {
 	g := &globalOptions{scripts: "s", stateDir: "/x/state", pins: pinFlags{pins: "p.env", sets: []string{"VLLM_PORT=9000", "LLAMA_MODEL=/m/a b.gguf"}}}
 	flags := " --pins p.env --set VLLM_PORT=9000 --set 'LLAMA_MODEL=/m/a b.gguf' --scripts s --state-dir /x/state"
 	for _, tc := range []struct {
+		name string
 		o    buildOptions
 		step string
 		want string
 	}{
-		{buildOptions{track: "vllm-image", globalOptions: g}, "launcher", "haloforge build --track vllm-image --resume" + flags},
-		{buildOptions{track: "therock-toolbox", ignoreChecks: true, from: "rocm", globalOptions: g}, "vllm",
+		{"plain", buildOptions{track: "vllm-image", globalOptions: g}, "launcher", "haloforge build --track vllm-image --resume" + flags},
+		{"--from, narrowed to the failed step", buildOptions{track: "therock-toolbox", ignoreChecks: true, from: "rocm", globalOptions: g}, "vllm",
 			"haloforge build --track therock-toolbox --resume --from vllm --ignore-checks" + flags},
-		{buildOptions{track: "therock-toolbox", only: []string{"tools", "rocm", "vllm"}, globalOptions: g}, "rocm",
+		{"--only, from the failed step on", buildOptions{track: "therock-toolbox", only: []string{"tools", "rocm", "vllm"}, globalOptions: g}, "rocm",
 			"haloforge build --track therock-toolbox --resume --only rocm,vllm" + flags},
-		{buildOptions{track: "therock-toolbox", from: "rocm", globalOptions: g}, "",
+		{"--from, no step known", buildOptions{track: "therock-toolbox", from: "rocm", globalOptions: g}, "",
 			"haloforge build --track therock-toolbox --resume --from rocm" + flags},
 	} {
-		if got := resumeCommand(tc.o, tc.step); got != tc.want {
-			t.Errorf("resumeCommand(%+v, %q) = %q\nwant %q", tc.o, tc.step, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := resumeCommand(tc.o, tc.step); got != tc.want {
+				t.Errorf("resumeCommand(%+v, %q) = %q\nwant %q", tc.o, tc.step, got, tc.want)
+			}
+		})
 	}
 }
 
