@@ -19,6 +19,7 @@ import (
 // (fixRows); a row still wider than the screen scrolls sideways (←/→).
 type detectScreen struct {
 	*common
+	own     detectKeys
 	det     *Detection
 	err     error
 	demo    bool // d runs the demo (offered when there is no AMD GPU)
@@ -32,8 +33,13 @@ type detectScreen struct {
 	w, h    int
 }
 
+// detectKeys are the detection screen's own keys: d runs the demo where
+// there is no AMD GPU.
+type detectKeys struct{ Demo key.Binding }
+
 func newDetectScreen(c *common, demo bool) *detectScreen {
-	return &detectScreen{common: c, demo: demo, spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot))}
+	return &detectScreen{common: c, own: detectKeys{Demo: key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "run the demo"))},
+		demo: demo, spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot))}
 }
 
 // Init starts the spinner that turns while detection runs.
@@ -73,7 +79,7 @@ func (s *detectScreen) ShortHelp() []key.Binding {
 		b = append(b, a)
 	}
 	if s.offerDemo() {
-		b = append(b, k.Demo)
+		b = append(b, s.own.Demo)
 	}
 	if len(s.checks) > s.room {
 		b = append(b, k.Down, k.Up)
@@ -93,7 +99,7 @@ func (s *detectScreen) FullHelp() [][]key.Binding {
 		more = append(more, a)
 	}
 	if s.offerDemo() {
-		more = append(more, k.Demo)
+		more = append(more, s.own.Demo)
 	}
 	return [][]key.Binding{{withHelp(k.Enter, "pick a track"), k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Left},
 		append(more, k.Troubleshoot, k.Help, k.Quit)}
@@ -181,7 +187,7 @@ func (s *detectScreen) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		s.xoff = max(s.xoff-s.w/2, 0)
 	case key.Matches(msg, k.Right) && s.wide:
 		s.xoff += s.w / 2
-	case key.Matches(msg, k.Demo) && s.offerDemo():
+	case key.Matches(msg, s.own.Demo) && s.offerDemo():
 		return send(runDemoMsg{})
 	case key.Matches(msg, k.Troubleshoot):
 		return troubleshootStep(s.common, nil)

@@ -22,6 +22,7 @@ import (
 // build, a value the track needs (asked for here). Enter starts.
 type planScreen struct {
 	*common
+	own      planKeys
 	plan     *Plan
 	blocking []detect.Check // the track's blocking checks that fail on this machine
 	warned   bool           // Enter was pressed once despite them
@@ -32,8 +33,11 @@ type planScreen struct {
 	w, h     int
 }
 
+// planKeys are the plan's own keys: p opens the known-good pin sets.
+type planKeys struct{ Sets key.Binding }
+
 func newPlanScreen(c *common, p *Plan, det *Detection) *planScreen {
-	return &planScreen{common: c, plan: p, blocking: steps.FailingChecks(p.Track, det.report())}
+	return &planScreen{common: c, own: planKeys{Sets: key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pin sets"))}, plan: p, blocking: steps.FailingChecks(p.Track, det.report())}
 }
 
 // Replan shows the plan again after a value it needed was set.
@@ -73,7 +77,7 @@ func (s *planScreen) ShortHelp() []key.Binding {
 	case len(s.blocking) > 0 && s.warned:
 		enter = withHelp(k.Enter, "run anyway")
 	}
-	b := []key.Binding{enter, withHelp(k.Back, "pick another track"), k.Sets}
+	b := []key.Binding{enter, withHelp(k.Back, "pick another track"), s.own.Sets}
 	if len(s.lines) > s.room() {
 		b = append(b, k.Down, k.Up)
 	}
@@ -95,7 +99,7 @@ func (s *planScreen) Update(msg tea.Msg) tea.Cmd {
 		return s.enter()
 	case key.Matches(k, s.Keys.Back):
 		return closeScreen
-	case key.Matches(k, s.Keys.Sets):
+	case key.Matches(k, s.own.Sets):
 		return open(newSetsScreen(s.common, s.plan.Track.ID))
 	case scrollBy(s.Keys, k, &s.offset, s.room()):
 		s.offset = clampOffset(s.offset, len(s.lines), s.room())

@@ -81,6 +81,7 @@ type (
 // use` asks on a terminal. After a write, the track is planned again.
 type setsScreen struct {
 	*common
+	own      setsKeys
 	track    string // the plan's track, shown first among the rebuilds
 	sets     *PinSets
 	err      error
@@ -93,9 +94,12 @@ type setsScreen struct {
 	w, h     int
 }
 
+// setsKeys are the sets' own keys: u writes the selected set.
+type setsKeys struct{ Use key.Binding }
+
 // newSetsScreen opens the sets from the plan of track (the plan's p).
 func newSetsScreen(c *common, track string) *setsScreen {
-	return &setsScreen{common: c, track: track}
+	return &setsScreen{common: c, own: setsKeys{Use: key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "use this set"))}, track: track}
 }
 
 // Init lists the sets.
@@ -128,7 +132,7 @@ func (s *setsScreen) ShortHelp() []key.Binding {
 	case s.used != nil:
 		return []key.Binding{withHelp(s.Keys.Enter, "see the new plan"), s.Keys.Quit}
 	}
-	return []key.Binding{withHelp(s.Keys.Up, "previous set"), withHelp(s.Keys.Down, "next set"), s.Keys.Use, s.Keys.Back, s.Keys.Help, s.Keys.Quit}
+	return []key.Binding{withHelp(s.Keys.Up, "previous set"), withHelp(s.Keys.Down, "next set"), s.own.Use, s.Keys.Back, s.Keys.Help, s.Keys.Quit}
 }
 
 func (s *setsScreen) FullHelp() [][]key.Binding {
@@ -180,7 +184,7 @@ func (s *setsScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
 		if s.sets != nil {
 			s.selected, s.offset, s.note = min(s.selected+1, max(len(s.sets.Sets)-1, 0)), 0, ""
 		}
-	case key.Matches(k, s.Keys.Use):
+	case key.Matches(k, s.own.Use):
 		s.ask()
 	case key.Matches(k, s.Keys.PageUp), key.Matches(k, s.Keys.PageDown):
 		scrollBy(s.Keys, k, &s.offset, s.room())
