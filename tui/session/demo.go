@@ -36,6 +36,7 @@ type Demo struct {
 
 var (
 	_ tui.Backend   = (*Demo)(nil)
+	_ tui.Diagnoser = (*Demo)(nil)
 	_ tui.HostFixer = (*Demo)(nil)
 	_ tui.PinSetter = (*Demo)(nil)
 	_ tui.Server    = (*Demo)(nil)
