@@ -159,8 +159,7 @@ func (e *Engine) noGPU() bool {
 
 // runOptions are the runner's inputs of a serve or bench run.
 func (e *Engine) runOptions(p *steps.Plan) serve.RunOptions {
-	return serve.RunOptions{Plan: p, StateDir: e.StateDir, ScriptsDir: e.ScriptsDir, ToolboxDir: e.ToolboxDir, PinsFile: e.PinsFile,
-		KeepColor: true}
+	return serve.RunOptions{Plan: p, Workspace: e.Workspace, KeepColor: true}
 }
 
 // Serve starts the server of a request, unless its fit says no.
