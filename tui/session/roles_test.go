@@ -12,9 +12,9 @@ import (
 
 // TestEngineHasEveryRole: every role a screen asks the session for
 // (role[X] in package tui) is one the engine asserts it implements (a
-// `_ tui.X = (*Engine)(nil)` beside its implementation), and so is the
-// demo, which wraps it. A screen whose role nobody implements would only
-// say "this session has no …" at run time; this fails first.
+// `_ tui.X = (*Engine)(nil)` beside its implementation); the demo embeds
+// the engine, so it has them too. A screen whose role nobody implements
+// would only say "this session has no …" at run time; this fails first.
 func TestEngineHasEveryRole(t *testing.T) {
 	asked := identsIn(t, "../*.go", func(n ast.Node) string {
 		// role[X](c): an index expression on the name role.
@@ -30,7 +30,7 @@ func TestEngineHasEveryRole(t *testing.T) {
 	if len(asked) == 0 {
 		t.Fatal("no role[X] found in package tui: the test reads the wrong files")
 	}
-	for _, impl := range []string{"Engine", "Demo"} {
+	for _, impl := range []string{"Engine"} {
 		asserted := identsIn(t, "*.go", func(n ast.Node) string {
 			// var _ tui.X = (*Impl)(nil)
 			vs, ok := n.(*ast.ValueSpec)
