@@ -305,7 +305,7 @@ func readPythonPins(t *testing.T) map[string]string {
 	return pins
 }
 
-// TestEveryInstallIsPinned (reliability review F14): no script or Containerfile installs a
+// TestEveryInstallIsPinned: no script or Containerfile installs a
 // Python package without an exact version; upstream requirement files and computed lists
 // go through --constraint python-pins.txt, and literal pins of the build tools agree with it.
 func TestEveryInstallIsPinned(t *testing.T) {

@@ -101,7 +101,7 @@ var specs = []Spec{
 	{Name: "GFX803_AUDIO_REF", Kind: KindRef, Help: "torchaudio tag"},
 	{Name: "GFX803_LOCAL_BASE_IMAGE", Kind: KindImage, Help: "name of the base image 00-build-base.sh makes"},
 	{Name: "GFX803_IMAGE", Kind: KindImage, Help: "name of the PyTorch image the gfx803 steps make"},
-	// llamacpp-distro (issue 17): llama.cpp from the distribution's packages, no build
+	// llamacpp-distro: llama.cpp from the distribution's packages, no build
 	{Name: "LLAMACPP_DISTRO_IMAGE", Kind: KindImage, Help: "image of the llamacpp-distro box (Debian sid, Ubuntu 26.04 or Fedora)"},
 	{Name: "LLAMACPP_DISTRO_BOX", Kind: KindName, Help: "distrobox name of the llamacpp-distro track"},
 	{Name: "LLAMACPP_DISTRO_BACKEND", Kind: KindName, Help: "ggml GPU backend: auto (HIP when it has code for the GPU, else Vulkan), vulkan or hip"},

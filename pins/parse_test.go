@@ -130,7 +130,7 @@ func TestParseRejects(t *testing.T) {
 
 // TestParseQuoteLine: an unbalanced quote is reported where it opens, in a
 // file where the shell parser only notices it dozens of lines further down
-// (the reliability review's unbal-dq.env and unbal-sq.env), and alone.
+// (unbalanced double and single quotes), and alone.
 func TestParseQuoteLine(t *testing.T) {
 	real := repoVersionsEnv(t)
 	lines := strings.Split(string(real), "\n")
@@ -321,7 +321,7 @@ func TestDiff(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add(repoVersionsEnv(f))
 	for _, s := range []string{"A=$(x)", "GPU_TARGET=gfx1151\n", "VLLM_REF=\"${GPU_TARGET}\"\n", "x=`y`", "\x00", "'", "GPU_TARGET=gfx1151 # c\n",
-		// the reliability review's hostile inputs (F12)
+		// hostile inputs: quotes left open over lines
 		"ROCM_VERSION=\"7.14.0\nGPU_TARGET=\"gfx1151\"\n", "ROCM_VERSION='7.14.0\n# don't\n",
 		"THEROCK_INDEX_URL=https://r\u0435po.amd.com/rocm/\n", "THEROCK_INDEX_URL='https://repo.amd.com/x;id|y&z>w<v(u)'\n",
 		"THEROCK_INDEX_URL=https://xn--rpo-bed.amd.com/rocm/\n", "\ufeffGPU_TARGET=gfx1151\n"} {

@@ -154,6 +154,31 @@ func (t Track) MissingInputs(values map[string]string) []string {
 	return out
 }
 
+// InputExample is what a value of a needed pin looks like, for the hints
+// that ask for it (plan, build, the wizard): a path names a model file.
+func InputExample(name string) string {
+	if spec, ok := pins.Lookup(name); ok && spec.Kind == pins.KindPath {
+		return "/path/to/model.gguf"
+	}
+	return "VALUE"
+}
+
+// FailingChecks are the track's blocking checks that fail in r, in the
+// track's order: what stops `haloforge build` (unless --ignore-checks), and
+// what the wizard's plan asks a second Enter for. None when r is nil.
+func FailingChecks(t Track, r *detect.Report) []detect.Check {
+	if r == nil {
+		return nil
+	}
+	var out []detect.Check
+	for _, id := range t.BlockingChecks {
+		if c, ok := r.Check(id); ok && c.Status == detect.StatusFail {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // ScriptPath is the step's script relative to the scripts tree.
 func (t Track) ScriptPath(s Step) string { return t.ID + "/" + s.Script }
 

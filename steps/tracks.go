@@ -308,7 +308,7 @@ var catalogue = []Track{
 		},
 		Next: []string{"cat $HALOFORGE_STATE_DIR/llamacpp-rocm/ladder.json"},
 	},
-	// llamacpp-distro (issue 17): appended; the distribution's own llama.cpp packages.
+	// llamacpp-distro: appended; the distribution's own llama.cpp packages.
 	{
 		ID:     "llamacpp-distro",
 		Title:  "llama.cpp from your distribution's packages (Vulkan or HIP)",

@@ -46,7 +46,7 @@ func TestPinsUseAsksOnATerminal(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out, errOut bytes.Buffer
-			if err := runPinsUse(pinsUseOptions{set: "rocm-10.0", pins: path}, tty, &out, &errOut); err != nil {
+			if err := runPinsUse(pinsUseOptions{globalOptions: &globalOptions{pins: pinFlags{pins: path}}, set: "rocm-10.0"}, tty, &out, &errOut); err != nil {
 				t.Fatal(err)
 			}
 			// The count follows the built-in set; the question's wording does not.

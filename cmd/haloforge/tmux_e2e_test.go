@@ -22,6 +22,7 @@ import (
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/pins/sets"
 	"github.com/haloforge/haloforge/pins/upstream"
+	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/tui"
 	"github.com/haloforge/haloforge/tui/demo"
 	"github.com/haloforge/haloforge/tui/session"
@@ -296,7 +297,7 @@ func waitReport(t *testing.T, state string, limit time.Duration) runReport {
 	return runReport{}
 }
 
-// TestTmuxThroughput is issue 8's performance bar: in the wizard under tmux,
+// TestTmuxThroughput is the wizard's performance bar: under tmux,
 // a step that streams 200 MB keeps at least half the raw pty throughput
 // (`script` running `cat`, output to /dev/null), and the run screen answers a
 // key while it streams.
@@ -414,7 +415,7 @@ func newDemoTmux(t *testing.T, width, height int) *tmuxSession {
 // TestTmuxDemoHostFixes: in the demo at 80×24, the detection screen offers
 // the host fixes; a opens them: the demo's bundle does not say how it
 // boots, so the screen says the bootloader could not be identified and
-// what to set by hand first (C5), then each action, scrolled with the
+// what to set by hand first, then each action, scrolled with the
 // arrows; haloforge would change nothing there, so a asks for no APPLY.
 func TestTmuxDemoHostFixes(t *testing.T) {
 	if testing.Short() {
@@ -469,7 +470,7 @@ func TestHelperHostFixWizard(t *testing.T) {
 	if root == "" {
 		t.Skip("run by TestTmuxHostFixSudo")
 	}
-	e := &session.Engine{StateDir: os.Getenv("HALOFORGE_TEST_STATE"), HostRoot: root, Version: "test",
+	e := &session.Engine{Workspace: steps.Workspace{StateDir: os.Getenv("HALOFORGE_TEST_STATE")}, HostRoot: root, Version: "test",
 		Source: "the demo's facts, booting like " + root,
 		Detector: func(context.Context) (*detect.Report, error) {
 			b, err := demo.Bundle()

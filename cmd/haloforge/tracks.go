@@ -54,13 +54,13 @@ type stepJSON struct {
 	Optional  bool     `json:"optional"`
 }
 
-type tracksOpts struct {
-	json, all bool
-	g         *globalOpts // --pins and --set for the values, --state-dir for the last runs
+type tracksOptions struct {
+	*globalOptions // --pins and --set for the values, --state-dir for the last runs
+	json, all      bool
 }
 
-func newTracksCmd(g *globalOpts) *cobra.Command {
-	o := tracksOpts{g: g}
+func newTracksCmd(g *globalOptions) *cobra.Command {
+	o := tracksOptions{globalOptions: g}
 	cmd := &cobra.Command{
 		Use:   "tracks",
 		Short: "List the tracks to pick from today: what each does, its status, its steps and how its last build ended",
@@ -75,13 +75,13 @@ func newTracksCmd(g *globalOpts) *cobra.Command {
 	return cmd
 }
 
-func runTracks(cmd *cobra.Command, o tracksOpts) error {
-	pinsFile, err := loadPinsFlags(o.g.pins.pins, o.g.pins.sets)
+func runTracks(cmd *cobra.Command, o tracksOptions) error {
+	pinsFile, err := loadPinsFlags(o.pins.pins, o.pins.sets)
 	if err != nil {
 		return err
 	}
 	values := pinsFile.Values()
-	dir := o.g.stateDirOr()
+	dir := o.stateDirOr()
 	st, err := steps.LoadState(dir)
 	if err != nil {
 		return usageErr(err)

@@ -49,7 +49,7 @@ func TestPlanScreenAsksUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	engine := func() *Engine {
-		e := &Engine{StateDir: t.TempDir(), Scripts: scripts, Pins: pf}
+		e := &Engine{Workspace: steps.Workspace{StateDir: t.TempDir(), Scripts: scripts, Pins: pf}}
 		e.Preflight = func(ctx context.Context, tr steps.Track, f *pins.File) *preflight.Result {
 			// httptest's servers share one certificate: one pool trusts both indexes
 			return preflight.Check(ctx, tr, f, preflight.Options{StateDir: e.StateDir, Sets: []sets.Set{set},

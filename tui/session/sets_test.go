@@ -36,7 +36,7 @@ func pinsEngine(t *testing.T) (*Engine, string) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	return &Engine{StateDir: t.TempDir(), Scripts: scripts, Pins: pf, PinsFile: path, Now: func() time.Time { return now }}, path
+	return &Engine{Workspace: steps.Workspace{StateDir: t.TempDir(), Scripts: scripts, Pins: pf, PinsFile: path}, Now: func() time.Time { return now }}, path
 }
 
 // writeStatus leaves a `pins status` of the given age that found the
@@ -193,7 +193,7 @@ func TestPinSetsNotWritten(t *testing.T) {
 	}
 }
 
-// With the built-in pins, u creates versions.env as `pins use` does (C4):
+// With the built-in pins, u creates versions.env as `pins use` does:
 // the built-in copy with the set's values, read from then on.
 func TestPinSetsCreateThePinsFile(t *testing.T) {
 	e, _ := pinsEngine(t)
