@@ -32,8 +32,8 @@ func TestReadGGUFFromPythonGGUF(t *testing.T) {
 	}
 	// The same shape as tinyLlama: 730624 bytes of tensors (llama-bench's model_size).
 	if g.WeightsBytes() != 730624 || g.BlockCount != 2 || g.KVHeads() != 2 || g.ContextLength != 512 ||
-		g.Architecture != "llama" || len(g.Tensors) != 21 || g.TensorBytes["F16"] != 728064 {
-		t.Fatalf("%s: weights %d, layers %d, kv heads %d, ctx %d, arch %s, %d tensors, F16 %d", p, g.WeightsBytes(),
-			g.BlockCount, g.KVHeads(), g.ContextLength, g.Architecture, len(g.Tensors), g.TensorBytes["F16"])
+		g.Architecture != "llama" || len(g.Tensors) != 21 || g.Parameters != 364672 {
+		t.Fatalf("%s: weights %d, layers %d, kv heads %d, ctx %d, arch %s, %d tensors, %d parameters", p, g.WeightsBytes(),
+			g.BlockCount, g.KVHeads(), g.ContextLength, g.Architecture, len(g.Tensors), g.Parameters)
 	}
 }
