@@ -483,6 +483,12 @@ func FuzzReadGGUF(f *testing.F) {
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		start := time.Now()
+		defer func() {
+			if took := time.Since(start); took > 10*time.Second {
+				t.Fatalf("took %s", took)
+			}
+		}()
 		g, err := ReadGGUFFile(p)
 		if err != nil {
 			return
