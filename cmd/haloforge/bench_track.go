@@ -105,6 +105,15 @@ func runBenchTrack(cmd *cobra.Command, o benchOptions) error {
 	if err != nil {
 		return failedErr(fmt.Errorf("%s: %w", file, err))
 	}
+	// llama-bench's model is a GGUF file here: its header says what a
+	// token reads better than llama-bench's own fields can.
+	if strings.HasPrefix(b.Command[0], "llama-bench") {
+		if w, err := modelWeights(b.Model); err == nil {
+			run.Model = w
+		} else {
+			fmt.Fprintf(cmd.ErrOrStderr(), "note: the roofline counts llama-bench's fields: %v\n", err)
+		}
+	}
 	if engine > 0 {
 		fmt.Fprintf(log, "time: the benchmark itself took %s; haloforge and the %s around it added %s\n",
 			text.Seconds(engine), b.Mode, text.Seconds(total-engine))

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/haloforge/haloforge/steps/bench"
+)
+
+// The real tiny MoE GGUF python3-gguf wrote (steps/bench/testdata/README.md):
+// its header's tensors add up to llama-bench's model_size of the same file,
+// and a token reads the shared weights plus 2 of 8 experts, less the token
+// embedding (the model has its own output matrix). By hand, from
+// scripts/tests/tiny_moe_model.py's shapes: per layer the experts are 3 × 8 ×
+// 32 × 64 F16 = 98304 bytes and the rest 27264; the two layers, the 34560-byte
+// output matrix and its 256-byte norm make 89344 shared bytes; 2 × 98304 ×
+// 2/8 = 49152 of experts: 138496.
+func TestModelWeightsOfARealGGUF(t *testing.T) {
+	w, err := modelWeights("../../steps/bench/testdata/tiny-moe.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile("../../steps/bench/testdata/llama-bench-moe-lavapipe.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := bench.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := int64(w.TotalBytes); got != run.Results[0].ModelSize || got != 320512 {
+		t.Fatalf("header %d bytes, llama-bench's model_size %d", got, run.Results[0].ModelSize)
+	}
+	if w.ReadBytes != 138496 || !w.MoE || !w.FromGGUF || w.File != "tiny-moe.gguf" ||
+		!strings.Contains(w.Method, "89344 bytes of shared weights + 196608 bytes of expert weights × 2/8 experts used") {
+		t.Fatalf("%+v", w)
+	}
+	// Elements: 4096+2048+2048+4096+16+16+64+64+512 per layer outside the
+	// experts (norms, router, attention), the output matrix and its norm;
+	// 3 × 8 × 32 × 64 expert elements per layer × 2/8.
+	shared := 2*(4096+2048+2048+4096+16+16+64+64+512) + 270*64 + 64
+	if want := float64(shared + 2*3*8*32*64/4); w.ActiveParams != want {
+		t.Fatalf("active params %v, want %v", w.ActiveParams, want)
+	}
+	// What serve would do with it on a Strix Halo: 256 GB/s ÷ 138496 bytes.
+	rf := bench.GenerationRoofline("AMD Radeon 8060S Graphics", *w, 1e6, 0, "Vulkan", bench.References())
+	if math.Abs(rf.CeilingPerS-256e9/138496) > 1e-6 || !strings.Contains(rf.Sentence(), "tuned Strix Halo runs of mixture-of-experts models on Vulkan reach 47–67 %") {
+		t.Fatalf("%+v\n%s", rf, rf.Sentence())
+	}
+	// A file that is not a GGUF is refused, with its name.
+	if _, err := modelWeights("bench_model_test.go"); err == nil || !strings.Contains(err.Error(), "not a GGUF file") {
+		t.Fatalf("err %v", err)
+	}
+}
