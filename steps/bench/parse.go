@@ -338,11 +338,17 @@ func ModelKey(file string) string {
 // of an unnamed model).
 func (r Run) Measures(file string) bool {
 	for _, res := range r.Results {
-		if res.ModelFile == "" || ModelKey(res.ModelFile) == ModelKey(file) {
+		if sameModel(res.ModelFile, file) {
 			return true
 		}
 	}
 	return false
+}
+
+// sameModel says whether a result's model file (empty when unnamed) is the
+// file named.
+func sameModel(resultFile, file string) bool {
+	return resultFile == "" || ModelKey(resultFile) == ModelKey(file)
 }
 
 // Device is the device the run names (llama-bench's gpu_info), "" when

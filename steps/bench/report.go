@@ -43,7 +43,7 @@ type JSONRoofline struct {
 	ReadBytes    *float64  `json:"read_bytes"`
 	WeightsBytes *float64  `json:"weights_bytes"`
 	ActiveParams *float64  `json:"active_params"`
-	MoE          bool      `json:"moe"`
+	MoE          *bool     `json:"moe"`
 	Method       *string   `json:"method"`
 	Tuned        *JSONBand `json:"tuned"`
 	Text         string    `json:"text"`
@@ -87,7 +87,11 @@ func (rep Report) ToJSON() JSON {
 }
 
 func (rf Roofline) toJSON() *JSONRoofline {
-	j := &JSONRoofline{Bound: rf.Bound, MoE: rf.Weights.MoE, Text: rf.Sentence()}
+	j := &JSONRoofline{Bound: rf.Bound, Text: rf.Sentence()}
+	if rf.Weights.ReadBytes > 0 {
+		moe := rf.Weights.MoE
+		j.MoE = &moe
+	}
 	d, w := rf.Device, rf.Weights
 	j.Device = optText(d.Name)
 	j.BandwidthGBs, j.MeasuredGBs, j.PeakTFLOPS = optNum(d.BandwidthGBs), optNum(d.MeasuredGBs), optNum(d.FP16TFLOPS)

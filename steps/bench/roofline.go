@@ -101,7 +101,7 @@ func resultRoofline(r Result, hostDevice string, model *Weights, refs []Referenc
 	var w Weights
 	why := ""
 	switch {
-	case model != nil && (model.File == "" || (Run{Results: []Result{r}}).Measures(model.File)):
+	case model != nil && (model.File == "" || sameModel(r.ModelFile, model.File)):
 		w = *model
 	default:
 		w, why = WeightsFromResult(r)
