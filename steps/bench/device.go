@@ -43,7 +43,7 @@ var devices = []Device{
 		StrixHalo: true, match: []string{"8050s"},
 	},
 	{
-		Name: "Radeon 8065S", Memory: "256-bit LPDDR5X-8533 (8533 MT/s × 32 bytes)", BandwidthGBs: 273,
+		Name: "Radeon 8065S", Memory: "256-bit LPDDR5X-8533 (8533 MT/s × 32 bytes; a third-party figure AMD has not confirmed)", BandwidthGBs: 273,
 		BandwidthSource: "third-party listings of the Ryzen AI Max+ PRO 495 (Gorgon Halo); AMD's own specification page was not checked",
 		StrixHalo:       true, match: []string{"8065s"},
 	},
