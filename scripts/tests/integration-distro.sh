@@ -186,7 +186,7 @@ phase_serve() {
   SERVE_SECS=$((SECONDS - t0))
   hf=$(ps -o pid= --ppid "$sudo_pid" | tr -d ' ' | head -n1)
   cut -c1-200 "$out" | grep -v '^\[serve\] [0-9]' | head -n 40
-  check "serve printed the fit against this machine" grep -q '^fit: fits: weights 0.7 MiB + KV cache' "$out"
+  check "serve printed the fit against this machine" grep -q '^fit: fits: weights 713.5 KiB + KV cache' "$out"
   check "serve printed the exact command" grep -qF "command: llama-server -m $model --alias tiny-random.gguf --host 127.0.0.1 --port $SERVE_PORT" "$out"
   check "serve printed the environment: llvmpipe selected" grep -q '^env: GGML_VK_VISIBLE_DEVICES=0$' "$out"
   check "the phases came in order: starting, loading, model-loaded, health, models" \
