@@ -43,6 +43,51 @@ type Track struct {
 	// RecommendWhen says for which hosts doctor recommends the track; nil
 	// means never (steps.Recommend).
 	RecommendWhen *Recommendation
+	// Serve says how `haloforge serve` and `bench --track` run the track's
+	// engine; nil for a track that serves nothing.
+	Serve *ServeSpec
+}
+
+// ServeSpec is how a built track serves a model: the engine, where it runs
+// (the track's box or a container of its image) and the pins that name the
+// box or image, the port and a default model. Its serve script is
+// scripts/serve/<track>/serve.sh (bench.sh for a benchmark).
+type ServeSpec struct {
+	// Engine is the serve engine's name, one of steps/serve's Engines:
+	// "llama.cpp", "vllm", "ollama".
+	Engine string
+	// BoxPin is the pin naming the distrobox the engine runs in; ImagePin
+	// the pin naming the image a container runs. Exactly one is set.
+	BoxPin   string
+	ImagePin string
+	// PortPin is the pin with the default port ("" for the engine's own).
+	PortPin string
+	// ModelPin is the pin with a default model ("" for none).
+	ModelPin string
+	// Devices are the container flags that hand the GPU in (ImagePin only).
+	Devices []string
+}
+
+// Where the engine of a ServeSpec runs, as `serve --dry-run --json` says it (mode).
+const (
+	ServeInBox       = "box"       // the distrobox the track made: distrobox enter BOX -- …
+	ServeInContainer = "container" // a container of the track's image: podman run … IMAGE …
+)
+
+// Mode is where the engine runs: ServeInBox or ServeInContainer.
+func (s ServeSpec) Mode() string {
+	if s.ImagePin != "" {
+		return ServeInContainer
+	}
+	return ServeInBox
+}
+
+// InPin is the pin naming the box or the image.
+func (s ServeSpec) InPin() string {
+	if s.ImagePin != "" {
+		return s.ImagePin
+	}
+	return s.BoxPin
 }
 
 // Step is one script of a track.

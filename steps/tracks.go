@@ -5,6 +5,14 @@ import "github.com/haloforge/haloforge/detect"
 // gfx1151 is Strix Halo's LLVM target; the main tracks build for it natively.
 var gfxStrixHalo = []string{"gfx1151"}
 
+// Container flags that hand the GPU to a served engine (ServeSpec.Devices),
+// as the tracks' own scripts pass them (scripts/vllm-image/launcher-body.sh,
+// scripts/ollama/run_ollama.sh).
+var (
+	rocmDevices   = []string{"--device", "/dev/kfd", "--device", "/dev/dri", "--group-add", "keep-groups", "--security-opt", "seccomp=unconfined", "--ipc=host"}
+	vulkanDevices = []string{"--device", "/dev/dri", "--group-add", "keep-groups"}
+)
+
 // catalogue is every track of the seeds, in the order the picker shows them.
 // Step IDs and script names of therock-toolbox are part of the contract (docs/ids.md).
 var catalogue = []Track{
@@ -42,6 +50,7 @@ var catalogue = []Track{
 			"haloforge bench --track therock-toolbox --model Qwen/Qwen3-0.6B",
 			"distrobox enter $TOOLBOX_NAME -- /opt/venv/bin/vllm serve <model> --gpu-memory-utilization 0.85",
 		},
+		Serve: &ServeSpec{Engine: "vllm", BoxPin: "TOOLBOX_NAME", PortPin: "VLLM_PORT", ModelPin: "VERIFY_MODEL"},
 	},
 	{
 		ID:     "vllm-image",
@@ -64,6 +73,7 @@ var catalogue = []Track{
 		},
 		RecommendWhen: &Recommendation{For: []string{"gfx1151", "gfx1100", "gfx1101", "gfx90a", "gfx942"}, Rank: 2, Unless: []Obstacle{ROCmBroken}},
 		Next:          []string{"haloforge serve --track vllm-image --model <model>", "$HALOFORGE_STATE_DIR/vllm-image/start-vllm.sh <model>"},
+		Serve:         &ServeSpec{Engine: "vllm", ImagePin: "VLLM_IMAGE", PortPin: "VLLM_PORT", ModelPin: "VERIFY_MODEL", Devices: rocmDevices},
 	},
 	{
 		ID:     "source-stable",
@@ -158,6 +168,7 @@ var catalogue = []Track{
 			"haloforge bench --track llamacpp-vulkan --model <model>.gguf",
 			"podman run --rm -it --device /dev/dri -v ~/models:/models $VULKAN_IMAGE llama-server -m /models/<model>.gguf -ngl 999",
 		},
+		Serve: &ServeSpec{Engine: "llama.cpp", ImagePin: "VULKAN_IMAGE", ModelPin: "LLAMA_MODEL", Devices: vulkanDevices},
 	},
 	{
 		ID:     "ollama",
@@ -180,6 +191,7 @@ var catalogue = []Track{
 		},
 		RecommendWhen: &Recommendation{For: []string{"gfx1150", "gfx1102", "gfx1030"}, Rank: 2, Unless: []Obstacle{ROCmBroken}},
 		Next:          []string{"haloforge serve --track ollama --model <model>", "podman exec -it haloforge-ollama ollama run <model>"},
+		Serve:         &ServeSpec{Engine: "ollama", ImagePin: "OLLAMA_IMAGE", PortPin: "OLLAMA_PORT", Devices: rocmDevices},
 	},
 	{
 		ID:     "therock-aotriton",
@@ -289,5 +301,6 @@ var catalogue = []Track{
 			"haloforge bench --track llamacpp-distro --model <model>.gguf",
 			"distrobox enter $LLAMACPP_DISTRO_BOX -- llama-server -m <model>.gguf -ngl 999 --host 127.0.0.1",
 		},
+		Serve: &ServeSpec{Engine: "llama.cpp", BoxPin: "LLAMACPP_DISTRO_BOX", ModelPin: "LLAMA_MODEL"},
 	},
 }

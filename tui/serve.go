@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -18,7 +19,6 @@ import (
 	"github.com/haloforge/haloforge/steps/bench"
 	"github.com/haloforge/haloforge/steps/runner"
 	"github.com/haloforge/haloforge/steps/serve"
-	"github.com/haloforge/haloforge/tui/linemode"
 )
 
 // serveScreen serves a model of a built track: a form (model, context,
@@ -59,11 +59,11 @@ type serveScreen struct {
 type serverRun struct {
 	started  bool
 	phases   []serve.Phase // the engine's, in order
-	reached  map[string]runner.ServePhase
-	current  string
+	reached  map[serve.PhaseID]serve.StartupPhase
+	current  serve.PhaseID
 	warnings []string
-	ready    *runner.Ready
-	smoke    *runner.Smoke
+	ready    *serve.Ready
+	smoke    *serve.Smoke
 	found    []diagnose.Finding
 	finished *runner.StepFinished
 	tail     []string
@@ -76,7 +76,7 @@ type benchRun struct {
 	tail    []string
 	status  string
 	runDir  string
-	engine  string // the bench script's own timing line
+	engine  time.Duration // the benchmark command's own time (the step's engine time)
 	report  *bench.Report
 	err     error
 }
@@ -153,8 +153,8 @@ func (s *serveScreen) ShortHelp() []key.Binding {
 		return []key.Binding{k.Back, withHelp(k.Quit, "quit")}
 	}
 	b := []key.Binding{withHelp(k.Enter, "start the server"), k.Edit, k.Less, withHelp(k.Tab, "next field")}
-	if serve.EngineOf(s.serveTrack()) == serve.EngineLlamaCpp {
-		b = append(b, k.Bench)
+	if ok, needsServer := serve.CanBench(s.serveTrack()); ok && !needsServer {
+		b = append(b, k.Bench) // a benchmark of the engine alone: no server needed
 	}
 	return append(b, k.Back, withHelp(k.Quit, "quit"))
 }
@@ -330,7 +330,7 @@ func (s *serveScreen) start() tea.Cmd {
 		s.planErr = fmt.Errorf("%s", s.launch.Fit.Advice)
 		return nil
 	}
-	s.run = serverRun{started: true, phases: serve.PhasesOf(s.launch.Engine), reached: map[string]runner.ServePhase{}}
+	s.run = serverRun{started: true, phases: serve.PhasesOf(s.launch.Engine), reached: map[serve.PhaseID]serve.StartupPhase{}}
 	s.bench = benchRun{}
 	s.running = true
 	b, ctx, req := s.backend, s.ctx, s.req
@@ -361,7 +361,7 @@ func waitBench(ch <-chan runner.Event) tea.Cmd {
 func (s *serveScreen) serverEvents(msg eventsMsg) tea.Cmd {
 	for _, e := range msg.events {
 		switch e := e.(type) {
-		case runner.ServePhase:
+		case serve.StartupPhase:
 			if e.Warning != "" {
 				s.run.warnings = append(s.run.warnings, e.Warning)
 				continue
@@ -369,10 +369,10 @@ func (s *serveScreen) serverEvents(msg eventsMsg) tea.Cmd {
 			s.run.reached[e.Phase], s.run.current = e, e.Phase
 		case runner.Lines:
 			s.run.tail = keepTail(s.run.tail, e.Text)
-		case runner.Ready:
+		case serve.Ready:
 			s.run.ready = &e
-			s.run.current = string(serve.PhaseReady)
-		case runner.Smoke:
+			s.run.current = serve.PhaseReady
+		case serve.Smoke:
 			s.run.smoke = &e
 		case runner.Found:
 			s.run.found = append(s.run.found, e.Finding)
@@ -410,12 +410,9 @@ func (s *serveScreen) benchEvents(msg eventsMsg) tea.Cmd {
 	for _, e := range msg.events {
 		switch e := e.(type) {
 		case runner.Lines:
-			for _, l := range e.Text {
-				if strings.HasPrefix(l, "haloforge: engine time") {
-					s.bench.engine = l
-				}
-			}
 			s.bench.tail = keepTail(s.bench.tail, e.Text)
+		case runner.StepFinished:
+			s.bench.engine = e.Times[serve.EngineTime]
 		case runner.RunFinished:
 			s.bench.status, s.bench.runDir = e.Status, e.RunDir
 		}
@@ -686,12 +683,12 @@ func (s *serveScreen) runView() (string, int) {
 	b.WriteString(st.Bold.Render("Start-up") + "\n")
 	now := -1
 	for i, ph := range r.phases {
-		if string(ph.ID) == r.current {
+		if ph.ID == r.current {
 			now = i
 		}
 	}
 	for i, ph := range r.phases {
-		p, seen := r.reached[string(ph.ID)]
+		p, seen := r.reached[ph.ID]
 		var mark, when string
 		switch {
 		case ph.ID == serve.PhaseReady && r.ready != nil:
@@ -710,17 +707,17 @@ func (s *serveScreen) runView() (string, int) {
 	for _, w := range r.warnings {
 		b.WriteString("  " + st.Warn.Render("! "+w) + "\n")
 	}
-	// The result in the words `haloforge serve` prints (linemode's
+	// The result in the words `haloforge serve` prints (the events' own
 	// sentences), so the screen and the command line say the same.
 	if r.ready != nil {
-		b.WriteString(st.OK.Render("✓") + " " + strings.Join(hangLines(linemode.ReadySentence(*r.ready), s.w-2, 2), "\n") + "\n")
+		b.WriteString(st.OK.Render("✓") + " " + strings.Join(hangLines(r.ready.Sentence(), s.w-2, 2), "\n") + "\n")
 		resultEnd = strings.Count(b.String(), "\n") - 1
 	}
 	if sm := r.smoke; sm != nil {
 		if sm.Err != "" {
-			b.WriteString(st.Fail.Render("✗") + " " + strings.Join(hangLines(linemode.SmokeSentence(*sm), s.w-2, 2), "\n") + "\n")
+			b.WriteString(st.Fail.Render("✗") + " " + strings.Join(hangLines(sm.Sentence(), s.w-2, 2), "\n") + "\n")
 		} else {
-			b.WriteString(st.OK.Render("✓") + " " + strings.Join(hangLines(linemode.SmokeSentence(*sm), s.w-2, 2), "\n") + "\n")
+			b.WriteString(st.OK.Render("✓") + " " + strings.Join(hangLines(sm.Sentence(), s.w-2, 2), "\n") + "\n")
 			if sm.Text != "" {
 				b.WriteString(strings.Join(hangLines(st.Subtle.Render("  answer: ")+sm.Text, s.w, 10), "\n") + "\n")
 			}

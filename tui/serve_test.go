@@ -151,11 +151,11 @@ func TestServeScreenServesAndBenches(t *testing.T) {
 // A stall names its phase with the family's finding; the screen marks the phase.
 func TestServeScreenShowsAStall(t *testing.T) {
 	s, _ := newServeTest(t)
-	s.run = serverRun{started: true, phases: serve.PhasesOf(serve.EngineLlamaCpp), reached: map[string]runner.ServePhase{}}
+	s.run = serverRun{started: true, phases: serve.PhasesOf(serve.EngineLlamaCpp), reached: map[serve.PhaseID]serve.StartupPhase{}}
 	s.running = true
 	ph := serve.PhasesOf(serve.EngineLlamaCpp)[1]
 	s.Update(serveEventsMsg{events: []runner.Event{
-		runner.ServePhase{Step: "serve", Phase: string(ph.ID), Title: ph.Title, Index: 2, Total: 6, Budget: ph.Budget, Elapsed: time.Second},
+		serve.StartupPhase{Step: "serve", Phase: ph.ID, Title: ph.Title, Index: 2, Total: 6, Budget: ph.Budget, Elapsed: time.Second},
 		runner.Found{Step: "serve", Finding: stallFindingFor(string(ph.ID))},
 		runner.StepFinished{Step: "serve", Status: steps.OutcomeFailed, Why: `no progress for 6m0s in phase "loading" (loading the model)`, Log: "/state/runs/x/serve.log"},
 	}, closed: true})

@@ -258,7 +258,7 @@ func serveExit(res serve.Result) error {
 // printLaunch shows everything decided before the engine starts.
 func printLaunch(w io.Writer, l serve.Launch) {
 	where := "box " + l.In
-	if l.Mode == serve.ModeContainer {
+	if l.Mode == steps.ServeInContainer {
 		where = "container " + l.Container + " of " + l.In
 	}
 	fmt.Fprintf(w, "serve: %s on %s (track %s, %s)\n", l.Engine, l.URL, l.Track, where)

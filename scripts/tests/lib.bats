@@ -524,6 +524,18 @@ JSON
   [ ! -e "$T/report.json" ]
 }
 
+@test "hf_fact_time records a time the step measured as the runner reads it; a bad name or value, or a dry run, records nothing" {
+  export HALOFORGE_FACTS_FILE=$T/step.facts
+  run hf "hf_fact_time engine 1216; hf_fact_time Engine 5; hf_fact_time engine -5; hf_fact_time engine 1.5; hf_fact_time 'a b' 5"
+  [ "$status" -eq 0 ]
+  [ "$(cat "$T/step.facts")" = "$(printf 'time\tengine\t1216')" ]
+  [[ "$output" == *"haloforge: engine time 1216 ms"* ]]
+  [[ "$output" == *"not recorded: a time is NAME"* ]]
+  run hf "HALOFORGE_DRY_RUN=1 hf_fact_time engine 7"
+  [ "$status" -eq 0 ]
+  [ "$(wc -l <"$T/step.facts")" -eq 1 ]
+}
+
 @test "hf_fact_git and hf_fact_image record the commit and the digest; a dry run and a run by hand record nothing" {
   git -C "$T" init -q repo
   git -C "$T/repo" -c user.email=t@t -c user.name=t commit -q --allow-empty -m one

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/steps"
 )
 
 // pinsOf are the pins of versions.env the launchers read.
@@ -106,7 +107,7 @@ func TestPlanEachTrack(t *testing.T) {
 			if tc.args != nil && !slices.Equal(l.ScriptArgs(), tc.args) {
 				t.Errorf("script args %q", l.ScriptArgs())
 			}
-			if l.Mode == ModeContainer && !slices.Equal(l.ScriptArgs()[len(l.ScriptArgs())-len(l.Command):], l.Command) {
+			if l.Mode == steps.ServeInContainer && !slices.Equal(l.ScriptArgs()[len(l.ScriptArgs())-len(l.Command):], l.Command) {
 				t.Errorf("a container's script args end in the engine's command: %q", l.ScriptArgs())
 			}
 		})

@@ -63,8 +63,7 @@ func (e *Engine) ServeSetup(ctx context.Context, track string) (*tui.ServeSetup,
 	req := serve.Request{Track: track, Pins: p.Env, Model: e.ServeModel}
 	if l, err := serve.Plan(req); err == nil {
 		s.Model, s.Port = l.Model, l.Port
-	} else if s.Model == "" && engine == serve.EngineLlamaCpp {
-		tiny := filepath.Join(e.StateDir, track, "tiny-random.gguf")
+	} else if tiny := serve.TinyModel(e.StateDir, track); s.Model == "" && tiny != "" {
 		if _, err := os.Stat(tiny); err == nil {
 			s.Model = tiny // the verify step's tiny model: it runs, no speed claim
 		}
@@ -177,12 +176,13 @@ func (e *Engine) Bench(ctx context.Context, r tui.ServeRequest) (<-chan runner.E
 	if _, err := e.checkBuilt(p); err != nil {
 		return nil, err
 	}
-	port := r.Port
-	if port == 0 {
-		port = 8000
+	// A benchmark of a server measures the one the form started.
+	url := serve.DefaultURL(track, p.Env)
+	if r.Port != 0 {
+		url = "http://127.0.0.1:" + strconv.Itoa(r.Port)
 	}
-	b, err := serve.PlanBench(serve.BenchRequest{Track: track, Pins: p.Env, Model: r.Model, URL: "http://127.0.0.1:" + strconv.Itoa(port),
-		Tiny: filepath.Join(e.StateDir, track, "tiny-random.gguf"), Root: os.Getenv("HALOFORGE_DISTROBOX_ROOT") == "1", NoGPU: e.noGPU()})
+	b, err := serve.PlanBench(serve.BenchRequest{Track: track, Pins: p.Env, Model: r.Model, URL: url,
+		Tiny: serve.TinyModel(e.StateDir, track), Root: os.Getenv("HALOFORGE_DISTROBOX_ROOT") == "1", NoGPU: e.noGPU()})
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +196,7 @@ func (e *Engine) Bench(ctx context.Context, r tui.ServeRequest) (<-chan runner.E
 
 // BenchReport compares a bench run's results with the references.
 func (e *Engine) BenchReport(runDir string) (*bench.Report, error) {
-	for _, name := range []string{"llama-bench.jsonl", "vllm-bench.json"} {
+	for _, name := range serve.BenchResultFiles() {
 		raw, err := os.ReadFile(filepath.Join(runDir, name))
 		if errors.Is(err, os.ErrNotExist) {
 			continue

@@ -51,11 +51,11 @@ func TestDemoServeAndBench(t *testing.T) {
 	var fin runner.StepFinished
 	for ev := range s.Events() {
 		switch ev := ev.(type) {
-		case runner.ServePhase:
-			phases = append(phases, ev.Phase)
-		case runner.Ready:
+		case serve.StartupPhase:
+			phases = append(phases, string(ev.Phase))
+		case serve.Ready:
 			ready = true
-		case runner.Smoke:
+		case serve.Smoke:
 			smoke = ev.Err == "" && ev.Tokens == 9 && ev.TTFT >= 100*time.Millisecond
 			s.Stop()
 		case runner.StepFinished:
