@@ -16,6 +16,7 @@ import (
 	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps/bench"
+	"github.com/haloforge/haloforge/steps/serve"
 )
 
 // benchOptions are the flags of `haloforge bench`.
@@ -128,7 +129,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, o benchOptions) error {
 	}
 	switch {
 	case o.model != "":
-		if run.Model, err = modelWeights(o.model); err != nil {
+		if run.Model, err = serve.ModelWeights(o.model); err != nil {
 			return usageErr(fmt.Errorf("--model: %w", err))
 		}
 		if !run.Measures(run.Model.File) {

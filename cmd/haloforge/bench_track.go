@@ -95,13 +95,11 @@ func runBenchTrack(cmd *cobra.Command, o benchOptions) error {
 	if err != nil {
 		return failedErr(fmt.Errorf("%s: %w", file, err))
 	}
-	// llama-bench's model is a GGUF file here: its header says what a
-	// token reads better than llama-bench's own fields can.
-	if strings.HasPrefix(b.Command[0], "llama-bench") {
-		if w, err := modelWeights(b.Model); err == nil {
-			run.Model = w
-		} else {
-			fmt.Fprintf(cmd.ErrOrStderr(), "note: the roofline counts llama-bench's fields: %v\n", err)
+	// The model's own file, where the engine reads one (a GGUF), says what
+	// a token reads better than llama-bench's fields can.
+	if e, ok := serve.EngineNamed(b.Engine); ok {
+		if shape, note := e.Shape(b.Model); note == "" && shape.Weights != nil {
+			run.Model = shape.Weights
 		}
 	}
 	if engine > 0 {
