@@ -193,6 +193,8 @@ phase_serve() {
     phases_are "$out" starting,loading,model-loaded,health,models
   check "serve reached ready (${SERVE_SECS}s to the first answer)" grep -q "ready at http://127.0.0.1:$SERVE_PORT in .*: tiny-random.gguf is served" "$out"
   # the first token in ms, or from 10 s on as a duration (13s, 1m05s) on a machine under load
+  check "the first answer's speed says llvmpipe has no known bandwidth, instead of a roofline" \
+    grep -q 'answered: .*; roofline: no known memory bandwidth: llvmpipe' "$out"
   check "a streamed completion answered, with its timings" grep -qE 'answered: first token after ([0-9]+ ms|[0-9hms]+), [0-9]+ tokens at [0-9.]+ tok/s \(engine: [0-9.]+ tok/s\)' "$out"
   check "the server answers /health while it is served" curl -sf -o /dev/null "http://127.0.0.1:$SERVE_PORT/health"
   # haloforge's own CPU while the engine serves (idle here): under 1 % of a core.
