@@ -193,13 +193,55 @@ func haloforgeBinary(tb testing.TB) string {
 	return bin
 }
 
+// baselineBinary builds cmd/haloforge as it is at a git revision (a
+// branch, tag or commit of this repository), from a `git archive` of it in
+// a temporary directory, so that a change's speed is measured against the
+// code it changes in the same run, on the same log and the same machine.
+func baselineBinary(tb testing.TB, rev string) string {
+	tb.Helper()
+	src := tb.TempDir()
+	archive := exec.Command("git", "archive", "--format=tar", rev)
+	archive.Dir = ".."
+	untar := exec.Command("tar", "-x", "-C", src)
+	pipe, err := archive.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	untar.Stdin = pipe
+	archive.Stderr, untar.Stderr = os.Stderr, os.Stderr
+	if err := untar.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := archive.Run(); err != nil {
+		tb.Fatalf("git archive %s: %v", rev, err)
+	}
+	if err := untar.Wait(); err != nil {
+		tb.Fatalf("tar: %v", err)
+	}
+	bin := filepath.Join(tb.TempDir(), "haloforge-"+strings.ReplaceAll(rev, "/", "-"))
+	build := exec.Command("go", "build", "-o", bin, "./cmd/haloforge")
+	build.Dir = src
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		tb.Fatalf("go build at %s: %v", rev, err)
+	}
+	return bin
+}
+
 // diagnoseTimed times `haloforge diagnose FILE` end to end, its output on
-// a pipe, and checks it said what the shape holds.
-func diagnoseTimed(tb testing.TB, bin, path string, sh logShape) time.Duration {
+// a pipe, and checks it said what the shape holds. It returns the wall
+// time and the CPU time (user and system) the process used: on a shared
+// machine the wall time of a run includes waiting for a core, the CPU
+// time much less so.
+func diagnoseTimed(tb testing.TB, bin, path string, sh logShape) (wall, cpu time.Duration) {
 	tb.Helper()
 	start := time.Now()
-	out, err := exec.Command(bin, "diagnose", path).Output()
+	cmd := exec.Command(bin, "diagnose", path)
+	out, err := cmd.Output()
 	d := time.Since(start)
+	if cmd.ProcessState != nil {
+		cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
 	var exit *exec.ExitError
 	switch {
 	case sh.failing && errors.As(err, &exit) && exit.ExitCode() == 1 && bytes.Contains(out, []byte("known failures found")):
@@ -207,7 +249,7 @@ func diagnoseTimed(tb testing.TB, bin, path string, sh logShape) time.Duration {
 	default:
 		tb.Fatalf("haloforge diagnose on the %s log: %v\n%.2000s", sh.name, err, out)
 	}
-	return d
+	return d, cpu
 }
 
 // BenchmarkMatcherVsGrep runs `haloforge diagnose FILE` (every rule, then
@@ -216,6 +258,14 @@ func diagnoseTimed(tb testing.TB, bin, path string, sh logShape) time.Duration {
 // best of benchRuns each, and reports x_grep_speed = grep time / diagnose time
 // per shape. Run with `make bench` or
 // `go test ./diagnose -run '^$' -bench MatcherVsGrep -benchtime 1x`.
+//
+// With DIAGNOSE_BASELINE=REV (a branch, tag or commit, e.g. main) it also
+// builds haloforge at REV and times its diagnose on the same file in the
+// same rounds, and reports x_baseline_speed = REV's time / this time (1.0:
+// as fast; 0.9: 10 % slower) and x_baseline_cpu, the same ratio of the CPU
+// time the two processes used (steadier when other work shares the
+// machine): a rule change's cost, measured against the rules it changes,
+// not against a number from another day.
 func BenchmarkMatcherVsGrep(b *testing.B) {
 	// Each run is about 0.1 s; on a shared 2-core machine one in three
 	// lands on a busy moment, so the best of seven is a quiet one.
@@ -225,23 +275,37 @@ func BenchmarkMatcherVsGrep(b *testing.B) {
 		b.Skip("grep not installed")
 	}
 	bin := haloforgeBinary(b)
+	var base string
+	if rev := os.Getenv("DIAGNOSE_BASELINE"); rev != "" {
+		base = baselineBinary(b, rev)
+	}
 	const size = 200 << 20
 	for _, sh := range logShapes {
 		b.Run(sh.name, func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), sh.name+".log")
 			sh.write(b, path, size)
-			best, bestGrep := time.Duration(1<<62), time.Duration(1<<62)
+			never := time.Duration(1 << 62)
+			best, bestGrep, bestBase, bestCPU, bestBaseCPU := never, never, never, never, never
 			b.ResetTimer()
 			for range b.N {
 				for range benchRuns {
-					best = min(best, diagnoseTimed(b, bin, path, sh))
+					wall, cpu := diagnoseTimed(b, bin, path, sh)
+					best, bestCPU = min(best, wall), min(bestCPU, cpu)
 					bestGrep = min(bestGrep, grepFile(b, grep, path))
+					if base != "" {
+						wall, cpu := diagnoseTimed(b, base, path, sh)
+						bestBase, bestBaseCPU = min(bestBase, wall), min(bestBaseCPU, cpu)
+					}
 				}
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(bestGrep)/float64(best), "x_grep_speed")
 			b.ReportMetric(float64(size)/1e6/best.Seconds(), "diagnose_MB/s")
 			b.ReportMetric(float64(size)/1e6/bestGrep.Seconds(), "grep_MB/s")
+			if base != "" {
+				b.ReportMetric(float64(bestBase)/float64(best), "x_baseline_speed")
+				b.ReportMetric(float64(bestBaseCPU)/float64(bestCPU), "x_baseline_cpu")
+			}
 		})
 	}
 }
@@ -308,7 +372,7 @@ func TestNoPerLineLiterals(t *testing.T) {
 			}
 		}
 	}
-	for _, path := range []string{"testdata/corpus.jsonl", "testdata/holdout.jsonl", blind6Path, blind7Path, blind8Path} {
+	for _, path := range []string{"testdata/corpus.jsonl", "testdata/holdout.jsonl", "testdata/blind6.jsonl", "testdata/blind7.jsonl", "testdata/blind8.jsonl"} {
 		for _, row := range loadSamples(t, path) {
 			if row.Family != "none" {
 				continue

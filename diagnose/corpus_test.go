@@ -14,6 +14,7 @@ type sample struct {
 	ID      string `json:"id"`
 	Family  string `json:"family"`
 	Source  string `json:"source"`
+	Date    string `json:"date"` // when the excerpt was posted (the wordings corpus)
 	Log     string `json:"log"`
 	Trigger string `json:"trigger"`
 	Fix     string `json:"fix"`
@@ -90,6 +91,14 @@ var siblings = map[string][]string{
 	// as "HW Exception … GPU Hang"; both hints lead to kernel ≥ 6.18.4.
 	"amdgpu-mes-hang": {"gpu-hang-cwsr"},
 	"gpu-hang-cwsr":   {"amdgpu-mes-hang"},
+	// The kernel's reset of a job past the watchdog and the Vulkan driver's
+	// lost device are two views of one event; both hints raise the watchdog.
+	"gpu-ring-timeout-lockup": {"vulkan-device-lost"},
+	"vulkan-device-lost":      {"gpu-ring-timeout-lockup"},
+	// A runtime that crashes while it opens the GPU, seen from rocminfo or
+	// torch, or from an engine that bundles it: one crash, two places to fix.
+	"hsa-runtime-segfault-init":    {"bundled-engine-crash-gfx1151"},
+	"bundled-engine-crash-gfx1151": {"hsa-runtime-segfault-init"},
 }
 
 // extras returns the families in got that are neither want, one of its

@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"regexp"
+	"slices"
 )
 
 // minLiteral is the shortest literal a pattern may use: the literal set's
@@ -49,7 +50,7 @@ func compileEngine(rs []Rule) *ruleEngine {
 			id := litID(p.lit)
 			e.litPats[id] = append(e.litPats[id], len(e.pats))
 			e.pats = append(e.pats, c)
-			for _, a := range p.after {
+			for _, a := range slices.Concat(p.after, p.unless) {
 				if len(a) < minLiteral {
 					panic(fmt.Sprintf("diagnose: rule %s: context %q shorter than %d bytes", r.ID, a, minLiteral))
 				}

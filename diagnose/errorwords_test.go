@@ -40,9 +40,9 @@ func agreeWithRegexps(t *testing.T, text string) {
 // the regexps it implements, on every line of every test set and on lines
 // made to sit on each word's edges.
 func TestErrorWordsAgreeWithRegexps(t *testing.T) {
-	paths := []string{"testdata/corpus.jsonl", "testdata/holdout.jsonl", "testdata/blind.jsonl", "testdata/blind3.jsonl"}
-	for _, set := range blindSets {
-		paths = append(paths, set.path)
+	paths := []string{"testdata/corpus.jsonl", coveragePath}
+	for _, set := range heldOutSets {
+		paths = append(paths, set.path())
 	}
 	lines := 0
 	for _, path := range paths {

@@ -10,7 +10,7 @@ import (
 )
 
 func addSeeds(f *testing.F) {
-	for _, path := range []string{"testdata/corpus.jsonl", "testdata/holdout.jsonl", "testdata/blind.jsonl", "testdata/blind3.jsonl"} {
+	for _, path := range []string{"testdata/corpus.jsonl", "testdata/holdout.jsonl", "testdata/blind.jsonl", "testdata/blind3.jsonl", coveragePath} {
 		for _, row := range loadSamples(f, path) {
 			f.Add([]byte(row.Log))
 		}

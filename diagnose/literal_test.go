@@ -98,7 +98,7 @@ func checkLiteralSet(t *testing.T, text string) {
 // of the patterns themselves: overlapping, repeated, cut short, at the
 // edges.
 func TestLiteralSetFindsEveryOccurrence(t *testing.T) {
-	for _, path := range []string{"testdata/corpus.jsonl", "testdata/holdout.jsonl", blind6Path} {
+	for _, path := range []string{"testdata/corpus.jsonl", "testdata/holdout.jsonl", "testdata/blind6.jsonl"} {
 		for _, row := range loadSamples(t, path) {
 			for _, l := range strings.Split(row.Log, "\n") {
 				checkLiteralSet(t, l)

@@ -180,16 +180,28 @@ func (m *Matcher) eval(n int, line []byte) {
 }
 
 func (m *Matcher) contextOK(c *compiled, n int) bool {
+	for _, u := range c.unless {
+		if m.seenWithin(u, n, c.unlessWithin) {
+			return false
+		}
+	}
 	if len(c.after) == 0 {
 		return true
 	}
 	for _, a := range c.after {
-		seen := m.ctxSeen[engine.ctxIDs[a]]
-		if seen >= 0 && (c.within == 0 || seen == 0 || n-seen <= c.within) {
+		if m.seenWithin(a, n, c.within) {
 			return true
 		}
 	}
 	return false
+}
+
+// seenWithin reports whether context literal lit appeared before line n,
+// at most within lines before (0: anywhere before; implied context counts
+// as always seen).
+func (m *Matcher) seenWithin(lit string, n, within int) bool {
+	seen := m.ctxSeen[engine.ctxIDs[lit]]
+	return seen >= 0 && (within == 0 || seen == 0 || n-seen <= within)
 }
 
 // recordedOn reports whether the rule already counted line n (two of its

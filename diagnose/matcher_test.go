@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -126,6 +127,36 @@ func TestContextWindow(t *testing.T) {
 	lines = append(lines, "Segmentation fault (core dumped)")
 	if far := feed(NewMatcher(MatcherOptions{}), lines...); len(far) != 0 {
 		t.Errorf("a segfault far from any ROCm start-up is not this family: %v", far)
+	}
+}
+
+// TestUnlessContext checks the veto context: a lost Vulkan device right
+// after a failed allocation is the memory family alone, one far from it is
+// the lost device, and a line of the veto after the match changes nothing.
+func TestUnlessContext(t *testing.T) {
+	lost := "E srv  update_slots: decode() failed: vk::Queue::submit: ErrorDeviceLost"
+	cases := []struct {
+		name string
+		log  []string
+		want []string
+	}{
+		{"alone", []string{lost}, []string{"vulkan-device-lost"}},
+		{"right after a failed allocation", []string{"radv/amdgpu: Not enough memory for command submission.", lost},
+			[]string{"vulkan-device-memory-limit"}},
+		{"far after a failed allocation", append(append([]string{"radv/amdgpu: Not enough memory for command submission."},
+			slices.Repeat([]string{"I slot update_slots: id  0 | task 1 | prompt processing progress"}, 40)...), lost),
+			[]string{"vulkan-device-memory-limit", "vulkan-device-lost"}},
+		{"the allocation failure after the loss", []string{lost, "ggml_vulkan: vk::Device::allocateMemory: ErrorOutOfDeviceMemory"},
+			[]string{"vulkan-device-lost", "vulkan-device-memory-limit"}},
+		{"anywhere after an NVIDIA banner", append([]string{"  Device 0: NVIDIA GeForce GTX 1070, compute capability 6.1, VMM: yes"},
+			append(slices.Repeat([]string{"llama_model_load: loading"}, 500), "CUDA error: invalid device function")...), nil},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := feed(NewMatcher(MatcherOptions{}), tt.log...); !slices.Equal(got, tt.want) {
+				t.Errorf("families %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
 
@@ -307,7 +338,7 @@ func TestRulesAreComplete(t *testing.T) {
 
 // TestEveryFailuresFamilyHasARule reads the taxonomy table of FAILURES.md
 // (a copy in testdata) and checks that each family ID has a rule, with the
-// seed mark where the table has one.
+// seed mark where the table has one, and that each rule has its row.
 func TestEveryFailuresFamilyHasARule(t *testing.T) {
 	data, err := os.ReadFile("testdata/FAILURES.md")
 	if err != nil {
@@ -318,7 +349,9 @@ func TestEveryFailuresFamilyHasARule(t *testing.T) {
 	if len(matches) < 30 {
 		t.Fatalf("only %d families parsed from FAILURES.md", len(matches))
 	}
+	inTable := map[string]bool{}
 	for _, m := range matches {
+		inTable[m[1]] = true
 		r, ok := RuleByID(m[1])
 		if !ok {
 			t.Errorf("FAILURES.md family %s has no rule", m[1])
@@ -326,6 +359,12 @@ func TestEveryFailuresFamilyHasARule(t *testing.T) {
 		}
 		if seed := m[2] != ""; seed != r.Seed {
 			t.Errorf("%s: Seed = %v, FAILURES.md says %v", r.ID, r.Seed, seed)
+		}
+	}
+	// and the other way: a rule's family has its row in the taxonomy
+	for _, r := range Rules() {
+		if !inTable[r.ID] {
+			t.Errorf("rule %s has no row in FAILURES.md", r.ID)
 		}
 	}
 }

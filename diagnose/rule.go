@@ -72,7 +72,14 @@ type pat struct {
 	not    []string // the line must not contain any of these
 	after  []string // context literals, one of which must have appeared before…
 	within int      // …at most this many lines before (0: anywhere before)
-	marker bool     // a hang-prone marker for the stall rules, not a finding
+	// unless are context literals that veto the pattern when one appeared
+	// before, at most unlessWithin lines before (0: anywhere before): the
+	// same words from another cause (a device lost right after a failed
+	// allocation is out of memory) or another vendor's stack (a CUDA error
+	// after an NVIDIA device banner is not a HIP failure).
+	unless       []string
+	unlessWithin int
+	marker       bool // a hang-prone marker for the stall rules, not a finding
 }
 
 // compiled is a pat ready to check a line.

@@ -1,21 +1,26 @@
 package diagnose
 
-import "slices"
+import (
+	"slices"
+	"strconv"
+)
 
 // rules is the failure taxonomy of FAILURES.md as data: one entry per
 // family, in the same order. Links are the public threads the shared
 // corpus took its excerpts from. The wording of each signature was checked
 // against those excerpts; seed families use the design notes' signature.
 //
-// To add a family: add a real excerpt with its source to a test set first
-// (testdata/holdout.jsonl; corpus.jsonl is a copy of the shared corpus),
-// then a Rule here with literals of at least minLiteral bytes that the
-// excerpt holds verbatim, a regexp or context only where the literal alone
-// would fire on healthy output, and regenerate TUTORIAL.md
+// To add a family: add real excerpts with their threads and dates to the
+// wordings corpus first (testdata/coverage.jsonl, near misses as "none"
+// rows; corpus.jsonl is a copy of the shared corpus, the held-out sets
+// stay blind), then a Rule here with literals of at least minLiteral bytes
+// that the excerpts hold verbatim, a regexp, context or veto context
+// (unless) only where the literal alone would fire on healthy output or on
+// another cause's, and regenerate TUTORIAL.md
 // (go test ./diagnose -run TestTutorialReference -update). A hang family
 // has no error line to fix, so it also gets a Ladder: what to try, cheapest
-// first (sources: FAILURES.md, FACTS.md: kernel ≥ 6.18.4, MES 0x80,
-// cwsr_enable=0 as a stop-gap, ROCm#5590, #5724).
+// first (kernel ≥ 6.18.4, MES firmware 0x80, cwsr_enable=0 as a stop-gap:
+// ROCm#5590, #5724; the rows in testdata/FAILURES.md).
 var rules = withSignals([]Rule{
 	{
 		ID:      "therock-amdsmi-double-free",
@@ -41,7 +46,12 @@ var rules = withSignals([]Rule{
 			"# last resort only: HSA_OVERRIDE_GFX_VERSION=11.0.0 (a spoof; see hsa-override-spoof-crash)",
 		Links: issues("pytorch/pytorch#164346", "etched-ai/open-oasis#27", "ggml-org/llama.cpp#8504", "lllyasviel/Fooocus#1288"),
 		pats: []pat{
-			{lit: "invalid device function"},
+			// CUDA prints the same words on NVIDIA, and ROCm builds of ggml and
+			// of PyTorch on Windows print "CUDA error: …" too: only another
+			// vendor's device in the stream, or CUDA's own API on the line
+			// (caffe's "cudaSuccess", voxcraft's "CUDA Function Error"),
+			// tells them apart.
+			{lit: "invalid device function", unless: nvidiaContext, not: []string{"cudaSuccess", "CUDA Function Error"}},
 			{lit: "hipErrorInvalidDeviceFunction"},
 		},
 	},
@@ -60,7 +70,8 @@ var rules = withSignals([]Rule{
 			{lit: "Unable to find code object for all current devices"},
 			{lit: "No compatible code objects found"},
 			{lit: "Missing CO for these ISAs"},
-			{lit: "no kernel image is available for execution"},
+			// CUDA's wording too: an RTX 5090 under a torch without sm_120
+			{lit: "no kernel image is available for execution", unless: nvidiaContext},
 			// older HIP reports a fat binary without this arch as a failed
 			// module initialisation
 			{lit: "hipErrorSharedObjectInitFailed"},
@@ -76,7 +87,7 @@ var rules = withSignals([]Rule{
 			"export PYTORCH_ROCM_ARCH=gfx1151 GPU_ARCHS=gfx1151   # and rebuild for the real arch",
 		Links: issues("charlie12345/vLLM_for_AMD#15"),
 		pats: []pat{
-			{lit: "device kernel image is invalid"},
+			{lit: "device kernel image is invalid", unless: nvidiaContext},
 			{lit: "hipErrorInvalidImage"},
 			// the HSA runtime's names for a code object it cannot load
 			{lit: "HSA_STATUS_ERROR_INVALID_CODE_OBJECT"},
@@ -310,6 +321,10 @@ var rules = withSignals([]Rule{
 			{lit: "requires torch==", re: `requires torch==\S+,? but you have torch`},
 			// pip ≤ 20.2's wording of the same conflict
 			{lit: "has requirement torch", re: `has requirement torch\S*, but you'll have torch`},
+			// the resolvers refusing vLLM's pin outright: uv (hiyouga/LlamaFactory#8309)
+			// and pip's ResolutionImpossible (NineAbyss/S2R#2); a line with an
+			// environment marker is another platform's build (vllm-ascend#9225)
+			{lit: "depends on torch==", re: `Because vllm\S* depends on torch==|^\s*vllm [\d.]+\S* depends on torch==[^;]*$`},
 			// torch's extension builder finding a torch that is not a ROCm
 			// build, and vLLM's CMake finding an older torch than it needs
 			{lit: "No ROCm runtime is found, using ROCM_HOME"},
@@ -549,7 +564,9 @@ var rules = withSignals([]Rule{
 			// model length is N" is vllm-max-model-len: the context, not the pool.
 			{lit: "is less than desired GPU memory utilization"},
 			{lit: "hipErrorOutOfMemory"},
-			{lit: "cudaMalloc failed: out of memory"},
+			// ggml's HIP backend keeps CUDA's name in this message; on an
+			// NVIDIA card it is that card's memory (llama.cpp#7293)
+			{lit: "cudaMalloc failed: out of memory", unless: nvidiaContext},
 			{lit: "failed to allocate ROCm", re: `failed to allocate ROCm\d+ buffer`},
 			// hipErrorOutOfMemory's text ("out of memory") after a ROCm/HIP
 			// backend's own allocation message: ds4 prints "ROCm tensor alloc
@@ -680,11 +697,11 @@ var rules = withSignals([]Rule{
 		Links: issues("ROCm/TheRock#1364", "pytorch/pytorch#112997", "ROCm/flash-attention#37"),
 		pats: []pat{
 			{lit: "TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL", re: `Enable it with TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL`},
-			{lit: "No available kernel. Aborting execution"},
+			{lit: "No available kernel. Aborting execution", unless: nvidiaContext},
 			{lit: "FlashAttention only supports", re: `only supports (AMD )?(MI\d+|RX ?\d{4}|gfx)`},
 			// PyTorch prints why each backend was refused only when none was
 			// left, right before "No available kernel" (pytorch/pytorch#138864).
-			{lit: "kernel not used because"},
+			{lit: "kernel not used because", unless: nvidiaContext},
 			// the same debug pass when flash SDP was switched off, and vLLM
 			// finding no attention backend for the GPU
 			{lit: "Flash attention has been runtime disabled"},
@@ -715,7 +732,7 @@ var rules = withSignals([]Rule{
 			// an intrinsic: a node of a type the target lacks
 			{lit: "LLVM ERROR: Cannot select", re: `LLVM ERROR: Cannot select: .*(amdgcn|AMDGPU|addrspace\([3-7]\)|t\d+: \S+ = )`},
 			{lit: "unsupported target: 'gfx"},
-			{lit: "PassManager::run failed"},
+			{lit: "PassManager::run failed", unless: nvidiaContext},
 			// GlobalISel's lower-case wording, vector legalisation of fp8/WMMA
 			// types, and an LLVM that predates the target (llvm-project)
 			{lit: "LLVM ERROR: cannot select:", re: `amdgcn`},
@@ -723,7 +740,7 @@ var rules = withSignals([]Rule{
 			{lit: "is not a recognized processor for this target", re: `'gfx\w+' is not a recognized processor`},
 			// Triton's own lowering giving up on the kernel for this target
 			// (pytorch/pytorch#101137)
-			{lit: "Failed to translate TritonGPU to LLVM IR"},
+			{lit: "Failed to translate TritonGPU to LLVM IR", unless: nvidiaContext},
 		},
 	},
 	{
@@ -871,6 +888,12 @@ var rules = withSignals([]Rule{
 			// the linker's and the kernel's wording of the same kill
 			{lit: "terminated with signal 9 [Killed]"},
 			{lit: "Out of memory: Killed process", re: `Killed process \d+ \((cc1plus|cc1|clang|clang\+\+|clang-\d+|ld|ld\.lld|lld|hipcc|nvcc|rustc)\)`},
+			// kernels before 5.x: "Out of memory: Kill process N (rustc) score …
+			// or sacrifice child" (BurntSushi/ripgrep#525)
+			{lit: "or sacrifice child", re: `Out of memory: Kill process \d+ \((cc1plus|cc1|clang|clang\+\+|clang-\d+|ld|ld\.lld|lld|hipcc|nvcc|rustc)\)`},
+			// cargo's report of a rustc the kernel killed, when a wheel builds
+			// a Rust extension from source (hyperium/http#341)
+			{lit: "(signal: 9, SIGKILL: kill)", re: "process didn't exit successfully: `\\S*rustc .*\\(signal: 9, SIGKILL: kill\\)"},
 		},
 	},
 	{
@@ -924,8 +947,11 @@ var rules = withSignals([]Rule{
 			{lit: "has no wheels with a matching"},
 			{lit: "was not found in the package registry"},
 			{lit: "error sending request for url", re: `error sending request for url \(https?://[^)]*(amd\.com|pytorch\.org)`},
-			{lit: "No solution found when resolving dependencies"},
-			{lit: "your requirements are unsatisfiable"},
+			// uv's headline ("No solution found when resolving dependencies")
+			// names no cause; the explanation under it does. Its conclusion
+			// after vLLM's own torch pin is vllm-torch-version-conflict
+			// (hiyouga/LlamaFactory#8309).
+			{lit: "your requirements are unsatisfiable", unless: []string{"depends on torch=="}, unlessWithin: 5},
 		},
 	},
 	// Families of the serve wave (issue 17), from 2026 threads; each has its
@@ -952,21 +978,26 @@ var rules = withSignals([]Rule{
 		ID:      "gpu-ring-timeout-lockup",
 		Title:   "GPU job timed out and was reset on a long prompt (lockup_timeout)",
 		Summary: "The kernel's GPU watchdog timed out a long compute job and reset its queue: the engine lost its device mid-request.",
-		Cause: "amdgpu resets a ring whose job runs longer than amdgpu.lockup_timeout (10 s by default). A long prefill at a deep context, or a " +
-			"large -ub batch, on gfx1151 can take longer than that without being hung; the reset then kills the request or the server.",
-		Fix: "# kernel command line, then reboot: a longer watchdog (milliseconds)\n" +
-			"amdgpu.lockup_timeout=20000   # LLMKube's value; -1 turns the watchdog off and also hides real hangs\n" +
+		Cause: "amdgpu resets a ring whose job runs longer than amdgpu.lockup_timeout: 10 s for graphics, and for compute queues 60 s on Linux 6.x " +
+			"but a few seconds on 7.x (llama.cpp#25664). A long prefill at a deep context, or a large -ub batch, on gfx1151 can take longer than " +
+			"that without being hung; the reset then kills the request or the server (the engine's side: vulkan-device-lost).",
+		Fix: "# kernel command line, then reboot: a longer watchdog (milliseconds; GFX,Compute,SDMA,Video)\n" +
+			"amdgpu.lockup_timeout=10000,60000,10000,10000   # Linux 6.x's values; LLMKube uses 20000 for all; -1 also hides real hangs\n" +
 			"llama-server … -ub 512   # smaller micro-batches: each GPU job ends sooner\n" +
 			"sudo grep MES /sys/kernel/debug/dri/*/amdgpu_firmware_info   # a reset that fails is the MES hang instead (0x83 is bad)",
-		Links: issues("ggml-org/llama.cpp#27076", "Nathanw1014/strix-halo-llamacpp#16", "defilantech/LLMKube#886", "ggml-org/llama.cpp#21724"),
+		Links: issues("ggml-org/llama.cpp#27076", "Nathanw1014/strix-halo-llamacpp#16", "defilantech/LLMKube#886", "ggml-org/llama.cpp#21724", "ggml-org/llama.cpp#25664"),
 		pats: []pat{
 			// the compute ring's reset that worked: the job was slow, not the
-			// firmware dead (that reset fails, and is amdgpu-mes-hang)
+			// firmware dead (that reset fails, and is amdgpu-mes-hang). Not
+			// the graphics ring's: a compositor's page fault ends in a gfx
+			// ring reset too (pop-os/cosmic-comp#2149).
 			{lit: "reset succeeded", re: `Ring comp_[\d.]+ reset succeeded`},
 			{lit: "reset compute queue"},
-			// RADV in the engine: its submission cancelled by the reset (not
-			// "device lost" alone, which an out-of-memory submission also says)
-			{lit: "the context is lost"},
+			// the watchdog fired and the kernel cancelled the job without a
+			// reset (llama.cpp#21724: "ring comp_1.1.0 timeout, but soft recovered")
+			{lit: "but soft recovered", re: `ring comp_[\d.]+ timeout, but soft recovered`},
+			// The engine's side of the reset (RADV's "the context is lost",
+			// ggml's ErrorDeviceLost) is vulkan-device-lost.
 		},
 	},
 	{
@@ -1140,9 +1171,20 @@ var rules = withSignals([]Rule{
 		Fix: "sudo firewall-cmd --permanent --zone=trusted --add-interface=<cluster interface> && sudo firewall-cmd --reload   # on every node\n" +
 			"haloforge cluster check --inventory cluster.toml --engine ray   # tests the ports between the nodes\n" +
 			"ray start --address=<head cluster address>:6379 --node-ip-address=<this node's cluster address>",
-		Links: issues("vllm-project/vllm#19543", "vllm-project/vllm#15385", "ray-project/ray#45179"),
+		Links: issues("vllm-project/vllm#19543", "vllm-project/vllm#15385", "ray-project/ray#45179", "ray-project/ray#44704"),
+		Signals: []string{"Failed to connect to GCS at address", "Failed to connect to GCS within 60 seconds", "Unable to connect to GCS at",
+			"Failed to send request to gcs, reconnecting", "Timed out while waiting for GCS to become available",
+			"has been marked dead because the detector has missed too many heartbeats", "mistakenly been marked as dead by the GCS"},
 		pats: []pat{
 			{lit: "Failed to connect to GCS at address"},
+			// other Ray releases' words for the same: a raylet giving up on
+			// the GCS (2.x, ray-project/ray#44704), the worker's connection
+			// retries (1.9+, ray-project/ray#23611, #22326) and KubeRay's
+			// (ray-project/kuberay#2540)
+			{lit: "Failed to connect to GCS within", re: `Failed to connect to GCS within \d+ seconds`},
+			{lit: "Unable to connect to GCS at"},
+			{lit: "Failed to send request to gcs, reconnecting"},
+			{lit: "waiting for GCS to become", re: `Timed out while waiting for GCS to become available`},
 			{lit: "has been marked dead because the detector has missed too many heartbeats"},
 			{lit: "mistakenly been marked as dead by the GCS"},
 		},
@@ -1172,7 +1214,167 @@ var rules = withSignals([]Rule{
 			{lit: "No available shared memory broadcast block found", after: []string{"Capturing CUDA graphs (", "Capturing CUDA graph shapes"}, within: 1},
 		},
 	},
+	// ---- field failures of 2026: lost Vulkan devices, lost RPC workers,
+	// bundled engines that die at start-up, and stacks that answer wrong ----
+	// Each has its real excerpts, with their threads and dates, in
+	// testdata/coverage.jsonl, and its near misses next to them.
+	{
+		ID:      "vulkan-device-lost",
+		Title:   "Vulkan device lost in the middle of a request",
+		Summary: "The Vulkan driver lost the GPU in the middle of a request, with no failed allocation before it: the kernel reset a GPU job that ran too long (a long prompt at a deep context).",
+		Cause: "ggml's Vulkan backend sends up to about 100 graph nodes in one vkQueueSubmit; at a deep context one submission (often flash attention over the whole KV cache) " +
+			"runs longer than amdgpu's job watchdog, amdgpu.lockup_timeout. Linux 7.x lowered the compute queues' default from 60 s to a few seconds " +
+			"(llama.cpp#25664), so Strix Halo hits it at 50k–130k tokens. The kernel resets the queue; Mesa's RADV then says the context is lost, and " +
+			"AMD's own driver (AMDVLK, and Adrenalin on Windows) reports ErrorDeviceLost at the next fence.",
+		Fix: "amdgpu.lockup_timeout=10000,60000,10000,10000   # kernel command line, then reboot: Linux 6.x's watchdogs (GFX,Compute,SDMA,Video ms)\n" +
+			"GGML_VK_MAX_NODES_PER_SUBMIT=8 llama-server …   # smaller submissions (llama.cpp from late June 2026, #24872)\n" +
+			"llama-server … -ub 512   # smaller micro-batches: each GPU job ends sooner\n" +
+			"GGML_VK_SERIALIZE_SUBMISSIONS=1 llama-server …   # names the operation that timed out (llama.cpp#26371); slow, for a report only\n" +
+			"sudo dmesg | grep -E 'ring comp_|reset'   # the kernel's side of the same reset: gpu-ring-timeout-lockup",
+		Links: issues("ggml-org/llama.cpp#25664", "ggml-org/llama.cpp#21724", "ggml-org/llama.cpp#24872", "ggml-org/llama.cpp#26371",
+			"Nathanw1014/strix-halo-llamacpp#16", "TheTom/llama-cpp-turboquant#185"),
+		pats: slices.Concat(
+			lostDevice("ErrorDeviceLost"),       // vulkan.hpp: vk::Queue::submit, vk::Device::waitForFences
+			lostDevice("vk::DeviceLostError"),   // the exception's type, when nothing catches it
+			lostDevice("device lost on Vulkan"), // ggml_vulkan: device lost on Vulkan0
+			// RADV: its submission cancelled by the reset, "This context is
+			// innocent" (another job hung) or "guilty"
+			lostDevice("the context is lost"),
+		),
+	},
+	{
+		ID:      "ggml-rpc-worker-crashed",
+		Title:   "A ggml-rpc worker crashed or answered garbage",
+		Summary: "llama.cpp's head lost a remote ggml-rpc worker, or could not parse its reply, while it sent the model's tensors or ran the graph.",
+		Cause: "The head aborts on any short or malformed RPC reply, so the real failure is in the worker's own log: most often the worker ran out of device memory " +
+			"placing its share of the weights or of the KV cache (a Vulkan worker's ErrorOutOfDeviceMemory, a ROCm worker's failed hipMalloc or an HSA fault on " +
+			"gfx1151, llama.cpp#19745), or it runs another llama.cpp build whose RPC protocol differs (the protocol changed several times in 2026: " +
+			"\"RPC server version mismatch\", \"HELLO request size mismatch\"). Builds before August 2025 also broke on tensors larger than one send() " +
+			"(llama.cpp#15055, fixed by #15188).",
+		Fix: "ssh <worker> tail -n 50 ~/.local/state/haloforge/cluster/rpc-server.log   # the worker's last lines (haloforge cluster up keeps them) name the failure\n" +
+			"haloforge cluster check --inventory cluster.toml   # the same llama.cpp/ggml build on every node: the RPC protocol is the build's\n" +
+			"llama-server … --rpc … --tensor-split 1,1 -c 32768   # a worker that ran out of memory: a smaller share, a smaller context\n" +
+			"llama-server … --rpc … --no-mmap   # ROCm workers on gfx1151 that fault while the head uploads (llama.cpp#19745: --no-mmap or -dio)",
+		Links: issues("ggml-org/llama.cpp#15055", "ggml-org/llama.cpp#26768", "ggml-org/llama.cpp#26392", "ggml-org/llama.cpp#19745", "ggml-org/llama.cpp#14076"),
+		Signals: []string{"ggml-rpc.cpp:NNN: Remote RPC server crashed or returned malformed response", "ggml-rpc.cpp:NNN: GGML_ASSERT(status) failed",
+			"RPC server version mismatch: X.Y.Z"},
+		pats: []pat{
+			// ggml-rpc's RPC_STATUS_ASSERT on the head (llama.cpp#14076, June 2025)
+			// (anchored on its rarer half: the whole sentence cost 0.4 % of
+			// the scan on healthy logs)
+			{lit: "returned malformed response", re: `Remote RPC server crashed or returned malformed response`},
+			// the same assertion in builds before it
+			{lit: "GGML_ASSERT(status) failed", re: `ggml-rpc\.cpp:\d+: GGML_ASSERT\(status\) failed`},
+			// the handshake: the head's check of the worker's protocol version,
+			// and the worker's check of the head's request
+			{lit: "version mismatch: ", re: `RPC server version mismatch: \d`},
+		},
+	},
+	{
+		ID:      "bundled-engine-crash-gfx1151",
+		Title:   "A bundled or nightly engine crashes at start-up on gfx1151",
+		Summary: "A prebuilt engine (the llama-server of Unsloth Studio, Lemonade or a nightly toolbox) died at start-up on the gfx1151 GPU with a segmentation fault and no HIP or ROCm error line.",
+		Cause: "The engine ships its own ROCm runtime (libhsa-runtime64, libamdhip64) or was built on a nightly one, and that runtime crashes while it opens the GPU, " +
+			"before anything can print an error. TheRock nightlies 7.14.0a20260609 to 0612 jump to the bogus address 0x100000001 in GpuAgent::InitDma on GPUs " +
+			"with one SDMA engine (TheRock#5763, fixed by rocm-systems#7053); prebuilts bundling them segfaulted on every model (unslothai/unsloth#6276, " +
+			"lemonade-sdk/llamacpp-rocm#113). The same binary on the system's ROCm, or a newer bundle, starts.",
+		Fix: "<engine dir>/llama-server --version   # a crash here, before any model loads, is the bundled runtime\n" +
+			"ldd <engine dir>/llama-server | grep -E 'hsa-runtime64|amdhip64'   # which ROCm it loads: the bundle's or /opt/rocm's\n" +
+			"# move the bundle's libhsa-runtime64.so*/libamdhip64.so* aside so the system ROCm loads (unslothai/unsloth#6276), or update the engine\n" +
+			"# to a bundle built on a nightly from July 2026 on (7.15.0a20260707 runs, AMD-Ecosystem/llama.cpp#38); meanwhile the llamacpp-vulkan track",
+		Links: issues("ROCm/TheRock#5763", "unslothai/unsloth#6276", "unslothai/unsloth#6308", "unslothai/unsloth#7310", "lemonade-sdk/llamacpp-rocm#113"),
+		Signals: []string{"llama-server crashed at startup", "segfault at 100000001 ip 0000000100000001",
+			"Segmentation fault right after llama-server --version"},
+		pats: []pat{
+			// Unsloth Studio's own words for it
+			{lit: "llama-server crashed at startup"},
+			// the kernel's report of the jump to 0x100000001 (TheRock#5763)
+			{lit: "at 100000001 ip", re: `segfault at 100000001 ip 0000000100000001`},
+			// --version prints the devices and exits: a crash there is the
+			// runtime opening the GPU, not a model
+			{lit: "Segmentation fault", after: []string{"llama-server --version"}, within: 3},
+			{lit: "segmentation fault", after: []string{"llama-server --version"}, within: 3},
+		},
+	},
+	{
+		ID:      "wrong-output-junk-tokens",
+		Title:   "The model answers junk: unused special tokens, all \"!\", NaN",
+		Summary: "The stack runs and answers, but the answer is tokens no healthy model produces: runs of an unused special token (Gemma's unused49), all \"!\", NaN logits.",
+		Signals: []string{"<unused49><unused49>… (a run of any <unusedN>, N < 100)", "probability tensor contains either", "WRONG OUTPUT: "},
+		Cause: "The logits are garbage, not the model. NaN or inf (an fp16 overflow, a broken kernel) makes greedy decoding pick token 0, \"!\" in Qwen's and " +
+			"Llama 3's vocabularies (vllm-project/vllm#37996: GPTQ on ROCm), and sampling fail on a NaN probability. On gfx1151 in 2026, llama.cpp's HIP " +
+			"backend reads host-resident tensors through the iGPU's direct host access and gets wrong data, so Gemma 4 collapses into unused49 or " +
+			"unused24 past a few thousand prompt tokens (llama.cpp#26239, #28211; ROCm 10.1 nightlies: TheRock#7714) while CPU and Vulkan answer right.",
+		Fix: "llama-perplexity -m MODEL.gguf -f wiki.test.raw --chunks 6 -ngl 0; llama-perplexity … -ngl 99   # CPU against GPU: they must agree\n" +
+			"GGML_CUDA_ENABLE_UNIFIED_MEMORY=1 llama-server …   # gfx1151, in llama.cpp builds before #28604 (2026-09-18; llama.cpp#28211)\n" +
+			"llama-server --device Vulkan0 …   # or the llamacpp-vulkan track: the same GGUF answers right there\n" +
+			"vllm serve … --dtype bfloat16   # vLLM: fp16 kernels (GPTQ, AWQ) overflow into NaN; bf16 activations do not",
+		Links: issues("ggml-org/llama.cpp#26239", "ggml-org/llama.cpp#28211", "ROCm/TheRock#7714", "vllm-project/vllm#37996", "QwenLM/Qwen3#381"),
+		pats: slices.Concat(unusedRuns(), []pat{
+			// torch.multinomial on NaN probabilities (transformers' sampling)
+			{lit: "probability tensor contains either"},
+			// haloforge verify's verdict, when its evidence is junk
+			{lit: "WRONG OUTPUT: ", re: `<unused\d+>|reserved_special_token|!!!!|\bNaN\b|\bnan\b|(?i)junk`},
+		}),
+	},
+	{
+		ID:      "wrong-output-perplexity",
+		Title:   "Wrong numbers: perplexity explodes on the GPU backend",
+		Summary: "The GPU backend computes different numbers from the CPU: perplexity in the thousands where CPU and Vulkan give single digits, or answers that disagree with a trusted reference.",
+		Cause: "A GPU path that computes wrong values without crashing. On Strix Halo in 2026, llama.cpp's HIP backend marks gfx1151 as integrated and reads " +
+			"host-resident weights directly, which returns wrong data: perplexity 1334 against 6.8 on CPU and Vulkan (noamsto/nix-amd-ai#105, #124), growing " +
+			"with -ngl and with prompts longer than -ub (llama.cpp#28211). It came with HIP's integrated-GPU path in July 2026 (llama.cpp#24233) and " +
+			"was fixed by llama.cpp#28604 (master ec92815, 2026-09-18, matches Vulkan); gfx1150 needed the same (noted in #28211).",
+		Fix: "llama-perplexity -m MODEL.gguf -f wiki.test.raw -c 512 --chunks 6 -ngl 0   # the CPU's figure; with -ngl 99 it must agree to a few per cent\n" +
+			"# llama.cpp from 2026-09-18 on (#28604; master ec92815 matches Vulkan), or the patch \"hip: disable direct host access on gfx1151\" (nix-amd-ai#128)\n" +
+			"GGML_CUDA_ENABLE_UNIFIED_MEMORY=1 llama-server …   # meanwhile (or --no-mmap; HIP_LAUNCH_BLOCKING=1 confirms it, slowly: llama.cpp#26543)\n" +
+			"llama-server --device Vulkan0 …   # or the llamacpp-vulkan track",
+		Links: issues("noamsto/nix-amd-ai#105", "noamsto/nix-amd-ai#124", "ggml-org/llama.cpp#28211", "ggml-org/llama.cpp#28604", "noamsto/nix-amd-ai#128"),
+		pats: []pat{
+			// llama-perplexity's summary: four digits or more, or no number
+			// (healthy models on wikitext read 3 to 60; the gfx1151 bug 727 to
+			// 6473: llama.cpp#28211, JustVugg/colibri#1508)
+			{lit: "Final estimate: PPL = ", re: `Final estimate: PPL = ([5-9]\d{2}|[1-9][\d,]{3,})(\.\d+)?\b|Final estimate: PPL = -?(nan|inf)\b`},
+			// IREE/SHARK's perplexity report (nod-ai/amd-shark-ai#2691)
+			{lit: `"mean_perplexity"`, re: `"mean_perplexity": ([5-9]\d{2}|[1-9]\d{3,})(\.\d+)?\b`},
+			// haloforge verify's verdict when the answer is wrong but not
+			// degenerate (junk and repetition are their own families)
+			{lit: "WRONG OUTPUT: ", not: []string{"<unused", "reserved_special_token", "!!!!", "NaN", " nan", "junk", "Junk", "repeat"}},
+		},
+	},
+	{
+		ID:      "wrong-output-repeated-token",
+		Title:   "Generation collapses into one repeated token",
+		Summary: "The answer turns into one token repeated to the end of the request: the logits stopped depending on the context.",
+		Cause: "On gfx1151 under memory pressure (other models loaded, a deep KV cache) llama.cpp's HIP path reads stale data through the iGPU's " +
+			"host-coherent memory and every step yields the same token (ROCm/legacy-rocm-build#6616, llama.cpp#25992, #26209: an endless \"/\"); " +
+			"it is the direct-host-access bug of wrong-output-perplexity. A model can also loop on its own at temperature 0: then the CPU loops too, " +
+			"and a repetition penalty or a higher temperature is the fix. Ollama stops such a request itself (\"token repeat limit reached\").",
+		Fix: "HIP_LAUNCH_BLOCKING=1 llama-server …   # if the repetition goes away, it is the GPU path, not the model (legacy-rocm-build#6616, llama.cpp#27579)\n" +
+			"GGML_CUDA_ENABLE_UNIFIED_MEMORY=1 llama-server …   # keeps speed; or --no-mmap (llama.cpp#26543); llama.cpp with #28604 ends it\n" +
+			"llama-server --device Vulkan0 …   # or the llamacpp-vulkan track\n" +
+			"ollama run MODEL   # Ollama: /set parameter num_gpu 0, then the same prompt on the CPU tells the model's own loop from the stack's",
+		Links: issues("ROCm/legacy-rocm-build#6616", "ggml-org/llama.cpp#25992", "ggml-org/llama.cpp#26209", "ollama/ollama#18374", "ggml-org/llama.cpp#26543"),
+		pats: []pat{
+			// Ollama's runner gives up on a token repeated past its limit:
+			// a DEBUG line before 0.32, the request's error since
+			{lit: "prediction aborted, token repeat limit reached"},
+			// haloforge verify's verdict for an ordinary token repeated
+			{lit: "WRONG OUTPUT: ", re: `(?i)repeat`, not: []string{"<unused", "reserved_special_token", "!!!!", "NaN", " nan", "junk", "Junk"}},
+		},
+	},
 })
+
+// nvidiaContext are lines that show a stream runs on an NVIDIA GPU: its
+// name in ggml's or PyTorch's banner, or a CUDA build of torch. CUDA's
+// errors use the words some HIP families look for ("invalid device
+// function", "no kernel image is available", cudaMalloc), and on NVIDIA
+// those families' fixes are wrong.
+//
+// Each literal is one the scan can skip cheaply: the newer collect_env
+// layout ("ROCM used to build PyTorch   : N/A") would cost 4 % of the scan
+// on healthy logs, for its run of spaces.
+var nvidiaContext = []string{"NVIDIA GeForce", "Device 0: NVIDIA", "CUDA capability sm_", "ROCM used to build PyTorch: N/A"}
 
 // vllmContext are lines that show a stream is vLLM's: its AITER switch,
 // its start-up line on ROCm, or one of its frames in a traceback.
@@ -1183,6 +1385,28 @@ var vllmContext = []string{"VLLM_ROCM_USE_AITER", "detected platform rocm", "sit
 	// prefix: it starts every line of a vLLM log, and a context literal hit
 	// on every line halved the scan's speed.
 	"Initializing a V1 LLM engine", "vLLM API server version", "[multiproc_executor.py:"}
+
+// lostDevice is a Vulkan device-lost report that counts only when no
+// failed allocation came just before it: a submission that found no memory
+// also ends in a lost device, and that is vulkan-device-memory-limit
+// (leejet/stable-diffusion.cpp#2015). A device lost while a model loads is
+// not a long request (llama.cpp#18962's regression at load).
+func lostDevice(lit string) []pat {
+	return []pat{{lit: lit, not: []string{"error loading model"}, unlessWithin: 30,
+		unless: []string{"Not enough memory for command submission", "ErrorOutOfDeviceMemory", "VK_ERROR_OUT_OF_DEVICE_MEMORY", "to allocate Vulkan"}}}
+}
+
+// unusedRuns are two or more <unusedN> special tokens in a row, the way a
+// model collapsed on garbage logits prints them (Gemma's <unused0> to
+// <unused99>). One literal per N keeps every literal 14 bytes or longer; a
+// tokenizer dump lists them apart ("<unused0>", "<unused1>"), never in a run.
+func unusedRuns() []pat {
+	out := make([]pat, 0, 100)
+	for i := range 100 {
+		out = append(out, pat{lit: "<unused" + strconv.Itoa(i) + "><unused", re: `(<unused\d+>){2,}`})
+	}
+	return out
+}
 
 // initCrash is a crash report that counts as the runtime's start-up
 // segfault: within a few lines of rocminfo's banner, or of a torch.cuda

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/pins"
 )
 
@@ -29,7 +29,8 @@ type Cache struct {
 
 // CachedPin is one pin of the last status. Resolved is kept from an
 // earlier status when the last one could not reach the pin, so a move is
-// still seen after a run without network.
+// still seen after a run without network; a pin the last run did not ask
+// about at all (it checked another pins file) is kept whole.
 type CachedPin struct {
 	Name       string    `json:"name"`
 	Value      string    `json:"value"`
@@ -38,6 +39,9 @@ type CachedPin struct {
 	Detail     string    `json:"detail"`
 	Resolved   string    `json:"resolved,omitempty"`
 	ResolvedAt time.Time `json:"resolved_at,omitzero"`
+	// CheckedAt is when State was found (a file of an older version has
+	// none: the cache's own CheckedAt stands for it).
+	CheckedAt time.Time `json:"checked_at,omitzero"`
 }
 
 // CachePath is where the last status lives.
@@ -46,20 +50,15 @@ func CachePath(stateDir string) string { return filepath.Join(stateDir, CacheFil
 // maxCache bounds the cache file read.
 const maxCache = 16 << 20
 
-// LoadCache reads the last status; (nil, nil) when there is none.
+// LoadCache reads the last status; (nil, nil) when there is none. The
+// file is haloforge's own, in its state dir: a link, a FIFO or anything
+// but a regular file there is refused at once, naming the path.
 func LoadCache(stateDir string) (*Cache, error) {
 	p := CachePath(stateDir)
-	st, err := os.Stat(p)
+	data, err := safefile.ReadRegular(p, maxCache, safefile.NoFollow)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	if st.Size() > maxCache {
-		return nil, fmt.Errorf("%s: %d bytes, not a status cache", p, st.Size())
-	}
-	data, err := os.ReadFile(p)
 	if err != nil {
 		return nil, err
 	}
@@ -102,17 +101,32 @@ func (c *Cache) Get(name string) (CachedPin, bool) {
 }
 
 // NewCache is the cache a report leaves: its results, with the last known
-// resolution carried over for pins this run could not reach.
+// resolution carried over for pins this run could not reach, and the pins
+// it did not ask about (a pins file of a few names) kept as prev had them,
+// so that a later run of the full file still compares with them.
 func NewCache(rep *Report, pinsFile string, prev *Cache) *Cache {
 	c := &Cache{Version: 1, CheckedAt: rep.CheckedAt, PinsFile: pinsFile}
+	asked := map[string]bool{}
 	for _, r := range rep.Pins {
-		cp := CachedPin{Name: r.Name, Value: r.Value, Kind: r.Kind, State: r.State, Detail: r.Detail, Resolved: r.Resolved}
+		asked[r.Name] = true
+		cp := CachedPin{Name: r.Name, Value: r.Value, Kind: r.Kind, State: r.State, Detail: r.Detail, Resolved: r.Resolved, CheckedAt: rep.CheckedAt}
 		if cp.Resolved != "" {
 			cp.ResolvedAt = rep.CheckedAt
 		} else if old, ok := prev.Get(r.Name); ok && old.Value == r.Value && r.State == Unreachable {
 			cp.Resolved, cp.ResolvedAt = old.Resolved, old.ResolvedAt
 		}
 		c.Pins = append(c.Pins, cp)
+	}
+	if prev != nil {
+		for _, old := range prev.Pins {
+			if asked[old.Name] {
+				continue
+			}
+			if old.CheckedAt.IsZero() {
+				old.CheckedAt = prev.CheckedAt
+			}
+			c.Pins = append(c.Pins, old)
+		}
 	}
 	c.index()
 	return c
@@ -200,13 +214,18 @@ func LastWarning(stateDir string, f *pins.File, names []string, now time.Time) (
 		want[n] = true
 	}
 	values := f.Values()
-	w := &Warning{CheckedAt: c.CheckedAt, Age: now.Sub(c.CheckedAt)}
+	w := &Warning{CheckedAt: c.CheckedAt}
 	for _, p := range c.Pins {
 		if (names != nil && !want[p.Name]) || (p.State != Retired && p.State != Moved) {
 			continue
 		}
 		if v, ok := values[p.Name]; ok && v == p.Value {
 			w.Pins = append(w.Pins, p)
+			// the age is the oldest finding's: a pin kept from an earlier
+			// status is as old as that status
+			if !p.CheckedAt.IsZero() && p.CheckedAt.Before(w.CheckedAt) {
+				w.CheckedAt = p.CheckedAt
+			}
 		} else {
 			w.Edited = append(w.Edited, p.Name)
 		}
@@ -214,6 +233,7 @@ func LastWarning(stateDir string, f *pins.File, names []string, now time.Time) (
 	if len(w.Pins) == 0 {
 		return nil, nil
 	}
+	w.Age = now.Sub(w.CheckedAt)
 	return w, nil
 }
 

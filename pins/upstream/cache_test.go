@@ -2,7 +2,9 @@ package upstream
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -156,4 +158,92 @@ func FuzzParseCache(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestPartialStatusKeepsTheOtherPins: a status of a file with a few pins
+// keeps what the last status found for the others, so that a later status
+// of the full file still sees a moved tag.
+func TestPartialStatusKeepsTheOtherPins(t *testing.T) {
+	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	full := &Report{CheckedAt: t0, Pins: []Result{
+		{Name: "VLLM_IMAGE", Value: "rocm/vllm:v1", State: OK, Resolved: "sha256:" + strings.Repeat("a", 64)},
+		{Name: "LLAMACPP_ROCM_IMAGE", Value: "kyuz0/t:rocm-7.1.1", State: Retired, Detail: "tag rocm-7.1.1 no longer exists"},
+		{Name: "VERIFY_MODEL", Value: "Qwen/Qwen3-0.6B", State: OK},
+	}}
+	c1 := NewCache(full, "versions.env", nil)
+	partial := &Report{CheckedAt: t0.Add(time.Hour), Pins: []Result{{Name: "VERIFY_MODEL", Value: "Qwen/Qwen3-0.6B", State: OK}}}
+	c2 := NewCache(partial, "model.env", c1)
+	data, err := c2.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseCache(data, "c.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := back.Get("VLLM_IMAGE"); !ok || p.Resolved != full.Pins[0].Resolved {
+		t.Fatalf("VLLM_IMAGE after a status of another file: %+v, %v", p, ok)
+	}
+	again := &Report{CheckedAt: t0.Add(2 * time.Hour), Pins: []Result{
+		{Name: "VLLM_IMAGE", Value: "rocm/vllm:v1", State: OK, Resolved: "sha256:" + strings.Repeat("b", 64), Detail: "tag v1 → sha256:bbbbbbbbbbbb"},
+	}}
+	compareWithPrevious(again, back)
+	if r := again.Pins[0]; r.State != Moved || !strings.Contains(r.Detail, "was sha256:aaaaaaaaaaaa, now sha256:bbbbbbbbbbbb") {
+		t.Errorf("the full file's status after a partial one: %s %q; want moved", r.State, r.Detail)
+	}
+	// plan's warning about a pin kept from the first status is as old as it
+	dir := t.TempDir()
+	if err := os.WriteFile(CachePath(dir), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := pins.Parse("v.env", []byte("LLAMACPP_ROCM_IMAGE=kyuz0/t:rocm-7.1.1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := LastWarning(dir, f, nil, t0.Add(3*24*time.Hour))
+	if err != nil || w == nil || len(w.Pins) != 1 || w.Age != 3*24*time.Hour {
+		t.Errorf("warning = %+v, %v; want the retired pin, 3 days old", w, err)
+	}
+}
+
+// TestCacheThatIsNoFile: a FIFO, a link or a directory where the last
+// status should be is refused at once, naming the path; nothing hangs.
+func TestCacheThatIsNoFile(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		make       func(path string) error
+	}{
+		{"fifo", "is a FIFO (named pipe), not a regular file", func(p string) error { return syscall.Mkfifo(p, 0o644) }},
+		{"link", "is a symbolic link, not a regular file", func(p string) error {
+			target := filepath.Join(filepath.Dir(p), "elsewhere.json")
+			if err := os.WriteFile(target, []byte(`{"version": 1}`), 0o644); err != nil {
+				return err
+			}
+			return os.Symlink(target, p)
+		}},
+		{"directory", "is a directory, not a regular file", func(p string) error { return os.Mkdir(p, 0o755) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := tc.make(CachePath(dir)); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := LoadCache(dir)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err == nil || err.Error() != CachePath(dir)+" "+tc.want {
+					t.Errorf("LoadCache = %v; want %q", err, CachePath(dir)+" "+tc.want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("LoadCache hangs")
+			}
+			if _, err := LastWarning(dir, &pins.File{}, nil, time.Now()); err == nil {
+				t.Error("LastWarning read it")
+			}
+		})
+	}
 }

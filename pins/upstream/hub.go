@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -15,15 +16,26 @@ import (
 // calls it: GET {HF_ENDPOINT}/api/models/{repo_id}/revision/{revision}
 // answers {"sha": <commit>, …}; an unknown or private repository answers
 // 401 or 404 ("Repository not found"). HF_ENDPOINT (a mirror) is honoured as
-// huggingface_hub honours it.
+// huggingface_hub honours it; one that is no http(s) URL is refused, never
+// replaced by huggingface.co (a mirror is often set to keep traffic in-house).
 
 var reModelID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$`)
 
-func hubEndpoint() string {
-	if e := strings.TrimRight(os.Getenv("HF_ENDPOINT"), "/"); strings.HasPrefix(e, "https://") || strings.HasPrefix(e, "http://") {
-		return e
+func hubEndpoint() (string, error) {
+	raw := os.Getenv("HF_ENDPOINT")
+	if raw == "" {
+		return "https://huggingface.co", nil
 	}
-	return "https://huggingface.co"
+	e := strings.TrimRight(raw, "/")
+	u, err := url.Parse(e)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		shown := raw
+		if len(shown) > 100 {
+			shown = shown[:100] + "…"
+		}
+		return "", fmt.Errorf("HF_ENDPOINT=%q is not an http(s) URL: the Hub was not asked (set HF_ENDPOINT to your mirror's https:// URL, or unset it to ask https://huggingface.co)", shown)
+	}
+	return e, nil
 }
 
 // ParseModelInfo reads the model API's answer: its commit SHA.
@@ -41,8 +53,8 @@ func ParseModelInfo(body []byte) (string, error) {
 	return m.SHA, nil
 }
 
-func checkModel(ctx context.Context, c *checker, pl plan) Result {
-	u := hubEndpoint() + "/api/models/" + pl.pin.Value + "/revision/main"
+func checkModel(ctx context.Context, c *checker, pl plan, endpoint string) Result {
+	u := endpoint + "/api/models/" + pl.pin.Value + "/revision/main"
 	var sha string
 	err := c.get(ctx, u, "application/json", func(_ *http.Response, body []byte) error {
 		s, err := ParseModelInfo(body)

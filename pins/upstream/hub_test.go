@@ -41,6 +41,27 @@ func TestModelPinOnTheHub(t *testing.T) {
 	}
 }
 
+// TestHubEndpointOfAnotherScheme: an HF_ENDPOINT that is no http(s) URL
+// is refused with what to do, and nothing is asked in its place (the
+// CLI's pins_status.txtar shows huggingface.co is not asked either).
+func TestHubEndpointOfAnotherScheme(t *testing.T) {
+	for endpoint, want := range map[string]string{
+		"ftp://mirror.example/hf":  `HF_ENDPOINT="ftp://mirror.example/hf" is not an http(s) URL: the Hub was not asked (set HF_ENDPOINT to your mirror's https:// URL, or unset it to ask https://huggingface.co)`,
+		"mirror.example":           `HF_ENDPOINT="mirror.example" is not an http(s) URL`,
+		"https://mirror.example\n": `HF_ENDPOINT="https://mirror.example\n" is not an http(s) URL`,
+		"https://":                 `HF_ENDPOINT="https://" is not an http(s) URL`,
+	} {
+		t.Run(endpoint, func(t *testing.T) {
+			t.Setenv("HF_ENDPOINT", endpoint)
+			f := &pins.File{Path: "t.env", Pins: []pins.Pin{{Name: "VERIFY_MODEL", Value: "Qwen/Qwen3-0.6B", Kind: "model"}}}
+			got := Check(context.Background(), f, Options{}).Pins[0]
+			if got.State != Unchecked || !strings.HasPrefix(got.Detail, want) || got.Upstream != "HF_ENDPOINT" {
+				t.Errorf("HF_ENDPOINT=%s: %s %q (upstream %s); want unchecked %q", endpoint, got.State, got.Detail, got.Upstream, want)
+			}
+		})
+	}
+}
+
 func FuzzParseModelInfo(f *testing.F) {
 	f.Add([]byte(`{"id": "a/b", "sha": "` + strings.Repeat("a", 40) + `"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {

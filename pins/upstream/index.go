@@ -75,17 +75,24 @@ func (c *checker) get(ctx context.Context, u, accept string, ok func(*http.Respo
 		req.Header.Set("User-Agent", userAgent)
 		resp, err := c.http.Do(req)
 		if err != nil {
+			if why, refused := isRefusal(err); refused {
+				return &uncheckableError{Reason: why}
+			}
 			return httpError(pu.Host, err)
 		}
 		defer resp.Body.Close()
+		c.markAnswered(pu.Host)
 		switch {
 		case resp.StatusCode == http.StatusOK:
 		case resp.StatusCode == http.StatusNotFound, resp.StatusCode == http.StatusGone, resp.StatusCode == http.StatusForbidden:
 			return &goneError{Reason: fmt.Sprintf("HTTP %d", resp.StatusCode)}
 		case resp.StatusCode == http.StatusUnauthorized:
 			return &uncheckableError{Reason: "HTTP 401: the index wants a login"}
+		case resp.StatusCode == http.StatusTooManyRequests:
+			// asking again in this run only deepens the limit
+			return &unreachableError{Host: pu.Host, Reason: "rate-limited (HTTP 429)" + waitText(resp.Header.Get("Retry-After"), c.opts.Now())}
 		default:
-			return &unreachableError{Host: pu.Host, Reason: fmt.Sprintf("answered HTTP %d", resp.StatusCode), soft: true}
+			return &unreachableError{Host: pu.Host, Reason: "answered " + statusReason(resp.StatusCode, resp.Header.Get("Retry-After"), c.opts.Now()), soft: true}
 		}
 		body, err := io.ReadAll(io.LimitReader(resp.Body, maxPage+1))
 		if err != nil {

@@ -223,3 +223,111 @@ func writeFile(t *testing.T, path, data string) {
 		t.Fatal(err)
 	}
 }
+
+// TestRealRegistryLogins: Debian's docker-registry behind each login a
+// registry asks for, serving images podman pushed: a token service (the
+// registry verifies every token it signs) with an OCI image index and a
+// Docker manifest list, a private repository that wants the user's
+// credentials, Basic auth whose credentials come only from an auth.json,
+// and a rate limit with Retry-After in front of it all.
+func TestRealRegistryLogins(t *testing.T) {
+	upstreamtest.Require(t)
+	reg := upstreamtest.StartRegistry(t)
+	reg.PushFormat(t, "hf/app", "oci-one", "oci one", "oci")
+	reg.PushFormat(t, "hf/app", "oci-two", "oci two", "oci")
+	reg.PushFormat(t, "hf/app", "docker-one", "docker one", "v2s2")
+	reg.PushFormat(t, "hf/app", "docker-two", "docker two", "v2s2")
+	index := reg.PushList(t, "hf/multi", "index", "oci", "hf/app:oci-one", "hf/app:oci-two")
+	list := reg.PushList(t, "hf/multi", "list", "v2s2", "hf/app:docker-one", "hf/app:docker-two")
+	private := reg.Push(t, "private/app", "v1", "private")
+	plain := reg.Push(t, "hf/plain", "v1", "plain")
+	reg.Push(t, "hf/limited", "v1", "limited")
+
+	ts := upstreamtest.StartTokenService(t, "alice", "alice-secret")
+	tokenReg := reg.WithToken(t, ts)
+	basicReg := reg.WithBasic(t, "bob", "bob-secret")
+	limiter := upstreamtest.StartRateLimiter(t, tokenReg, "120")
+	limiter.Limit("hf/limited")
+
+	env := fmt.Sprintf(`VLLM_IMAGE=%[1]s/hf/multi:index
+NIGHTLY_IMAGE=%[1]s/hf/multi:list
+OLLAMA_IMAGE=%[1]s/private/app:v1
+LLAMACPP_ROCM_IMAGE=%[2]s/hf/plain:v1
+TOOLBOX_IMAGE=%[3]s/hf/limited:v1
+`, tokenReg, basicReg, limiter.Addr)
+	f, err := pins.Parse("logins.env", []byte(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := upstreamtest.Ctx(t)
+	home := t.TempDir() // no credentials of this machine's user take part
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_RUNTIME_DIR", home)
+	t.Setenv("XDG_CONFIG_HOME", home)
+	t.Setenv("DOCKER_CONFIG", "")
+
+	t.Run("anonymous", func(t *testing.T) {
+		t.Setenv("REGISTRY_AUTH_FILE", "")
+		rep := upstream.Check(ctx, f, upstream.Options{})
+		expect(t, "anonymous", rep, map[string]want{
+			"VLLM_IMAGE":          {upstream.OK, `^tag index → ` + index[:19] + ` \(OCI image index\)$`},
+			"NIGHTLY_IMAGE":       {upstream.OK, `^tag list → ` + list[:19] + ` \(manifest list\)$`},
+			"OLLAMA_IMAGE":        {upstream.Retired, `^tag v1 no longer exists in 127\.0\.0\.1:\d+/private/app: HTTP 401: no anonymous pull \(removed, or private\)$`},
+			"LLAMACPP_ROCM_IMAGE": {upstream.Unchecked, `^the registry wants a login \(Basic auth\) and none for 127\.0\.0\.1:\d+ is in podman's or docker's credential files \(podman login 127\.0\.0\.1:\d+\)$`},
+			"TOOLBOX_IMAGE":       {upstream.Unreachable, `^127\.0\.0\.1:\d+: rate-limited \(HTTP 429\); the server asks to wait 2m00s \(Retry-After: 120\)$`},
+		})
+		if got := find(rep, "VLLM_IMAGE").Resolved; got != index {
+			t.Errorf("VLLM_IMAGE resolved %s, want the index's digest %s", got, index)
+		}
+		if got := find(rep, "NIGHTLY_IMAGE").Resolved; got != list {
+			t.Errorf("NIGHTLY_IMAGE resolved %s, want the list's digest %s", got, list)
+		}
+		if rep.NoNetwork != "" {
+			t.Errorf("NoNetwork = %q", rep.NoNetwork)
+		}
+		if n := limiter.Answered429(); n != 1 {
+			t.Errorf("%d answers of 429; one, and the registry is left alone", n)
+		}
+	})
+
+	t.Run("auth.json", func(t *testing.T) {
+		// podman login's file, found through REGISTRY_AUTH_FILE: bob for the
+		// Basic registry, alice for the token service's registry
+		t.Setenv("REGISTRY_AUTH_FILE", upstreamtest.AuthFile(t, map[string][2]string{
+			basicReg: {"bob", "bob-secret"}, tokenReg + "/private": {"alice", "alice-secret"},
+		}))
+		rep := upstream.Check(ctx, f, upstream.Options{})
+		expect(t, "with auth.json", rep, map[string]want{
+			"OLLAMA_IMAGE":        {upstream.OK, `^tag v1 → ` + private[:19] + ` \(OCI manifest\); asked with alice's credentials from .*/auth\.json$`},
+			"LLAMACPP_ROCM_IMAGE": {upstream.OK, `^tag v1 → ` + plain[:19] + ` \(OCI manifest\); asked with bob's credentials from .*/auth\.json$`},
+			"VLLM_IMAGE":          {upstream.OK, `^tag index → ` + index[:19] + ` \(OCI image index\)$`},
+		})
+		var alice bool
+		for _, a := range ts.Asked() {
+			alice = alice || a == "alice repository:private/app:pull"
+		}
+		if !alice {
+			t.Errorf("the token service was not asked as alice: %v", ts.Asked())
+		}
+	})
+
+	t.Run("refused", func(t *testing.T) {
+		t.Setenv("REGISTRY_AUTH_FILE", upstreamtest.AuthFile(t, map[string][2]string{
+			basicReg: {"bob", "not-bob-secret"}, tokenReg: {"alice", "wrong"},
+		}))
+		rep := upstream.Check(ctx, f, upstream.Options{})
+		expect(t, "refused", rep, map[string]want{
+			"LLAMACPP_ROCM_IMAGE": {upstream.Unchecked, `^the registry refused bob's credentials from .*/auth\.json \(HTTP 401\): log in again \(podman login 127\.0\.0\.1:\d+\)$`},
+			"OLLAMA_IMAGE":        {upstream.Unchecked, `^the token service at localhost:\d+ refused alice's credentials from .*/auth\.json: HTTP 401 UNAUTHORIZED$`},
+		})
+	})
+}
+
+func find(rep *upstream.Report, name string) upstream.Result {
+	for _, r := range rep.Pins {
+		if r.Name == name {
+			return r
+		}
+	}
+	return upstream.Result{}
+}

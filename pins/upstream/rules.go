@@ -14,7 +14,7 @@ import (
 const (
 	methodIndex     = "simple-index" // the exact name==version on a PEP 691/503 index
 	methodIndexRoot = "index-root"   // the index answers at all
-	methodRegistry  = "oci-registry" // manifest HEAD on the OCI distribution API
+	methodRegistry  = "oci-registry" // manifest HEAD on the OCI distribution API (go-containerregistry)
 	methodGit       = "git"          // git ls-remote (and a fetch by SHA when needed)
 	methodHub       = "hf-hub"       // the Hugging Face Hub's model API
 	methodNone      = "none"         // nothing upstream to ask
@@ -179,8 +179,16 @@ func planPin(p pins.Pin, values map[string]string, repoOf map[string][]string, d
 		if !reModelID.MatchString(p.Value) {
 			return none("a local model file or directory: nothing upstream")
 		}
-		pl.method, pl.upstream = methodHub, hubEndpoint()+"/"+p.Value
-		pl.run = func(ctx context.Context, c *checker) Result { return checkModel(ctx, c, pl) }
+		endpoint, err := hubEndpoint()
+		pl.method, pl.upstream = methodHub, endpoint+"/"+p.Value
+		if err != nil {
+			// a mirror the user set that cannot be asked: say so, and do
+			// not ask huggingface.co in its place
+			pl.upstream = "HF_ENDPOINT"
+			pl.run = func(context.Context, *checker) Result { return pl.result(Unchecked, err.Error()) }
+			return pl
+		}
+		pl.run = func(ctx context.Context, c *checker) Result { return checkModel(ctx, c, pl, endpoint) }
 		return pl
 	}
 	if refs, ok := repoOf[p.Name]; ok && p.Kind == pins.KindURL {
@@ -198,7 +206,7 @@ func planPin(p pins.Pin, values map[string]string, repoOf map[string][]string, d
 		if ref.Local() {
 			return none("built locally by its track (localhost/…): nothing upstream")
 		}
-		pl.method, pl.upstream = methodRegistry, ref.Registry+"/"+ref.Repository
+		pl.method, pl.upstream = methodRegistry, ref.Registry()+"/"+ref.Repository()
 		pl.run = func(ctx context.Context, c *checker) Result { return checkImage(ctx, c, pl, ref) }
 		return pl
 	case pins.KindDigest:
@@ -210,7 +218,7 @@ func planPin(p pins.Pin, values map[string]string, repoOf map[string][]string, d
 		if values[repoPin] == "" || err != nil {
 			return none(fmt.Sprintf("no %s pin naming the repository of this digest", repoPin))
 		}
-		pl.method, pl.upstream = methodRegistry, ref.Registry+"/"+ref.Repository
+		pl.method, pl.upstream = methodRegistry, ref.Registry()+"/"+ref.Repository()
 		pl.run = func(ctx context.Context, c *checker) Result { return checkImage(ctx, c, pl, ref) }
 		return pl
 	case pins.KindRepo:
@@ -226,7 +234,7 @@ func planPin(p pins.Pin, values map[string]string, repoOf map[string][]string, d
 		if err != nil {
 			return none("not an image repository haloforge can resolve: " + err.Error())
 		}
-		pl.method, pl.upstream = methodRegistry, ref.Registry+"/"+ref.Repository
+		pl.method, pl.upstream = methodRegistry, ref.Registry()+"/"+ref.Repository()
 		pl.run = func(ctx context.Context, c *checker) Result { return checkImageRepo(ctx, c, pl, full, digestPin) }
 		return pl
 	}
@@ -339,7 +347,7 @@ func Table(f *pins.File) []Row {
 var methodText = map[string]string{
 	methodIndex:     "simple index: project page (PEP 691, else 503), exact `==version` for `PYTHON_VERSION`",
 	methodIndexRoot: "simple index: GET of the root",
-	methodRegistry:  "OCI registry: manifest HEAD (anonymous bearer token)",
+	methodRegistry:  "OCI registry: manifest HEAD (podman's credentials, else anonymous)",
 	methodGit:       "`git ls-remote`; a SHA that is no tip: one-commit fetch by SHA",
 	methodHub:       "Hugging Face Hub: GET /api/models/ID/revision/main",
 	methodNone:      "unchecked",

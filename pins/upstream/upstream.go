@@ -1,7 +1,8 @@
 // Package upstream answers "does each pin still resolve where it comes
 // from?" for `haloforge pins status`. It only reads: wheel pins are looked up
 // on their simple index (PEP 691 JSON, else PEP 503 HTML), image pins on
-// their OCI registry (manifest HEAD, anonymous bearer tokens), git pins with
+// their OCI registry (a manifest HEAD with go-containerregistry, logged in
+// with the user's podman or docker credentials, else anonymously), git pins with
 // `git ls-remote` (and a one-commit fetch by SHA when a SHA is no branch or
 // tag tip). Nothing is installed, pulled or cloned.
 //
@@ -25,6 +26,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/pins"
@@ -166,6 +169,10 @@ type checker struct {
 	flying map[string]map[uint64]context.CancelFunc
 	seq    uint64
 	dns    map[string]dnsAnswer
+	// answered: hosts that sent an HTTP answer this run, whatever it said
+	answered map[string]bool
+	puller   *remote.Puller // the registry client, shared by the image pins
+	keys     *keychain      // the user's registry credentials, as podman finds them
 }
 
 type memoEntry struct {
@@ -183,8 +190,12 @@ func newChecker(opts Options) *checker {
 		tokens: map[string]string{},
 		flying: map[string]map[uint64]context.CancelFunc{},
 		dns:    map[string]dnsAnswer{},
+
+		answered: map[string]bool{},
+		keys:     newKeychain(),
 	}
 	c.http = newHTTPClient(opts, c.dial)
+	c.puller = newPuller(c)
 	return c
 }
 
@@ -203,7 +214,9 @@ func (c *checker) once(key string, fn func() (any, error)) (any, error) {
 }
 
 // unreachableError is "no answer from host", with a short reason.
-// soft: the host answered, badly (an HTTP 5xx); its other pins are still tried.
+// soft: the host answered, badly (an HTTP 5xx); its other pins are still
+// tried. Not soft: the host is not asked again this run (it did not
+// answer, or asked to be left alone: a 429).
 type unreachableError struct {
 	Host, Reason string
 	soft         bool
@@ -294,6 +307,14 @@ func (c *checker) inFlight(ctx context.Context, host string) (context.Context, f
 	}
 }
 
+// markAnswered remembers that host sent an HTTP answer: the run had a
+// network, whatever the answer said.
+func (c *checker) markAnswered(host string) {
+	c.mu.Lock()
+	c.answered[host] = true
+	c.mu.Unlock()
+}
+
 // markDown remembers why host did not answer and stops its other requests.
 func (c *checker) markDown(host, why string) {
 	c.mu.Lock()
@@ -319,7 +340,12 @@ func (c *checker) noNetwork(rep *Report) string {
 			}
 		}
 	}
-	if remote == 0 || unreachable < remote {
+	c.mu.Lock()
+	answered := len(c.answered)
+	c.mu.Unlock()
+	if remote == 0 || unreachable < remote || answered > 0 {
+		// a host that answered, even with an error, is a network: each
+		// pin says what its server answered
 		return ""
 	}
 	byReason := map[string][]string{}
@@ -352,15 +378,7 @@ func newHTTPClient(opts Options, dial func(ctx context.Context, network, addr st
 	if opts.RootCAs != nil {
 		tr.TLSClientConfig = tlsConfig(opts.RootCAs)
 	}
-	return &http.Client{
-		Transport: tr,
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= 5 {
-				return errors.New("more than 5 redirects")
-			}
-			return nil
-		},
-	}
+	return &http.Client{Transport: tr, CheckRedirect: checkRedirect}
 }
 
 // httpError classifies a transport error (not an HTTP status) of host.

@@ -2,8 +2,11 @@ package upstream
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,5 +171,47 @@ func TestCleanDropsControlBytes(t *testing.T) {
 	long := clean(Result{Detail: strings.Repeat("x", 1000)})
 	if n := len([]rune(long.Detail)); n > 401 {
 		t.Errorf("detail of %d runes", n)
+	}
+}
+
+// TestServerErrorsSayWhatTheServerAnswered: a server that answers 500 or
+// 429 answered: each pin says the status (and the Retry-After wait), and the
+// run does not claim there is no network.
+func TestServerErrorsSayWhatTheServerAnswered(t *testing.T) {
+	failing := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	defer failing.Close()
+	limited := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "999999")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer limited.Close()
+	roots := x509.NewCertPool()
+	roots.AddCert(failing.Certificate())
+	roots.AddCert(limited.Certificate())
+	t.Setenv("HF_ENDPOINT", failing.URL)
+	env := fmt.Sprintf("THEROCK_INDEX_URL=%s/simple/\nROCM_VERSION=7.14.0\nSOURCE_TORCH_INDEX_URL=%s/simple/\nSOURCE_TORCH_VERSION=2.8.0\nVERIFY_MODEL=Qwen/Qwen3-0.6B\n", failing.URL, limited.URL)
+	f, err := pins.Parse("t.env", []byte(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := Check(context.Background(), f, Options{RootCAs: roots})
+	fh, lh := strings.TrimPrefix(failing.URL, "https://"), strings.TrimPrefix(limited.URL, "https://")
+	for name, want := range map[string]string{
+		"THEROCK_INDEX_URL":      fh + ": answered HTTP 500 Internal Server Error",
+		"ROCM_VERSION":           fh + ": answered HTTP 500 Internal Server Error",
+		"VERIFY_MODEL":           fh + ": answered HTTP 500 Internal Server Error",
+		"SOURCE_TORCH_INDEX_URL": lh + ": rate-limited (HTTP 429); the server asks to wait 11 days (Retry-After: 999999)",
+		"SOURCE_TORCH_VERSION":   lh + ": rate-limited (HTTP 429); the server asks to wait 11 days (Retry-After: 999999)",
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := find(rep, name); got.State != Unreachable || !strings.HasPrefix(got.Detail, want) {
+				t.Errorf("%s = %s %q; want unreachable %q", name, got.State, got.Detail, want)
+			}
+		})
+	}
+	if rep.NoNetwork != "" {
+		t.Errorf("NoNetwork = %q; both servers answered", rep.NoNetwork)
 	}
 }

@@ -118,8 +118,36 @@ type Registry struct {
 // StartRegistry starts docker-registry on a free loopback port.
 func StartRegistry(t testing.TB) *Registry {
 	t.Helper()
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "config.yml")
+	r := &Registry{dir: t.TempDir()}
+	r.Addr = serveRegistry(t, r.dir, "")
+	// podman wants a run root shorter than 50 characters: t.TempDir's are longer
+	store, err := os.MkdirTemp("", "hfps-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(store) })
+	r.podman = []string{"--root", filepath.Join(store, "root"), "--runroot", filepath.Join(store, "run"),
+		"--storage-driver", "vfs", "--events-backend", "none", "--tmpdir", filepath.Join(store, "tmp")}
+	// vfs layers are plain directories under store: the cleanup removes
+	// them, and no other podman storage is touched.
+	return r
+}
+
+// serveRegistry starts a docker-registry on storage dir's data (read-only
+// when auth is given: the logins serve what the first one holds) and
+// returns where it listens.
+func serveRegistry(t testing.TB, dir, auth string) string {
+	t.Helper()
+	readonly := ""
+	if auth != "" {
+		readonly = `  maintenance:
+    readonly:
+      enabled: true
+    uploadpurging:
+      enabled: false
+`
+	}
+	conf := filepath.Join(t.TempDir(), "config.yml")
 	err := os.WriteFile(conf, []byte(fmt.Sprintf(`version: 0.1
 log:
   level: info
@@ -130,10 +158,10 @@ storage:
     rootdirectory: %s
   delete:
     enabled: true
-http:
+%shttp:
   addr: 127.0.0.1:0
   secret: haloforge-pins-status-test
-`, filepath.Join(dir, "data"))), 0o644)
+%s`, filepath.Join(dir, "data"), readonly, auth)), 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,25 +191,15 @@ http:
 			}
 		}
 	}()
-	r := &Registry{dir: dir}
 	select {
-	case r.Addr = <-addr:
+	case a := <-addr:
+		return a
 	case <-time.After(30 * time.Second):
 		mu.Lock()
 		defer mu.Unlock()
 		t.Fatalf("docker-registry did not say where it listens:\n%s", strings.Join(logTail, "\n"))
 	}
-	// podman wants a run root shorter than 50 characters: t.TempDir's are longer
-	store, err := os.MkdirTemp("", "hfps-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(store) })
-	r.podman = []string{"--root", filepath.Join(store, "root"), "--runroot", filepath.Join(store, "run"),
-		"--storage-driver", "vfs", "--events-backend", "none", "--tmpdir", filepath.Join(store, "tmp")}
-	// vfs layers are plain directories under store: the cleanup removes
-	// them, and no other podman storage is touched.
-	return r
+	return ""
 }
 
 // Image is "127.0.0.1:port/<repo>:<tag>".
@@ -191,6 +209,13 @@ func (r *Registry) Image(repo, tag string) string { return r.Addr + "/" + repo +
 // whose file holds content) and pushes it as repo:tag; it returns the
 // manifest digest the registry stored.
 func (r *Registry) Push(t testing.TB, repo, tag, content string) string {
+	t.Helper()
+	return r.PushFormat(t, repo, tag, content, "")
+}
+
+// PushFormat is Push in a manifest format podman writes: "oci" or "v2s2"
+// (Docker's); "" is podman's default.
+func (r *Registry) PushFormat(t testing.TB, repo, tag, content, format string) string {
 	t.Helper()
 	var rootfs bytes.Buffer
 	tw := tar.NewWriter(&rootfs)
@@ -207,7 +232,32 @@ func (r *Registry) Push(t testing.TB, repo, tag, content string) string {
 		t.Fatalf("podman import: %v\n%s", err, out)
 	}
 	digestFile := filepath.Join(r.dir, "digest")
-	run(t, "", nil, "podman", append(r.podman, "push", "--quiet", "--tls-verify=false", "--digestfile", digestFile, ref)...)
+	args := []string{"push", "--quiet", "--tls-verify=false", "--digestfile", digestFile}
+	if format != "" {
+		args = append(args, "--format", format)
+	}
+	run(t, "", nil, "podman", append(append(r.podman, args...), ref)...)
+	d, err := os.ReadFile(digestFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(d))
+}
+
+// PushList makes a multi-image list with podman manifest of the images
+// (repo:tag references in this registry) and pushes it as repo:tag in
+// format "oci" (an OCI image index) or "v2s2" (a Docker manifest list); it
+// returns the list's digest.
+func (r *Registry) PushList(t testing.TB, repo, tag, format string, images ...string) string {
+	t.Helper()
+	list := "localhost/haloforge-test-list-" + strings.NewReplacer("/", "-", ":", "-").Replace(repo+"-"+tag)
+	run(t, "", nil, "podman", append(r.podman, "manifest", "create", list)...)
+	for _, img := range images {
+		run(t, "", nil, "podman", append(r.podman, "manifest", "add", "--tls-verify=false", list, "docker://"+r.Addr+"/"+img)...)
+	}
+	digestFile := filepath.Join(r.dir, "list-digest")
+	run(t, "", nil, "podman", append(r.podman, "manifest", "push", "--quiet", "--tls-verify=false", "--format", format,
+		"--digestfile", digestFile, list, "docker://"+r.Image(repo, tag))...)
 	d, err := os.ReadFile(digestFile)
 	if err != nil {
 		t.Fatal(err)
