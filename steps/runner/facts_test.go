@@ -34,7 +34,7 @@ func TestFactsGoIntoTheReport(t *testing.T) {
 	dir := t.TempDir()
 	o := fxOptions(fxPlan(t, fxTrack(fx{id: "facts", script: "facts.sh"}), fxPins, "testdata/scripts", dir), dir)
 	rep, _ := run(t, o, nil)
-	onDisk, err := readReport(filepath.Join(rep.RunDir, ReportFile))
+	onDisk, err := ReadReport(filepath.Dir(filepath.Dir(rep.RunDir)), rep.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -418,7 +417,7 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 		}
 		defer unlock()
 	}
-	if err := os.MkdirAll(r.runDir, 0o755); err != nil {
+	if err := safefile.Tree(r.o.StateDir).MkdirAll(RunName(r.runID), 0o755); err != nil {
 		err := fmt.Errorf("run dir: %w", err)
 		r.send(RunFinished{RunID: r.runID, Status: steps.OutcomeFailed, Err: err, At: time.Now()})
 		return nil, err
@@ -533,35 +532,3 @@ func (r *Runner) offer(e Event) bool {
 		return false
 	}
 }
-
-// lockStateDir keeps two builds from sharing a state dir at once. The lock
-// is flock(2) on <dir>/lock, which the kernel releases when its holder
-// dies, however it dies: a lock is never stale. The file names the
-// holder's pid, for the message of the one refused.
-func lockStateDir(dir string) (func(), error) {
-	path := filepath.Join(dir, "lock")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("state dir lock: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			holder := ""
-			if b, err := safefile.ReadRegular(path, 64, safefile.Follow); err == nil {
-				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
-					holder = fmt.Sprintf(" (pid %d)", pid)
-				}
-			}
-			return nil, fmt.Errorf("%w%s: %s", ErrBusy, holder, dir)
-		}
-		return nil, fmt.Errorf("state dir lock: %w", err)
-	}
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
-	return func() { f.Close() }, nil
-}
-
-// ErrBusy means another haloforge build holds the state dir.
-var ErrBusy = errors.New("another haloforge build is running with this state dir")
