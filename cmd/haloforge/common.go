@@ -40,10 +40,31 @@ func (g *globalOpts) bind(root *cobra.Command) {
 	f.StringVar(&g.scripts, "scripts", "", "run the step scripts of DIR (default ./scripts when it is a haloforge tree, else the built-in copy)")
 	f.StringVar(&g.pins.pins, "pins", "", "read the pins from FILE (default ./versions.env, else the built-in copy)")
 	f.StringArrayVar(&g.pins.sets, "set", nil, "override a pin with NAME=VALUE (repeatable; validated like the file)")
+	// Before any command runs: a path flag whose value looks like an option
+	// (--state-dir -- took "--" and built into ./--) is bad usage.
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return g.check(cmd) }
 	_ = root.RegisterFlagCompletionFunc("state-dir", completeDirs)
 	_ = root.RegisterFlagCompletionFunc("scripts", completeDirs)
 	_ = root.RegisterFlagCompletionFunc("pins", completeEnvFiles)
 	_ = root.RegisterFlagCompletionFunc("set", completePinNames)
+}
+
+// check refuses a path flag given empty, or with a value that starts with
+// '-': the flag took the next option (or --) as its value.
+func (g *globalOpts) check(cmd *cobra.Command) error {
+	for _, f := range []struct{ name, value, what string }{
+		{"state-dir", g.stateDir, "directory"}, {"scripts", g.scripts, "directory"}, {"pins", g.pins.pins, "file"}} {
+		if !cmd.Flags().Changed(f.name) {
+			continue
+		}
+		if f.value == "" {
+			return usageErr(fmt.Errorf("--%s needs a %s", f.name, f.what))
+		}
+		if strings.HasPrefix(f.value, "-") {
+			return usageErr(fmt.Errorf("--%s %s: that looks like an option, not a %s (for a %s whose name starts with '-', write ./%s)", f.name, shellWord(f.value), f.what, f.what, f.value))
+		}
+	}
+	return nil
 }
 
 // stateDirOr is the state dir these flags name, or the default.
@@ -196,8 +217,11 @@ func dirExists(p string) bool {
 }
 
 // defaultStateDir is $XDG_STATE_HOME/haloforge, else ~/.local/state/haloforge.
+// A relative XDG_STATE_HOME is ignored, as the XDG Base Directory
+// specification says (its paths "must be absolute"): it would move the
+// state with the working directory.
 func defaultStateDir() string {
-	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
+	if x := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(x) {
 		return filepath.Join(x, "haloforge")
 	}
 	home, err := os.UserHomeDir()

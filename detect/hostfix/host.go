@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -120,13 +121,44 @@ func stopGroup(group int, done <-chan error) {
 			<-done
 		}
 	}
-	for syscall.Kill(-group, 0) == nil {
+	for groupRuns(group) {
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(-group, syscall.SIGKILL)
 			deadline = time.Now().Add(StopGrace)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// groupRuns says whether a process of the group still runs: one that has
+// ended but waits for its parent to reap it (a zombie) does not.
+func groupRuns(group int) bool {
+	if syscall.Kill(-group, 0) != nil {
+		return false
+	}
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return true // cannot tell: the kernel says the group has members
+	}
+	for _, p := range procs {
+		if _, err := strconv.Atoi(p.Name()); err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + p.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp …; comm may hold spaces and parentheses
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) >= 3 && f[2] == strconv.Itoa(group) && f[0] != "Z" && f[0] != "X" {
+			return true
+		}
+	}
+	return false
 }
 
 // foregroundTTY is the terminal on stdin when this process's group has it
