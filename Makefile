@@ -7,24 +7,51 @@ GO ?= go
 
 # Debian packages the suites use: shell linting and bats, tmux for the TUI
 # end-to-end test, util-linux's `script` as the raw-pty baseline, and real
-# podman + distrobox for the integration test (FACTS.md); Debian's OCI registry
+# podman + distrobox for the integration test; Debian's OCI registry
 # for the real-server tests of `pins status` (pins/upstream/upstreamtest); patch for the
 # host fixes' diff test (the chroot test's grub, systemd and systemd-boot go into its own
-# debootstrap root).
-APT_PKGS := git python3 python3-venv python3-wheel-whl python3-packaging shellcheck bats tmux bsdutils podman distrobox runc debootstrap sudo uidmap fuse-overlayfs docker-registry patch
+# debootstrap root); rpm to read the release .rpm (dist-test).
+APT_PKGS := git python3 python3-venv python3-wheel-whl python3-packaging shellcheck bats tmux bsdutils podman distrobox runc debootstrap sudo uidmap fuse-overlayfs docker-registry patch rpm
 # Commands that prove each package is there, so apt-get runs only when needed.
-APT_PROBES := git python3 shellcheck bats tmux script podman distrobox runc debootstrap sudo newuidmap docker-registry patch
+APT_PROBES := git python3 shellcheck bats tmux script podman distrobox runc debootstrap sudo newuidmap docker-registry patch rpm
+
+# The release tool, pinned: `go run` builds it from the Go module proxy (checksummed by
+# sum.golang.org) into the build cache, apart from the project's own go.mod.
+GORELEASER ?= $(GO) run github.com/goreleaser/goreleaser/v2@v2.15.1
+
+# What `haloforge --version` names for make build: the checkout's commit, whether it had
+# uncommitted changes, and the build time (a release stamps the same through .goreleaser.yaml).
+BUILD_LDFLAGS = -X main.commit=$(shell git rev-parse HEAD 2>/dev/null) \
+  -X main.treeState=$(shell if [ -n "$$(git status --porcelain 2>/dev/null)" ]; then echo dirty; else echo clean; fi) \
+  -X main.date=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 
 FUZZTIME ?= 5s
 SHFMT_FLAGS ?= -i 2 -ci -bn
 
-.PHONY: test deps vet unit scripts-lint bats fuzz-short integration integration-distro integration-cluster hostfix bench screenshots screenshot-serve build clean
+.PHONY: test deps vet unit scripts-lint bats fuzz-short integration integration-distro integration-cluster integration-verify hostfix dist dist-test bench screenshots screenshot-serve build clean
 
-test: deps vet unit scripts-lint bats fuzz-short integration integration-distro integration-cluster hostfix
+test: deps vet unit scripts-lint bats fuzz-short integration integration-distro integration-cluster integration-verify hostfix dist-test
 	@echo "make test: all suites passed"
 
 build:
-	$(GO) build -o bin/haloforge ./cmd/haloforge
+	$(GO) build -ldflags '$(BUILD_LDFLAGS)' -o bin/haloforge ./cmd/haloforge
+
+# The release artefacts as a snapshot (no tag needed, nothing published): dist/ holds the
+# tar.gz, the .deb, the .rpm and checksums.txt (.goreleaser.yaml). goreleaser v2.15.1 drops
+# the commit when `git ls-remote --get-url` fails, and never sets the tree state when no tag
+# exists; so a checkout without a remote (a fresh `git init`, a CI copy) names the project's
+# URL for this run (git reads no network for it), and an untagged one names v0.0.0.
+dist:
+	@if ! git ls-remote --get-url >/dev/null 2>&1; then \
+	  export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/haloforge/haloforge; \
+	fi; \
+	if ! git describe --tags >/dev/null 2>&1; then export GORELEASER_CURRENT_TAG=v0.0.0; fi; \
+	echo "$(GORELEASER) release --snapshot --clean"; $(GORELEASER) release --snapshot --clean
+
+# The packages proven: checksums, the .rpm read with rpm, the .deb installed with dpkg -i
+# into a fresh Debian container, and the installed binary run (as root: podman).
+dist-test: dist
+	scripts/tests/dist.sh
 
 deps:
 	@missing=""; for c in $(APT_PROBES); do command -v $$c >/dev/null 2>&1 || missing="$$missing $$c"; done; \
@@ -72,6 +99,13 @@ integration-distro: build
 integration-cluster: build
 	HALOFORGE_BIN=$(CURDIR)/bin/haloforge scripts/tests/integration-cluster.sh
 
+# Real llama-server (Debian sid, in the cluster proof's node image, so no image of its own) on
+# its CPU and Vulkan (lavapipe) backends: haloforge verify records a reference on the CPU,
+# says right for Vulkan, WRONG OUTPUT for the same GGUF with one matrix perturbed, not verified
+# for the random model's known answers; prints the distances the tolerance is derived from.
+integration-verify: build
+	HALOFORGE_BIN=$(CURDIR)/bin/haloforge scripts/tests/integration-verify.sh
+
 # Real bootloader tools in debootstrap chroots (GRUB's update-grub and grub-mkconfig,
 # systemd-boot with kernel-install and bootctl): doctor --plan, --apply, --rollback (as root).
 hostfix: build
@@ -97,4 +131,4 @@ screenshot-serve: build
 	HALOFORGE_BIN=$(CURDIR)/bin/haloforge HF_IT_SCREENSHOT=$(CURDIR)/tui/demo/proof scripts/tests/integration-distro.sh
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

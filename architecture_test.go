@@ -1,6 +1,8 @@
 package haloforge
 
 import (
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -57,6 +59,29 @@ func TestArchitectureNamesRealFiles(t *testing.T) {
 	for _, name := range tests {
 		if !defined[name] {
 			t.Errorf("ARCHITECTURE.md names %s, which no test file defines", name)
+		}
+	}
+}
+
+// TestInternalIsTheFloor keeps internal/ a leaf: every package imports its
+// sanitiser, reader and formats from there, so nothing there may import a
+// package above it (a cycle, or the copies coming back).
+func TestInternalIsTheFloor(t *testing.T) {
+	const module = "github.com/haloforge/haloforge/"
+	files, err := filepath.Glob("internal/*/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no files under internal/: %v", err)
+	}
+	for _, f := range files {
+		parsed, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range parsed.Imports {
+			p := strings.Trim(imp.Path.Value, `"`)
+			if strings.HasPrefix(p, module) && !strings.HasPrefix(p, module+"internal/") {
+				t.Errorf("%s imports %s: internal/ imports nothing of haloforge above it", f, p)
+			}
 		}
 	}
 }

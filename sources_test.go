@@ -54,7 +54,8 @@ func readLedger(t *testing.T) []ledgerRow {
 }
 
 // reliedOn is every embedded file whose content the scripts rely on: the step scripts and
-// their data (not the tests, not the READMEs), the container definitions, versions.env.
+// their data (not the tests, not the READMEs), the container definitions, versions.env;
+// and the release configuration (.goreleaser.yaml, the Makefile).
 func reliedOn(t *testing.T) map[string]string {
 	t.Helper()
 	files := map[string]string{"versions.env": string(VersionsEnv)}
@@ -83,11 +84,24 @@ func reliedOn(t *testing.T) map[string]string {
 			t.Fatal(err)
 		}
 	}
-	// The per-node commands of haloforge cluster are built in Go (steps/cluster): the
-	// engines' flags and variables they rely on are upstream facts too.
-	gos, err := filepath.Glob("steps/cluster/*.go")
-	if err != nil || len(gos) == 0 {
-		t.Fatalf("steps/cluster: %v", err)
+	// The release configuration relies on packaging layouts and the release tool's behaviour.
+	for _, path := range []string{".goreleaser.yaml", "Makefile"} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[path] = string(data)
+	}
+	// The per-node commands of haloforge cluster are built in Go (steps/cluster), and so
+	// are the requests of haloforge verify (steps/verify): the engines' flags, variables
+	// and API fields they rely on are upstream facts too.
+	var gos []string
+	for _, dir := range []string{"steps/cluster", "steps/verify"} {
+		found, err := filepath.Glob(dir + "/*.go")
+		if err != nil || len(found) == 0 {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		gos = append(gos, found...)
 	}
 	for _, path := range gos {
 		if strings.HasSuffix(path, "_test.go") {
@@ -107,7 +121,7 @@ func externalRefs(text string) []string {
 	var out []string
 	for _, u := range reURL.FindAllString(text, -1) {
 		u = strings.TrimRight(u, ".,;:")
-		if strings.HasPrefix(u, ownURLPrefix) || strings.Contains(u, "127.0.0.1") || strings.Contains(u, "localhost") {
+		if strings.HasPrefix(u+"/", ownURLPrefix) || strings.Contains(u, "127.0.0.1") || strings.Contains(u, "localhost") {
 			continue
 		}
 		out = append(out, u)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // facts is everything the parsers read out of a bundle, before merging.
@@ -261,6 +263,11 @@ func kernelFacts(f *facts, r *Report) {
 	if s, ok := f.read("firmware-package.txt"); ok {
 		r.Firmware.Package = amdgpuFirmwarePackage(ParseFirmwarePackages(s))
 	}
+	if s, ok := f.read("firmware-overrides.txt"); ok {
+		if files, looked := ParseFirmwareOverrides(s); looked {
+			r.Firmware.Overrides = files
+		}
+	}
 }
 
 // ttmModule is amdttm when amdgpu-dkms brings its own TTM, ttm otherwise.
@@ -409,21 +416,13 @@ func commandStatusProblem(tool, status string) string {
 		if err != nil {
 			return "could not run " + line + " in time"
 		}
-		return "could not run " + line + " in " + fmtSeconds(d)
+		return "could not run " + line + " in " + text.Seconds(d)
 	case strings.HasPrefix(status, "exit: "):
 		return line + " failed (" + strings.TrimPrefix(status, "exit: ") + ")"
 	case strings.HasPrefix(status, "not finished") || strings.HasPrefix(status, "not run"):
 		return line + " did not finish (doctor was interrupted)"
 	}
 	return ""
-}
-
-// fmtSeconds prints a budget as people read it: "5 s", "0.8 s".
-func fmtSeconds(d time.Duration) string {
-	if d%time.Second == 0 {
-		return fmt.Sprintf("%d s", d/time.Second)
-	}
-	return fmt.Sprintf("%.1f s", d.Seconds())
 }
 
 // toolMissing is true only when the collector looked for the tool and it

@@ -32,7 +32,7 @@ func bundleOf(t testing.TB, files map[string]string) *Bundle {
 	return b
 }
 
-func mustCheck(t *testing.T, r *Report, id string, status Status) Check {
+func mustCheck(t *testing.T, r *Report, id CheckID, status Status) Check {
 	t.Helper()
 	c, ok := r.Check(id)
 	if !ok {
@@ -44,11 +44,11 @@ func mustCheck(t *testing.T, r *Report, id string, status Status) Check {
 	return c
 }
 
-// TestChecksCoverContract: every DESIGN.md check ID, in order, for any bundle.
+// TestChecksCoverContract: every check ID of docs/ids.md, in order, for any bundle.
 func TestChecksCoverContract(t *testing.T) {
 	for _, b := range []*Bundle{NewBundle(), mustBundle(t, "gfx1151-no-devkfd")} {
 		r := Analyse(b)
-		var ids []string
+		var ids []CheckID
 		for _, c := range r.Checks {
 			ids = append(ids, c.ID)
 			if !slices.Contains([]Status{StatusOK, StatusWarn, StatusFail, StatusSkip}, c.Status) || c.Summary == "" || strings.Contains(c.Summary, "\n") {
@@ -110,7 +110,7 @@ func TestGTTFixFromRAM(t *testing.T) {
 		t.Fatalf("plan %+v, want 117 GiB (125 GiB RAM - 8 GiB reserve)", p)
 	}
 	for _, want := range []string{"ttm.pages_limit=30670848", "117 GiB", "8 GiB kept for the OS", "sudo grubby --update-kernel=ALL --args=\"ttm.pages_limit=30670848 ttm.page_pool_size=30670848\"",
-		"GRUB_CMDLINE_LINUX_DEFAULT", "sudo update-grub", `echo "options ttm pages_limit=30670848 page_pool_size=30670848" | sudo tee /etc/modprobe.d/ttm.conf`} {
+		"GRUB_CMDLINE_LINUX_DEFAULT", "sudo update-grub", `echo "options ttm pages_limit=30670848 page_pool_size=30670848" | sudo tee -a /etc/modprobe.d/haloforge-ttm.conf`} {
 		if !strings.Contains(c.Fix, want) {
 			t.Errorf("gtt-size fix lacks %q:\n%s", want, c.Fix)
 		}
@@ -144,15 +144,17 @@ func TestHostChecks(t *testing.T) {
 	tests := []struct {
 		name   string
 		files  map[string]string
-		id     string
+		id     CheckID
 		status Status
 		fix    string // must appear in the fix (or detail)
 	}{
 		{"groups missing", map[string]string{"groups.txt": "alice : alice wheel\n"}, "render-groups", StatusWarn, "sudo usermod -aG render,video $USER"},
 		{"groups ok", map[string]string{"groups.txt": "alice wheel render video\n"}, "render-groups", StatusOK, ""},
-		{"mes 0x83", map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": strix, "firmware.txt": "MES feature version: 1, firmware version: 0x00000083\n"}, "mes-firmware", StatusFail, "20260108"},
+		{"mes 0x83", map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": strix, "firmware.txt": "MES feature version: 1, firmware version: 0x00000083\n"}, "mes-firmware", StatusFail, "20260110"},
 		{"cwsr fixed", map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": strix}, "cwsr", StatusOK, ""},
-		{"old kernel", map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": strix, "uname.txt": "6.14.0-1014-oem\n"}, "kernel-version", StatusWarn, "6.18.4"},
+		// The KFD topology is the evidence: a kernel that lists cwsr_size has the fixes, whatever its number says.
+		{"old number, fixed KFD", map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": strix, "uname.txt": "6.14.0-1014-oem\n"}, "kernel-version", StatusOK, ""},
+		{"old kernel", map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": strings.ReplaceAll(strix, "cwsr_size 1\nctl_stack_size 1\n", "max_engine_clk_ccompute 2900\n"), "uname.txt": "6.14.0-1014-oem\n"}, "kernel-version", StatusWarn, "linux-oem-24.04d"},
 		{"iommu off", map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": strix, "cmdline.txt": "ro amd_iommu=off\n"}, "iommu", StatusOK, "--remove-args=\"amd_iommu\""},
 		{"iommu on is never pushed", map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": strix, "cmdline.txt": "ro quiet\n"}, "iommu", StatusOK, "NPU"},
 		{"override on gfx1151", map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": strix, "env.txt": "HSA_OVERRIDE_GFX_VERSION=11.0.0\n"}, "hsa-override", StatusWarn, "unset HSA_OVERRIDE_GFX_VERSION"},
@@ -229,7 +231,7 @@ func TestHumanOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := short.String()
-	for _, want := range []string{"[✓] GPU: ", "[!] Kernel: kernel 6.17.0-35-generic", "[✗] /dev/kfd: ", "    Run on the host", "Recommended track: therock-toolbox"} {
+	for _, want := range []string{"[✓] GPU: ", "[✓] Kernel: kernel 6.17.0-35-generic has the gfx1151 KFD fixes", "[✗] /dev/kfd: ", "    Run on the host", "Recommended track: therock-toolbox"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q:\n%s", want, s)
 		}
@@ -314,6 +316,11 @@ func TestCollectFakeRoot(t *testing.T) {
 	write("sys/module/ttm/parameters/pages_limit", "26214400\n")
 	write("proc/cmdline", "BOOT_IMAGE=/boot/vmlinuz-6.18.1 ro amdgpu.gttsize=117760 iommu=pt\n")
 	write("proc/meminfo", "MemTotal:       131171464 kB\n")
+	write("proc/sys/kernel/osrelease", "6.18.1\n")
+	// AMD's MES workaround, left behind (ROCm/legacy-rocm-build#5616), in both override directories.
+	write("lib/firmware/updates/amdgpu/gc_11_5_1_mes_2.bin", "firmware\n")
+	write("lib/firmware/updates/6.18.1/amdgpu/gc_11_5_1_mes_2.bin.zst", "firmware\n")
+	write("lib/firmware/amdgpu/gc_11_5_1_mes_2.bin", "the package's\n")
 	b, err := Collect(t.Context(), CollectOptions{Root: root, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -328,6 +335,9 @@ func TestCollectFakeRoot(t *testing.T) {
 	}
 	mustCheck(t, r, "gttsize-deprecated", StatusWarn)
 	mustCheck(t, r, "kfd-access", StatusFail) // the fake root has no /dev/kfd
+	if !slices.Equal(r.Firmware.Overrides, []string{"updates/amdgpu/gc_11_5_1_mes_2.bin", "updates/6.18.1/amdgpu/gc_11_5_1_mes_2.bin.zst"}) {
+		t.Errorf("firmware overrides %q", r.Firmware.Overrides)
+	}
 	if !b.Has("dev.txt") || !b.Has("collect.txt") || b.Has("rocminfo.txt") {
 		t.Errorf("files %v: a fake root runs no commands", b.Names())
 	}

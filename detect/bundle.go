@@ -14,7 +14,7 @@ import (
 
 // Bundle is the raw facts of one machine: files by slash-separated relative
 // path. Every file is optional and holds a command's output or a file's
-// contents as a user would paste it. DESIGN.md's names: rocminfo.txt,
+// contents as a user would paste it (docs/json.md, "Diagnostics bundle"): rocminfo.txt,
 // lspci.txt, cmdline.txt, uname.txt, dmesg.txt, lsmod.txt, modinfo-amdgpu.txt,
 // amd-smi.txt, rocm-smi.txt, vulkaninfo.txt, firmware.txt, meminfo.txt,
 // free.txt, os-release.txt, groups.txt, env.txt and sys/… at sysfs paths.

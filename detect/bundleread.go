@@ -11,9 +11,9 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/haloforge/haloforge/internal/safefile"
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // A bundle comes from a bug report: anyone's archive or directory, read by
@@ -48,7 +48,7 @@ type bundleLimits struct {
 
 var defaultLimits = bundleLimits{entries: MaxBundleEntries, files: MaxBundleFiles, kept: MaxBundleKept, unpacked: MaxBundleUnpacked}
 
-// bundleFile is a file the analysis reads (DESIGN.md "Detection"): a name
+// bundleFile is a file the analysis reads (docs/json.md, "Diagnostics bundle"): a name
 // or a path.Match pattern for sysfs copies, and how much of it is kept. A
 // larger file is refused, except a log (tail), whose last limit bytes are
 // kept: the newest boot is at the end.
@@ -113,6 +113,8 @@ var bundleFiles = []bundleFile{
 	{"sys/bus/pci/devices/*/uevent", 64 << 10, false},
 	// The installed linux-firmware package (dpkg-query/rpm/pacman transcript).
 	{"firmware-package.txt", 1 << 20, false},
+	// amdgpu firmware in /lib/firmware/updates, which beats the package.
+	{"firmware-overrides.txt", 1 << 20, false},
 	// Boot evidence, read by detect/hostfix for `doctor --plan --bundle`:
 	// how the machine boots and the files a plan would edit.
 	{"bootloader.txt", 1 << 20, false},
@@ -158,13 +160,6 @@ func (e *BundleError) Error() string {
 	return fmt.Sprintf("read bundle %s: %s: %s", e.Bundle, e.File, e.Reason)
 }
 
-func mib(n int64) string {
-	if n >= 1<<20 && n%(1<<20) == 0 {
-		return fmt.Sprintf("%d MiB", n>>20)
-	}
-	return fmt.Sprintf("%d KiB", n>>10)
-}
-
 // collector keeps the known files of one bundle and enforces the caps.
 type collector struct {
 	src     string // the bundle, for messages
@@ -201,7 +196,7 @@ func (c *collector) keep(name string, data []byte) error {
 	}
 	c.kept += int64(len(data))
 	if c.kept > c.lim.kept {
-		return c.fail(name, "the files the analysis reads add up to more than %s (limit %s): not a diagnostics bundle", mib(c.lim.kept), mib(c.lim.kept))
+		return c.fail(name, "the files the analysis reads add up to more than %s (limit %s): not a diagnostics bundle", text.Bytes(c.lim.kept), text.Bytes(c.lim.kept))
 	}
 	c.b.files[name] = data
 	return nil
@@ -210,9 +205,9 @@ func (c *collector) keep(name string, data []byte) error {
 // tooLarge is the refusal of a file over its cap.
 func (c *collector) tooLarge(name string, spec bundleFile, size int64) error {
 	if size < 0 {
-		return c.fail(name, "over the %s limit for this file: not the output it should hold", mib(spec.limit))
+		return c.fail(name, "over the %s limit for this file: not the output it should hold", text.Bytes(spec.limit))
 	}
-	return c.fail(name, "%d bytes, over the %s limit for this file: not the output it should hold", size, mib(spec.limit))
+	return c.fail(name, "%d bytes, over the %s limit for this file: not the output it should hold", size, text.Bytes(spec.limit))
 }
 
 // accept applies a file's line cap and keeps it: a log keeps its last
@@ -246,10 +241,8 @@ func lastNLines(data []byte, n int) []byte {
 
 // truncated records, in the report's notes, that a log was cut to its tail.
 func (c *collector) truncated(name string, size int64, spec bundleFile) {
-	c.b.notes = append(c.b.notes, fmt.Sprintf("%s is %s: only its last %s were read", name, sizeText(size), mib(spec.limit)))
+	c.b.notes = append(c.b.notes, fmt.Sprintf("%s is %s: only its last %s were read", name, text.Bytes(size), text.Bytes(spec.limit)))
 }
-
-func sizeText(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // lastLines keeps the last limit bytes of data, from the first line that
 // starts inside them, so no half line reaches a parser.
@@ -290,7 +283,7 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 
 // ReadBundle reads a bundle directory, or a .tar.gz / .tgz archive of one.
 // An archive with a single top directory is read from inside it. Only the
-// files of DESIGN.md "Detection" are read, within the limits above; a
+// files of bundleFiles are read, within the limits above; a
 // bundle that breaks one is refused with a *BundleError naming the limit
 // and the file.
 func ReadBundle(p string) (*Bundle, error) { return readBundle(p, defaultLimits) }
@@ -438,7 +431,7 @@ func tarKind(h *tar.Header) string {
 func (c *collector) unpackErr(err error, member string) error {
 	if errors.Is(err, errUnpacked) {
 		return c.fail(member, "more than %s once decompressed (limit %s): not a diagnostics bundle (a collected one is well under 1 MiB unpacked)",
-			mib(c.lim.unpacked), mib(c.lim.unpacked))
+			text.Bytes(c.lim.unpacked), text.Bytes(c.lim.unpacked))
 	}
 	return c.fail(member, "%v", err)
 }
@@ -458,7 +451,7 @@ func (c *collector) readMember(tr *tar.Reader, h *tar.Header, name string, spec 
 		return data, nil
 	}
 	if h.Size > c.lim.unpacked {
-		return nil, c.fail(h.Name, "%d bytes, over the %s limit of a whole bundle: not a diagnostics bundle", h.Size, mib(c.lim.unpacked))
+		return nil, c.fail(h.Name, "%d bytes, over the %s limit of a whole bundle: not a diagnostics bundle", h.Size, text.Bytes(c.lim.unpacked))
 	}
 	t := &tailBuffer{limit: int(spec.limit)}
 	if _, err := io.Copy(t, tr); err != nil {
@@ -544,9 +537,7 @@ func (d *dirReader) list(rel string) ([]string, error) {
 	if err != nil || real == "" {
 		return nil, err
 	}
-	// O_DIRECTORY: a FIFO or device under a directory's name fails at once
-	// instead of blocking the open.
-	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+	f, err := safefile.OpenDir(real)
 	if err != nil {
 		return nil, nil // not a directory, or unreadable: nothing of it is known
 	}

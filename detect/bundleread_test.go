@@ -352,7 +352,7 @@ func TestReadBundleDmesgTail(t *testing.T) {
 			t.Errorf("%s: the last line was not read: driver %v", p, r.Driver.Version)
 		}
 		if !slices.ContainsFunc(r.Notes, func(n string) bool {
-			return strings.Contains(n, "dmesg.txt is 20.0 MiB: only its last 8 MiB were read")
+			return strings.Contains(n, "dmesg.txt is 20 MiB: only its last 8 MiB were read")
 		}) {
 			t.Errorf("%s: notes %q do not say the dmesg was cut", p, r.Notes)
 		}

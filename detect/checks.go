@@ -8,14 +8,57 @@ import (
 	"strings"
 )
 
+// The host checks' IDs, in doctor's order.
+const (
+	CheckGPU               CheckID = "gpu"
+	CheckGFXSupport        CheckID = "gfx-support"
+	CheckKernelVersion     CheckID = "kernel-version"
+	CheckMESFirmware       CheckID = "mes-firmware"
+	CheckCWSR              CheckID = "cwsr"
+	CheckGTTSize           CheckID = "gtt-size"
+	CheckGTTSizeDeprecated CheckID = "gttsize-deprecated"
+	CheckTTMModule         CheckID = "ttm-module"
+	CheckCarveout          CheckID = "carveout"
+	CheckKFDAccess         CheckID = "kfd-access"
+	CheckRenderGroups      CheckID = "render-groups"
+	CheckHSAOverride       CheckID = "hsa-override"
+	CheckIOMMU             CheckID = "iommu"
+	CheckContainerEngine   CheckID = "container-engine"
+	CheckDistrobox         CheckID = "distrobox"
+	CheckDiskSpace         CheckID = "disk-space"
+	CheckBuildMemory       CheckID = "build-memory"
+	CheckFirmwarePair      CheckID = "firmware-kernel-pair"
+	CheckLockupTimeout     CheckID = "lockup-timeout"
+	CheckNPU               CheckID = "npu"
+)
+
 // checkFunc computes one check's verdict from the facts and the merged
-// report; runChecks stamps the check's ID on it.
+// report; runChecks stamps the check's ID on it and renders its remedy.
 type checkFunc func(f *facts, r *Report) Check
 
+// Kinds of host change a remedy may ask for, as the plan's action kinds
+// name them; steps add their own (StepPackage, StepFirmware).
+const (
+	changeKernelArg = "kernel-arg"
+	changeGroup     = "group"
+)
+
+// fixes says what a check's remedies may change on the host: the kinds of
+// change, or, for a check that never changes the host, why not (what the
+// plan shows when the check warns).
+type fixes struct {
+	kinds []string
+	none  string
+}
+
+func changes(kinds ...string) fixes { return fixes{kinds: kinds} }
+func noChange(why string) fixes     { return fixes{none: why} }
+
 // checkDef is one host check: its identity, its name for people, the
-// function that judges it and the commands whose output it reads.
+// function that judges it, the commands whose output it reads and what its
+// remedies may change.
 type checkDef struct {
-	ID    string    // DESIGN.md's check ID, as doctor --json prints it
+	ID    CheckID   // the check ID (docs/ids.md), as doctor --json prints it
 	Title string    // the check's name in doctor's text output
 	Run   checkFunc // the verdict
 	Doc   string    // one line: what the check looks at
@@ -23,53 +66,46 @@ type checkDef struct {
 	// one timed out or failed and the check could not judge, doctor says so
 	// instead of quietly skipping it.
 	Needs []string
+	Fixes fixes
 }
+
+var (
+	kernelArgs = changes(changeKernelArg)
+	packages   = changes(string(StepPackage))
+	firmware   = changes(string(StepFirmware))
+)
 
 // checks are every host check, in the order doctor prints them (goreleaser's
-// pipeline as a slice). To add a check: add a row here and write its
-// function; CheckIDs, the order and the titles follow from this table.
+// pipeline as a slice). To add a check: its ID above, a row here and its
+// function; CheckIDs, the order, the titles, doctor's fix and the plan follow.
 var checks = []checkDef{
-	{"gpu", "GPU", checkGPU, "an AMD GPU is there and listed by what was collected", []string{"lspci", "rocminfo"}},
-	{"gfx-support", "GPU target", checkGFXSupport, "the GPU's LLVM target is one current ROCm builds for", nil},
-	{"kernel-version", "Kernel", checkKernel, "the kernel is new enough for gfx1151's KFD/CWSR fixes (6.18.4)", nil},
-	{"mes-firmware", "MES firmware", checkMES, "the MES firmware is not the one that hangs gfx1151 (0x83)", nil},
-	{"cwsr", "CWSR", checkCWSR, "the kernel has the gfx1151 CWSR fix, or CWSR is off as a stop-gap", nil},
-	{"gtt-size", "GTT size", checkGTT, "an integrated GPU may use most of RAM as GTT (ttm.pages_limit)", []string{"dmesg"}},
-	{"gttsize-deprecated", "amdgpu.gttsize", checkGTTSizeDeprecated, "no deprecated or misspelt amdgpu.gttsize fights the TTM limit", []string{"dmesg"}},
-	{"ttm-module", "TTM module", checkTTMModule, "GTT settings go on the TTM module in use (ttm or amdgpu-dkms's amdttm)", []string{"lsmod", "modinfo"}},
-	{"carveout", "BIOS carve-out", checkCarveout, "the BIOS carve-out is small, so memory stays with the OS and GTT", nil},
-	{"kfd-access", "/dev/kfd", checkKFDAccess, "this user can open /dev/kfd", []string{"rocminfo"}},
-	{"render-groups", "Groups", checkGroups, "the user is in the render and video groups", nil},
-	{"hsa-override", "HSA override", checkHSAOverride, "no HSA_OVERRIDE_GFX_VERSION spoofs a native GPU", nil},
-	{"iommu", "IOMMU", checkIOMMU, "the IOMMU setting and its NPU/VFIO trade-off on Strix Halo", nil},
-	{"container-engine", "Container engine", checkContainerEngine, "podman or docker is installed", []string{"podman", "docker"}},
-	{"distrobox", "distrobox", checkDistrobox, "distrobox is installed (therock-toolbox needs it)", []string{"distrobox"}},
-	{"disk-space", "Disk space", checkDisk, "the state dir's disk has room for a build (60 GB)", nil},
-	{"build-memory", "Build memory", checkBuildMemory, "RAM is enough to compile vLLM and flash-attention", nil},
-	{"firmware-kernel-pair", "Firmware/kernel", checkFirmwarePair, "the kernel and linux-firmware are not a known-bad pair (20251125; 7.2.x with 20260810)", []string{"dpkg-query", "rpm", "pacman"}},
-	{"lockup-timeout", "GPU watchdog", checkLockupTimeout, "long GPU jobs are not reset by amdgpu's watchdog (amdgpu.lockup_timeout)", []string{"dmesg"}},
-	{"npu", "NPU", checkNPU, "the XDNA NPU, when present, is usable with this IOMMU setting", []string{"lspci", "lsmod"}},
-}
-
-// CheckIDs are DESIGN.md's check IDs, in the order doctor prints them.
-var CheckIDs = checkIDs()
-
-func checkIDs() []string {
-	ids := make([]string, len(checks))
-	for i, c := range checks {
-		ids[i] = c.ID
-	}
-	return ids
-}
-
-// checkTitle is the check's name for people; the ID when it has none.
-func checkTitle(id string) string {
-	for _, c := range checks {
-		if c.ID == id {
-			return c.Title
-		}
-	}
-	return id
+	{CheckGPU, "GPU", checkGPU, "an AMD GPU is there and listed by what was collected", []string{"lspci", "rocminfo"},
+		noChange("no AMD GPU to configure")},
+	{CheckGFXSupport, "GPU target", checkGFXSupport, "the GPU's LLVM target is one current ROCm builds for", nil,
+		noChange("a GPU target question: pick the track doctor recommends")},
+	{CheckKernelVersion, "Kernel", checkKernel, "the kernel is new enough for gfx1151's KFD/CWSR fixes (6.18.4)", nil, packages},
+	{CheckMESFirmware, "MES firmware", checkMES, "the MES firmware is not the one that hangs gfx1151 (0x83)", nil, firmware},
+	{CheckCWSR, "CWSR", checkCWSR, "the kernel has the gfx1151 CWSR fix, or CWSR is off as a stop-gap", nil, kernelArgs},
+	{CheckGTTSize, "GTT size", checkGTT, "an integrated GPU may use most of RAM as GTT (ttm.pages_limit)", []string{"dmesg"}, kernelArgs},
+	{CheckGTTSizeDeprecated, "amdgpu.gttsize", checkGTTSizeDeprecated, "no deprecated or misspelt amdgpu.gttsize fights the TTM limit", []string{"dmesg"}, kernelArgs},
+	{CheckTTMModule, "TTM module", checkTTMModule, "GTT settings go on the TTM module in use (ttm or amdgpu-dkms's amdttm)", []string{"lsmod", "modinfo"}, kernelArgs},
+	{CheckCarveout, "BIOS carve-out", checkCarveout, "the BIOS carve-out is small, so memory stays with the OS and GTT", nil, firmware},
+	{CheckKFDAccess, "/dev/kfd", checkKFDAccess, "this user can open /dev/kfd", []string{"rocminfo"}, changes(changeGroup, changeKernelArg)},
+	{CheckRenderGroups, "Groups", checkGroups, "the user is in the render and video groups", nil, changes(changeGroup)},
+	{CheckHSAOverride, "HSA override", checkHSAOverride, "no HSA_OVERRIDE_GFX_VERSION spoofs a native GPU", nil,
+		noChange("an environment variable, not a host setting: unset HSA_OVERRIDE_GFX_VERSION where it is set")},
+	{CheckIOMMU, "IOMMU", checkIOMMU, "the IOMMU setting and its NPU/VFIO trade-off on Strix Halo", nil,
+		noChange("amd_iommu=off is an opt-in trade-off (faster, but no NPU or VFIO): haloforge never sets it for you")},
+	{CheckContainerEngine, "Container engine", checkContainerEngine, "podman or docker is installed", []string{"podman", "docker"}, packages},
+	{CheckDistrobox, "distrobox", checkDistrobox, "distrobox is installed (therock-toolbox needs it)", []string{"distrobox"}, packages},
+	{CheckDiskSpace, "Disk space", checkDisk, "the state dir's disk has room for a build (60 GB)", nil,
+		noChange("free space or point --state-dir at a bigger disk")},
+	{CheckBuildMemory, "Build memory", checkBuildMemory, "RAM is enough to compile vLLM and flash-attention", nil,
+		noChange("pick a prebuilt track, or build with a lower MAX_JOBS")},
+	{CheckFirmwarePair, "Firmware/kernel", checkFirmwarePair, "the kernel and linux-firmware are not a known-bad pair (20251125; 7.2.x with 20260810)", []string{"dpkg-query", "rpm", "pacman"}, firmware},
+	{CheckLockupTimeout, "GPU watchdog", checkLockupTimeout, "long GPU jobs are not reset by amdgpu's watchdog (amdgpu.lockup_timeout)", []string{"dmesg"}, kernelArgs},
+	{CheckNPU, "NPU", checkNPU, "the XDNA NPU, when present, is usable with this IOMMU setting", []string{"lspci", "lsmod"},
+		noChange("information about the NPU: nothing to change")},
 }
 
 func runChecks(f *facts, r *Report) []Check {
@@ -80,6 +116,15 @@ func runChecks(f *facts, r *Report) []Check {
 			c = unchecked(p, c.Summary)
 		}
 		c.ID = def.ID
+		if def.Fixes.none != "" && (c.Remedy != nil || c.Status == StatusWarn || c.Status == StatusFail) {
+			if c.Remedy == nil {
+				c.Remedy = &Remedy{}
+			}
+			if c.Remedy.Manual == "" {
+				c.Remedy.Manual = def.Fixes.none
+			}
+		}
+		c.Fix = c.Remedy.Text(osID(r))
 		out = append(out, c)
 	}
 	return out
@@ -90,8 +135,9 @@ func runChecks(f *facts, r *Report) []Check {
 func unchecked(problem, why string) Check {
 	return Check{Status: StatusWarn,
 		Summary: problem + ", so this was not checked",
-		Fix:     "The machine may have been busy. Run the command yourself to see whether it hangs or fails,\nthen run haloforge doctor again.",
-		Detail:  "Without it: " + why}
+		Remedy: &Remedy{Lead: "The machine may have been busy. Run the command yourself to see whether it hangs or fails,\nthen run haloforge doctor again.",
+			Manual: "not checked (" + problem + "): run haloforge doctor again"},
+		Detail: "Without it: " + why}
 }
 
 func skip(summary string) Check { return Check{Status: StatusSkip, Summary: summary} }
@@ -155,7 +201,7 @@ func checkGPU(f *facts, r *Report) Check {
 	case loaded:
 		return Check{Status: StatusWarn,
 			Summary: "amdgpu driver is loaded but no GPU could be listed (device nodes not reachable?)",
-			Fix:     "Run haloforge doctor on the host itself, not in a container or sandbox without /dev/kfd and /dev/dri;\nsee the kfd-access check."}
+			Remedy:  advice("Run haloforge doctor on the host itself, not in a container or sandbox without /dev/kfd and /dev/dri;\nsee the kfd-access check.")}
 	case len(r.OtherGPUs) == 0 && len(f.pci) == 0 && f.commandProblem("lspci", "rocminfo") != "":
 		// Nothing listed the GPUs: that says nothing about whether there are any.
 		return unchecked(f.commandProblem("lspci", "rocminfo"), "no GPU was listed")
@@ -178,19 +224,19 @@ func checkGPU(f *facts, r *Report) Check {
 	}
 	if len(seen) == 0 {
 		return Check{Status: StatusFail, Summary: "no AMD GPU found",
-			Fix: "haloforge targets AMD GPUs (Strix Halo gfx1151 first). If this machine has one, check that " + bios}
+			Remedy: advice("haloforge targets AMD GPUs (Strix Halo gfx1151 first). If this machine has one, check that " + bios)}
 	}
 	sum := "no AMD GPU found; this machine has " + strings.Join(seen, ", ")
 	if len(foreign) == len(seen) {
 		// Only other vendors' GPUs: say plainly what haloforge is for, not
 		// BIOS advice that cannot help (issue 14: the NVIDIA H100 machine).
 		return Check{Status: StatusFail, Summary: sum,
-			Fix: "haloforge sets up AMD GPUs (Strix Halo, gfx1151, first); it cannot drive " + strings.Join(foreign, ", ") + ".\n" +
+			Remedy: advice("haloforge sets up AMD GPUs (Strix Halo, gfx1151, first); it cannot drive " + strings.Join(foreign, ", ") + ".\n" +
 				"To see what it does on a Strix Halo, run: haloforge demo\n" +
-				"If this machine also has an AMD GPU, check that " + bios}
+				"If this machine also has an AMD GPU, check that " + bios)}
 	}
 	return Check{Status: StatusFail, Summary: sum,
-		Fix: "haloforge targets AMD GPUs that ROCm or Vulkan can drive (Strix Halo gfx1151 first). If this machine has one, check that " + bios}
+		Remedy: advice("haloforge targets AMD GPUs that ROCm or Vulkan can drive (Strix Halo gfx1151 first). If this machine has one, check that " + bios)}
 }
 
 // rocmGFX are the targets current ROCm builds for (and that tracks use).
@@ -207,15 +253,15 @@ func checkGFXSupport(_ *facts, r *Report) Check {
 		return Check{Status: StatusOK, Summary: "gfx1151 (Strix Halo) is a native target of TheRock ROCm and PyTorch wheels"}
 	case gfx == "gfx803":
 		return Check{Status: StatusWarn, Summary: "gfx803 (Polaris) was dropped by ROCm; only the legacy-gfx803 source build works",
-			Fix: "haloforge build --track legacy-gfx803"}
+			Remedy: advice("haloforge build --track legacy-gfx803")}
 	case gfx == "gfx900" || gfx == "gfx906":
 		return Check{Status: StatusWarn, Summary: gfx + " (Vega) is deprecated in current ROCm: no new PyTorch wheels",
-			Fix: "Use Vulkan instead: haloforge build --track llamacpp-vulkan"}
+			Remedy: advice("Use Vulkan instead: haloforge build --track llamacpp-vulkan")}
 	case slices.Contains(rocmGFX, gfx):
 		return Check{Status: StatusOK, Summary: gfx + " is supported by ROCm (the gfx1151 tracks do not fit it; see the recommended track)"}
 	}
 	return Check{Status: StatusWarn, Summary: gfx + " is not an official ROCm target",
-		Fix: "Vulkan works on most AMD GPUs: haloforge build --track llamacpp-vulkan"}
+		Remedy: advice("Vulkan works on most AMD GPUs: haloforge build --track llamacpp-vulkan")}
 }
 
 var kernelVerRe = regexp.MustCompile(`^(\d+)\.(\d+)(?:\.(\d+))?`)
@@ -236,76 +282,127 @@ func kernelVersion(rel string) ([3]int, bool) {
 func versionLess(a, b [3]int) bool { return slices.Compare(a[:], b[:]) < 0 }
 
 func checkKernel(_ *facts, r *Report) Check {
-	if r.Kernel.Release == nil {
+	if r.Kernel.Release == nil && !strixHalo(r) {
 		return skip("kernel release unknown (no uname, dmesg or /proc/cmdline)")
 	}
-	rel := *r.Kernel.Release
-	v, ok := kernelVersion(rel)
-	if !ok {
-		return skip("kernel release " + rel + " is not a version haloforge can read")
+	rel := strOr(r.Kernel.Release, "")
+	if rel != "" {
+		if _, ok := kernelVersion(rel); !ok {
+			return skip("kernel release " + rel + " is not a version haloforge can read")
+		}
 	}
 	if !strixHalo(r) {
 		return Check{Status: StatusOK, Summary: "kernel " + rel}
 	}
-	if versionLess(v, [3]int{6, 18, 4}) {
-		return Check{Status: StatusWarn,
-			Summary: "kernel " + rel + " is older than 6.18.4, which has the gfx1151 KFD/CWSR fixes",
-			Fix: "Install a kernel >= 6.18.4: Fedora 43, Ubuntu 26.04 and Arch ship one; on Ubuntu 24.04 use linux-oem-24.04\n" +
-				"(sudo apt install linux-oem-24.04) or a mainline kernel. Until then see the cwsr check for the stop-gap."}
+	what := "the kernel"
+	if rel != "" {
+		what = "kernel " + rel
 	}
-	return Check{Status: StatusOK, Summary: "kernel " + rel + " (>= 6.18.4 has the gfx1151 KFD fixes)"}
+	fix := gfx1151Fixes(r)
+	switch fix.state {
+	case fixPresent:
+		return Check{Status: StatusOK, Summary: what + " has the gfx1151 KFD fixes", Detail: "Evidence: " + fix.why + "."}
+	case fixAbsent:
+		return Check{Status: StatusWarn,
+			Summary: what + " lacks the gfx1151 KFD fixes (" + fix.why + "): compute jobs can fail or hang",
+			Remedy: &Remedy{Lead: "Install a kernel with the gfx1151 KFD fixes: upstream 6.18.4 or later (Fedora 43, Ubuntu 26.04 and Arch ship one),\n" +
+				"the 6.12 LTS from 6.12.64, or on Ubuntu 24.04 AMD's OEM kernel (linux-oem-24.04d) or the HWE kernel from 6.17.0-19.\n" +
+				"Until then see the cwsr check for the stop-gap.",
+				Steps: []Step{kernelStep}}}
+	}
+	if r.Kernel.Release == nil {
+		return skip("kernel release unknown (no uname, dmesg or /proc/cmdline)")
+	}
+	return Check{Status: StatusSkip, Summary: "cannot tell whether " + what + " has the gfx1151 KFD fixes: " + fix.why,
+		Remedy: advice("The KFD topology says: " + cwsrGrep + "\n(a kernel with the fixes lists cwsr_size; haloforge doctor reads it when run on the machine)")}
 }
 
+// kernelStep is installing a kernel with the gfx1151 KFD fixes, the way each
+// distribution does it: each installs a kernel the kernel-version check
+// accepts (or, for an OEM kernel newer than AMD's list, cannot judge).
+var kernelStep = Step{ID: "package:kernel", Kind: StepPackage,
+	Change: "install a kernel with the gfx1151 KFD fixes (6.18.4+, 6.12.64+, Ubuntu 24.04 OEM or HWE), then reboot into it",
+	Commands: []DistroCommand{
+		{Distros: []string{DistroFedora}, Label: "Fedora", Command: "sudo dnf upgrade --refresh kernel"},
+		{Distros: []string{DistroFedoraAtomic}, Label: "Fedora Atomic (Silverblue, Bazzite)", Command: "rpm-ostree upgrade"},
+		{Distros: []string{DistroUbuntu}, Release: "24.04", Label: "Ubuntu 24.04 (AMD's OEM kernel)", Command: "sudo apt update && sudo apt install linux-oem-24.04d",
+			Note: "or the HWE kernel: sudo apt install --install-recommends linux-generic-hwe-24.04"},
+		{Distros: []string{DistroUbuntu, DistroDebian}, Label: "Ubuntu/Debian", Command: "sudo apt update && sudo apt full-upgrade"},
+		{Distros: []string{DistroArch}, Label: "Arch", Command: "sudo pacman -Syu linux"},
+	}}
+
+// rdna35 are the RDNA3.5 APUs: Strix Point (gfx1150), Strix Halo (gfx1151),
+// Krackan (gfx1152) and gfx1153. They share the GC 11.5 MES scheduler
+// firmware family, and its hangs.
+var rdna35 = []string{"gfx1150", "gfx1151", "gfx1152", "gfx1153"}
+
+// mesHangReported are the chips on which MES 0x83 (linux-firmware 20251125)
+// was reported to hang the GPU (ROCm/legacy-rocm-build#5724, #5616).
+var mesHangReported = []string{"gfx1150", "gfx1151"}
+
 func checkMES(_ *facts, r *Report) Check {
-	if !strixHalo(r) {
-		return skip("MES firmware advice is for gfx1151")
+	gfx := r.PrimaryGFX()
+	if !slices.Contains(rdna35, gfx) {
+		return skip("MES firmware advice is for the RDNA3.5 APUs (" + strings.Join(rdna35, ", ") + ")")
 	}
-	const how = "cat /sys/class/drm/card*/device/fw_version/mes_fw_version   (kernel 6.6+; older: sudo grep MES /sys/kernel/debug/dri/*/amdgpu_firmware_info)"
-	if r.Firmware.MES == nil {
+	errs := 0
+	if w := r.Kernel.Watchdog; w != nil && w.MESErrors != nil {
+		errs = *w.MESErrors
+	}
+	n := mesNumber(r)
+	switch {
+	case n == 0x83 && slices.Contains(mesHangReported, gfx):
+		return Check{Status: StatusFail, Summary: "MES firmware " + *r.Firmware.MES + " is the broken one from linux-firmware 20251125 (GPU hangs, ROCm/legacy-rocm-build#5724)",
+			Remedy: firmwareUpgrade(r, "firmware:mes")}
+	case n == 0x83:
+		return Check{Status: StatusWarn, Summary: "MES firmware " + *r.Firmware.MES + " is the one from linux-firmware 20251125 that hangs gfx1150 and gfx1151 (ROCm/legacy-rocm-build#5724); on " + gfx + " it is not verified",
+			Remedy: firmwareUpgrade(r, "firmware:mes")}
+	case errs > 0:
+		mes := "MES version unknown"
+		if n >= 0 {
+			mes = "MES " + *r.Firmware.MES
+		}
+		return Check{Status: StatusWarn,
+			Summary: fmt.Sprintf("dmesg: the GPU's MES scheduler stopped responding %d time(s) (%s): compute jobs hang", errs, mes),
+			Remedy: &Remedy{Lead: "Update linux-firmware and the kernel: MES hangs on RDNA3.5 were fixed by both (gfx1152 on MES 0x82 is still open:\n" +
+				"ROCm/legacy-rocm-build#5844). If it stays, report it with the dmesg lines (haloforge diagnose reads them).",
+				Steps: []Step{firmwareStep(r, "firmware:mes", "update linux-firmware (the GPU's MES firmware stopped responding), then reboot", upgradeCommands)},
+				After: "Then reboot and check: " + mesCheckCmd}}
+	case n < 0:
 		return Check{Status: StatusSkip, Summary: "MES firmware version unknown (not collected: sysfs fw_version/mes_fw_version, or debugfs as root)",
-			Fix: "Check it with: " + how + "\n0x00000080 is good; 0x00000083 (linux-firmware 20251125) hangs the GPU."}
+			Remedy: advice("Check it with: " + mesCheckCmd + "\n(kernel 6.6+; older: sudo grep MES /sys/kernel/debug/dri/*/amdgpu_firmware_info)")}
 	}
-	mes := *r.Firmware.MES
-	n, _ := strconv.ParseInt(strings.TrimPrefix(mes, "0x"), 16, 64)
-	if n == 0x83 {
-		return Check{Status: StatusFail, Summary: "MES firmware " + mes + " is the broken one from linux-firmware 20251125 (GPU hangs, ROCm#5724)",
-			Fix: "Update linux-firmware to 20260108 or newer (or go back to 20251111):\n" +
-				"  Fedora: sudo dnf upgrade --refresh linux-firmware\n  Ubuntu/Debian: sudo apt update && sudo apt install --only-upgrade linux-firmware\nThen reboot and re-check: " + how}
-	}
-	return Check{Status: StatusOK, Summary: "MES firmware " + mes}
+	return Check{Status: StatusOK, Summary: "MES firmware " + *r.Firmware.MES + " (0x83 is the one that hangs)"}
 }
 
 func checkCWSR(f *facts, r *Report) Check {
 	if !strixHalo(r) {
 		return skip("the CWSR fix matters for gfx1151")
 	}
-	disabled := false
-	if f.cmdline != nil {
-		v, ok := f.cmdline.Get("amdgpu.cwsr_enable")
-		disabled = ok && v == "0"
+	// The loaded value wins: it is what the driver runs with, set on the
+	// command line or in /etc/modprobe.d alike.
+	off, where := false, ""
+	if s, ok := f.read("sys/module/amdgpu/parameters/cwsr_enable"); ok {
+		v := strings.TrimSpace(lastLine(s))
+		off, where = v == "0", "loaded amdgpu: cwsr_enable="+v
+	} else if v, ok := f.cmdlineGet("amdgpu.cwsr_enable"); ok {
+		off, where = v == "0", "amdgpu.cwsr_enable="+v+" on the command line"
 	}
-	g := r.Primary()
-	fix := "Stop-gap until the kernel has the fix: add amdgpu.cwsr_enable=0 (costs some preemption; drop it on kernel >= 7.0 with ROCm >= 7.2.1).\n" +
-		kernelArgsFix([]string{"amdgpu.cwsr_enable=0"}, nil, osID(r))
+	fix := gfx1151Fixes(r)
+	stopGap := &Remedy{Lead: "Stop-gap until the kernel has the fix: turn CWSR off (costs some preemption; drop it once the kernel has the fix:\n" + cwsrGrep + " then lists the GPU's node).",
+		Args: []ArgChange{{KernelArg{OpSet, "amdgpu.cwsr_enable", "0"}, "stop-gap until the kernel has the gfx1151 CWSR fix, which KFD then shows as cwsr_size; drop it then"}}}
 	switch {
-	case g.CWSR != nil && *g.CWSR:
-		return Check{Status: StatusOK, Summary: "the kernel has the gfx1151 CWSR fix (KFD lists cwsr_size and ctl_stack_size)"}
-	case disabled:
-		return Check{Status: StatusOK, Summary: "CWSR is disabled (amdgpu.cwsr_enable=0), the stop-gap for older kernels"}
-	case g.CWSR != nil:
-		return Check{Status: StatusWarn, Summary: "the kernel lacks the gfx1151 CWSR fix: compute jobs can hang", Fix: fix}
+	case fix.state == fixPresent && off:
+		return Check{Status: StatusOK, Summary: "the kernel has the gfx1151 CWSR fix (" + fix.why + "); CWSR is still off (" + where + "), which only costs preemption now"}
+	case fix.state == fixPresent:
+		return Check{Status: StatusOK, Summary: "the kernel has the gfx1151 CWSR fix", Detail: "Evidence: " + fix.why + "."}
+	case off:
+		return Check{Status: StatusOK, Summary: "CWSR is off (" + where + "), the stop-gap for kernels without the gfx1151 fix"}
+	case fix.state == fixAbsent:
+		return Check{Status: StatusWarn, Summary: "the kernel lacks the gfx1151 CWSR fix (" + fix.why + ") and CWSR is on: compute jobs can hang", Remedy: stopGap}
 	}
-	if r.Kernel.Release != nil {
-		if v, ok := kernelVersion(*r.Kernel.Release); ok {
-			if !versionLess(v, [3]int{7, 0, 0}) {
-				return Check{Status: StatusOK, Summary: "kernel " + *r.Kernel.Release + " has the CWSR save-area fix (7.0+)"}
-			}
-			if versionLess(v, [3]int{6, 18, 4}) {
-				return Check{Status: StatusWarn, Summary: "kernel " + *r.Kernel.Release + " predates the gfx1151 CWSR fixes and CWSR is on", Fix: fix}
-			}
-		}
-	}
-	return skip("cannot tell whether the CWSR fix is there (no KFD topology)")
+	return Check{Status: StatusSkip, Summary: "cannot tell whether the kernel has the gfx1151 CWSR fix: " + fix.why,
+		Remedy: advice("The KFD topology says: " + cwsrGrep)}
 }
 
 func osID(r *Report) string {
@@ -315,8 +412,21 @@ func osID(r *Report) string {
 	return *r.Host.OSID
 }
 
-// gttCeiling is the GTT the GPU can use: the driver's figure, else the TTM limit.
+// gttAndTTM are the GTT amdgpu set up and the TTM limit, when both are known.
+func gttAndTTM(r *Report) (gtt, limit int64, ok bool) {
+	g := r.Primary()
+	if g == nil || g.GTTBytes == nil || r.Kernel.TTMPagesLimit == nil {
+		return 0, 0, false
+	}
+	return *g.GTTBytes, *r.Kernel.TTMPagesLimit * 4096, true
+}
+
+// gttCeiling is the GTT the GPU can use: the driver's figure capped by the
+// TTM limit (allocations stop at the smaller), else either alone.
 func gttCeiling(r *Report) (int64, string) {
+	if gtt, limit, ok := gttAndTTM(r); ok && limit < gtt {
+		return limit, "TTM pages_limit"
+	}
 	if g := r.Primary(); g != nil && g.GTTBytes != nil {
 		return *g.GTTBytes, "GTT"
 	}
@@ -343,14 +453,15 @@ func checkGTT(_ *facts, r *Report) Check {
 	if float64(gtt) >= 0.7*float64(ram) {
 		return Check{Status: StatusOK, Summary: sum}
 	}
-	dkms := usesAMDTTM(r)
-	fix := fmt.Sprintf("Let the GPU use %d GiB (RAM %s minus %d GiB kept for the OS): ttm.pages_limit=%d (= %d GiB x 262144 pages of 4 KiB).\n",
+	lead := fmt.Sprintf("Let the GPU use %d GiB (RAM %s minus %d GiB kept for the OS): ttm.pages_limit=%d (= %d GiB x 262144 pages of 4 KiB).",
 		p.GiB, fmtGiB(ram), p.ReserveGiB, p.Pages, p.GiB)
-	if dkms {
-		fix += "amdgpu-dkms is loaded, so set the same on amdttm.\n"
+	if usesAMDTTM(r) {
+		lead += "\namdgpu-dkms is loaded, so set the same on amdttm."
 	}
-	fix += kernelArgsFix(gttArgs(p, dkms), nil, osID(r)) + "\nCheck after the reboot: cat /sys/module/" + ttmName(r) + "/parameters/pages_limit"
-	return Check{Status: StatusWarn, Summary: sum + ": the GPU can use only about half of the memory", Fix: fix}
+	why := fmt.Sprintf("GTT %d GiB = RAM %.1f GiB - %d GiB kept for the OS; %d x 262144 pages of 4 KiB", p.GiB, float64(ram)/float64(gib), p.ReserveGiB, p.GiB)
+	return Check{Status: StatusWarn, Summary: sum + ": the GPU can use only about half of the memory",
+		Remedy: &Remedy{Lead: lead, Args: GTTArgs(r, p.Pages, why), GTTBytes: p.Pages * 4096,
+			After: "Check after the reboot: cat /sys/module/" + ttmName(r) + "/parameters/pages_limit"}}
 }
 
 func ttmName(r *Report) string {
@@ -360,23 +471,32 @@ func ttmName(r *Report) string {
 	return "ttm"
 }
 
+// gttsizeWhy is why the plan removes each spelling of amdgpu.gttsize.
+var gttsizeWhy = map[string]string{
+	"amdgpu.gttsize":  "deprecated: GTT follows ttm.pages_limit",
+	"amdgpu.gtt_size": "not a parameter: the kernel ignores it (\"unknown parameter 'gtt_size' ignored\")",
+}
+
 func checkGTTSizeDeprecated(f *facts, r *Report) Check {
 	var bad []string
+	var removals []ArgChange
 	if f.cmdline != nil {
 		for _, k := range []string{"amdgpu.gttsize", "amdgpu.gtt_size"} {
-			if _, ok := f.cmdline.Get(k); ok {
+			if v, ok := f.cmdline.Get(k); ok {
 				bad = append(bad, k)
+				removals = append(removals, ArgChange{KernelArg{OpRemove, k, v}, gttsizeWhy[k]})
 			}
 		}
 	}
 	switch {
 	case f.dmesg.GTTMismatch && len(bad) == 0:
 		return Check{Status: StatusWarn, Summary: "dmesg: the GTT size set by amdgpu disagrees with the TTM limit (\"this is unusual\")",
-			Fix: "Set GTT in one place only: remove amdgpu.gttsize (kernel command line and /etc/modprobe.d) and keep ttm.pages_limit:\n" +
-				kernelArgsFix(nil, []string{"amdgpu.gttsize"}, osID(r))}
+			Remedy: &Remedy{Lead: "Set GTT in one place only: remove amdgpu.gttsize (kernel command line and /etc/modprobe.d) and keep ttm.pages_limit:",
+				Args: []ArgChange{{KernelArg{Op: OpRemove, Key: "amdgpu.gttsize"}, gttsizeWhy["amdgpu.gttsize"]}}}}
 	case len(bad) > 0 || f.dmesg.GTTSizeDeprecated:
 		if len(bad) == 0 {
 			bad = []string{"amdgpu.gttsize"}
+			removals = []ArgChange{{KernelArg{Op: OpRemove, Key: "amdgpu.gttsize"}, gttsizeWhy["amdgpu.gttsize"]}}
 		}
 		sum := strings.Join(bad, " and ") + " on the command line: deprecated, use ttm.pages_limit"
 		if slices.Contains(bad, "amdgpu.gtt_size") {
@@ -386,18 +506,44 @@ func checkGTTSizeDeprecated(f *facts, r *Report) Check {
 			sum = fmt.Sprintf("amdgpu.gttsize asks %s but TTM allows only %s (dmesg: \"this is unusual\"): use ttm.pages_limit",
 				fmtGiB(*d.GTTAsked), fmtGiB(*d.TTMSize))
 		}
-		fix := "Remove it and size GTT with ttm.pages_limit (see gtt-size):\n" + kernelArgsFix(nil, bad, osID(r))
-		if r.Memory.TotalBytes != nil {
-			p := planGTT(*r.Memory.TotalBytes)
-			dkms := usesAMDTTM(r)
-			fix = fmt.Sprintf("Replace it with ttm.pages_limit=%d (%d GiB):\n", p.Pages, p.GiB) + kernelArgsFix(gttArgs(p, dkms), bad, osID(r))
+		fix := &Remedy{Lead: "Remove it and size GTT with ttm.pages_limit (see gtt-size):"}
+		if usesAMDTTM(r) {
+			fix.Lead = "Remove it and size GTT with ttm.pages_limit and, as amdgpu-dkms is in use, amdttm.pages_limit (see gtt-size):"
 		}
-		return Check{Status: StatusWarn, Summary: sum, Fix: fix}
-	case f.cmdline == nil && !f.b.Has("dmesg.txt"):
+		_, hasTTM := f.cmdlineGet("ttm.pages_limit")
+		switch {
+		case r.Memory.TotalBytes != nil:
+			ram := *r.Memory.TotalBytes
+			p := planGTT(ram)
+			fix.Lead = fmt.Sprintf("Replace it with ttm.pages_limit=%d (%d GiB):", p.Pages, p.GiB)
+			fix.Args = GTTArgs(r, p.Pages, fmt.Sprintf("replaces amdgpu.gttsize: GTT %d GiB = RAM %.1f GiB - %d GiB kept for the OS", p.GiB, float64(ram)/float64(gib), p.ReserveGiB))
+			fix.GTTBytes = p.Pages * 4096
+		case !hasTTM:
+			v, _ := f.cmdlineGet("amdgpu.gttsize")
+			if mib, err := strconv.ParseInt(v, 10, 64); err == nil && mib > 0 && mib*256 <= maxTTMPages {
+				fix.Lead = fmt.Sprintf("Replace it with ttm.pages_limit=%d (the %d MiB it asked for):", mib*256, mib)
+				fix.Args = GTTArgs(r, mib*256, fmt.Sprintf("keeps the %d MiB that amdgpu.gttsize asked for, the supported way (RAM unknown)", mib))
+				fix.GTTBytes = mib << 20
+			}
+		}
+		fix.Args = append(fix.Args, removals...)
+		return Check{Status: StatusWarn, Summary: sum, Remedy: fix}
+	}
+	if gtt, limit, ok := gttAndTTM(r); ok && (gtt-limit >= gib || limit-gtt >= gib) {
+		return Check{Status: StatusWarn,
+			Summary: fmt.Sprintf("GTT is %s but the TTM limit (pages_limit) is %s: the GPU can allocate only %s; something sets GTT apart from ttm.pages_limit",
+				fmtGiB(gtt), fmtGiB(limit), fmtGiB(min(gtt, limit))),
+			Remedy: &Remedy{Lead: "Set GTT in one place only: remove amdgpu.gttsize (kernel command line and /etc/modprobe.d) and size GTT with ttm.pages_limit (see gtt-size):",
+				Args: []ArgChange{{KernelArg{Op: OpRemove, Key: "amdgpu.gttsize"}, gttsizeWhy["amdgpu.gttsize"]}}}}
+	}
+	if f.cmdline == nil && !f.b.Has("dmesg.txt") {
 		return skip("kernel command line unknown")
 	}
 	return Check{Status: StatusOK, Summary: "no amdgpu.gttsize on the command line"}
 }
+
+// maxTTMPages is 1 TiB of 4 KiB pages: more than any Strix or Gorgon Halo box.
+const maxTTMPages = 1 << 28
 
 // usesAMDTTM is true when amdgpu-dkms brings its own TTM module (amdttm).
 func usesAMDTTM(r *Report) bool {
@@ -419,7 +565,9 @@ func checkTTMModule(f *facts, r *Report) Check {
 	switch {
 	case hasTTM && !hasAMD && integrated(r):
 		return Check{Status: StatusWarn, Summary: "amdgpu-dkms uses amdttm, which ignores ttm.pages_limit=" + v,
-			Fix: "Set the same value on amdttm:\n" + kernelArgsFix([]string{"amdttm.pages_limit=" + v, "amdttm.page_pool_size=" + v}, nil, osID(r))}
+			Remedy: &Remedy{Lead: "Set the same value on amdttm:", Args: []ArgChange{
+				{KernelArg{OpSet, "amdttm.pages_limit", v}, "amdgpu-dkms reads amdttm, which ignores ttm.pages_limit"},
+				{KernelArg{OpSet, "amdttm.page_pool_size", v}, "amdgpu-dkms reads amdttm, which ignores ttm.pages_limit"}}}}
 	case hasAMD:
 		return Check{Status: StatusOK, Summary: "amdgpu-dkms with amdttm.pages_limit=" + amd}
 	}
@@ -445,11 +593,22 @@ func checkCarveout(_ *facts, r *Report) Check {
 	if v <= 2*gib {
 		return Check{Status: StatusOK, Summary: "BIOS carve-out " + fmtMiB(v) + ": memory stays with the OS and GTT"}
 	}
+	pool := ""
+	if g.PoolBytes != nil && *g.PoolBytes >= v/2 {
+		pool = " (ROCm uses it: its pool is " + fmtGiB(*g.PoolBytes) + ")"
+	}
 	return Check{Status: StatusWarn,
-		Summary: "BIOS carve-out " + fmtGiB(v) + ": RAM taken from the OS shrinks GTT, and ROCm does not count the carve-out",
-		Fix: "In the BIOS/UEFI set the UMA frame buffer (\"iGPU memory\", \"UMA size\") to its minimum, 512 MB,\n" +
-			"then grow GTT with ttm.pages_limit instead (see gtt-size). A 96 GB carve-out left ROCm a 15 GiB pool."}
+		Summary: "BIOS carve-out " + fmtGiB(v) + pool + ": RAM reserved for the GPU is gone from Linux for good, while GTT is shared as needed",
+		Remedy: &Remedy{Lead: "AMD recommends a small carve-out and a large TTM/GTT limit instead. In the BIOS/UEFI set the UMA frame buffer\n" +
+			"(\"iGPU memory\", \"UMA size\") to its minimum, 512 MB, then grow GTT with ttm.pages_limit (see gtt-size).\n" +
+			"(Kernels before \"drm/amdkfd: use GTT for VRAM on APUs only if GTT is larger\" gave ROCm only a 15 GiB pool of a 96 GB carve-out.)",
+			Steps: []Step{carveoutStep}}}
 }
+
+// carveoutStep is the BIOS setting: no command sets it.
+var carveoutStep = Step{ID: "firmware:bios-carveout", Kind: StepFirmware,
+	Change: "in the BIOS/UEFI setup, set the UMA frame buffer (\"iGPU memory\", \"UMA size\") to its minimum: 512 MB on most boards " +
+		"(GMKtec EVO-X2 BIOS 1.12: 2 GB, under UMA_SPECIFIED, shown with Alt+F5); memory for the GPU then comes from GTT"}
 
 func fmtMiB(b int64) string {
 	if b >= gib {
@@ -458,25 +617,46 @@ func fmtMiB(b int64) string {
 	return fmt.Sprintf("%d MiB", b>>20)
 }
 
+// renderGroups open /dev/kfd and /dev/dri/renderD*.
+var renderGroups = []string{"render", "video"}
+
 func checkKFDAccess(f *facts, r *Report) Check {
-	fixGroups := "sudo usermod -aG render,video $USER\nthen log out and back in (or reboot) so the new groups apply."
 	kfdErr := f.rocminfo.KFDError
 	state := ""
 	if r.Host.KFD != nil {
 		state = *r.Host.KFD
 	}
+	c := kfdVerdict(state, kfdErr, f, r)
+	if _, ok := f.cmdlineGet("nomodeset"); ok && len(r.GPUs) > 0 {
+		// nomodeset keeps amdgpu from starting: whatever else is wrong, it goes.
+		if c.Remedy == nil {
+			c.Remedy = &Remedy{}
+		}
+		c.Remedy.Manual = ""
+		c.Remedy.Args = append(c.Remedy.Args, ArgChange{KernelArg{Op: OpRemove, Key: "nomodeset"}, "nomodeset keeps amdgpu from starting, so ROCm has no GPU"})
+		if c.Status == StatusOK || c.Status == StatusSkip {
+			c.Status = StatusWarn
+			c.Summary = "nomodeset is on the kernel command line: amdgpu does not start, so ROCm has no GPU"
+		}
+	}
+	return c
+}
+
+func kfdVerdict(state, kfdErr string, f *facts, r *Report) Check {
 	switch {
 	case state == "denied" || strings.Contains(kfdErr, "Permission denied"):
-		return Check{Status: StatusFail, Summary: "/dev/kfd exists but this user cannot open it", Fix: fixGroups}
+		return Check{Status: StatusFail, Summary: "/dev/kfd exists but this user cannot open it", Remedy: &Remedy{Groups: renderGroups}}
 	case state == "missing" || kfdErr != "":
 		loaded := r.Driver.Loaded != nil && *r.Driver.Loaded
 		if loaded || len(r.GPUs) > 0 {
 			return Check{Status: StatusFail, Summary: "amdgpu is loaded but /dev/kfd is not reachable here: device nodes not mapped (container or sandbox?)",
-				Fix: "Run on the host, or pass the devices to the container:\n  podman run --device /dev/kfd --device /dev/dri --group-add keep-groups --security-opt seccomp=unconfined …\n" +
-					"If this is the host: ls -l /dev/kfd; nomodeset on the kernel command line also stops amdgpu compute."}
+				Remedy: &Remedy{Lead: "Run on the host, or pass the devices to the container:\n  podman run --device /dev/kfd --device /dev/dri --group-add keep-groups --security-opt seccomp=unconfined …\n" +
+					"If this is the host: ls -l /dev/kfd; nomodeset on the kernel command line also stops amdgpu compute.",
+					Manual: "the device nodes are not mapped here (container or sandbox?): run on the host, or pass --device /dev/kfd --device /dev/dri"}}
 		}
 		return Check{Status: StatusFail, Summary: "/dev/kfd does not exist: the amdgpu kernel driver is not loaded",
-			Fix: "Load the driver: sudo modprobe amdgpu; check dmesg | grep -i amdgpu for why it did not bind."}
+			Remedy: &Remedy{Lead: "Load the driver: sudo modprobe amdgpu; check dmesg | grep -i amdgpu for why it did not bind.",
+				Manual: "the amdgpu driver is not loaded: sudo modprobe amdgpu, and dmesg | grep -i amdgpu says why it did not bind"}}
 	case state == "ok" || state == "present" || len(f.rocminfo.GPUs()) > 0:
 		return Check{Status: StatusOK, Summary: "/dev/kfd is reachable"}
 	}
@@ -500,7 +680,7 @@ func checkGroups(_ *facts, r *Report) Check {
 		return Check{Status: StatusOK, Summary: "user is in render and video"}
 	}
 	return Check{Status: StatusWarn, Summary: "user is not in " + strings.Join(missing, " and ") + ": /dev/kfd and /dev/dri/renderD* need them",
-		Fix: "sudo usermod -aG render,video $USER\nthen log out and back in (or reboot) so the new groups apply."}
+		Remedy: &Remedy{Groups: renderGroups}}
 }
 
 func checkHSAOverride(f *facts, r *Report) Check {
@@ -514,14 +694,14 @@ func checkHSAOverride(f *facts, r *Report) Check {
 			sum += " makes ROCm treat the GPU as " + target
 		}
 		if g != nil && g.GFX != nil && *g.GFX == "gfx1151" && target != "gfx1151" {
-			return Check{Status: StatusWarn, Summary: sum + "; gfx1151 is native, the spoof only risks illegal-instruction crashes", Fix: unset}
+			return Check{Status: StatusWarn, Summary: sum + "; gfx1151 is native, the spoof only risks illegal-instruction crashes", Remedy: advice(unset)}
 		}
 		return Check{Status: StatusOK, Summary: sum}
 	}
 	if g != nil && g.RuntimeGFX != nil {
 		return Check{Status: StatusWarn,
 			Summary: "rocminfo reports " + *g.RuntimeGFX + " on a " + strOr(g.GFX, "different") + " GPU: an HSA_OVERRIDE_GFX_VERSION is likely set",
-			Fix:     "Find it: env | grep HSA_OVERRIDE; grep -r HSA_OVERRIDE ~/.bashrc ~/.profile /etc/environment\n" + unset}
+			Remedy:  advice("Find it: env | grep HSA_OVERRIDE; grep -r HSA_OVERRIDE ~/.bashrc ~/.profile /etc/environment\n" + unset)}
 	}
 	if f.env != nil {
 		return Check{Status: StatusOK, Summary: "no HSA_OVERRIDE_GFX_VERSION: ROCm sees the real GPU"}
@@ -546,7 +726,7 @@ func checkIOMMU(f *facts, r *Report) Check {
 	if v, ok := f.cmdline.Get("amd_iommu"); ok && v == "off" {
 		return Check{Status: StatusOK,
 			Summary: "amd_iommu=off: about 5-12% faster GPU memory access, but the XDNA NPU and VFIO passthrough are disabled",
-			Fix:     "If you need the NPU or VFIO, remove it:\n" + kernelArgsFix(nil, []string{"amd_iommu"}, osID(r))}
+			Remedy:  &Remedy{Lead: "If you need the NPU or VFIO, remove it:", Args: []ArgChange{{KernelArg{OpRemove, "amd_iommu", "off"}, "the NPU and VFIO need the IOMMU"}}}}
 	}
 	mode := "default"
 	if v, ok := f.cmdline.Get("iommu"); ok {
@@ -554,8 +734,8 @@ func checkIOMMU(f *facts, r *Report) Check {
 	}
 	return Check{Status: StatusOK,
 		Summary: "IOMMU on (" + mode + "): the NPU and VFIO work. amd_iommu=off is an optional trade-off, not needed",
-		Detail: "Optional, only if you never use the NPU or VFIO: amd_iommu=off gave 5-12% in llama-bench (kyuz0/amd-strix-halo-toolboxes#66)\n" +
-			"but disables the XDNA NPU and device passthrough (antirez/ds4#871).\n" + kernelArgsFix([]string{"amd_iommu=off"}, nil, osID(r))}
+		Detail: (&Remedy{Lead: "Optional, only if you never use the NPU or VFIO: amd_iommu=off gave 5-12% in llama-bench (kyuz0/amd-strix-halo-toolboxes#66)\n" +
+			"but disables the XDNA NPU and device passthrough (antirez/ds4#871).", Args: []ArgChange{{Arg: KernelArg{OpSet, "amd_iommu", "off"}}}}).Text(osID(r))}
 }
 
 func checkContainerEngine(f *facts, r *Report) Check {
@@ -567,7 +747,7 @@ func checkContainerEngine(f *facts, r *Report) Check {
 		return Check{Status: StatusOK, Summary: "docker " + *h.Docker + " (podman is preferred: rootless, keep-groups)"}
 	case f.toolMissing("podman") && f.toolMissing("docker"):
 		return Check{Status: StatusFail, Summary: "no container engine (podman or docker) found",
-			Fix: "Fedora: sudo dnf install podman\nUbuntu/Debian: sudo apt install podman"}
+			Remedy: &Remedy{Steps: []Step{installStep("podman")}}}
 	}
 	return skip("container engine not collected")
 }
@@ -578,9 +758,19 @@ func checkDistrobox(f *facts, r *Report) Check {
 		return Check{Status: StatusOK, Summary: "distrobox " + *r.Host.Distrobox}
 	case f.toolMissing("distrobox"):
 		return Check{Status: StatusFail, Summary: "distrobox not found (the therock-toolbox track needs it)",
-			Fix: "Fedora: sudo dnf install distrobox\nUbuntu/Debian: sudo apt install distrobox"}
+			Remedy: &Remedy{Steps: []Step{installStep("distrobox")}}}
 	}
 	return skip("distrobox not collected")
+}
+
+// installStep installs a tool with the distribution's package manager.
+func installStep(pkg string) Step {
+	return Step{ID: "package:" + pkg, Kind: StepPackage, Change: "install " + pkg, Commands: []DistroCommand{
+		{Distros: []string{DistroFedora}, Label: "Fedora", Command: "sudo dnf install " + pkg},
+		{Distros: []string{DistroUbuntu, DistroDebian}, Label: "Ubuntu/Debian", Command: "sudo apt install " + pkg},
+		{Distros: []string{DistroArch}, Label: "Arch", Command: "sudo pacman -S " + pkg},
+		{Distros: []string{DistroFedoraAtomic}, Label: "Fedora Atomic (Silverblue, Bazzite)", Command: "rpm-ostree install " + pkg},
+	}}
 }
 
 // Disk needs of the biggest track (therock-toolbox: toolbox, wheels, caches).
@@ -598,7 +788,7 @@ func checkDisk(_ *facts, r *Report) Check {
 	switch {
 	case free < diskNeed:
 		return Check{Status: StatusFail, Summary: sum + "; a build needs about 60 GB",
-			Fix: "Free space (podman system prune -a; ~/.cache/pip) or point the state dir at a bigger disk: --state-dir DIR"}
+			Remedy: advice("Free space (podman system prune -a; ~/.cache/pip) or point the state dir at a bigger disk: --state-dir DIR")}
 	case free < diskWant:
 		return Check{Status: StatusWarn, Summary: sum + "; enough for one track, tight for two"}
 	}
@@ -614,14 +804,9 @@ func checkBuildMemory(_ *facts, r *Report) Check {
 	switch {
 	case ram < 16*gib:
 		return Check{Status: StatusFail, Summary: fmtGiB(ram) + " RAM: too little to compile vLLM and flash-attention",
-			Fix: "Use a prebuilt track (vllm-image, ollama, llamacpp-vulkan), or add swap and build with MAX_JOBS=2"}
+			Remedy: advice("Use a prebuilt track (vllm-image, ollama, llamacpp-vulkan), or add swap and build with MAX_JOBS=2")}
 	case ram < 32*gib:
-		return Check{Status: StatusWarn, Summary: fmtGiB(ram) + " RAM: builds need MAX_JOBS limited", Fix: fmt.Sprintf("export MAX_JOBS=%d", jobs)}
+		return Check{Status: StatusWarn, Summary: fmtGiB(ram) + " RAM: builds need MAX_JOBS limited", Remedy: advice(fmt.Sprintf("export MAX_JOBS=%d", jobs))}
 	}
 	return Check{Status: StatusOK, Summary: fmt.Sprintf("%s RAM (MAX_JOBS up to %d)", fmtGiB(ram), jobs)}
 }
-
-// CheckTitle is a check's name for people, as doctor prints it ("GTT size"
-// for gtt-size), so that the wizard names checks the same way; the ID when
-// the check has none.
-func CheckTitle(id string) string { return checkTitle(id) }

@@ -207,6 +207,7 @@ func Collect(ctx context.Context, o CollectOptions) (*Bundle, error) {
 		}
 	}
 	copyFiles(o.Root, set)
+	set("firmware-overrides.txt", firmwareOverrides(o.Root))
 	walked, copied := copyPCI(o.Root, set)
 	set("dev.txt", []byte(devState(o.Root)))
 	if g := groupsText(); g != "" {
@@ -306,6 +307,36 @@ func runCommand(ctx context.Context, c command, budget time.Duration) commandRes
 		res.out = c.filter(res.out)
 	}
 	return res
+}
+
+// firmwareOverrides lists the amdgpu firmware in the directories the
+// kernel's firmware loader reads before /lib/firmware
+// (drivers/base/firmware_loader/main.c fw_path: updates/<release>, updates):
+// a file there beats every linux-firmware update. The first line says where
+// it looked, so that an empty listing is an answer.
+func firmwareOverrides(root string) []byte {
+	dirs := []string{"updates/amdgpu"}
+	if rel, err := safefile.ReadRegular(filepath.Join(root, "proc/sys/kernel/osrelease"), maxLiveFile, safefile.Follow); err == nil {
+		if r := strings.TrimSpace(string(rel)); overrideNameRe.MatchString(r) {
+			dirs = append(dirs, "updates/"+r+"/amdgpu")
+		}
+	}
+	var b strings.Builder
+	b.WriteString("looked: /lib/firmware/" + strings.Join(dirs, " /lib/firmware/") + "\n")
+	for _, d := range dirs {
+		f, err := safefile.OpenDir(filepath.Join(root, "lib/firmware", d))
+		if err != nil {
+			continue
+		}
+		entries, _ := f.ReadDir(maxOverrides)
+		f.Close()
+		for _, e := range entries {
+			if overrideNameRe.MatchString(e.Name()) && !e.IsDir() {
+				b.WriteString(d + "/" + e.Name() + "\n")
+			}
+		}
+	}
+	return []byte(b.String())
 }
 
 func copyFiles(root string, set func(string, []byte)) {

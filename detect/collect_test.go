@@ -50,7 +50,7 @@ func TestCollectSlowCommand(t *testing.T) {
 	}
 	r := Analyse(b)
 	c := mustCheck(t, r, "distrobox", StatusWarn)
-	if c.Summary != "could not run distrobox --version in 1 s, so this was not checked" || c.Fix == "" {
+	if c.Summary != "could not run distrobox --version in 1s, so this was not checked" || c.Fix == "" {
 		t.Errorf("distrobox check %+v", c)
 	}
 	ce := mustCheck(t, r, "container-engine", StatusWarn)
@@ -59,14 +59,14 @@ func TestCollectSlowCommand(t *testing.T) {
 	}
 	// rocminfo answered (no GPU is an answer): no note for it.
 	notes := strings.Join(r.Notes, "\n")
-	if !strings.Contains(notes, "could not run distrobox --version in 1 s") || strings.Contains(notes, "rocminfo") {
+	if !strings.Contains(notes, "could not run distrobox --version in 1s") || strings.Contains(notes, "rocminfo") {
 		t.Errorf("notes:\n%s", notes)
 	}
 	var text strings.Builder
 	if err := r.WriteText(&text, false); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(text.String(), "[!] distrobox: could not run distrobox --version in 1 s") {
+	if !strings.Contains(text.String(), "[!] distrobox: could not run distrobox --version in 1s") {
 		t.Errorf("doctor's summary hides the distrobox check:\n%s", text.String())
 	}
 	// The script and its sleeping child were killed with their group.

@@ -4,7 +4,7 @@ import "strings"
 
 // knownDevice is what a PCI device ID alone says about an AMD GPU. The IDs
 // come from the amdgpu driver's PCI table and the pci.ids database; the
-// gfx targets from the kernel's kgd2kfd_probe (see FACTS.md).
+// gfx targets from the kernel's kgd2kfd_probe (docs/facts.md).
 type knownDevice struct {
 	gfx        string
 	name       string

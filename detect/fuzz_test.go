@@ -189,6 +189,43 @@ func FuzzLockupTimeout(f *testing.F) {
 		if !ok && set {
 			t.Fatalf("rejected yet set: %q", s)
 		}
+		// Each queue's timeout, on either side of Linux 6.19: a number of
+		// milliseconds or -1, and a value the kernel takes gives the first
+		// queue what parseLockupTimeout reads.
+		for _, old := range []bool{true, false} {
+			q, qok := queueTimeouts(s, old)
+			if qok != ok {
+				t.Fatalf("queueTimeouts(%q) ok %v, parse ok %v", s, qok, ok)
+			}
+			for _, v := range q {
+				if qok && v != -1 && v <= 0 {
+					t.Fatalf("queueTimeouts(%q, %v) = %v", s, old, q)
+				}
+			}
+			if qok && set && q[queueGFX] != ms {
+				t.Fatalf("queueTimeouts(%q)[GFX] = %d, parse %d", s, q[queueGFX], ms)
+			}
+		}
+	})
+}
+
+// FuzzFirmwareOverrides: any listing gives only paths under updates/ that
+// name an amdgpu file with safe characters (they go into a printed rm).
+func FuzzFirmwareOverrides(f *testing.F) {
+	for _, s := range []string{"looked: /lib/firmware/updates/amdgpu\nupdates/amdgpu/gc_11_5_1_mes_2.bin\n",
+		"/lib/firmware/updates/6.18.9/amdgpu/x.bin.zst\n", "updates/amdgpu/a b\n", "updates/amdgpu/../../etc/passwd\n", "updates/../amdgpu/gc_11_5_1_mes_2.bin\n", "updates/amdgpu/..\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		files, _ := ParseFirmwareOverrides(s)
+		if len(files) > maxOverrides {
+			t.Fatalf("%d files", len(files))
+		}
+		for _, p := range files {
+			if !overridePathRe.MatchString(p) || strings.Contains(p, "/.") || strings.Contains(p, "/-") {
+				t.Fatalf("unsafe path %q", p)
+			}
+		}
 	})
 }
 

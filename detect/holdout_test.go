@@ -72,7 +72,7 @@ func holdoutFacts(r *Report) map[string]any {
 		m["gfx"], m["pci_id"], m["pci_slot"], m["compute_units"] = g.GFX, g.PCIID, g.PCISlot, g.ComputeUnits
 		m["integrated"], m["vram_bytes"], m["gtt_bytes"] = g.Integrated, g.VRAMBytes, g.GTTBytes
 	}
-	var wf []string
+	var wf []CheckID
 	for _, c := range r.Checks {
 		if c.Status == StatusWarn || c.Status == StatusFail {
 			wf = append(wf, c.ID)

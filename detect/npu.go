@@ -145,15 +145,27 @@ func checkNPU(f *facts, r *Report) Check {
 	if how, off := iommuOff(f); off {
 		return Check{Status: StatusWarn,
 			Summary: what + " present, but " + how + " leaves it unusable: NPU jobs need the IOMMU",
-			Fix:     tradeoff + kernelArgsFix(nil, []string{strings.SplitN(how, "=", 2)[0]}, osID(r))}
+			Remedy: &Remedy{Lead: strings.TrimSuffix(tradeoff, "\n"),
+				Args: []ArgChange{{KernelArg{OpRemove, strings.SplitN(how, "=", 2)[0], "off"}, "the NPU needs the IOMMU"}}}}
 	}
 	if n.SVABindFailed {
+		why := "No parameter that turns the IOMMU off is on the command line, so this is most likely a kernel or amdxdna regression:\n" +
+			"the same error came with the IOMMU on after kernel updates (amd/xdna-driver#704 on 6.16.1, #1028 on 6.18.5 and 6.18.7).\n" +
+			"Try another kernel (the previous one, or a newer one), or the out-of-tree driver from github.com/amd/xdna-driver."
+		for _, k := range []string{"iommu", "iommu.passthrough"} {
+			if v, ok := f.cmdlineGet(k); ok && (v == "pt" || v == "1") {
+				why = "The command line has " + k + "=" + v + " (passthrough). Whether passthrough keeps amdxdna from binding memory is not verified;\n" +
+					"try without it if you want the NPU. Otherwise suspect a kernel or amdxdna regression (amd/xdna-driver#704, #1028)."
+			}
+		}
+		if f.cmdline == nil {
+			why = "The kernel command line was not collected: look for what turns the IOMMU off (amd_iommu=off, iommu=off):\n" +
+				"  cat /proc/cmdline\n" +
+				"If nothing does, suspect a kernel or amdxdna regression (amd/xdna-driver#704 on 6.16.1, #1028 on 6.18.5 and 6.18.7)."
+		}
 		return Check{Status: StatusWarn,
 			Summary: what + " present, but dmesg shows amdxdna could not bind memory (\"SVA bind device failed\"): NPU jobs cannot run",
-			Fix: "The NPU needs the IOMMU in translated mode for its device. Look for what turns it off or to passthrough:\n" +
-				"  cat /proc/cmdline   (amd_iommu=off, iommu=off, iommu=pt, iommu.passthrough=1)\n" +
-				"  dmesg | grep -i -E 'amdxdna|AMD-Vi'\n" +
-				"Remove such a parameter if you want the NPU (amd_iommu=off trades it for 5-12% GPU speed, kyuz0#66)."}
+			Remedy:  advice(why + "\nMore: dmesg | grep -i -E 'amdxdna|AMD-Vi'")}
 	}
 	var parts []string
 	switch {

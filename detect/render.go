@@ -25,7 +25,7 @@ func (r *Report) WriteText(w io.Writer, verbose bool) error {
 		if c.Status == StatusSkip && !verbose {
 			continue
 		}
-		fmt.Fprintf(&b, "[%s] %s: %s\n", marks[c.Status], checkTitle(c.ID), c.Summary)
+		fmt.Fprintf(&b, "[%s] %s: %s\n", marks[c.Status], c.ID.Title(), c.Summary)
 		showFix := c.Fix != "" && (c.Status == StatusWarn || c.Status == StatusFail || verbose)
 		if showFix {
 			writeIndented(&b, c.Fix, "    ")

@@ -73,6 +73,10 @@ type Firmware struct {
 	// Package is the installed package carrying the amdgpu firmware (null
 	// when no package manager answered): what a plan pins or rolls back.
 	Package *FirmwarePackage `json:"package"`
+	// Overrides are the amdgpu firmware files under /lib/firmware/updates
+	// ("updates/amdgpu/gc_11_5_1_mes_2.bin"), which the kernel loads before
+	// the package's; null when the directories were not looked at.
+	Overrides []string `json:"overrides"`
 }
 
 // Memory holds the OS-visible RAM.
@@ -104,12 +108,18 @@ type Driver struct {
 
 // Check is one doctor verdict with a ready-to-paste fix.
 type Check struct {
-	ID      string `json:"id"`
-	Status  Status `json:"status"`
-	Summary string `json:"summary"`
-	Fix     string `json:"fix"`
-	Detail  string `json:"detail,omitempty"`
+	ID      CheckID `json:"id"`
+	Status  Status  `json:"status"`
+	Summary string  `json:"summary"`
+	Fix     string  `json:"fix"` // the remedy as doctor prints it
+	Detail  string  `json:"detail,omitempty"`
+	// Remedy is what would make the check pass, as data: the plan is made
+	// from it. Nil when there is nothing to change or advise.
+	Remedy *Remedy `json:"-"`
 }
+
+// Flagged is true for a warning or a failure: what the plan tries to fix.
+func (c Check) Flagged() bool { return c.Status == StatusWarn || c.Status == StatusFail }
 
 // MarshalJSON writes an empty recommended track as null: unknown is null.
 func (r Report) MarshalJSON() ([]byte, error) {
@@ -125,7 +135,7 @@ func (r Report) MarshalJSON() ([]byte, error) {
 }
 
 // Check returns the check with this ID.
-func (r *Report) Check(id string) (Check, bool) {
+func (r *Report) Check(id CheckID) (Check, bool) {
 	for _, c := range r.Checks {
 		if c.ID == id {
 			return c, true
@@ -172,7 +182,7 @@ func (r *Report) ROCmBroken() bool {
 	if r.Driver.Loaded != nil && !*r.Driver.Loaded {
 		return true
 	}
-	for _, id := range []string{"mes-firmware", "firmware-kernel-pair"} {
+	for _, id := range []CheckID{CheckMESFirmware, CheckFirmwarePair} {
 		if c, ok := r.Check(id); ok && c.Status == StatusFail {
 			return true
 		}
@@ -183,7 +193,7 @@ func (r *Report) ROCmBroken() bool {
 // CannotBuild reports whether the host lacks the disk or the RAM to compile
 // a stack for hours (the disk-space or build-memory check fails).
 func (r *Report) CannotBuild() bool {
-	for _, id := range []string{"disk-space", "build-memory"} {
+	for _, id := range []CheckID{CheckDiskSpace, CheckBuildMemory} {
 		if c, ok := r.Check(id); ok && c.Status == StatusFail {
 			return true
 		}

@@ -2,6 +2,7 @@ package detect
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -22,6 +23,11 @@ type Watchdog struct {
 	// default (2000 from Linux 6.19, 10000 before); -1 when disabled; null
 	// when neither the parameter nor the kernel release is known.
 	GFXTimeoutMS *int64 `json:"gfx_timeout_ms"`
+	// ComputeTimeoutMS is the same for compute jobs (ROCm's kernel queues,
+	// Vulkan compute such as llama.cpp's): before Linux 6.19 one value does
+	// not set it (amdgpu_drv.c: "With one value specified, the setting will
+	// apply to all non-compute jobs"); from 6.19 it does.
+	ComputeTimeoutMS *int64 `json:"compute_timeout_ms"`
 	// RingTimeouts counts "ring … timeout" lines in dmesg: jobs the watchdog
 	// killed. Null when no readable dmesg was collected.
 	RingTimeouts *int `json:"ring_timeouts"`
@@ -35,12 +41,100 @@ const (
 	// The default for every queue since "drm/amdgpu: reduce queue timeout to
 	// 2 seconds v2" (1bea57ea7544, merged for Linux 6.19 in drm-next-2025-12-03).
 	watchdogDefaultMS = 2000
-	// The default for graphics jobs before Linux 6.19.
+	// The default for every queue before Linux 6.19 (compute too, since
+	// "drm/amdgpu: change the default timeout for kernel compute queues", 5.14).
 	watchdogOldDefaultMS = 10000
-	// LLMKube's value against spurious resets on long prompts
-	// (field-research-2026-11 §2c); a real hang still recovers after 20 s.
+	// A common community value against spurious resets on long prompts; a
+	// real hang still recovers after 20 s.
 	watchdogProposedMS = 20000
 )
+
+// The queues of amdgpu.lockup_timeout's list, [GFX,Compute,SDMA,Video].
+const (
+	queueGFX = iota
+	queueCompute
+	queueSDMA
+	queueVideo
+)
+
+var queueNames = [4]string{"GFX", "compute", "SDMA", "video"}
+
+// ringQueue is the queue a ring of a "ring … timeout" line belongs to:
+// gfx_0.0.0, comp_1.0.0, sdma0, vcn_dec_0, jpeg_dec_0; -1 for others.
+func ringQueue(ring string) int {
+	switch {
+	case strings.HasPrefix(ring, "gfx"):
+		return queueGFX
+	case strings.HasPrefix(ring, "comp"):
+		return queueCompute
+	case strings.HasPrefix(ring, "sdma"):
+		return queueSDMA
+	case strings.HasPrefix(ring, "vcn") || strings.HasPrefix(ring, "jpeg") || strings.HasPrefix(ring, "uvd") || strings.HasPrefix(ring, "vce"):
+		return queueVideo
+	}
+	return -1
+}
+
+// queueTimeouts are each queue's timeout in ms (-1: none) for the parameter
+// on a kernel before Linux 6.19 (old) or from it, as
+// amdgpu_device_get_job_timeout_settings sets them: the defaults, then the
+// values in order (0 keeps a default, a negative one disables); one value
+// alone covers GFX, SDMA and video before 6.19 and every queue from 6.19.
+func queueTimeouts(v string, old bool) ([4]int64, bool) {
+	def := int64(watchdogDefaultMS)
+	if old {
+		def = watchdogOldDefaultMS
+	}
+	out := [4]int64{def, def, def, def}
+	if _, _, ok := parseLockupTimeout(v); !ok {
+		return out, false
+	}
+	n := 0
+	for _, part := range strings.Split(strings.TrimSpace(v), ",") {
+		if part == "" {
+			break
+		}
+		ms, _ := strconv.ParseInt(part, 0, 64)
+		switch {
+		case ms < 0:
+			ms = -1
+		case ms == 0:
+			ms = out[min(n, 3)]
+		}
+		if n < 4 {
+			out[n] = ms
+		}
+		n++
+	}
+	if n == 1 {
+		out[queueSDMA], out[queueVideo] = out[queueGFX], out[queueGFX]
+		if !old {
+			out[queueCompute] = out[queueGFX]
+		}
+	}
+	return out, true
+}
+
+// beforeWatchdog619 is true when the kernel is older than 6.19 (or unknown:
+// the proposal for older kernels works on both).
+func beforeWatchdog619(r *Report) bool {
+	if r.Kernel.Release != nil {
+		if v, ok := kernelVersion(*r.Kernel.Release); ok {
+			return versionLess(v, [3]int{6, 19, 0})
+		}
+	}
+	return true
+}
+
+// proposedLockup is the value that gives GFX and compute jobs 20 s on this
+// kernel: from 6.19 one value sets every queue; before, one value leaves
+// compute at its default, so GFX and compute are both named.
+func proposedLockup(r *Report) string {
+	if beforeWatchdog619(r) {
+		return fmt.Sprintf("%d,%d", watchdogProposedMS, watchdogProposedMS)
+	}
+	return fmt.Sprint(watchdogProposedMS)
+}
 
 // parseLockupTimeout reads amdgpu.lockup_timeout as the kernel does
 // (amdgpu_device_get_job_timeout_settings: comma-separated kstrtol values,
@@ -115,6 +209,13 @@ func watchdogFacts(f *facts, r *Report) {
 			w.GFXTimeoutMS = ptr(ms)
 		}
 	}
+	if r.Kernel.Release != nil && (w.LockupTimeout != nil || w.Source != "" || f.cmdline != nil) {
+		if _, ok := kernelVersion(*r.Kernel.Release); ok {
+			if q, ok := queueTimeouts(strOr(w.LockupTimeout, ""), beforeWatchdog619(r)); ok {
+				w.ComputeTimeoutMS = ptr(q[queueCompute])
+			}
+		}
+	}
 	// The default applies when the parameter is known to be unset (sysfs, or
 	// a command line without it) or set to 0.
 	known := w.Source == "sysfs" || w.Source == "cmdline" || f.cmdline != nil
@@ -147,21 +248,26 @@ func fmtMS(ms int64) string {
 
 // lockupFix is the exact change to the proposed watchdog, replacing a
 // value already set.
-func lockupFix(r *Report, replace bool) string {
-	var remove []string
+func lockupFix(r *Report, lead string, replace bool) *Remedy {
+	var args []ArgChange
 	if replace {
-		remove = []string{"amdgpu.lockup_timeout"}
+		args = append(args, ArgChange{Arg: KernelArg{Op: OpRemove, Key: "amdgpu.lockup_timeout"}})
 	}
-	return kernelArgsFix([]string{fmt.Sprintf("amdgpu.lockup_timeout=%d", watchdogProposedMS)}, remove, osID(r)) +
-		"\nCheck after the reboot: cat /sys/module/amdgpu/parameters/lockup_timeout"
+	why := "long prompts can outlast the GPU watchdog, 2 s from Linux 6.19 and 10 s before: 20 s for GFX and compute jobs"
+	if beforeWatchdog619(r) {
+		why += "; before 6.19 one value leaves compute at 10 s"
+	}
+	args = append(args, ArgChange{KernelArg{OpSet, "amdgpu.lockup_timeout", proposedLockup(r)}, why})
+	return &Remedy{Lead: lead, Args: args, After: "Check after the reboot: cat /sys/module/amdgpu/parameters/lockup_timeout"}
 }
 
 // checkLockupTimeout: long prompts on the iGPU can run one GPU job longer
-// than amdgpu's watchdog, which then resets the GPU ("ring gfx timeout";
-// fak#11243 saw it beyond 136k tokens with the 10 s default, and Linux 6.19
-// cut the default to 2 s). LLMKube sets amdgpu.lockup_timeout=20000.
-// Without evidence of a reset the default is fine; the advice stays in the
-// detail, because a longer watchdog also delays recovery from a real hang.
+// than amdgpu's watchdog, which then resets the GPU ("ring gfx timeout", or
+// "ring comp_1.0.0 timeout" for llama.cpp's Vulkan compute queue; Linux 6.19
+// cut the default to 2 s). Each timed-out ring is judged by its own queue's
+// timeout. Without evidence of a reset the default is fine; the advice stays
+// in the detail, because a longer watchdog also delays recovery from a real
+// hang.
 func checkLockupTimeout(f *facts, r *Report) Check {
 	if !strixHalo(r) {
 		return skip("the GPU watchdog advice is for gfx1151 (long prompts on the iGPU)")
@@ -169,12 +275,12 @@ func checkLockupTimeout(f *facts, r *Report) Check {
 	w := r.Kernel.Watchdog
 	if w == nil || (w.Source == "" && f.cmdline == nil && w.RingTimeouts == nil) || (w.Source == "" && w.GFXTimeoutMS == nil && w.RingTimeouts == nil) {
 		return Check{Status: StatusSkip, Summary: "amdgpu.lockup_timeout unknown (neither /sys/module/amdgpu/parameters/lockup_timeout nor the kernel command line was collected)",
-			Fix: "Check it with: cat /sys/module/amdgpu/parameters/lockup_timeout   (empty: the kernel's default)"}
+			Remedy: advice("Check it with: cat /sys/module/amdgpu/parameters/lockup_timeout   (empty: the kernel's default)")}
 	}
 	if w.LockupTimeout != nil && !lockupValid(*w.LockupTimeout) || f.dmesg.LockupInvalid {
 		return Check{Status: StatusFail,
 			Summary: "amdgpu.lockup_timeout=" + strOr(w.LockupTimeout, "?") + " is not a number list: amdgpu refuses to start (\"invalid lockup_timeout parameter syntax\")",
-			Fix:     "Replace it with a number of milliseconds:\n" + lockupFix(r, true)}
+			Remedy:  lockupFix(r, "Replace it with a number of milliseconds per queue (GFX,compute):", true)}
 	}
 	setTo := "amdgpu.lockup_timeout not collected"
 	switch {
@@ -185,43 +291,68 @@ func checkLockupTimeout(f *facts, r *Report) Check {
 	case f.cmdline != nil:
 		setTo = "amdgpu.lockup_timeout not on the command line"
 	}
+	old := beforeWatchdog619(r)
+	known := r.Kernel.Release != nil
+	q, _ := queueTimeouts(strOr(w.LockupTimeout, ""), old)
+	if w.GFXTimeoutMS != nil && (*w.GFXTimeoutMS < 0 || !known) {
+		q[queueGFX] = *w.GFXTimeoutMS // dmesg said the watchdog is off, or the parameter says what an unknown kernel's default does not
+	}
 	timeouts, mes := 0, 0
 	if w.RingTimeouts != nil {
 		timeouts, mes = *w.RingTimeouts, *w.MESErrors
 	}
-	gfx := int64(0)
-	if w.GFXTimeoutMS != nil {
-		gfx = *w.GFXTimeoutMS
-	}
-	after := "the watchdog"
-	if gfx > 0 {
-		after = "the " + fmtMS(gfx) + " watchdog"
-	}
-	detail := "Long prompts on the iGPU can run one GPU job past the watchdog, which then resets the GPU (\"ring gfx timeout\";\n" +
-		"fak#11243 saw it beyond 136k tokens with the old 10 s default; Linux 6.19 made the default 2 s).\n" +
-		"If that happens, give jobs 20 s as LLMKube does (a real hang still recovers, 20 s later):\n" + lockupFix(r, w.LockupTimeout != nil)
+	replace := w.LockupTimeout != nil
+	detail := "Long prompts on the iGPU can run one GPU job past the watchdog, which then resets the GPU (\"ring gfx timeout\",\n" +
+		"or \"ring comp_1.0.0 timeout\" for Vulkan compute such as llama.cpp's; Linux 6.19 made the default 2 s for every queue).\n" +
+		"If that happens, give GFX and compute jobs 20 s (a real hang still recovers, 20 s later):\n" + lockupFix(r, "", replace).Text(osID(r))
 	switch {
 	case timeouts > 0 && mes > 0:
 		return Check{Status: StatusWarn,
 			Summary: fmt.Sprintf("dmesg: %d GPU job timeout(s) with %d MES error(s): the GPU's scheduler firmware hung; a longer watchdog will not help", timeouts, mes),
-			Fix: "This is the MES hang of gfx1151 (FAILURES.md amdgpu-mes-hang), not a slow job: see the mes-firmware and\n" +
-				"firmware-kernel-pair checks (linux-firmware without MES 0x83, kernel >= 6.18.4), and keep the watchdog as it is."}
-	case timeouts > 0 && gfx >= 0 && gfx < watchdogProposedMS:
-		return Check{Status: StatusWarn,
-			Summary: fmt.Sprintf("dmesg: %d GPU job timeout(s) (\"ring %s timeout\"): a job ran longer than %s and the GPU was reset (%s)",
-				timeouts, f.dmesg.RingTimeouts[0], after, setTo),
-			Fix: "Long prompts can run one GPU job longer than the watchdog. Give jobs 20 s, as LLMKube does:\n" + lockupFix(r, w.LockupTimeout != nil)}
+			Remedy: &Remedy{Lead: "This is an MES hang (haloforge diagnose family amdgpu-mes-hang), not a slow job: see the mes-firmware and\n" +
+				"firmware-kernel-pair checks (linux-firmware without MES 0x83, a kernel with the gfx1151 fixes), and keep the watchdog as it is.",
+				Manual: "the GPU's scheduler firmware hung (MES errors in dmesg): a longer watchdog would not help"}}
 	case timeouts > 0:
+		var short []string
+		for _, ring := range f.dmesg.RingTimeouts {
+			i := ringQueue(ring)
+			if i < 0 {
+				i = queueGFX
+			}
+			if ms := q[i]; ms >= 0 && ms < watchdogProposedMS {
+				length := fmtMS(ms)
+				if !known && w.LockupTimeout == nil {
+					length = "default (2 s or 10 s)"
+				}
+				s := fmt.Sprintf("ring %s: the %s queue's %s watchdog", ring, queueNames[i], length)
+				if !slices.Contains(short, s) {
+					short = append(short, s)
+				}
+			}
+		}
+		if len(short) > 0 {
+			return Check{Status: StatusWarn,
+				Summary: fmt.Sprintf("dmesg: %d GPU job timeout(s): a job ran longer than its watchdog and the GPU was reset (%s; %s)", timeouts, strings.Join(short, ", "), setTo),
+				Remedy:  lockupFix(r, "Long prompts can run one GPU job longer than the watchdog. Give GFX and compute jobs 20 s:", replace)}
+		}
 		return Check{Status: StatusWarn,
-			Summary: fmt.Sprintf("dmesg: %d GPU job timeout(s) even with %s (%s): a job hangs rather than runs long", timeouts, after, setTo),
-			Fix:     "Find the job that hangs: dmesg | grep -B2 -A8 'ring .* timeout' names the process; see haloforge diagnose."}
-	case gfx < 0:
+			Summary: fmt.Sprintf("dmesg: %d GPU job timeout(s) even with %s (ring %s): a job hangs rather than runs long", timeouts, setTo, strings.Join(f.dmesg.RingTimeouts[:min(len(f.dmesg.RingTimeouts), 3)], ", ")),
+			Remedy: &Remedy{Lead: "Find the job that hangs: dmesg | grep -B2 -A8 'ring .* timeout' names the process; see haloforge diagnose.",
+				Manual: "a GPU job hangs rather than runs long: a longer watchdog would not help"}}
+	case q[queueGFX] < 0 || q[queueCompute] < 0:
 		return Check{Status: StatusWarn,
 			Summary: setTo + ": the GPU watchdog is off, so a real GPU hang freezes the machine until a reboot (and taints the kernel)",
-			Fix:     "Give long jobs 20 s instead, as LLMKube does; a hang then recovers after 20 s:\n" + lockupFix(r, true),
+			Remedy:  lockupFix(r, "Give long jobs 20 s instead; a hang then recovers after 20 s:", true),
 			Detail:  "amdgpu: a negative lockup_timeout means MAX_SCHEDULE_TIMEOUT and add_taint(TAINT_SOFTLOCKUP) (amdgpu_device.c)."}
-	case w.LockupTimeout != nil && gfx > 0 && setByUser(*w.LockupTimeout):
-		return Check{Status: StatusOK, Summary: fmt.Sprintf("%s: a GPU job may run %s before amdgpu resets the GPU", setTo, fmtMS(gfx))}
+	case w.LockupTimeout != nil && setByUser(*w.LockupTimeout) && known && q[queueCompute] < q[queueGFX]:
+		return Check{Status: StatusWarn,
+			Summary: fmt.Sprintf("%s gives GFX jobs %s but compute jobs (llama.cpp's Vulkan, ROCm's kernel queues) only %s: before Linux 6.19 one value covers only non-compute queues",
+				setTo, fmtMS(q[queueGFX]), fmtMS(q[queueCompute])),
+			Remedy: lockupFix(r, "Name the compute queue's timeout too ([GFX,Compute]):", true)}
+	case w.LockupTimeout != nil && setByUser(*w.LockupTimeout) && known:
+		return Check{Status: StatusOK, Summary: fmt.Sprintf("%s: GFX jobs may run %s and compute jobs %s before amdgpu resets the GPU", setTo, fmtMS(q[queueGFX]), fmtMS(q[queueCompute]))}
+	case w.LockupTimeout != nil && setByUser(*w.LockupTimeout):
+		return Check{Status: StatusOK, Summary: fmt.Sprintf("%s: a GFX job may run %s before amdgpu resets the GPU (kernel unknown, so the compute queue's timeout is too)", setTo, fmtMS(q[queueGFX]))}
 	}
 	where := "amdgpu.lockup_timeout not set"
 	switch {
@@ -236,8 +367,8 @@ func checkLockupTimeout(f *facts, r *Report) Check {
 	if w.RingTimeouts == nil {
 		seen = "dmesg not read"
 	}
-	if gfx > 0 {
-		return Check{Status: StatusOK, Summary: fmt.Sprintf("%s: the kernel's %s GPU watchdog; %s", where, fmtMS(gfx), seen), Detail: detail}
+	if known {
+		return Check{Status: StatusOK, Summary: fmt.Sprintf("%s: the kernel's %s GPU watchdog; %s", where, fmtMS(q[queueGFX]), seen), Detail: detail}
 	}
 	return Check{Status: StatusOK, Summary: where + ": the kernel's default GPU watchdog (2 s from Linux 6.19, 10 s before); " + seen, Detail: detail}
 }

@@ -65,7 +65,7 @@ func familiesOf(t testing.TB, log string) []string {
 
 // siblings are families that may stand in for an expected one, with why.
 var siblings = map[string][]string{
-	// FAILURES.md files the gen_ai ck header error under fbgemm-genai-link;
+	// testdata/FAILURES.md files the gen_ai ck header error under fbgemm-genai-link;
 	// the corpus calls it fbgemm-genai-rocm-build. Same fix (USE_FBGEMM_GENAI=0).
 	"fbgemm-genai-rocm-build": {"fbgemm-genai-link"},
 	"fbgemm-genai-link":       {"fbgemm-genai-rocm-build"},

@@ -1,10 +1,11 @@
 // Package diagnose recognises known failures in build logs: one rule per
-// family of FAILURES.md, a streaming matcher for live runs, and stall rules.
+// failure family (docs/ids.md), a streaming matcher for live runs, and
+// stall rules.
 package diagnose
 
 // Finding is one recognised failure family in a stream of lines.
 type Finding struct {
-	Family  string   `json:"family"`           // stable family ID of FAILURES.md
+	Family  string   `json:"family"`           // stable family ID (docs/ids.md)
 	Line    int      `json:"line"`             // 1-based line of the first match
 	Text    string   `json:"text"`             // that line, ANSI-stripped
 	Summary string   `json:"summary"`          // one line: what it is

@@ -9,7 +9,7 @@ import (
 
 // heldOutSet is a set of real logs from public issues that are not in the
 // shared corpus, each row with its source: the rules were written from
-// FAILURES.md and the corpus, and these sets measure how they generalise.
+// testdata/FAILURES.md and the corpus, and these sets measure how they generalise.
 // Rows whose family is "none" are healthy or noisy output, or failures of
 // other stacks, and must stay quiet. Each set's first run was blind; what
 // it missed then is recorded with it, and the rule changes it led to are
@@ -96,7 +96,7 @@ var heldOutSets = []heldOutSet{
 	},
 	// blind5 is a fifth held-out set, collected from public issues after the
 	// rules were generalised, to measure the rules as they are on logs nobody
-	// has tuned against: 37 failure excerpts over 28 of the 37 FAILURES.md
+	// has tuned against: 37 failure excerpts over 28 of the 37 testdata/FAILURES.md
 	// families and 12 healthy or noisy excerpts, none from a thread (counting
 	// ROCm/ROCm and ROCm/legacy-rocm-build numbers as one) or with a log already
 	// in corpus, holdout, blind, blind3 or blind4 (the fresh check covers the
@@ -233,7 +233,7 @@ var heldOutSets = []heldOutSet{
 	},
 	// blind6 is a sixth held-out set, collected from public issues after the
 	// blind5 generalisation, by two collectors who did not see the rules:
-	// 35 failure excerpts over 26 of the 37 FAILURES.md families and 13
+	// 35 failure excerpts over 26 of the 37 testdata/FAILURES.md families and 13
 	// healthy or noisy excerpts, verbatim log text only (no paraphrase), none
 	// from a thread already in corpus, holdout, blind, blind3, blind4 or blind5
 	// (the fresh check). Labels come from reading each thread; where a thread

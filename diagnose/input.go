@@ -211,7 +211,7 @@ func dirInput(in Input, lim limits) (Input, error) {
 			return fmt.Errorf("%s: more than %d .log and .txt files: diagnose reads at most %d files of a directory", dir, lim.files, lim.files)
 		}
 		if total += info.Size(); total > lim.totalBytes {
-			return fmt.Errorf("%s: more than %s of .log and .txt files: diagnose reads at most %s of a directory", dir, size(lim.totalBytes), size(lim.totalBytes))
+			return fmt.Errorf("%s: more than %s of .log and .txt files: diagnose reads at most %s of a directory", dir, text.Bytes(lim.totalBytes), text.Bytes(lim.totalBytes))
 		}
 		files = append(files, rel)
 		return nil
@@ -363,10 +363,10 @@ func scanTarGz(path string, r io.Reader, lim limits, skip func(string)) ([]Findi
 		name := path + ":" + text.Printable(strings.TrimPrefix(h.Name, "./"), 0)
 		isLog := strings.HasSuffix(h.Name, ".txt") || strings.HasSuffix(h.Name, ".log")
 		if isLog && h.Typeflag == tar.TypeReg && h.Size > lim.logBytes {
-			return nil, fmt.Errorf("%s: %s: diagnose reads archive members of at most %s", name, size(h.Size), size(lim.logBytes))
+			return nil, fmt.Errorf("%s: %s: diagnose reads archive members of at most %s", name, text.Bytes(h.Size), text.Bytes(lim.logBytes))
 		}
 		if total += max(h.Size, 0); total > lim.totalBytes {
-			return nil, fmt.Errorf("%s: more than %s of members: diagnose reads at most %s of an archive", path, size(lim.totalBytes), size(lim.totalBytes))
+			return nil, fmt.Errorf("%s: more than %s of members: diagnose reads at most %s of an archive", path, text.Bytes(lim.totalBytes), text.Bytes(lim.totalBytes))
 		}
 		if !isLog {
 			continue
@@ -430,7 +430,7 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 		var one [1]byte
 		n, err := c.r.Read(one[:])
 		if n > 0 {
-			return 0, fmt.Errorf("stopped after %s: diagnose reads at most %s of a log from a pipe, FIFO or device (save it to a file to diagnose it whole)", size(c.limit), size(c.limit))
+			return 0, fmt.Errorf("stopped after %s: diagnose reads at most %s of a log from a pipe, FIFO or device (save it to a file to diagnose it whole)", text.Bytes(c.limit), text.Bytes(c.limit))
 		}
 		return 0, err
 	}
@@ -440,19 +440,4 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.left -= int64(n)
 	return n, err
-}
-
-// size writes a byte count for messages: "4 GiB", "512 MiB", "10.0 GiB".
-func size(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

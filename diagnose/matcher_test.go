@@ -336,7 +336,7 @@ func TestRulesAreComplete(t *testing.T) {
 	}
 }
 
-// TestEveryFailuresFamilyHasARule reads the taxonomy table of FAILURES.md
+// TestEveryFailuresFamilyHasARule reads the taxonomy table of testdata/FAILURES.md
 // (a copy in testdata) and checks that each family ID has a rule, with the
 // seed mark where the table has one, and that each rule has its row.
 func TestEveryFailuresFamilyHasARule(t *testing.T) {
@@ -347,24 +347,24 @@ func TestEveryFailuresFamilyHasARule(t *testing.T) {
 	row := regexp.MustCompile("(?m)^\\| `([a-z0-9-]+)`( \\*\\(seed\\)\\*)? \\|")
 	matches := row.FindAllStringSubmatch(string(data), -1)
 	if len(matches) < 30 {
-		t.Fatalf("only %d families parsed from FAILURES.md", len(matches))
+		t.Fatalf("only %d families parsed from testdata/FAILURES.md", len(matches))
 	}
 	inTable := map[string]bool{}
 	for _, m := range matches {
 		inTable[m[1]] = true
 		r, ok := RuleByID(m[1])
 		if !ok {
-			t.Errorf("FAILURES.md family %s has no rule", m[1])
+			t.Errorf("testdata/FAILURES.md family %s has no rule", m[1])
 			continue
 		}
 		if seed := m[2] != ""; seed != r.Seed {
-			t.Errorf("%s: Seed = %v, FAILURES.md says %v", r.ID, r.Seed, seed)
+			t.Errorf("%s: Seed = %v, testdata/FAILURES.md says %v", r.ID, r.Seed, seed)
 		}
 	}
 	// and the other way: a rule's family has its row in the taxonomy
 	for _, r := range Rules() {
 		if !inTable[r.ID] {
-			t.Errorf("rule %s has no row in FAILURES.md", r.ID)
+			t.Errorf("rule %s has no row in testdata/FAILURES.md", r.ID)
 		}
 	}
 }

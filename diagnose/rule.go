@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// Rule recognises one failure family of FAILURES.md and says what to do.
+// Rule recognises one failure family (docs/ids.md) and says what to do.
 type Rule struct {
-	ID      string   // stable public code (FAILURES.md family ID)
+	ID      string   // stable public code (the family ID, docs/ids.md)
 	Title   string   // short human title
 	Summary string   // one line: what the log shows and what it means
 	Cause   string   // why it happens
@@ -114,7 +114,7 @@ func (c *compiled) check(line []byte) bool {
 	return c.re == nil || c.re.Match(line)
 }
 
-// Rules returns every rule, in FAILURES.md order. The slice is a copy.
+// Rules returns every rule, in the taxonomy's order (testdata/FAILURES.md). The slice is a copy.
 func Rules() []Rule {
 	out := make([]Rule, len(rules))
 	copy(out, rules)

@@ -4,6 +4,8 @@ package steps
 
 import (
 	"fmt"
+
+	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/pins"
 	"slices"
 	"strings"
@@ -30,9 +32,9 @@ type Track struct {
 	Cons        []string // what it costs
 	GFX         []string // LLVM targets it supports
 	Requires    []string // host requirements, one line each
-	Source      string   // the seed note it comes from
+	Source      string   // where the track's recipe comes from
 	// BlockingChecks are doctor check IDs whose `fail` stops `build`.
-	BlockingChecks []string
+	BlockingChecks []detect.CheckID
 	// Env holds track variables every step sees (besides the pins).
 	Env   map[string]string
 	Steps []Step

@@ -12,7 +12,7 @@ import (
 	"github.com/haloforge/haloforge/pins"
 )
 
-// designTrackIDs are DESIGN.md's track IDs: a contract, so each must stay.
+// designTrackIDs are the track IDs docs/ids.md promises: a contract, so each must stay.
 // A new track needs no edit here.
 var designTrackIDs = []string{"therock-toolbox", "vllm-image", "source-stable", "nightly-spoof", "locked-spoof",
 	"llamacpp-vulkan", "ollama", "therock-aotriton", "legacy-gfx803", "llamacpp-rocm", "llamacpp-distro"}
@@ -24,7 +24,7 @@ func TestCatalogueIsConsistent(t *testing.T) {
 	ids := TrackIDs()
 	for _, id := range designTrackIDs {
 		if !slices.Contains(ids, id) {
-			t.Errorf("DESIGN.md's track %s is not in the catalogue", id)
+			t.Errorf("track %s (docs/ids.md) is not in the catalogue", id)
 		}
 	}
 	if ids[0] != "therock-toolbox" {
@@ -76,7 +76,7 @@ func TestMissingInputs(t *testing.T) {
 	}
 }
 
-// TestTheRockToolboxContract pins DESIGN.md's step IDs, scripts and graph.
+// TestTheRockToolboxContract pins the step IDs, scripts and graph docs/ids.md promises.
 func TestTheRockToolboxContract(t *testing.T) {
 	tr, err := Lookup("therock-toolbox")
 	if err != nil {

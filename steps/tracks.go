@@ -1,16 +1,18 @@
 package steps
 
+import "github.com/haloforge/haloforge/detect"
+
 // gfx1151 is Strix Halo's LLVM target; the main tracks build for it natively.
 var gfxStrixHalo = []string{"gfx1151"}
 
 // catalogue is every track of the seeds, in the order the picker shows them.
-// Step IDs and script names of therock-toolbox are part of DESIGN.md's contract.
+// Step IDs and script names of therock-toolbox are part of the contract (docs/ids.md).
 var catalogue = []Track{
 	{
 		ID:     "therock-toolbox",
 		Title:  "TheRock toolbox: PyTorch + vLLM built for gfx1151",
 		Status: StatusRecommended,
-		Source: "seeds/build-process-aiter-fa-vllm.md",
+		Source: "the project's first build recipe: AITER, flash-attention and vLLM wheels on TheRock for gfx1151",
 		Description: "A distrobox toolbox on your host with TheRock's ROCm SDK wheels " +
 			"(rocm-sdk init) and torch for gfx1151, then flash-attention (ROCm fork, Triton AMD), " +
 			"an optional AITER and vLLM built as wheels against that torch. Native gfx1151 kernels, " +
@@ -20,7 +22,7 @@ var catalogue = []Track{
 		Cons:           []string{"hours of compiling on the first run", "gfx1151 is experimental in AITER; optional"},
 		GFX:            gfxStrixHalo,
 		Requires:       []string{"kernel >= 6.18.4", "podman and distrobox", "/dev/kfd and /dev/dri reachable (groups render, video)", "about 60 GB free disk"},
-		BlockingChecks: []string{"gpu", "kfd-access", "container-engine", "distrobox", "disk-space"},
+		BlockingChecks: []detect.CheckID{detect.CheckGPU, detect.CheckKFDAccess, detect.CheckContainerEngine, detect.CheckDistrobox, detect.CheckDiskSpace},
 		Env:            map[string]string{"HSA_OVERRIDE_GFX_VERSION": ""},
 		Steps: []Step{
 			{ID: "toolbox", Title: "Create the distrobox toolbox", Script: "00-setup-toolbox.sh", Pins: []string{"TOOLBOX_NAME", "TOOLBOX_IMAGE"}},
@@ -45,7 +47,7 @@ var catalogue = []Track{
 		ID:     "vllm-image",
 		Title:  "AMD's prebuilt vLLM image",
 		Status: StatusStable,
-		Source: "seeds/spec-continuous-build.md (option A)",
+		Source: "the project's continuous-build spec, option A: AMD's prebuilt vLLM image",
 		Description: "Pulls AMD's pre-tested vLLM container at a pinned tag and runs it with the GPU " +
 			"devices, host IPC and the memory advice for the unified-memory APU. Zero build time: " +
 			"the fastest way to a working vLLM. Pick it to try vLLM today; you get the versions AMD " +
@@ -54,7 +56,7 @@ var catalogue = []Track{
 		Cons:           []string{"versions are what the image has", "tag names are AMD's, not always kept"},
 		GFX:            []string{"gfx1151", "gfx1100", "gfx1101", "gfx942", "gfx90a"},
 		Requires:       []string{"podman or docker", "/dev/kfd and /dev/dri", "about 30 GB free disk"},
-		BlockingChecks: []string{"gpu", "kfd-access", "container-engine"},
+		BlockingChecks: []detect.CheckID{detect.CheckGPU, detect.CheckKFDAccess, detect.CheckContainerEngine},
 		Steps: []Step{
 			{ID: "pull", Title: "Pull the pinned vLLM image", Script: "00-pull-image.sh", Pins: []string{"VLLM_IMAGE"}},
 			{ID: "launcher", Title: "Write the launcher script", Script: "01-write-launcher.sh", Pins: []string{"VLLM_IMAGE", "VLLM_PORT"}, DependsOn: []string{"pull"}},
@@ -67,7 +69,7 @@ var catalogue = []Track{
 		ID:     "source-stable",
 		Title:  "Fedora source build with stable pins",
 		Status: StatusStable,
-		Source: "seeds/spec-continuous-build.md (option B)",
+		Source: "the project's continuous-build spec, option B: build from source with stable versions",
 		Description: "A Fedora 43 container (Red Hat aligned: dnf, podman, clean layers) that builds " +
 			"vLLM v0.10.2 and flash-attention from source against PyTorch 2.8 on ROCm 6.4. Not for " +
 			"Strix Halo with these pins: PyTorch's ROCm 6.4 wheels carry no gfx1151 kernels " +
@@ -82,7 +84,7 @@ var catalogue = []Track{
 		// v0.10.2's HIP_SUPPORTED_ARCHS carry; the image checks torch's arch list itself.
 		GFX:            []string{"gfx1100", "gfx1101", "gfx1200", "gfx1201", "gfx1030", "gfx942", "gfx90a"},
 		Requires:       []string{"podman", "about 80 GB free disk", "32 GB RAM or more for the build"},
-		BlockingChecks: []string{"container-engine", "disk-space"},
+		BlockingChecks: []detect.CheckID{detect.CheckContainerEngine, detect.CheckDiskSpace},
 		Steps: []Step{
 			{ID: "image", Title: "Build the Fedora image from source", Script: "build_pipeline.sh", Pins: []string{"SOURCE_BASE_IMAGE", "SOURCE_ROCM_VERSION", "PYTHON_VERSION", "SOURCE_TORCH_VERSION", "SOURCE_TORCH_INDEX_URL", "VLLM_REPO", "SOURCE_VLLM_REF", "FLASH_ATTENTION_REPO", "SOURCE_FLASH_ATTENTION_REF", "GPU_TARGET", "SOURCE_IMAGE"}},
 			{ID: "lock", Title: "Export requirements.lock", Script: "01-export-lock.sh", Pins: []string{"SOURCE_IMAGE"}, DependsOn: []string{"image"}},
@@ -94,7 +96,7 @@ var catalogue = []Track{
 		ID:     "nightly-spoof",
 		Title:  "Nightly vLLM image, spoofed as gfx1100",
 		Status: StatusExperimental,
-		Source: "seeds/spec-continuous-build.md (track C)",
+		Source: "the project's continuous-build spec, track C: the nightly spoof",
 		Description: "Runs the floating rocm/vllm-dev:nightly image with HSA_OVERRIDE_GFX_VERSION=11.0.0, " +
 			"so the runtime treats the 8060S as a Navi31 (gfx1100). Zero build time and verified working " +
 			"once, but it relies on RDNA3 kernels running on RDNA3.5: illegal-instruction crashes are a " +
@@ -103,7 +105,7 @@ var catalogue = []Track{
 		Cons:           []string{"illegal instruction crashes possible", "floating tag: not reproducible"},
 		GFX:            gfxStrixHalo,
 		Requires:       []string{"podman or docker", "/dev/kfd and /dev/dri"},
-		BlockingChecks: []string{"gpu", "kfd-access", "container-engine"},
+		BlockingChecks: []detect.CheckID{detect.CheckGPU, detect.CheckKFDAccess, detect.CheckContainerEngine},
 		Env:            map[string]string{"HSA_OVERRIDE_GFX_VERSION": "11.0.0"},
 		Steps: []Step{
 			{ID: "pull", Title: "Pull the nightly image", Script: "00-pull-image.sh", Pins: []string{"NIGHTLY_IMAGE"}},
@@ -115,7 +117,7 @@ var catalogue = []Track{
 		ID:     "locked-spoof",
 		Title:  "Pinned-digest image with the spoof baked in",
 		Status: StatusExperimental,
-		Source: "seeds/spec-continuous-build.md (track D)",
+		Source: "the project's continuous-build spec, track D: the locked spoof",
 		Description: "Builds a small image FROM a pinned rocm/vllm-dev digest with the gfx1100 spoof " +
 			"variables baked in (Dockerfile.spoof_locked, build_spoof_locked.sh). The same trade-off as " +
 			"the nightly spoof, but reproducible: the digest never moves. Pick it when the spoof works " +
@@ -124,7 +126,7 @@ var catalogue = []Track{
 		Cons:           []string{"still a spoof: illegal instruction risk", "old vLLM in the base"},
 		GFX:            gfxStrixHalo,
 		Requires:       []string{"podman or docker", "/dev/kfd and /dev/dri"},
-		BlockingChecks: []string{"gpu", "kfd-access", "container-engine"},
+		BlockingChecks: []detect.CheckID{detect.CheckGPU, detect.CheckKFDAccess, detect.CheckContainerEngine},
 		Steps: []Step{
 			{ID: "image", Title: "Build the locked spoof image", Script: "build_spoof_locked.sh", Pins: []string{"SPOOF_BASE_IMAGE", "SPOOF_BASE_DIGEST", "SPOOF_GFX_VERSION", "SPOOF_LOCKED_IMAGE"}},
 			{ID: "verify", Title: "Verify the locked image", Script: "01-verify.sh", Pins: []string{"SPOOF_LOCKED_IMAGE", "VERIFY_MODEL"}, DependsOn: []string{"image"}},
@@ -135,7 +137,7 @@ var catalogue = []Track{
 		ID:     "llamacpp-vulkan",
 		Title:  "llama.cpp on Vulkan (RADV)",
 		Status: StatusStable,
-		Source: "seeds/spec-continuous-build.md (track E)",
+		Source: "the project's continuous-build spec, track E: llama.cpp on Vulkan",
 		Description: "Builds llama.cpp with GGML_VULKAN=ON in a container and runs it on Mesa's RADV " +
 			"driver. No ROCm at all, so no kernel-driver or ROCm hangs: about 2.5x faster prompt " +
 			"processing than HIP on Strix Halo (721-884 tok/s reported), slower token generation. " +
@@ -144,7 +146,7 @@ var catalogue = []Track{
 		Cons:           []string{"slower generation than HIP", "llama.cpp API, not vLLM"},
 		GFX:            []string{"gfx1151", "gfx1150", "gfx1100", "gfx1101", "gfx1102", "gfx1030", "gfx803", "gfx900"},
 		Requires:       []string{"podman or docker", "/dev/dri", "Mesa RADV"},
-		BlockingChecks: []string{"container-engine"},
+		BlockingChecks: []detect.CheckID{detect.CheckContainerEngine},
 		Steps: []Step{
 			{ID: "image", Title: "Build llama.cpp with Vulkan", Script: "build_vulkan.sh", Pins: []string{"VULKAN_BASE_IMAGE", "LLAMACPP_REPO", "LLAMACPP_REF", "VULKAN_IMAGE"}},
 			{ID: "verify", Title: "Verify, and llama-bench when a model is given", Script: "01-verify.sh", Pins: []string{"VULKAN_IMAGE", "LLAMA_MODEL"}, DependsOn: []string{"image"}},
@@ -161,7 +163,7 @@ var catalogue = []Track{
 		ID:     "ollama",
 		Title:  "Ollama, the simple server",
 		Status: StatusStable,
-		Source: "seeds/spec-continuous-build.md (track F)",
+		Source: "the project's continuous-build spec, track F: Ollama",
 		Description: "Runs the official Ollama ROCm container at a pinned release with the GPU devices " +
 			"and memory settings Ollama really reads (there is no OLLAMA_GPU_MEMORY: see TUTORIAL.md). " +
 			"gfx1151 is a built-in target, so no override is needed. The easiest deployment; less " +
@@ -170,7 +172,7 @@ var catalogue = []Track{
 		Cons:           []string{"less control", "memory comes from GTT: size it on the host"},
 		GFX:            []string{"gfx1151", "gfx1150", "gfx1100", "gfx1101", "gfx1102", "gfx1030", "gfx90a", "gfx942"},
 		Requires:       []string{"podman or docker", "/dev/kfd and /dev/dri"},
-		BlockingChecks: []string{"gpu", "kfd-access", "container-engine"},
+		BlockingChecks: []detect.CheckID{detect.CheckGPU, detect.CheckKFDAccess, detect.CheckContainerEngine},
 		Steps: []Step{
 			{ID: "pull", Title: "Pull the Ollama image", Script: "00-pull-image.sh", Pins: []string{"OLLAMA_IMAGE"}},
 			{ID: "serve", Title: "Start Ollama", Script: "run_ollama.sh", Pins: []string{"OLLAMA_IMAGE", "OLLAMA_PORT", "OLLAMA_GPU_OVERHEAD"}, DependsOn: []string{"pull"}},
@@ -183,7 +185,7 @@ var catalogue = []Track{
 		ID:     "therock-aotriton",
 		Title:  "TheRock PyTorch from source with AOTriton flash attention",
 		Status: StatusExperimental,
-		Source: "seeds/therock-aotriton-guide.md",
+		Source: "the project's TheRock + AOTriton build guide for gfx1151",
 		Description: "Sets up a Python 3.12 environment with TheRock's ROCm SDK, builds AOTriton at " +
 			"PyTorch's own pin, then PyTorch (TheRock flavour) for gfx1151 only with AOTriton and the " +
 			"FBGEMM GenAI patches, in stages that resume. Installs exactly the wheels built and checks " +
@@ -193,7 +195,7 @@ var catalogue = []Track{
 		Cons:           []string{"long build", "needs TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL=1 at runtime"},
 		GFX:            gfxStrixHalo,
 		Requires:       []string{"64 GB RAM or more for the build", "about 100 GB free disk", "/dev/kfd for the checks"},
-		BlockingChecks: []string{"gpu", "disk-space", "build-memory"},
+		BlockingChecks: []detect.CheckID{detect.CheckGPU, detect.CheckDiskSpace, detect.CheckBuildMemory},
 		Env:            map[string]string{"TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL": "1", "TORCH_ROCM_AOTRITON_PREFER_DEFAULT": "1", "HIP_VISIBLE_DEVICES": "0"},
 		Steps: []Step{
 			{ID: "env", Title: "Set up the environment and ROCm SDK", Script: "00-setup-env.sh", Pins: []string{"PYTHON_VERSION", "THEROCK_INDEX_URL", "ROCM_VERSION", "GPU_TARGET"}},
@@ -212,7 +214,7 @@ var catalogue = []Track{
 		ID:     "legacy-gfx803",
 		Title:  "Legacy Polaris (gfx803) PyTorch from source",
 		Status: StatusStable,
-		Source: "seeds/gfx803-workflow.md",
+		Source: "the project's gfx803 (Polaris) PyTorch workflow",
 		Description: "Builds PyTorch, torchvision and torchaudio from source for Polaris cards " +
 			"(RX 470/480/570/580, gfx803) in a container, with the environment they need " +
 			"(ROC_ENABLE_PRE_VEGA=1, HSA_OVERRIDE_GFX_VERSION=8.0.3), the CMake >= 4 fixes in the " +
@@ -222,7 +224,7 @@ var catalogue = []Track{
 		Cons:           []string{"old PyTorch branch", "not for gfx1151"},
 		GFX:            []string{"gfx803"},
 		Requires:       []string{"podman", "about 60 GB free disk"},
-		BlockingChecks: []string{"container-engine", "disk-space"},
+		BlockingChecks: []detect.CheckID{detect.CheckContainerEngine, detect.CheckDiskSpace},
 		Env:            map[string]string{"HSA_OVERRIDE_GFX_VERSION": "8.0.3", "ROC_ENABLE_PRE_VEGA": "1", "PYTORCH_ROCM_ARCH": "gfx803"},
 		Steps: []Step{
 			{ID: "base", Title: "Build the ROCm base image", Script: "00-build-base.sh", Pins: []string{"GFX803_BASE_IMAGE", "GFX803_LOCAL_BASE_IMAGE"}},
@@ -239,7 +241,7 @@ var catalogue = []Track{
 		ID:     "llamacpp-rocm",
 		Title:  "llama.cpp on ROCm (HIP): the strategy ladder",
 		Status: StatusExperimental,
-		Source: "seeds/rocm-llamacpp-investigation.md",
+		Source: "the project's investigation of llama.cpp's ROCm backend on gfx1151 (2025-12)",
 		Description: "llama.cpp's HIP backend hangs on gfx1151 upstream (at async uploads, then at " +
 			"graph_reserve). This track runs the investigation's ladder as data: HSA_ENABLE_SDMA=0, " +
 			"flash attention off, CWSR off, a TheRock nightly, each with a stall timeout, recording " +
@@ -249,7 +251,7 @@ var catalogue = []Track{
 		Cons:           []string{"upstream hangs: often no strategy succeeds", "needs a GGUF model"},
 		GFX:            gfxStrixHalo,
 		Requires:       []string{"podman or docker", "/dev/kfd and /dev/dri", "a GGUF model file"},
-		BlockingChecks: []string{"gpu", "kfd-access", "container-engine"},
+		BlockingChecks: []detect.CheckID{detect.CheckGPU, detect.CheckKFDAccess, detect.CheckContainerEngine},
 		Steps: []Step{
 			{ID: "pull", Title: "Pull the candidate images", Script: "00-pull-images.sh", Pins: []string{"LLAMACPP_ROCM_IMAGE", "LLAMACPP_ROCM_NIGHTLY_IMAGE"}},
 			{ID: "ladder", Title: "Try each strategy with a stall timeout", Script: "01-run-ladder.sh", Pins: []string{"LLAMACPP_ROCM_IMAGE", "LLAMACPP_ROCM_NIGHTLY_IMAGE", "LLAMA_MODEL", "LLAMA_STALL_TIMEOUT"}, DependsOn: []string{"pull"}, Needs: []string{"LLAMA_MODEL"}},
@@ -276,7 +278,7 @@ var catalogue = []Track{
 		Cons:           []string{"the distribution's llama.cpp build, not the newest tag", "HIP only where the distribution built it for your GPU"},
 		GFX:            []string{"gfx1151", "gfx1150", "gfx1100", "gfx1101", "gfx1102", "gfx1030", "gfx90a"},
 		Requires:       []string{"podman and distrobox", "/dev/dri (Vulkan) or /dev/kfd (HIP) reachable (groups render, video)", "about 2 GB free disk (Vulkan), 3 GB more for HIP"},
-		BlockingChecks: []string{"container-engine", "distrobox"},
+		BlockingChecks: []detect.CheckID{detect.CheckContainerEngine, detect.CheckDistrobox},
 		Steps: []Step{
 			{ID: "toolbox", Title: "Create the distrobox box", Script: "00-setup-box.sh", Pins: []string{"LLAMACPP_DISTRO_BOX", "LLAMACPP_DISTRO_IMAGE"}},
 			{ID: "packages", Title: "Install llama.cpp and the GPU backend from the distribution", Script: "01-install-packages.sh", Pins: []string{"LLAMACPP_DISTRO_BACKEND"}, DependsOn: []string{"toolbox"}},

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"os/exec"
-	"strconv"
 	"strings"
 	"time"
 
@@ -148,23 +147,6 @@ func window(lines []string, off, h int) ([]string, int) {
 	off = min(max(off, 0), max(len(lines)-h, 0))
 	end := min(off+h, len(lines))
 	return lines[off:end], off
-}
-
-// humanBytes prints a size in binary units, as memory is advertised.
-func humanBytes(b int64) string {
-	const gib, mib = 1 << 30, 1 << 20
-	switch {
-	case b >= gib:
-		return trimZero(float64(b)/gib) + " GiB"
-	case b >= mib:
-		return trimZero(float64(b)/mib) + " MiB"
-	default:
-		return trimZero(float64(b)/1024) + " KiB"
-	}
-}
-
-func trimZero(f float64) string {
-	return strings.TrimSuffix(strconv.FormatFloat(f, 'f', 1, 64), ".0")
 }
 
 // ansiCut cuts a styled string to w cells.

@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // detectScreen shows the GPU card and the doctor checks with their fixes.
@@ -116,7 +117,7 @@ func (s *detectScreen) hostFixKey() (key.Binding, bool) {
 func (s *detectScreen) hostFixOffer() string {
 	switch d := s.det; {
 	case d.HostFixes > 0:
-		return fmt.Sprintf("a: apply these fixes (%s)", plural(d.HostFixes, "host change"))
+		return fmt.Sprintf("a: apply these fixes (%s)", text.Plural(d.HostFixes, "host change"))
 	case d.HostFixesByHand > 0:
 		if d.HostFixesByHand == 1 {
 			return "a: show the host fix (by hand)"
@@ -256,10 +257,10 @@ func gpuCard(d *Detection, st Styles) string {
 	}
 	var mem []string
 	if g.VRAMBytes > 0 {
-		mem = append(mem, "VRAM "+humanBytes(g.VRAMBytes))
+		mem = append(mem, "VRAM "+text.Bytes(g.VRAMBytes))
 	}
 	if g.GTTBytes > 0 {
-		mem = append(mem, "GTT "+humanBytes(g.GTTBytes))
+		mem = append(mem, "GTT "+text.Bytes(g.GTTBytes))
 	}
 	lines := []string{head}
 	if len(facts) > 0 {
@@ -298,7 +299,7 @@ func (s *detectScreen) checksView(width int) string {
 	for _, c := range s.det.Checks {
 		for i, l := range wrapWithPrefix(c.Summary, max(width-len(indent), 20), "") {
 			if i == 0 {
-				b.WriteString(" " + checkMark(c.Status, s.Styles) + " " + padRight(checkName(c.ID), checkNameWidth) + l + "\n")
+				b.WriteString(" " + checkMark(c.Status, s.Styles) + " " + padRight(detect.CheckID(c.ID).Title(), checkNameWidth) + l + "\n")
 			} else {
 				b.WriteString(indent + l + "\n")
 			}
@@ -349,9 +350,6 @@ func checkCounts(cs []Check) string {
 	}
 	return s
 }
-
-// checkName is a check's name as doctor prints it.
-func checkName(id string) string { return detect.CheckTitle(id) }
 
 func checkMark(status detect.Status, st Styles) string {
 	switch status {

@@ -378,7 +378,7 @@ func hostFixLines(fix *HostFix, width int, st Styles) []string {
 			tag += ", you do it"
 		}
 		add(hangLines(fmt.Sprintf("%2d. %s", i+1, text.Sanitize(a.Change)), width, 4)...)
-		add(st.Subtle.Render("    " + tag + " · check " + text.Sanitize(hostfix.CheckLabel(a.Check))))
+		add(st.Subtle.Render("    " + tag + " · check " + text.Sanitize(a.Check.Label())))
 		for _, c := range strings.Split(a.Command, "\n") {
 			if c != "" {
 				add(commandLines(text.Sanitize(c), width, 6)...)
@@ -402,7 +402,7 @@ func hostFixLines(fix *HostFix, width int, st Styles) []string {
 		add(byHandLines(p, byHand, width, st)...)
 	}
 	for _, sk := range p.Skipped {
-		add(hangLines(st.Subtle.Render("Not a host change: "+text.Sanitize(hostfix.CheckLabel(sk.Check))+", "+text.Sanitize(sk.Status)+": "+text.Sanitize(sk.Reason)), width, 2)...)
+		add(hangLines(st.Subtle.Render("Not a host change: "+text.Sanitize(sk.Check.Label())+", "+text.Sanitize(sk.Status)+": "+text.Sanitize(sk.Reason)), width, 2)...)
 	}
 	for _, n := range p.Notes {
 		add(hangLines("Note: "+text.Sanitize(n), width, 2)...)

@@ -292,11 +292,11 @@ func blockingView(t steps.Track, det *Detection, st Styles, width int) string {
 	for _, id := range t.BlockingChecks {
 		status, summary := detect.StatusSkip, "not checked"
 		for _, c := range det.Checks {
-			if c.ID == id {
+			if c.ID == string(id) {
 				status, summary = c.Status, c.Summary
 			}
 		}
-		b.WriteString(ansiCutTail(" "+checkMark(status, st)+" "+checkName(id)+": "+summary, width) + "\n")
+		b.WriteString(ansiCutTail(" "+checkMark(status, st)+" "+id.Title()+": "+summary, width) + "\n")
 	}
 	return b.String()
 }

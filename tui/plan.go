@@ -11,9 +11,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/haloforge/haloforge/detect"
-	"github.com/haloforge/haloforge/detect/hostfix"
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/pins"
-	"github.com/haloforge/haloforge/tui/linemode"
 )
 
 // planScreen shows what a run will do: each step with whether it runs and
@@ -38,13 +37,13 @@ func newPlanScreen(c *common, p *Plan, det *Detection) *planScreen {
 
 // failingBlocking returns the checks among ids whose status is fail: the
 // ones that would stop `haloforge build`.
-func failingBlocking(ids []string, det *Detection) []Check {
+func failingBlocking(ids []detect.CheckID, det *Detection) []Check {
 	if det == nil {
 		return nil
 	}
 	var out []Check
 	for _, c := range det.Checks {
-		if c.Status == detect.StatusFail && slices.Contains(ids, c.ID) {
+		if c.Status == detect.StatusFail && slices.Contains(ids, detect.CheckID(c.ID)) {
 			out = append(out, c)
 		}
 	}
@@ -197,11 +196,11 @@ func (s *planScreen) stopLines() []string {
 	if len(s.blocking) > 0 {
 		names := make([]string, len(s.blocking))
 		for i, c := range s.blocking {
-			names[i] = hostfix.CheckLabel(c.ID)
+			names[i] = detect.CheckID(c.ID).Label()
 		}
 		add(st.Fail.Render, "✗ Blocking checks fail: "+strings.Join(names, ", ")+". The build stops at them; the detection screen has the fixes.")
 		for _, c := range s.blocking {
-			add(st.Subtle.Render, "  "+checkName(c.ID)+": "+c.Summary)
+			add(st.Subtle.Render, "  "+detect.CheckID(c.ID).Title()+": "+c.Summary)
 		}
 	}
 	for _, n := range p.Notes {
@@ -280,9 +279,9 @@ func costLines(p *Plan) []string {
 	}
 	switch {
 	case sum > 0 && unknown == 0:
-		parts = append(parts, "Time: about "+linemode.FormatDuration(sum)+" (the steps' last runs)")
+		parts = append(parts, "Time: about "+text.Duration(sum)+" (the steps' last runs)")
 	case sum > 0:
-		parts = append(parts, fmt.Sprintf("Time: at least %s, plus %d step(s) never timed", linemode.FormatDuration(sum), unknown))
+		parts = append(parts, fmt.Sprintf("Time: at least %s, plus %d step(s) never timed", text.Duration(sum), unknown))
 	case unknown > 0:
 		parts = append(parts, "Time: no estimate before a first run (haloforge times each step)")
 	}

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/haloforge/haloforge/tui/linemode"
-
 	"github.com/charmbracelet/x/ansi"
 	"github.com/google/go-cmp/cmp"
 
@@ -155,22 +153,6 @@ func TestRemainingCountsDown(t *testing.T) {
 	}
 	if left, _ := rs.Remaining(t0.Add(time.Hour)); left != 0 {
 		t.Errorf("overdue ETA is %v, want 0", left)
-	}
-}
-
-func TestFormatting(t *testing.T) {
-	for in, want := range map[time.Duration]string{
-		0: "0s", 4 * time.Second: "4s", 59499 * time.Millisecond: "59s", 125 * time.Second: "2m05s",
-		time.Hour + 2*time.Minute: "1h02m",
-	} {
-		if got := linemode.FormatDuration(in); got != want {
-			t.Errorf("linemode.FormatDuration(%v) = %q, want %q", in, got, want)
-		}
-	}
-	for in, want := range map[int64]string{512 << 20: "512 MiB", 124 << 30: "124 GiB", 16363974656: "15.2 GiB", 1536: "1.5 KiB", 67108864 * 1024: "64 GiB"} {
-		if got := humanBytes(in); got != want {
-			t.Errorf("humanBytes(%d) = %q, want %q", in, got, want)
-		}
 	}
 }
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps/runner"
-	"github.com/haloforge/haloforge/tui/linemode"
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
@@ -60,7 +60,7 @@ func (s *runScreen) header() string {
 		b.WriteString(fmt.Sprintf("  step %d/%d · ", i, n) + s.Styles.Bold.Render(step))
 	}
 	if !rs.Started.IsZero() {
-		b.WriteString(s.Styles.Subtle.Render(" · " + linemode.FormatDuration(rs.Elapsed(s.now())) + " elapsed"))
+		b.WriteString(s.Styles.Subtle.Render(" · " + text.Duration(rs.Elapsed(s.now())) + " elapsed"))
 	}
 	if t := s.timeLeft(); t != "" {
 		b.WriteString(s.Styles.Subtle.Render(" · " + t))
@@ -86,9 +86,9 @@ func (s *runScreen) timeLeft() string {
 	}
 	left := rs.ETA - s.now().Sub(rs.ETAAt)
 	if left < 0 {
-		return "+" + linemode.FormatDuration(-left) + " over the last run's time"
+		return "+" + text.Duration(-left) + " over the last run's time"
 	}
-	return "ETA ~" + linemode.FormatDuration(left)
+	return "ETA ~" + text.Duration(left)
 }
 
 // silence says how long the running step has printed nothing, once that
@@ -99,7 +99,7 @@ func (s *runScreen) silence() string {
 		return ""
 	}
 	if quiet := s.now().Sub(st.LastOutput); quiet >= silenceAfter {
-		return "no output for " + linemode.FormatDuration(quiet)
+		return "no output for " + text.Duration(quiet)
 	}
 	return ""
 }
@@ -178,7 +178,7 @@ func (s *runScreen) logPane() string {
 	} else if s.log.xoff > 0 {
 		state += s.Styles.Subtle.Render(fmt.Sprintf(" · → %d", s.log.xoff))
 	}
-	title := fmt.Sprintf("%s log · %s · ", st.ID, plural(st.buf.LastNo(), "line"))
+	title := fmt.Sprintf("%s log · %s · ", st.ID, text.Plural(st.buf.LastNo(), "line"))
 	if s.focus == paneLog {
 		title = s.Styles.Selected.Render(title)
 	} else {
@@ -214,14 +214,6 @@ func (s *runScreen) bottomLine() string {
 		rows = []string{rows[0], ansiCutTail(rows[1]+" …", s.w)}
 	}
 	return s.Styles.Subtle.Render(strings.Join(rows, "\n"))
-}
-
-// plural is "1 line", "2 lines".
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
 }
 
 // waitingLine says which step waits for input and that the wizard cannot

@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/bench"
 	"github.com/haloforge/haloforge/steps/runner"
@@ -547,7 +548,7 @@ func (s *serveScreen) launchSummary() string {
 		if !f.Fits {
 			verdict = st.Fail.Render("does not fit")
 		}
-		line := fmt.Sprintf("fit      %s  %s of %s usable", verdict, serve.GiB(f.NeedBytes), serve.GiB(f.UsableBytes))
+		line := fmt.Sprintf("fit      %s  %s of %s usable", verdict, text.Bytes(int64(f.NeedBytes)), text.Bytes(int64(f.UsableBytes)))
 		b.WriteString(strings.Join(hangLines(line, s.w, 9), "\n") + "\n")
 	}
 	for _, w := range l.Warnings { // what serve prints as warning: lines
@@ -607,10 +608,10 @@ func (s *serveScreen) fitView() string {
 			verdict = st.Fail.Render("does not fit")
 		}
 		line := fmt.Sprintf("fit      %s %s  %s of %s usable (%.2f × %s)", bar, verdict,
-			serve.GiB(f.NeedBytes), serve.GiB(f.UsableBytes), f.Util, serve.GiB(f.LimitBytes))
+			text.Bytes(int64(f.NeedBytes)), text.Bytes(int64(f.UsableBytes)), f.Util, text.Bytes(int64(f.LimitBytes)))
 		b.WriteString(strings.Join(hangLines(line, s.w, 9), "\n") + "\n")
 		sizes := fmt.Sprintf("weights %s + KV cache %s (ctx %d) + overhead %s",
-			serve.GiB(f.WeightsBytes), serve.GiB(f.KVBytes), f.Context, serve.GiB(f.OverheadBytes))
+			text.Bytes(int64(f.WeightsBytes)), text.Bytes(int64(f.KVBytes)), f.Context, text.Bytes(int64(f.OverheadBytes)))
 		for _, l := range hangLines(sizes, s.w-9, 0) {
 			b.WriteString("         " + st.Subtle.Render(l) + "\n")
 		}
@@ -694,13 +695,13 @@ func (s *serveScreen) runView() (string, int) {
 		var mark, when string
 		switch {
 		case ph.ID == serve.PhaseReady && r.ready != nil:
-			mark, when = st.OK.Render("✓"), linemode.FormatDuration(r.ready.Elapsed)
+			mark, when = st.OK.Render("✓"), text.Duration(r.ready.Elapsed)
 		case seen && i < now:
-			mark, when = st.OK.Render("✓"), linemode.FormatDuration(p.Elapsed)
+			mark, when = st.OK.Render("✓"), text.Duration(p.Elapsed)
 		case seen && s.running:
-			mark, when = st.Running.Render("◆"), linemode.FormatDuration(p.Elapsed)+st.Subtle.Render(" · stalls after "+linemode.FormatDuration(p.Budget)+" of silence")
+			mark, when = st.Running.Render("◆"), text.Duration(p.Elapsed)+st.Subtle.Render(" · stalls after "+text.Duration(p.Budget)+" of silence")
 		case seen:
-			mark, when = st.Fail.Render("■"), linemode.FormatDuration(p.Elapsed)
+			mark, when = st.Fail.Render("■"), text.Duration(p.Elapsed)
 		default:
 			mark = st.Skip.Render("·")
 		}

@@ -54,14 +54,14 @@ func TestServeScreenLiveFit(t *testing.T) {
 	s, _ := newServeTest(t)
 	text := screenText(s)
 	for _, want := range []string{"Serve and measure · llamacpp-distro · llama.cpp", "model    ", "tiny-random.gguf",
-		"fits  1.0 GiB of 111.6 GiB usable (0.90 × 124.0 GiB)", "KV cache 0.2 MiB (ctx 512)", "command  llama-server -m "} {
+		"fits  1 GiB of 111.6 GiB usable (0.90 × 124 GiB)", "KV cache 256 KiB (ctx 512)", "command  llama-server -m "} {
 		if !strings.Contains(text, want) {
 			t.Fatalf("the form lacks %q:\n%s", want, text)
 		}
 	}
 	s.Update(press("down")) // context: from the model's trained 512, doubled
 	s.Update(keyRight())
-	if text := screenText(s); !strings.Contains(text, "context  1024") || !strings.Contains(text, "KV cache 0.5 MiB (ctx 1024)") {
+	if text := screenText(s); !strings.Contains(text, "context  1024") || !strings.Contains(text, "KV cache 512 KiB (ctx 1024)") {
 		t.Fatalf("the estimate did not follow the context:\n%s", text)
 	}
 	// A context far beyond memory: edit the field.
@@ -260,7 +260,7 @@ func TestServeScreenFitsAndWraps(t *testing.T) {
 			s.SetSize(size[0], size[1])
 			follow(t, s, s.Init()(), time.Second)
 			form := screenText(s)
-			for _, want := range []string{"(0.90 × 124.0 GiB)", "-fa on", "tiny-random.gguf"} {
+			for _, want := range []string{"(0.90 × 124 GiB)", "-fa on", "tiny-random.gguf"} {
 				if !strings.Contains(form, want) {
 					t.Fatalf("the form lost %q at width %d:\n%s", want, size[0], form)
 				}

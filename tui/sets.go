@@ -329,7 +329,7 @@ func (s *setsScreen) changeLines(set *PinSet, width int) []string {
 	st := s.Styles
 	out := []string{st.Bold.Render("haloforge pins use "+text.Sanitize(set.ID)) + st.Subtle.Render(" changes (as pins diff shows it):")}
 	for _, c := range set.Changes {
-		out = append(out, hangLines("  "+text.Sanitize(c.Name)+": "+orNone(text.Sanitize(c.Old))+" → "+orNone(text.Sanitize(c.New)), width, 6)...)
+		out = append(out, hangLines("  "+text.Sanitize(c.Name)+": "+text.OrNone(text.Sanitize(c.Old))+" → "+text.OrNone(text.Sanitize(c.New)), width, 6)...)
 	}
 	out = append(out, "", st.Bold.Render("Steps to re-run:"))
 	tracks := slices.Sorted(maps.Keys(set.Rebuild))
@@ -373,13 +373,6 @@ func (s *setsScreen) usedLines(width int) []string {
 	}
 	out = append(out, "")
 	return append(out, wrapLines("The plan of "+s.track+" is made again with the new pins: the steps that read them run again.", width)...)
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
 }
 
 // pinWarningLines are the plan screen's lines about pins the last status

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/haloforge/haloforge/tui/linemode"
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // stepsPaneWidth is the widest the step list gets; the log takes the rest.
@@ -78,9 +78,9 @@ func (l *stepList) stepLine(i int, s *stepRun, spin string, now time.Time, st St
 	mark, dur := stepMark(s, spin, st), ""
 	switch s.State {
 	case stateRunning:
-		dur = linemode.FormatDuration(now.Sub(s.Started))
+		dur = text.Duration(now.Sub(s.Started))
 	case stateOK, stateFailed, stateInterrupted, stateNotVerified:
-		dur = linemode.FormatDuration(s.Duration)
+		dur = text.Duration(s.Duration)
 	case stateSkipped:
 		dur = "skip"
 	}

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/haloforge/haloforge/tui/linemode"
+	"github.com/haloforge/haloforge/internal/text"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -205,11 +205,11 @@ func summaryStepLine(s *stepRun, st Styles, width int) string {
 	var mark, what string
 	switch s.State {
 	case stateOK:
-		mark, what = st.OK.Render("✓"), linemode.FormatDuration(s.Duration)
+		mark, what = st.OK.Render("✓"), text.Duration(s.Duration)
 	case stateFailed:
-		mark, what = st.Fail.Render("✗"), fmt.Sprintf("failed: exit %d after %s", s.ExitCode, linemode.FormatDuration(s.Duration))
+		mark, what = st.Fail.Render("✗"), fmt.Sprintf("failed: exit %d after %s", s.ExitCode, text.Duration(s.Duration))
 		if s.Optional {
-			mark, what = st.Warn.Render("!"), fmt.Sprintf("failed (optional: the run went on without it): exit %d after %s", s.ExitCode, linemode.FormatDuration(s.Duration))
+			mark, what = st.Warn.Render("!"), fmt.Sprintf("failed (optional: the run went on without it): exit %d after %s", s.ExitCode, text.Duration(s.Duration))
 		}
 	case stateSkipped:
 		mark, what = st.Skip.Render("↷"), cmp.Or(s.Reason, "skipped")

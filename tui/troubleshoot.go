@@ -13,6 +13,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // troubleshootScreen opens a log or a diagnostics bundle, lists what it
@@ -297,7 +298,7 @@ func (s *troubleshootScreen) results() string {
 		return st.OK.Render(wrapHard("No known failure in "+src+".", width)) + "\n" +
 			st.Subtle.Render(wrap("If it still fails, the last lines of the log are the place to look; `haloforge doctor` checks the host.", width))
 	}
-	b.WriteString(st.Bold.Render(wrapHard(fmt.Sprintf("%s in %s", plural(len(s.findings), "known failure"), src), width)) + "\n")
+	b.WriteString(st.Bold.Render(wrapHard(fmt.Sprintf("%s in %s", text.Plural(len(s.findings), "known failure"), src), width)) + "\n")
 	for i, f := range s.findings {
 		cur := "  "
 		if i == s.selected {

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps/bench"
 )
 
@@ -279,7 +280,7 @@ func liveHost(ctx context.Context) bench.Host {
 			h.Device = *g.Name
 		}
 		if g.VRAMBytes != nil && g.Integrated != nil && *g.Integrated {
-			h.BIOSUMA = fmt.Sprintf("%d MiB (the APU's VRAM carve-out)", *g.VRAMBytes>>20)
+			h.BIOSUMA = text.Bytes(*g.VRAMBytes) + " (the APU's VRAM carve-out)"
 		}
 	}
 	if r.Kernel.Release != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/bench"
 	"github.com/haloforge/haloforge/steps/runner"
@@ -106,7 +107,7 @@ func runBenchTrack(cmd *cobra.Command, o benchOptions) error {
 	}
 	if engine > 0 {
 		fmt.Fprintf(log, "time: the benchmark itself took %s; haloforge and the %s around it added %s\n",
-			fmtSeconds(engine), b.Mode, fmtSeconds(total-engine))
+			text.Seconds(engine), b.Mode, text.Seconds(total-engine))
 	}
 	if b.Tiny {
 		fmt.Fprintln(log, "note: the tiny random-weight model of the verify step: proof that kernels run, no speed claim")
@@ -166,5 +167,3 @@ func printBenchLaunch(w io.Writer, b serve.BenchLaunch) {
 		fmt.Fprintln(w, "  (the bench script adds the switch that turns mmap off: -mmp 0 or -lm none, as the build's --help names it)")
 	}
 }
-
-func fmtSeconds(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }

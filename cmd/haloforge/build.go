@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/haloforge/haloforge/detect"
-	"github.com/haloforge/haloforge/detect/hostfix"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/runner"
@@ -200,7 +199,7 @@ func newBuildRunner(plan *steps.Plan, pinsFile string, o buildOpts, color bool) 
 }
 
 // runAndPrint runs the build in line mode (the TUI takes over when it
-// exists) and maps its outcome to DESIGN.md's exit codes.
+// exists) and maps its outcome to docs/cli.md's exit codes.
 func runAndPrint(parent context.Context, in io.Reader, out io.Writer, r *runner.Runner, o buildOpts, next []string, color bool) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
@@ -264,7 +263,7 @@ func warnBlockingChecks(ctx context.Context, w io.Writer, t steps.Track, stateDi
 		return
 	}
 	for _, c := range failed {
-		fmt.Fprintf(w, "warning: check %s fails here: %s\n", hostfix.CheckLabel(c.ID), c.Summary)
+		fmt.Fprintf(w, "warning: check %s fails here: %s\n", c.ID.Label(), c.Summary)
 	}
 	if len(failed) > 0 {
 		fmt.Fprintf(w, "warning: build will refuse to start until these are fixed (or run with --ignore-checks); `haloforge doctor` shows the fixes\n")
@@ -328,7 +327,7 @@ func blockingChecks(ctx context.Context, out io.Writer, t steps.Track, stateDir 
 		verb = "not blocking (--ignore-checks or --dry-run)"
 	}
 	for _, c := range failed {
-		fmt.Fprintf(out, "✗ check %s: %s — %s\n", hostfix.CheckLabel(c.ID), c.Summary, verb)
+		fmt.Fprintf(out, "✗ check %s: %s — %s\n", c.ID.Label(), c.Summary, verb)
 		if c.Fix != "" {
 			fmt.Fprintf(out, "  fix: %s\n", strings.ReplaceAll(strings.TrimSpace(c.Fix), "\n", "\n       "))
 		}

@@ -70,7 +70,7 @@ func TestResumeCommandRepeatsTheFlagsThatMatter(t *testing.T) {
 	}
 }
 
-// TestOutcomeExitCodes maps how a run ended to DESIGN.md's exit codes; a
+// TestOutcomeExitCodes maps how a run ended to docs/cli.md's exit codes; a
 // run that could not verify its outcome is not a failure.
 func TestOutcomeExitCodes(t *testing.T) {
 	ctx := context.Background()

@@ -168,7 +168,7 @@ func runClusterCheck(cmd *cobra.Command, o *clusterOpts) error {
 	if err != nil {
 		return err
 	}
-	var blocking []string
+	var blocking []detect.CheckID
 	if inv.Track != "" {
 		t, err := steps.Lookup(inv.Track)
 		if err != nil {
@@ -283,7 +283,7 @@ func runClusterUp(cmd *cobra.Command, o *clusterOpts) error {
 		}
 		return failedErr(err)
 	}
-	fmt.Fprintf(out, "✓ cluster up in %s: %s\n", res.Ready.Round(time.Second), res.URL)
+	fmt.Fprintf(out, "✓ cluster up in %s: %s\n", text.Duration(res.Ready), res.URL)
 	if p.Engine == cluster.EngineRay {
 		fmt.Fprintf(out, "  %s\n", res.Transport.Describe())
 	}

@@ -23,7 +23,7 @@ import (
 
 // Flags several commands share, each declared once.
 
-// globalOpts are DESIGN.md's global flags (--state-dir, --pins, --set,
+// globalOpts are the global flags (docs/cli.md) (--state-dir, --pins, --set,
 // --scripts): persistent flags of the root, so that they work before or
 // after any command (an alias `haloforge --state-dir ~/hf` works for every
 // command). A command that has no use for one accepts it and ignores it.

@@ -66,3 +66,8 @@ func completeEnvFiles(_ *cobra.Command, _ []string, _ string) ([]string, cobra.S
 func completeXMLFiles(_ *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
 	return []string{"xml"}, cobra.ShellCompDirectiveFilterFileExt
 }
+
+// completeJSONFiles completes .json files (verify references).
+func completeJSONFiles(_ *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+	return []string{"json"}, cobra.ShellCompDirectiveFilterFileExt
+}

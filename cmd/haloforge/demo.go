@@ -66,7 +66,7 @@ func runDemo(cmd *cobra.Command, o demoOpts) (err error) {
 	return outcomeErr(ctx, res.Status, res.Interrupted, err)
 }
 
-// outcomeErr maps how a wizard session ended to DESIGN.md's exit codes.
+// outcomeErr maps how a wizard session ended to docs/cli.md's exit codes.
 func outcomeErr(ctx context.Context, status string, interrupted bool, err error) error {
 	switch {
 	case err != nil:

@@ -212,7 +212,7 @@ func confirmer(ctx context.Context, cmd *cobra.Command, h hostfixOpts) func(word
 	}
 }
 
-// hostfixErr maps host-fix errors to DESIGN.md's exit codes.
+// hostfixErr maps host-fix errors to docs/cli.md's exit codes.
 func hostfixErr(err error) error {
 	var ee *exitError
 	switch {

@@ -99,8 +99,8 @@ func grubTree(t *testing.T, dir, fake string) string {
 	return root
 }
 
-// treeState is every file under root with its content and mode.
-func treeState(t *testing.T, root string) string {
+// rootState is every file under root with its content and mode.
+func rootState(t *testing.T, root string) string {
 	t.Helper()
 	var b strings.Builder
 	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
@@ -198,7 +198,7 @@ func TestHostfixE2E(t *testing.T) {
 			work := t.TempDir()
 			root := grubTree(t, work, fake)
 			state := filepath.Join(work, "state")
-			before := treeState(t, root)
+			before := rootState(t, root)
 			plan, err := exec.Command(bin, "doctor", "--plan", "--json", "--bundle", bundle, "--root", root).Output()
 			if err != nil {
 				t.Fatal(err)
@@ -248,7 +248,7 @@ func TestHostfixE2E(t *testing.T) {
 				t.Errorf("exit: %v, want %d\n%s", werr, exitInterrupted, out)
 			}
 			for _, pid := range pids {
-				if syscall.Kill(pid, 0) == nil {
+				if pidRuns(pid) {
 					t.Errorf("process %d of the boot tool still runs", pid)
 					syscall.Kill(pid, syscall.SIGKILL)
 				}
@@ -271,7 +271,7 @@ func TestHostfixE2E(t *testing.T) {
 			if rout, err := rb.CombinedOutput(); err != nil {
 				t.Fatalf("%s: %v\n%s", undo, err, rout)
 			}
-			if after := treeState(t, root); after != before {
+			if after := rootState(t, root); after != before {
 				t.Errorf("rollback did not restore the tree:\nbefore\n%s\nafter\n%s", before, after)
 			}
 		})
@@ -323,4 +323,16 @@ func TestHostfixE2E(t *testing.T) {
 			t.Errorf("pins status said:\n%s\n%s", out, stderr.String())
 		}
 	})
+}
+
+// pidRuns says whether process pid runs: a zombie waiting for its parent
+// to reap it has ended.
+func pidRuns(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	f := strings.Fields(string(stat[i+1:]))
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/haloforge/haloforge/tui/demo"
 )
 
-// dur is linemode.FormatDuration's output.
+// dur is text.Duration's output.
 const dur = `(?:\d+s|\d+m\d\ds|\d+h\d\dm)`
 
 // lineForms is every line a run prints in line mode, as README.md's "Line

@@ -1,16 +1,17 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/haloforge/haloforge/internal/safefile"
 )
 
 // Files in the current directory that replace haloforge's built-in copies
-// without a flag: ./versions.env, ./scripts and ./toolbox. That is DESIGN.md's
-// default, handy in a checkout, but it acts like `.` in PATH: a ./scripts
+// without a flag: ./versions.env, ./scripts and ./toolbox. That is the documented
+// default (docs/cli.md), handy in a checkout, but it acts like `.` in PATH: a ./scripts
 // folder of some other project would run as build steps. So an implicit tree
 // is used only when it looks like haloforge's, and every command that plans
 // or runs says, in one line on stderr, which local copy it uses.
@@ -89,27 +90,26 @@ func checkReportPath(path string) error {
 	case err == nil:
 		f, err := os.OpenFile(path, os.O_WRONLY, 0)
 		if err != nil {
-			return usageErr(fmt.Errorf("--report %s cannot be written: %w (nothing was run)", path, unwrapPathErr(err)))
+			return usageErr(fmt.Errorf("--report %s cannot be written: %w (nothing was run)", path, safefile.Cause(err)))
 		}
 		return f.Close()
 	}
+	return checkNewFile("--report", path)
+}
+
+// checkNewFile makes sure a file that does not exist yet can be created
+// at path (its directory exists and takes a new file), for the flag that
+// names it; it creates nothing that stays.
+func checkNewFile(flag, path string) error {
 	dir := filepath.Dir(path)
 	if !dirExists(dir) {
-		return usageErr(fmt.Errorf("--report %s: directory %s does not exist (nothing was run)", path, dir))
+		return usageErr(fmt.Errorf("%s %s: directory %s does not exist (nothing was run)", flag, path, dir))
 	}
-	f, err := os.CreateTemp(dir, ".haloforge-report-*")
+	f, err := os.CreateTemp(dir, ".haloforge-check-*")
 	if err != nil {
-		return usageErr(fmt.Errorf("--report %s cannot be written: %w (nothing was run)", path, unwrapPathErr(err)))
+		return usageErr(fmt.Errorf("%s %s cannot be written: %w (nothing was run)", flag, path, safefile.Cause(err)))
 	}
 	name := f.Name()
 	f.Close()
 	return os.Remove(name)
-}
-
-func unwrapPathErr(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

@@ -10,7 +10,6 @@ import (
 	"io"
 	"log"
 	"os"
-	"runtime/debug"
 	"strings"
 
 	"charm.land/fang/v2"
@@ -19,16 +18,13 @@ import (
 	"github.com/haloforge/haloforge/steps/runner"
 )
 
-// Exit codes of DESIGN.md.
+// Exit codes (docs/cli.md).
 const (
 	exitOK          = 0
 	exitFailed      = 1   // a step failed, a check is fail, diagnose found something
 	exitUsage       = 2   // bad usage or bad input: nothing was run
 	exitInterrupted = 130 // interrupted by the user
 )
-
-// version is set by the linker for releases.
-var version = "dev"
 
 // exitError carries an exit code through cobra's error path.
 type exitError struct {
@@ -83,13 +79,14 @@ func newRoot() *cobra.Command {
 		newDemoCmd(g),     // the wizard on built-in data
 		newBenchCmd(g),    // compare benchmark results with reference numbers
 		newServeCmd(g),    // serve a model with a track's engine, prove it answers
+		newVerifyCmd(g),   // check a running server's answers are right
 		newClusterCmd(g),  // check, start and stop 2–4 boxes (llama.cpp RPC, vLLM on Ray)
 	)
 	wrapHelp(root)
 	return root
 }
 
-// run executes the CLI and maps errors to DESIGN.md's exit codes.
+// run executes the CLI and maps errors to docs/cli.md's exit codes.
 func run(args []string) int {
 	// Libraries report to the standard logger what haloforge reports
 	// itself, or nothing a user can act on: net/http's "Unsolicited
@@ -100,7 +97,7 @@ func run(args []string) int {
 	root := newRoot()
 	root.SetArgs(args)
 	err := fang.Execute(context.Background(), root,
-		fang.WithVersion(versionString(version, buildInfo())),
+		fang.WithVersion(buildStamp(linked(), buildInfo()).String()),
 		fang.WithErrorHandler(printError),
 	)
 	return exitCode(err)
@@ -116,39 +113,6 @@ func exitCode(err error) int {
 	}
 	// cobra's own argument errors (unknown command, wrong arg count) are usage.
 	return exitUsage
-}
-
-// buildInfo is the binary's build information, nil when it has none.
-func buildInfo() *debug.BuildInfo {
-	info, _ := debug.ReadBuildInfo()
-	return info
-}
-
-// versionString is the version, with the commit the binary was built from
-// when Go recorded it (go build in a git checkout), so that "dev" says
-// which dev.
-func versionString(v string, info *debug.BuildInfo) string {
-	if info == nil {
-		return v
-	}
-	var rev, dirty string
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = ", modified"
-			}
-		}
-	}
-	if v == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		v = info.Main.Version // go install module@version
-	}
-	if len(rev) >= 12 {
-		return v + " (" + rev[:12] + dirty + ")"
-	}
-	return v
 }
 
 func printError(w io.Writer, _ fang.Styles, err error) {

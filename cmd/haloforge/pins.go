@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
 )
@@ -162,8 +163,14 @@ func printDiff(w io.Writer, d diffJSON, tracks []steps.Track) {
 	}
 	fmt.Fprintln(w, "changed pins:")
 	for _, name := range pins.ChangedNames(d.Changed) {
-		c := d.Changed[name]
-		fmt.Fprintf(w, "  %s: %s → %s\n", name, orNone(c.Old), orNone(c.New))
+		c, was, now := d.Changed[name], "", "" // absent or empty, a pin shows as (none)
+		if c.Old != nil {
+			was = *c.Old
+		}
+		if c.New != nil {
+			now = *c.New
+		}
+		fmt.Fprintf(w, "  %s: %s → %s\n", name, text.OrNone(was), text.OrNone(now))
 	}
 	fmt.Fprintln(w, "\nsteps to re-run:")
 	rebuilds := false
@@ -176,11 +183,4 @@ func printDiff(w io.Writer, d diffJSON, tracks []steps.Track) {
 	if !rebuilds {
 		fmt.Fprintln(w, "  none: no track reads these pins")
 	}
-}
-
-func orNone(s *string) string {
-	if s == nil {
-		return "(none)"
-	}
-	return *s
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/runner"
+	"github.com/haloforge/haloforge/steps/verify/standin"
 )
 
 func TestMain(m *testing.M) {
@@ -44,6 +45,23 @@ func TestScripts(t *testing.T) {
 		// [amdgpu]: this machine has an AMD GPU driver (/dev/kfd), so the
 		// gpu and kfd-access checks may pass: a script that needs them to
 		// fail skips.
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// standin MODE [FLAVOUR]: a stand-in OpenAI-compatible server on
+			// loopback (steps/verify/standin: vLLM cannot run here), its
+			// URL in $STANDIN_URL, stopped when the script ends.
+			"standin": func(ts *testscript.TestScript, _ bool, args []string) {
+				if len(args) < 1 || len(args) > 2 {
+					ts.Fatalf("usage: standin MODE [vllm|llama]")
+				}
+				fl := standin.VLLM
+				if len(args) == 2 {
+					fl = standin.Flavour(args[1])
+				}
+				s := standin.New(standin.Mode(args[0]), fl)
+				ts.Defer(s.Close)
+				ts.Setenv("STANDIN_URL", s.URL)
+			},
+		},
 		Condition: func(cond string) (bool, error) {
 			if cond == "amdgpu" {
 				_, err := os.Stat("/dev/kfd")

@@ -239,7 +239,7 @@ type serveOutcome struct {
 	Result serve.Result `json:"result"`
 }
 
-// serveExit maps a serve's outcome to DESIGN.md's exit codes: served and
+// serveExit maps a serve's outcome to docs/cli.md's exit codes: served and
 // stopped 0, stopped before ready 130, failed or stalled 1.
 func serveExit(res serve.Result) error {
 	switch {

@@ -7,7 +7,7 @@ import (
 	"github.com/haloforge/haloforge/steps/serve"
 )
 
-// A serve's outcome as DESIGN.md's exit codes: served and stopped 0,
+// A serve's outcome as docs/cli.md's exit codes: served and stopped 0,
 // stopped before ready 130, failed or stalled 1.
 func TestServeExit(t *testing.T) {
 	for _, tc := range []struct {

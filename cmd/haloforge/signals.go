@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/haloforge/haloforge/tui/linemode"
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // stopSignals stop a build, the wizard or the demo as Ctrl-C does: the step
@@ -35,7 +35,7 @@ func onInterrupt(out io.Writer, what string, grace time.Duration, stop, kill fun
 			case <-sigs:
 				n++
 				if n == 1 {
-					fmt.Fprintf(out, "\nstopping %s (SIGTERM, then SIGKILL after %s); press Ctrl-C again to kill it now\n", what, linemode.FormatDuration(grace))
+					fmt.Fprintf(out, "\nstopping %s (SIGTERM, then SIGKILL after %s); press Ctrl-C again to kill it now\n", what, text.Duration(grace))
 					stop()
 				} else {
 					kill()

@@ -13,7 +13,7 @@ import (
 	"github.com/haloforge/haloforge/steps"
 )
 
-// trackJSON is one entry of `tracks --json` (DESIGN.md's fields first).
+// trackJSON is one entry of `tracks --json` (the fields docs/json.md names).
 type trackJSON struct {
 	ID          string            `json:"id"`
 	Title       string            `json:"title"`

@@ -1,33 +1,12 @@
 package main
 
 import (
-	"runtime/debug"
 	"strings"
 	"testing"
 
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/tui"
 )
-
-// TestVersionString is finding 20: "dev" says which commit it was built
-// from when Go recorded it.
-func TestVersionString(t *testing.T) {
-	for _, tc := range []struct {
-		v    string
-		info *debug.BuildInfo
-		want string
-	}{
-		{"dev", nil, "dev"},
-		{"dev", &debug.BuildInfo{Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}}}, "dev (0123456789ab)"},
-		{"dev", &debug.BuildInfo{Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}}}, "dev (0123456789ab, modified)"},
-		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}, "v1.2.3"},
-		{"v2.0.0", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "v2.0.0"},
-	} {
-		if got := versionString(tc.v, tc.info); got != tc.want {
-			t.Errorf("versionString(%q, %+v) = %q, want %q", tc.v, tc.info, got, tc.want)
-		}
-	}
-}
 
 // TestDoctorColoursItsMarks is finding 20: on a terminal doctor's marks
 // are coloured as flutter doctor's; nothing else is.

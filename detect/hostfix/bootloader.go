@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Bootloader names of DESIGN.md's `doctor --plan --json`.
+// Bootloader names of `doctor --plan --json` (docs/json.md).
 const (
 	BootGRUB        = "grub"
 	BootGrubby      = "grubby"

@@ -5,31 +5,21 @@ import (
 	"regexp"
 	"strconv"
 
+	"github.com/haloforge/haloforge/detect"
+
 	"github.com/haloforge/haloforge/internal/text"
 )
 
-// Kernel-argument operations.
+// Kernel-argument operations and the argument itself are detect's: a
+// check's remedy names them, the plan places them.
 const (
-	OpSet    = "set"    // the argument ends up on the command line exactly once, with this value
-	OpRemove = "remove" // the argument (any value) is gone from the command line
+	OpSet    = detect.OpSet
+	OpRemove = detect.OpRemove
 )
 
-// KernelArg is one change to the kernel command line. Value is the new value
-// for OpSet; for OpRemove it is the value seen when planning (rpm-ostree
-// deletes key=value pairs), empty for a flag such as nomodeset.
-type KernelArg struct {
-	Op    string `json:"op"`
-	Key   string `json:"key"`
-	Value string `json:"value,omitempty"`
-}
-
-// String is the argument as it appears on the command line.
-func (a KernelArg) String() string {
-	if a.Value == "" {
-		return a.Key
-	}
-	return a.Key + "=" + a.Value
-}
+// KernelArg is one change to the kernel command line. The type is detect's;
+// the name stays here for the code that applies and rolls back plans.
+type KernelArg = detect.KernelArg
 
 // argRule says which operations a key allows and what its value may be.
 // Only these keys can ever reach a bootloader: a plan file is input, and an
@@ -78,7 +68,7 @@ var argRules = map[string]argRule{
 func ValidateArg(a KernelArg) error {
 	rule, ok := argRules[a.Key]
 	if !ok {
-		return fmt.Errorf("kernel argument %q is not one haloforge manages", text.Printable(a.Key, 80))
+		return fmt.Errorf("kernel argument %q is not one haloforge manages", printable(a.Key))
 	}
 	switch a.Op {
 	case OpSet:
@@ -86,7 +76,7 @@ func ValidateArg(a KernelArg) error {
 			return fmt.Errorf("kernel argument %s can only be removed", a.Key)
 		}
 		if rule.value == nil || !rule.value.MatchString(a.Value) {
-			return fmt.Errorf("kernel argument %s: value %q not allowed", a.Key, text.Printable(a.Value, 80))
+			return fmt.Errorf("kernel argument %s: value %q not allowed", a.Key, printable(a.Value))
 		}
 		if rule.check != nil {
 			if err := rule.check(a.Value); err != nil {
@@ -98,10 +88,15 @@ func ValidateArg(a KernelArg) error {
 			return fmt.Errorf("kernel argument %s cannot be removed", a.Key)
 		}
 		if !oldValueRe.MatchString(a.Value) {
-			return fmt.Errorf("kernel argument %s: value %q not allowed", a.Key, text.Printable(a.Value, 80))
+			return fmt.Errorf("kernel argument %s: value %q not allowed", a.Key, printable(a.Value))
 		}
 	default:
-		return fmt.Errorf("kernel argument %s: unknown operation %q (want set or remove)", a.Key, text.Printable(a.Op, 80))
+		return fmt.Errorf("kernel argument %s: unknown operation %q (want set or remove)", a.Key, printable(a.Op))
 	}
 	return nil
 }
+
+// printable quotes hostile input in an error: one line through the one
+// sanitiser, at most 80 characters, so a bad plan file or argument cannot
+// flood or take over the terminal that shows the refusal.
+func printable(s string) string { return text.Printable(s, 80) }

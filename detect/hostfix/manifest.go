@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/haloforge/haloforge/internal/safefile"
-	"github.com/haloforge/haloforge/internal/text"
 )
 
 // The backup manifest's format marker: --rollback restores only what a
@@ -156,7 +155,7 @@ func (m *Manifest) validate() error {
 	seen := map[string]bool{}
 	for _, f := range m.Files {
 		if !allowedBackupPath(f.Path) || seen[f.Path] {
-			return fmt.Errorf("file %q is not one haloforge touches", text.Printable(f.Path, 80))
+			return fmt.Errorf("file %q is not one haloforge touches", printable(f.Path))
 		}
 		seen[f.Path] = true
 		if f.Role != RoleSource && f.Role != RoleGenerated && f.Role != RoleSideEffect {
@@ -178,7 +177,7 @@ func (m *Manifest) validate() error {
 	}
 	for _, g := range m.Groups {
 		if !userRe.MatchString(g.User) || g.User == "root" {
-			return fmt.Errorf("user %q not allowed", text.Printable(g.User, 80))
+			return fmt.Errorf("user %q not allowed", printable(g.User))
 		}
 		if err := checkGroups(g.Groups, false); err != nil {
 			return err

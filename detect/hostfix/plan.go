@@ -9,13 +9,14 @@ import (
 	"github.com/haloforge/haloforge/detect"
 )
 
-// Action kinds of DESIGN.md.
+// Action kinds, as doctor --plan --json names them; the user's own steps
+// (packages, firmware) are detect's step kinds.
 const (
 	KindKernelArg = "kernel-arg"
 	KindModprobe  = "modprobe"
 	KindGroup     = "group"
-	KindPackage   = "package"
-	KindFirmware  = "firmware"
+	KindPackage   = string(detect.StepPackage)
+	KindFirmware  = string(detect.StepFirmware)
 )
 
 // PlanVersion is the plan file format; --apply refuses any other.
@@ -49,15 +50,15 @@ type Plan struct {
 // --apply never runs advice). Arg, Modprobe and Group hold the change itself;
 // --apply builds its commands from them, never from Command.
 type Action struct {
-	ID       string        `json:"id"`
-	Kind     string        `json:"kind"`
-	Check    string        `json:"check"`
-	Change   string        `json:"change"`
-	Command  string        `json:"command"`
-	Advice   bool          `json:"advice,omitempty"`
-	Arg      *KernelArg    `json:"arg,omitempty"`
-	Modprobe *ModprobeEdit `json:"modprobe,omitempty"`
-	Group    *GroupChange  `json:"group,omitempty"`
+	ID       string         `json:"id"`
+	Kind     string         `json:"kind"`
+	Check    detect.CheckID `json:"check"`
+	Change   string         `json:"change"`
+	Command  string         `json:"command"`
+	Advice   bool           `json:"advice,omitempty"`
+	Arg      *KernelArg     `json:"arg,omitempty"`
+	Modprobe *ModprobeEdit  `json:"modprobe,omitempty"`
+	Group    *GroupChange   `json:"group,omitempty"`
 }
 
 // GroupChange adds a user to groups.
@@ -84,9 +85,9 @@ type Target struct {
 
 // Skipped is a warning or failure the plan has no host change for.
 type Skipped struct {
-	Check  string `json:"check"`
-	Status string `json:"status"`
-	Reason string `json:"reason"`
+	Check  detect.CheckID `json:"check"`
+	Status string         `json:"status"`
+	Reason string         `json:"reason"`
 }
 
 // Options tune a plan.
@@ -103,22 +104,19 @@ type Options struct {
 	Bundle string
 }
 
-// lockupTimeoutMS is the GPU watchdog for long prompts: LLMKube's 20 s,
-// twice the default; -1 (no watchdog, as fak sets) would turn a real hang
-// into a frozen machine.
-const lockupTimeoutMS = "20000"
-
 var userRe = regexp.MustCompile(`^[a-z_][a-z0-9_.-]{0,31}\$?$`)
 
-// want is one kernel argument the checks ask for.
+// want is one kernel argument a check's remedy asks for.
 type want struct {
 	arg   KernelArg
-	check string
+	check detect.CheckID
 	why   string
 }
 
-// Build turns an analysed report and the boot evidence into a plan. It
-// reads only its inputs: the same report and evidence give the same plan.
+// Build turns an analysed report and the boot evidence into a plan: the
+// remedies of the warning and failing checks, placed for this machine's
+// bootloader and distribution. It reads only its inputs: the same report
+// and evidence give the same plan.
 func Build(r *detect.Report, e *Evidence, o Options) (*Plan, error) {
 	if e == nil {
 		e = &Evidence{}
@@ -130,8 +128,8 @@ func Build(r *detect.Report, e *Evidence, o Options) (*Plan, error) {
 	p.Bootloader = p.Boot.Name
 	// Without an AMD GPU there is nothing for haloforge to set up: no
 	// kernel argument, group or package on such a host serves it.
-	if status(r, "gpu") == detect.StatusFail {
-		skippedChecks(p, r, nil)
+	if status(r, detect.CheckGPU) == detect.StatusFail {
+		skippedChecks(p, r, nil, "no AMD GPU here, so nothing for haloforge to set up")
 		return p, nil
 	}
 	wants, err := wantedArgs(r, o, p)
@@ -148,120 +146,96 @@ func Build(r *detect.Report, e *Evidence, o Options) (*Plan, error) {
 	modprobeActions(p, e, wants)
 	groupAction(p, r, e, o)
 	adviceActions(p, r, e)
-	skippedChecks(p, r, wants)
+	skippedChecks(p, r, wants, "")
 	p.Reboot = p.Reboot || slices.ContainsFunc(p.Actions, func(a Action) bool {
 		return !a.Advice && (a.Kind == KindKernelArg || a.Kind == KindModprobe)
 	})
 	return p, nil
 }
 
-func status(r *detect.Report, id string) detect.Status {
+func status(r *detect.Report, id detect.CheckID) detect.Status {
 	if c, ok := r.Check(id); ok {
 		return c.Status
 	}
 	return ""
 }
 
-func flagged(r *detect.Report, id string) bool {
-	s := status(r, id)
-	return s == detect.StatusWarn || s == detect.StatusFail
+// remedies are the warning and failing checks whose remedy the plan
+// places, in doctor's order.
+func remedies(r *detect.Report) []detect.Check {
+	var out []detect.Check
+	for _, c := range r.Checks {
+		if c.Flagged() && c.Remedy.Changes() && c.Remedy.Manual == "" {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
-// wantedArgs are the kernel arguments the checks ask for, in a stable order.
+// wantedArgs are the kernel arguments the checks' remedies ask for (--gtt-gib
+// first), each key once, and what --verify reads back for them.
 func wantedArgs(r *detect.Report, o Options, p *Plan) ([]want, error) {
 	var out []want
 	seen := map[string]bool{}
-	add := func(w want) {
-		if !seen[w.arg.Key] {
-			seen[w.arg.Key] = true
-			out = append(out, w)
+	var gttBytes int64
+	add := func(c detect.CheckID, m *detect.Remedy, args []detect.ArgChange) {
+		set := map[string]bool{}
+		for _, a := range args {
+			if a.Arg.Op == OpSet {
+				set[a.Arg.Key] = true
+			}
+		}
+		for _, a := range args {
+			arg := a.Arg
+			if arg.Op == OpRemove {
+				if set[arg.Key] {
+					continue // a new value replaces the old one
+				}
+				arg.Value = safeOld(arg.Value)
+			}
+			if seen[arg.Key] {
+				continue
+			}
+			if err := ValidateArg(arg); err != nil {
+				p.Notes = append(p.Notes, fmt.Sprintf("%s asks for %s, which haloforge does not place (%v): set it by hand", c.Label(), printable(arg.String()), err))
+				continue
+			}
+			seen[arg.Key] = true
+			out = append(out, want{arg, c, a.Why})
+		}
+		if m != nil && m.GTTBytes > 0 && gttBytes == 0 {
+			gttBytes = m.GTTBytes
 		}
 	}
-	cmd := r.Kernel.Cmdline
-	var ram int64
-	if r.Memory.TotalBytes != nil {
-		ram = *r.Memory.TotalBytes
-	}
-	var pages int64
-	pagesCheck, pagesWhy := "gtt-size", ""
 	if o.GTTGiB > 0 {
+		var ram int64
+		if r.Memory.TotalBytes != nil {
+			ram = *r.Memory.TotalBytes
+		}
 		if ram > 0 && o.GTTGiB*(1<<30) > ram-2*(1<<30) {
 			return nil, fmt.Errorf("--gtt-gib %d leaves the OS less than 2 GiB of the %.1f GiB RAM", o.GTTGiB, float64(ram)/(1<<30))
 		}
 		if o.GTTGiB > maxPages/detect.PagesPerGiB {
 			return nil, fmt.Errorf("--gtt-gib %d is more than any machine has", o.GTTGiB)
 		}
-		pages = o.GTTGiB * detect.PagesPerGiB
-		pagesWhy = fmt.Sprintf("GTT %d GiB, as asked (--gtt-gib)", o.GTTGiB)
+		pages := o.GTTGiB * detect.PagesPerGiB
+		add(detect.CheckGTTSize, &detect.Remedy{GTTBytes: pages * 4096}, detect.GTTArgs(r, pages, fmt.Sprintf("GTT %d GiB, as asked (--gtt-gib)", o.GTTGiB)))
 	}
-	if pages == 0 && flagged(r, "gtt-size") && ram > 0 {
-		t := detect.PlanGTT(ram)
-		pages = t.Pages
-		pagesWhy = fmt.Sprintf("GTT %d GiB = RAM %.1f GiB - %d GiB kept for the OS; %d x 262144 pages of 4 KiB", t.GiB, float64(ram)/(1<<30), t.ReserveGiB, t.GiB)
+	for _, c := range remedies(r) {
+		add(c.ID, c.Remedy, c.Remedy.Args)
 	}
-	var removeGTT []want
-	for _, k := range []string{"amdgpu.gttsize", "amdgpu.gtt_size"} {
-		if v, ok := cmd[k]; ok {
-			why := "deprecated: GTT follows ttm.pages_limit"
-			if k == "amdgpu.gtt_size" {
-				why = "not a parameter: the kernel ignores it (\"unknown parameter 'gtt_size' ignored\")"
-			}
-			removeGTT = append(removeGTT, want{KernelArg{Op: OpRemove, Key: k, Value: safeOld(v)}, "gttsize-deprecated", why})
-		}
-	}
-	if pages == 0 && flagged(r, "gttsize-deprecated") {
-		pagesCheck = "gttsize-deprecated"
-		_, hasTTM := cmd["ttm.pages_limit"]
-		switch {
-		case ram > 0:
-			t := detect.PlanGTT(ram)
-			pages = t.Pages
-			pagesWhy = fmt.Sprintf("replaces amdgpu.gttsize: GTT %d GiB = RAM %.1f GiB - %d GiB kept for the OS", t.GiB, float64(ram)/(1<<30), t.ReserveGiB)
-		case !hasTTM:
-			if mib, err := strconv.ParseInt(cmd["amdgpu.gttsize"], 10, 64); err == nil && mib > 0 && mib*256 <= maxPages {
-				pages = mib * 256
-				pagesWhy = fmt.Sprintf("keeps the %d MiB that amdgpu.gttsize asked for, the supported way (RAM unknown)", mib)
+	// What --verify reads back: the TTM module's limit the plan sets (amdttm
+	// when amdgpu-dkms brings it), and the GTT it gives the GPU.
+	for _, mod := range []string{"amdttm", "ttm"} {
+		for _, w := range out {
+			if w.arg.Op == OpSet && w.arg.Key == mod+".pages_limit" && p.Target.PagesLimit == 0 {
+				n, _ := strconv.ParseInt(w.arg.Value, 10, 64)
+				p.Target.TTMModule, p.Target.PagesLimit = mod, n
 			}
 		}
 	}
-	if pages > 0 {
-		n := strconv.FormatInt(pages, 10)
-		keys := []string{"ttm.pages_limit", "ttm.page_pool_size"}
-		if r.UsesAMDTTM() {
-			keys = append(keys, "amdttm.pages_limit", "amdttm.page_pool_size")
-		}
-		for _, k := range keys {
-			add(want{KernelArg{Op: OpSet, Key: k, Value: n}, pagesCheck, pagesWhy})
-		}
-		p.Target.PagesLimit = pages
-		p.Target.GTTBytes = pages * 4096
-		p.Target.TTMModule = "ttm"
-		if r.UsesAMDTTM() {
-			p.Target.TTMModule = "amdttm"
-		}
-	}
-	for _, w := range removeGTT {
-		add(w)
-	}
-	if flagged(r, "ttm-module") && pages == 0 {
-		if v, ok := cmd["ttm.pages_limit"]; ok && pagesRe.MatchString(v) && checkPages(v) == nil {
-			for _, k := range []string{"amdttm.pages_limit", "amdttm.page_pool_size"} {
-				add(want{KernelArg{Op: OpSet, Key: k, Value: v}, "ttm-module", "amdgpu-dkms reads amdttm, which ignores ttm.pages_limit"})
-			}
-			n, _ := strconv.ParseInt(v, 10, 64)
-			p.Target.TTMModule, p.Target.PagesLimit = "amdttm", n
-		}
-	}
-	if flagged(r, "cwsr") {
-		add(want{KernelArg{Op: OpSet, Key: "amdgpu.cwsr_enable", Value: "0"}, "cwsr",
-			"stop-gap for kernels without the gfx1151 CWSR fix; drop it on kernel >= 7.0 with ROCm >= 7.2.1"})
-	}
-	if flagged(r, "lockup-timeout") {
-		add(want{KernelArg{Op: OpSet, Key: "amdgpu.lockup_timeout", Value: lockupTimeoutMS}, "lockup-timeout",
-			"long prompts outlast the 10 s GPU watchdog (\"ring gfx timeout\"); 20 s as LLMKube uses"})
-	}
-	if _, ok := cmd["nomodeset"]; ok && len(r.GPUs) > 0 {
-		add(want{KernelArg{Op: OpRemove, Key: "nomodeset"}, "kfd-access", "nomodeset keeps amdgpu from starting, so ROCm has no GPU"})
+	if p.Target.PagesLimit > 0 && gttBytes > 0 {
+		p.Target.GTTBytes = gttBytes
 	}
 	return out, nil
 }

@@ -127,9 +127,9 @@ func (kb *kernelArgBuilder) pendingRemovals(wants []want) []want {
 		if i < 0 || (k == "nomodeset" && len(kb.r.GPUs) == 0) {
 			continue
 		}
-		check := "gttsize-deprecated"
+		check := detect.CheckGTTSizeDeprecated
 		if k == "nomodeset" {
-			check = "kfd-access"
+			check = detect.CheckKFDAccess
 		}
 		out = append(out, want{KernelArg{Op: OpRemove, Key: k, Value: safeOld(ps[i].value)}, check,
 			"in the boot configuration for the next boot"})

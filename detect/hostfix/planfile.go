@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/haloforge/haloforge/internal/text"
 )
 
 // Bounds on a plan file: it is input, possibly from someone else.
@@ -66,10 +64,10 @@ func (p *Plan) Validate() error {
 		return fmt.Errorf("version %d, want %d (make a new plan with this haloforge)", p.Version, PlanVersion)
 	}
 	if !slices.Contains(knownBoot, p.Bootloader) || p.Boot.Name != p.Bootloader {
-		return fmt.Errorf("unknown bootloader %q", text.Printable(p.Bootloader, 80))
+		return fmt.Errorf("unknown bootloader %q", printable(p.Bootloader))
 	}
 	if !slices.Contains(knownTools, p.Boot.Tool) {
-		return fmt.Errorf("unknown bootloader tool %q", text.Printable(p.Boot.Tool, 80))
+		return fmt.Errorf("unknown bootloader tool %q", printable(p.Boot.Tool))
 	}
 	if len(p.Actions) > maxActions {
 		return fmt.Errorf("%d actions, at most %d", len(p.Actions), maxActions)
@@ -83,7 +81,7 @@ func (p *Plan) Validate() error {
 	ids := map[string]bool{}
 	for i, a := range p.Actions {
 		if err := validateAction(a); err != nil {
-			return fmt.Errorf("action %d (%s): %w", i+1, text.Printable(a.ID, 80), err)
+			return fmt.Errorf("action %d (%s): %w", i+1, printable(a.ID), err)
 		}
 		if ids[a.ID] {
 			return fmt.Errorf("action %d: duplicate id %q", i+1, a.ID)
@@ -100,13 +98,13 @@ func (p *Plan) Validate() error {
 		}
 	}
 	if !slices.Contains([]string{"", "ttm", "amdttm"}, t.TTMModule) {
-		return fmt.Errorf("target: unknown TTM module %q", text.Printable(t.TTMModule, 80))
+		return fmt.Errorf("target: unknown TTM module %q", printable(t.TTMModule))
 	}
 	if t.PagesLimit < 0 || t.PagesLimit > maxPages || t.GTTBytes < 0 || t.GTTBytes > maxPages*4096 {
 		return errors.New("target: page or byte count out of range")
 	}
 	if t.User != "" && !userRe.MatchString(t.User) {
-		return fmt.Errorf("target: user %q not allowed", text.Printable(t.User, 80))
+		return fmt.Errorf("target: user %q not allowed", printable(t.User))
 	}
 	if err := checkGroups(t.Groups, true); err != nil {
 		return fmt.Errorf("target: %w", err)
@@ -119,10 +117,10 @@ func validateAction(a Action) error {
 		return errors.New("bad id")
 	}
 	if !slices.Contains(knownKinds, a.Kind) {
-		return fmt.Errorf("unknown kind %q", text.Printable(a.Kind, 80))
+		return fmt.Errorf("unknown kind %q", printable(a.Kind))
 	}
-	if !checkIDRe.MatchString(a.Check) {
-		return fmt.Errorf("bad check id %q", text.Printable(a.Check, 80))
+	if !checkIDRe.MatchString(string(a.Check)) {
+		return fmt.Errorf("bad check id %q", printable(string(a.Check)))
 	}
 	typed := 0
 	for _, set := range []bool{a.Arg != nil, a.Modprobe != nil, a.Group != nil} {
@@ -157,13 +155,13 @@ func validateAction(a Action) error {
 			return errors.New("modprobe action without modprobe edit")
 		}
 		if !modFileRe.MatchString(m.File) || strings.Contains(m.File, "..") {
-			return fmt.Errorf("modprobe file %q not allowed", text.Printable(m.File, 80))
+			return fmt.Errorf("modprobe file %q not allowed", printable(m.File))
 		}
 		if !slices.Contains(modParams[m.Module], m.Param) {
-			return fmt.Errorf("module option %s.%s not allowed", text.Printable(m.Module, 80), text.Printable(m.Param, 80))
+			return fmt.Errorf("module option %s.%s not allowed", printable(m.Module), printable(m.Param))
 		}
 		if !oldValueRe.MatchString(m.Value) {
-			return fmt.Errorf("value %q not allowed", text.Printable(m.Value, 80))
+			return fmt.Errorf("value %q not allowed", printable(m.Value))
 		}
 		if a.ID != "modprobe:"+m.File+":"+m.Module+"."+m.Param {
 			return errors.New("id does not match its edit")
@@ -174,7 +172,7 @@ func validateAction(a Action) error {
 			return errors.New("group action without group change")
 		}
 		if !userRe.MatchString(g.User) || g.User == "root" {
-			return fmt.Errorf("user %q not allowed", text.Printable(g.User, 80))
+			return fmt.Errorf("user %q not allowed", printable(g.User))
 		}
 		if err := checkGroups(g.Groups, false); err != nil {
 			return err
@@ -186,14 +184,18 @@ func validateAction(a Action) error {
 	return nil
 }
 
+// allowedGroups are the only groups a plan may add a user to: those that
+// open /dev/kfd and /dev/dri/renderD*. A plan file is input.
+var allowedGroups = []string{"render", "video"}
+
 func checkGroups(gs []string, emptyOK bool) error {
 	if len(gs) == 0 && !emptyOK {
 		return errors.New("no groups")
 	}
 	seen := map[string]bool{}
 	for _, g := range gs {
-		if !slices.Contains(renderGroups, g) || seen[g] {
-			return fmt.Errorf("group %q not allowed", text.Printable(g, 80))
+		if !slices.Contains(allowedGroups, g) || seen[g] {
+			return fmt.Errorf("group %q not allowed", printable(g))
 		}
 		seen[g] = true
 	}
@@ -222,7 +224,7 @@ func checkTexts(p *Plan) error {
 		fields = append(fields, a.Change, a.Command)
 	}
 	for _, s := range p.Skipped {
-		fields = append(fields, s.Check, s.Status, s.Reason)
+		fields = append(fields, string(s.Check), s.Status, s.Reason)
 	}
 	if len(fields) > 16*maxListLength {
 		return errors.New("too many entries")

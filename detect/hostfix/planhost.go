@@ -33,7 +33,8 @@ func modprobeActions(p *Plan, e *Evidence, wants []want) {
 		orig := string(data)
 		for _, o := range modprobeOptions(f, e.Files[f]) {
 			key := o.module + "." + o.param
-			var check, why string
+			var check detect.CheckID
+			var why string
 			w, planned := set[key]
 			switch {
 			case o.module == "amdgpu" && (o.param == "gttsize" || o.param == "gtt_size"):
@@ -41,7 +42,7 @@ func modprobeActions(p *Plan, e *Evidence, wants []want) {
 					p.Notes = append(p.Notes, fmt.Sprintf("%s sets amdgpu %s=%s and nothing sets ttm.pages_limit: kept, or GTT would shrink to the default (size it with --gtt-gib)", f, o.param, o.value))
 					continue
 				}
-				check, why = "gttsize-deprecated", "deprecated: GTT follows ttm.pages_limit"
+				check, why = detect.CheckGTTSizeDeprecated, "deprecated: GTT follows ttm.pages_limit"
 			case planned && o.value != w.arg.Value:
 				check, why = w.check, "the kernel command line sets "+w.arg.String()
 			default:
@@ -91,30 +92,37 @@ func initramfsCommands(e *Evidence, b Boot) [][]string {
 	return nil
 }
 
-// renderGroups are the groups that open /dev/kfd and /dev/dri/renderD*.
-var renderGroups = []string{"render", "video"}
-
-// groupAction adds the user to render and video when the checks say the
-// user lacks them.
+// groupAction adds the user to the groups the checks' remedies ask for
+// (render and video: /dev/kfd and /dev/dri/renderD*).
 func groupAction(p *Plan, r *detect.Report, e *Evidence, o Options) {
-	denied := status(r, "kfd-access") == detect.StatusFail && r.Host.KFD != nil && *r.Host.KFD == "denied"
-	if !flagged(r, "render-groups") && !denied {
-		return
+	var check detect.CheckID
+	var want []string
+	for _, c := range remedies(r) {
+		if len(c.Remedy.Groups) == 0 {
+			continue
+		}
+		if check == "" {
+			check = c.ID
+		}
+		for _, g := range c.Remedy.Groups {
+			if !slices.Contains(want, g) {
+				want = append(want, g)
+			}
+		}
 	}
-	check := "render-groups"
-	if !flagged(r, "render-groups") {
-		check = "kfd-access"
+	if len(want) == 0 {
+		return
 	}
 	user := o.User
 	if user == "" && r.Host.User != nil {
 		user = *r.Host.User
 	}
 	if user == "" || user == "root" || !userRe.MatchString(user) {
-		p.Notes = append(p.Notes, "which user needs the render and video groups is unknown: run haloforge doctor --plan as that user")
+		p.Notes = append(p.Notes, "which user needs the "+strings.Join(want, " and ")+" groups is unknown: run haloforge doctor --plan as that user")
 		return
 	}
 	var missing []string
-	for _, g := range renderGroups {
+	for _, g := range want {
 		if slices.Contains(r.Host.Groups, g) {
 			continue
 		}
@@ -129,7 +137,7 @@ func groupAction(p *Plan, r *detect.Report, e *Evidence, o Options) {
 		missing = append(missing, g)
 	}
 	p.Target.User = user
-	for _, g := range renderGroups {
+	for _, g := range want {
 		if _, known := e.Groups[g]; known || len(e.Groups) == 0 {
 			p.Target.Groups = append(p.Target.Groups, g)
 		}
@@ -154,7 +162,8 @@ func groupAction(p *Plan, r *detect.Report, e *Evidence, o Options) {
 	p.Actions = append(p.Actions, a)
 }
 
-// distro is the os-release family: fedora, debian, ubuntu, arch, or "".
+// distro is the os-release family, as detect's steps name distributions:
+// fedora, ostree (rpm-ostree systems), ubuntu, debian, arch, nixos, or "".
 func distro(r *detect.Report, e *Evidence, b Boot) string {
 	ids := e.OSRelease["ID"] + " " + e.OSRelease["ID_LIKE"]
 	if r.Host.OSID != nil {
@@ -163,99 +172,53 @@ func distro(r *detect.Report, e *Evidence, b Boot) string {
 	f := strings.Fields(ids)
 	switch {
 	case b.Name == BootRPMOstree:
-		return "ostree"
+		return detect.DistroFedoraAtomic
 	case b.Name == BootNixOS || slices.Contains(f, "nixos"):
-		return "nixos"
+		return detect.DistroNixOS
 	case slices.Contains(f, "ubuntu"):
-		return "ubuntu"
+		return detect.DistroUbuntu
 	case slices.Contains(f, "debian"):
-		return "debian"
+		return detect.DistroDebian
 	case slices.Contains(f, "fedora") || slices.Contains(f, "rhel"):
-		return "fedora"
+		return detect.DistroFedora
 	case slices.Contains(f, "arch"):
-		return "arch"
+		return detect.DistroArch
+	case slices.Contains(f, "suse") || slices.Contains(f, "opensuse"):
+		return detect.DistroSUSE
+	case slices.Contains(f, "gentoo"):
+		return detect.DistroGentoo
 	}
 	return ""
 }
 
-// adviceActions are the package and firmware changes haloforge does not
-// make itself (a kernel, firmware, the BIOS): the exact command where one
-// is certain for the distribution, else the words.
+// adviceActions are the steps of the checks' remedies that haloforge does
+// not take itself (a kernel, firmware, a package, the BIOS): the exact
+// command where the step has one for this distribution, else the words.
 func adviceActions(p *Plan, r *detect.Report, e *Evidence) {
 	d := distro(r, e, p.Boot)
 	version := e.OSRelease["VERSION_ID"]
-	advise := func(id, kind, check, change, command string) {
-		p.Actions = append(p.Actions, Action{ID: id, Kind: kind, Check: check, Change: change, Command: command, Advice: true})
-	}
-	if flagged(r, "kernel-version") {
-		cmd := map[string]string{
-			"fedora": "sudo dnf upgrade --refresh kernel",
-			"arch":   "sudo pacman -Syu linux",
-			"ostree": "rpm-ostree upgrade",
-		}[d]
-		if d == "ubuntu" && version == "24.04" {
-			cmd = "sudo apt install linux-oem-24.04"
+	seen := map[string]bool{}
+	for _, c := range remedies(r) {
+		for _, s := range c.Remedy.Steps {
+			if seen[s.ID] {
+				continue
+			}
+			seen[s.ID] = true
+			a := Action{ID: s.ID, Kind: string(s.Kind), Check: c.ID, Change: s.Change, Advice: true}
+			if dc, ok := s.For(d, version); ok {
+				a.Command = dc.Command
+			}
+			p.Actions = append(p.Actions, a)
 		}
-		advise("package:kernel", KindPackage, "kernel-version", "install a kernel >= 6.18.4 (the gfx1151 KFD/CWSR fixes), then reboot into it", cmd)
 	}
-	if status(r, "mes-firmware") == detect.StatusFail {
-		cmd := map[string]string{
-			"fedora": "sudo dnf upgrade --refresh linux-firmware",
-			"ubuntu": "sudo apt update && sudo apt install --only-upgrade linux-firmware",
-			"debian": "sudo apt update && sudo apt install --only-upgrade firmware-amd-graphics",
-			"arch":   "sudo pacman -Syu linux-firmware",
-			"ostree": "rpm-ostree upgrade",
-		}[d]
-		advise("firmware:mes", KindFirmware, "mes-firmware", "replace linux-firmware 20251125 (MES 0x83 hangs the GPU) with 20260108 or newer, then reboot", cmd)
-	}
-	if c, ok := r.Check("firmware-kernel-pair"); ok && flagged(r, "firmware-kernel-pair") {
-		advise("firmware:kernel-pair", KindFirmware, "firmware-kernel-pair", firstSentence(c.Summary)+": see the doctor's fix", "")
-	}
-	if flagged(r, "carveout") {
-		advise("firmware:bios-carveout", KindFirmware, "carveout",
-			"in the BIOS/UEFI setup, set the UMA frame buffer (\"iGPU memory\", \"UMA size\") to its minimum: 512 MB on most boards "+
-				"(GMKtec EVO-X2 BIOS 1.12: 2 GB, under UMA_SPECIFIED, shown with Alt+F5); memory for the GPU then comes from GTT", "")
-	}
-	for _, tool := range []string{"container-engine", "distrobox"} {
-		if status(r, tool) != detect.StatusFail {
-			continue
-		}
-		pkg := map[string]string{"container-engine": "podman", "distrobox": "distrobox"}[tool]
-		cmd := map[string]string{
-			"fedora": "sudo dnf install " + pkg,
-			"ubuntu": "sudo apt install " + pkg,
-			"debian": "sudo apt install " + pkg,
-			"arch":   "sudo pacman -S " + pkg,
-			"ostree": "rpm-ostree install " + pkg,
-		}[d]
-		advise("package:"+pkg, KindPackage, tool, "install "+pkg, cmd)
-	}
-}
-
-func firstSentence(s string) string {
-	if i := strings.Index(s, ": "); i > 0 && i < 120 {
-		return s[:i]
-	}
-	return s
-}
-
-// skipReasons say why a flagged check has no host change in the plan.
-var skipReasons = map[string]string{
-	"gpu":          "no AMD GPU to configure",
-	"gfx-support":  "a GPU target question: pick the track doctor recommends",
-	"kfd-access":   "", // the check's own explanation: driver not loaded, or nodes not mapped
-	"hsa-override": "an environment variable, not a host setting: unset HSA_OVERRIDE_GFX_VERSION where it is set",
-	"disk-space":   "free space or point --state-dir at a bigger disk",
-	"build-memory": "pick a prebuilt track, or build with a lower MAX_JOBS",
-	"iommu":        "amd_iommu=off is an opt-in trade-off (faster, but no NPU or VFIO): haloforge never sets it for you",
-	"npu":          "information about the NPU: nothing to change",
 }
 
 // skippedChecks lists the warning and failing checks that neither an
 // action nor a wanted argument (already configured, waiting for the
-// reboot) covers.
-func skippedChecks(p *Plan, r *detect.Report, wants []want) {
-	covered := map[string]bool{}
+// reboot) covers, with the remedy's reason, or why the plan made no
+// changes at all (noGPU) for a check that has some.
+func skippedChecks(p *Plan, r *detect.Report, wants []want, noGPU string) {
+	covered := map[detect.CheckID]bool{}
 	for _, a := range p.Actions {
 		covered[a.Check] = true
 	}
@@ -263,20 +226,15 @@ func skippedChecks(p *Plan, r *detect.Report, wants []want) {
 		covered[w.check] = true
 	}
 	for _, c := range r.Checks {
-		if covered[c.ID] || (c.Status != detect.StatusWarn && c.Status != detect.StatusFail) {
+		if covered[c.ID] || !c.Flagged() {
 			continue
 		}
-		reason, ok := skipReasons[c.ID]
+		reason := "no host change for it: see haloforge doctor -v"
 		switch {
-		case !ok:
-			reason = "no host change for it: see haloforge doctor -v"
-		case reason == "":
-			// One explanation, doctor's: the check knows why (the driver
-			// is not loaded, or the nodes are not mapped into a container).
-			reason = c.Summary
-			if fix, _, _ := strings.Cut(c.Fix, "\n"); fix != "" {
-				reason += "; " + fix
-			}
+		case c.Remedy != nil && c.Remedy.Manual != "":
+			reason = c.Remedy.Manual
+		case noGPU != "":
+			reason = noGPU
 		}
 		p.Skipped = append(p.Skipped, Skipped{Check: c.ID, Status: string(c.Status), Reason: reason})
 	}

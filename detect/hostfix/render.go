@@ -5,19 +5,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/internal/text"
 )
-
-// CheckLabel names a check the one way haloforge names it wherever a check
-// is referred to: doctor's title with DESIGN.md's ID, "GTT size (gtt-size)".
-// doctor's table and the wizard's detection screen show the title alone.
-func CheckLabel(id string) string {
-	if t := detect.CheckTitle(id); t != id {
-		return t + " (" + id + ")"
-	}
-	return id
-}
 
 // WriteText prints the plan for a person: the actions, the file diffs, the
 // commands in order and what comes after.
@@ -45,7 +34,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 		if a.Advice {
 			tag += ", you do it"
 		}
-		fmt.Fprintf(&b, "%2d. [%s] %s  · check %s\n", i+1, tag, a.Change, CheckLabel(a.Check))
+		fmt.Fprintf(&b, "%2d. [%s] %s  · check %s\n", i+1, tag, a.Change, a.Check.Label())
 		if a.Command != "" {
 			for _, l := range strings.Split(a.Command, "\n") {
 				fmt.Fprintf(&b, "      %s\n", l)
@@ -70,7 +59,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 	if len(p.Skipped) > 0 {
 		b.WriteString("\nNot a host change (see haloforge doctor -v):\n")
 		for _, s := range p.Skipped {
-			fmt.Fprintf(&b, "  %s, %s: %s\n", CheckLabel(s.Check), s.Status, s.Reason)
+			fmt.Fprintf(&b, "  %s, %s: %s\n", s.Check.Label(), s.Status, s.Reason)
 		}
 	}
 	for _, n := range p.Notes {

@@ -99,7 +99,7 @@ func Verify(p *Plan, in VerifyInput) *VerifyReport {
 		case r.Kernel.TTMModule != nil && *r.Kernel.TTMModule != mod:
 			v.add(what, VerifyFail, fmt.Sprintf("the loaded TTM module is %s, the plan set %s", *r.Kernel.TTMModule, mod))
 		case *r.Kernel.TTMPagesLimit == t.PagesLimit:
-			v.add(what, VerifyOK, fmt.Sprintf("%d (%s)", t.PagesLimit, gibText(t.PagesLimit*4096)))
+			v.add(what, VerifyOK, fmt.Sprintf("%d (%s)", t.PagesLimit, text.Bytes(t.PagesLimit*4096)))
 		default:
 			v.add(what, VerifyFail, fmt.Sprintf("%d, the plan set %d", *r.Kernel.TTMPagesLimit, t.PagesLimit))
 		}
@@ -110,18 +110,18 @@ func Verify(p *Plan, in VerifyInput) *VerifyReport {
 		case g == nil || g.GTTBytes == nil:
 			v.add("GTT size", VerifyUnknown, "neither sysfs mem_info_gtt_total nor dmesg says")
 		case *g.GTTBytes == t.GTTBytes:
-			v.add("GTT size", VerifyOK, gibText(t.GTTBytes))
+			v.add("GTT size", VerifyOK, text.Bytes(t.GTTBytes))
 		case *g.GTTBytes > t.GTTBytes:
-			v.add("GTT size", VerifyFail, fmt.Sprintf("%s, the plan set %s (is amdgpu.gttsize still set somewhere?)", gibText(*g.GTTBytes), gibText(t.GTTBytes)))
+			v.add("GTT size", VerifyFail, fmt.Sprintf("%s, the plan set %s (is amdgpu.gttsize still set somewhere?)", text.Bytes(*g.GTTBytes), text.Bytes(t.GTTBytes)))
 		default:
-			v.add("GTT size", VerifyFail, fmt.Sprintf("%s, the plan set %s (rebooted since --apply?)", gibText(*g.GTTBytes), gibText(t.GTTBytes)))
+			v.add("GTT size", VerifyFail, fmt.Sprintf("%s, the plan set %s (rebooted since --apply?)", text.Bytes(*g.GTTBytes), text.Bytes(t.GTTBytes)))
 		}
 	}
 	if t.User != "" {
 		verifyGroups(v, t, r, in.Groups)
 	}
 	if r.Firmware.MES != nil {
-		if c, ok := r.Check("mes-firmware"); ok && c.Status == detect.StatusFail {
+		if c, ok := r.Check(detect.CheckMESFirmware); ok && c.Status == detect.StatusFail {
 			v.add("MES firmware", VerifyFail, c.Summary)
 		} else {
 			v.add("MES firmware", VerifyOK, *r.Firmware.MES)
@@ -131,8 +131,6 @@ func Verify(p *Plan, in VerifyInput) *VerifyReport {
 	v.OK = !slices.ContainsFunc(v.Items, func(i VerifyItem) bool { return i.Status != VerifyOK })
 	return v
 }
-
-func gibText(b int64) string { return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30)) }
 
 // cmdlineOf is the running kernel's command line from a bundle: cmdline.txt,
 // else dmesg's "Command line:".

@@ -132,7 +132,7 @@ func TestVerifyDemoPlanOnTheDemoMachine(t *testing.T) {
 	for _, want := range []string{
 		"[✗] cmdline: ttm.pages_limit=30670848: missing",
 		"[?] /sys/module/ttm/parameters/pages_limit: not readable here",
-		"[✗] GTT size: 62.5 GiB, the plan set 117.0 GiB",
+		"[✗] GTT size: 62.5 GiB, the plan set 117 GiB",
 		"[✓] MES firmware: 0x00000080",
 		"[✓] kernel log (dmesg): no MES or ring timeout",
 		"Not verified",

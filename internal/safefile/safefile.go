@@ -117,6 +117,12 @@ func OpenRegular(path string, links Links) (*os.File, fs.FileInfo, error) {
 	return CheckRegular(f, path)
 }
 
+// OpenDir opens a directory to list it without waiting on a FIFO or a
+// device that has its name (O_DIRECTORY fails on them at once).
+func OpenDir(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+}
+
 // OpenRegularIn is OpenRegular for a name inside root: links are followed
 // only where they stay inside it.
 func OpenRegularIn(root *os.Root, name string) (*os.File, fs.FileInfo, error) {
@@ -140,6 +146,18 @@ func CheckRegular(f *os.File, name string) (*os.File, fs.FileInfo, error) {
 		return nil, st, &NotRegularError{Path: name, Mode: st.Mode()}
 	}
 	return f, st, nil
+}
+
+// Cause is err without the operation and path an *fs.PathError adds, for a
+// message that names the path itself: "state dir X: permission denied",
+// not "state dir X: mkdir X: permission denied". Other errors are returned
+// as they are.
+func Cause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // Kind names what a non-regular file is, for a message: "a FIFO (named

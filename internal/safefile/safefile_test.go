@@ -152,3 +152,45 @@ func TestReadRegular(t *testing.T) {
 		t.Errorf("TooLargeError = %q", err)
 	}
 }
+
+func TestCause(t *testing.T) {
+	_, err := os.Open(filepath.Join(t.TempDir(), "none"))
+	if got := Cause(err); got != syscall.ENOENT {
+		t.Errorf("Cause(%v) = %v, want ENOENT", err, got)
+	}
+	plain := errors.New("plain")
+	if got := Cause(plain); got != plain {
+		t.Errorf("Cause(plain) = %v", got)
+	}
+}
+
+// TestOpenDir: a directory opens; a FIFO with no writer under the name is
+// refused at once.
+func TestOpenDir(t *testing.T) {
+	dir := t.TempDir()
+	f, err := OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		f, err := OpenDir(fifo)
+		if err == nil {
+			f.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("a FIFO was opened as a directory")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("OpenDir waited on the FIFO")
+	}
+}

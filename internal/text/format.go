@@ -9,7 +9,7 @@ import (
 
 // Duration is haloforge's one way to show how long something took or may
 // take, on a screen, in line mode and in messages alike: whole seconds,
-// rounded (4s, 2m05s, 1h02m).
+// rounded (4s, 2m05s, 1h02m), and days from two days on (11 days).
 func Duration(d time.Duration) string {
 	if d < 0 {
 		return "-" + Duration(-d)
@@ -20,8 +20,10 @@ func Duration(d time.Duration) string {
 		return fmt.Sprintf("%ds", int(d.Seconds()))
 	case d < time.Hour:
 		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	default:
+	case d < 48*time.Hour:
 		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	default:
+		return Plural(int(d/(24*time.Hour)), "day")
 	}
 }
 

@@ -50,7 +50,7 @@ func TestBuiltinSets(t *testing.T) {
 	if all[0].Status != Recommended {
 		t.Errorf("the recommended set comes first, got %s", all[0].ID)
 	}
-	// the 7.14 set is the community-validated stack of FACTS.md
+	// the 7.14 set is the community-validated stack (kyuz0's VLLM_PATCH_MANIFEST.md)
 	v := ids["rocm-7.14"].Values()
 	for name, want := range map[string]string{
 		"ROCM_VERSION": "7.14.0", "TORCH_VERSION": "2.11.0+rocm7.14.0", "TORCHVISION_VERSION": "0.26.0+rocm7.14.0",

@@ -126,7 +126,7 @@ func TestKeychainRefusesWhatPodmanCannotRead(t *testing.T) {
 	}{
 		{"missing", "", func(string) error { return nil }},
 		{"fifo", "is a FIFO (named pipe), not a regular file", func(p string) error { return syscall.Mkfifo(p, 0o600) }},
-		{"large", "over the 1 MiB limit", func(p string) error { return os.WriteFile(p, make([]byte, 2<<20), 0o600) }},
+		{"large", "is 2 MiB, over the 1 MiB limit", func(p string) error { return os.WriteFile(p, make([]byte, 2<<20), 0o600) }},
 		{"not json", "not a credentials file", func(p string) error { return os.WriteFile(p, []byte("auths: x"), 0o600) }},
 		{"bad base64", "the entry for quay.io: its auth is not base64", func(p string) error {
 			return os.WriteFile(p, []byte(`{"auths": {"quay.io": {"auth": "!!"}}}`), 0o600)

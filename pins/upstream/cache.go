@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/haloforge/haloforge/internal/safefile"
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/pins"
 )
 
@@ -237,26 +238,6 @@ func LastWarning(stateDir string, f *pins.File, names []string, now time.Time) (
 	return w, nil
 }
 
-// AgeText says how old a status is: "checked 3 days ago".
-func AgeText(age time.Duration) string {
-	switch {
-	case age < time.Minute:
-		return "checked just now"
-	case age < time.Hour:
-		return plural(int(age/time.Minute), "minute")
-	case age < 48*time.Hour:
-		return plural(int(age/time.Hour), "hour")
-	}
-	return plural(int(age/(24*time.Hour)), "day")
-}
-
-func plural(n int, unit string) string {
-	if n == 1 {
-		return "checked 1 " + unit + " ago"
-	}
-	return fmt.Sprintf("checked %d %ss ago", n, unit)
-}
-
 // Lines renders the warning for a terminal or a log, one finding a line,
 // ending with what to do.
 func (w *Warning) Lines() []string {
@@ -265,7 +246,7 @@ func (w *Warning) Lines() []string {
 	if n == 1 {
 		noun = "pin is"
 	}
-	out := []string{fmt.Sprintf("⚠ %d %s gone or moved upstream (pins status, %s)", n, noun, AgeText(w.Age))}
+	out := []string{fmt.Sprintf("⚠ %d %s gone or moved upstream (pins status, checked %s)", n, noun, text.Ago(w.Age))}
 	for _, p := range w.Pins {
 		mark := "✗"
 		if p.State == Moved {

@@ -126,22 +126,6 @@ func TestLastWarning(t *testing.T) {
 	}
 }
 
-func TestAgeText(t *testing.T) {
-	for d, want := range map[time.Duration]string{
-		10 * time.Second:     "checked just now",
-		time.Minute:          "checked 1 minute ago",
-		45 * time.Minute:     "checked 45 minutes ago",
-		5 * time.Hour:        "checked 5 hours ago",
-		47 * time.Hour:       "checked 47 hours ago",
-		3 * 24 * time.Hour:   "checked 3 days ago",
-		400 * 24 * time.Hour: "checked 400 days ago",
-	} {
-		if got := AgeText(d); got != want {
-			t.Errorf("AgeText(%s) = %q, want %q", d, got, want)
-		}
-	}
-}
-
 func FuzzParseCache(f *testing.F) {
 	f.Add([]byte(`{"version": 1, "checked_at": "2026-11-24T10:00:00Z", "pins": [{"name": "A", "value": "b", "state": "moved", "resolved": "x"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // What every request of `pins status` is held to, whoever sends it (this
@@ -161,21 +163,7 @@ func waitText(retryAfter string, now time.Time) string {
 	} else {
 		return "; the server sent Retry-After: " + shown + " (not a wait haloforge can read)"
 	}
-	return fmt.Sprintf("; the server asks to wait %s (Retry-After: %s)", waitDuration(wait), shown)
-}
-
-// waitDuration is a wait in words: 40s, 16m40s, 3h05m, 11 days.
-func waitDuration(d time.Duration) string {
-	d = d.Round(time.Second)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-	}
-	return fmt.Sprintf("%d days", int(d/(24*time.Hour)))
+	return fmt.Sprintf("; the server asks to wait %s (Retry-After: %s)", text.Duration(wait), shown)
 }
 
 // statusReason is what a server's unexpected status says: "HTTP 503

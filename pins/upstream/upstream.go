@@ -28,12 +28,11 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/pins"
 )
 
-// State is what a check found; the values are DESIGN.md's.
+// State is what a check found; the values are pins status's (docs/ids.md).
 type State string
 
 // The states of `pins status --json`.

@@ -2,7 +2,7 @@
 # shellcheck source-path=SCRIPTDIR
 # cmake4-fixes.sh PYTORCH_DIR: the CMake >= 4 fixes of the gfx803 workflow, fail-closed and
 # idempotent. CMake 4 refuses cmake_minimum_required(VERSION < 3.5) ("Compatibility with
-# CMake < 3.5 has been removed", FAILURES.md cmake4-policy-version-minimum), and PyTorch's
+# CMake < 3.5 has been removed": the cmake4-policy-version-minimum failure), and PyTorch's
 # requirements pull CMake 4 from pip. Exactly the third_party files the workflow lists get
 # their minimum raised to 3.5; gloo's types.h gets the <cstdint> newer compilers want.
 #

@@ -86,7 +86,7 @@ box_oci_runtime() {
 }
 
 # box_gpu_flags DEV...: sets BOX_FLAGS to what hands the host devices DEV (/dev/kfd, /dev/dri)
-# to a distrobox box (FACTS.md "Containers"), for `distrobox create --additional-flags`: a
+# to a distrobox box (docs/facts.md, container-engine), for `distrobox create --additional-flags`: a
 # --device for each, the user's render and video groups, and seccomp unconfined when
 # /dev/kfd (ROCm) is among them; empty without devices. distrobox already runs the box
 # --privileged with /dev mounted and, under podman, the run.oci.keep_original_groups=1

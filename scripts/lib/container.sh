@@ -25,7 +25,7 @@ engine() {
 # engine_is_podman: podman-only flags (keep-groups) depend on it.
 engine_is_podman() { [[ "$(basename "$(engine)")" == podman* ]]; }
 
-# gpu_flags: the run flags a ROCm container needs (FACTS.md "Containers"): both device
+# gpu_flags: the run flags a ROCm container needs (docs/facts.md, container-engine): both device
 # nodes, the caller's groups (rootless podman ignores named groups, and "render" may not
 # exist in the image), and no seccomp filter (ROCm's ioctl use trips the default profile).
 gpu_flags() {
@@ -127,14 +127,14 @@ vllm_check_flags() {
 }
 
 # spoof_risk_banner VERSION: what HSA_OVERRIDE_GFX_VERSION=VERSION means on RDNA 3.5, shown
-# before anything runs under it (FAILURES.md hsa-override-spoof-crash).
+# before anything runs under it (the hsa-override-spoof-crash failure).
 spoof_risk_banner() {
   log_warn "HSA_OVERRIDE_GFX_VERSION=$1: the runtime will report this GPU as $(spoofed_target "$1") and load kernels built for it, not for gfx1151."
   log_warn "RDNA3 kernels on RDNA 3.5 can die with 'Illegal instruction' or a GPU memory access fault, at load or mid-run. A stop-gap: prefer the therock-toolbox track (native gfx1151)."
 }
 
 # spoofed_target VERSION: the gfx name an HSA_OVERRIDE_GFX_VERSION value makes the runtime
-# report: major in decimal, minor and stepping in hex (FACTS.md), 11.0.0 -> gfx1100.
+# report: major in decimal, minor and stepping in hex (docs/facts.md), 11.0.0 -> gfx1100.
 spoofed_target() {
   local major minor step
   IFS=. read -r major minor step <<<"$1"

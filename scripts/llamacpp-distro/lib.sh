@@ -15,7 +15,7 @@ distro_init() {
 
 # gpu_gfx_targets: the LLVM targets of the GPUs the kernel's KFD topology lists (no ROCm
 # user space needed): gfx_target_version major*10000+minor*100+stepping, named gfx +
-# major (decimal) + minor and stepping (hex) (FACTS.md "The hardware"). Nodes with
+# major (decimal) + minor and stepping (hex) (docs/facts.md, KFD topology). Nodes with
 # simd_count 0 are CPUs. HALOFORGE_KFD_TOPOLOGY overrides the sysfs path (tests).
 gpu_gfx_targets() {
   local topo=${HALOFORGE_KFD_TOPOLOGY:-/sys/class/kfd/kfd/topology/nodes} props

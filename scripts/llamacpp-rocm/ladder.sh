@@ -2,7 +2,7 @@
 # The llama.cpp ROCm ladder's logic (sourced by 01-run-ladder.sh and 02-verify.sh; bats
 # tests it with a stand-in for the container engine).
 
-# Lines that llama.cpp prints right before the gfx1151 hangs (FAILURES.md
+# Lines that llama.cpp prints right before the gfx1151 hangs (the failure families
 # llamacpp-rocm-load-hang-sdma, llamacpp-rocm-graph-reserve-hang). They appear in healthy
 # runs too: only silence after them counts.
 LADDER_MARKERS=(

@@ -14,7 +14,7 @@ log_step "Pull $NIGHTLY_IMAGE"
 log_warn "$NIGHTLY_IMAGE floats: what you pull today is not what you pulled yesterday (not reproducible)"
 case $NIGHTLY_IMAGE in
   *rocm/vllm-dev:*)
-    # vLLM docs: rocm/vllm-dev is deprecated in favour of vllm/vllm-openai-rocm (FACTS.md).
+    # vLLM docs: rocm/vllm-dev is deprecated in favour of vllm/vllm-openai-rocm (scripts/SOURCES.md).
     log_warn "rocm/vllm-dev is deprecated upstream (vllm/vllm-openai-rocm replaces it): its nightly tag may stop moving or be gone; vllm/vllm-openai-rocm carries gfx1151 kernels itself and needs no spoof (its entrypoint is vllm serve: give it the model, no spoof variables)"
     ;;
 esac

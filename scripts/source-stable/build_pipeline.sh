@@ -121,7 +121,7 @@ check_values() {
   for name in SOURCE_VLLM_REF SOURCE_FLASH_ATTENTION_REF; do
     if [[ ! "${!name}" =~ ^[0-9a-f]{40}$ ]]; then
       [[ "${!name}" =~ ^[A-Za-z0-9._/-]+$ ]] || usage_error "$name='${!name}' is not a git ref"
-      # FACTS.md: vLLM re-created its v0.10.2 tag; only a commit is reproducible.
+      # vLLM re-created its v0.10.2 tag in Oct 2025: only a commit is reproducible.
       log_warn "$name=${!name} is not a commit SHA: tags can be re-created and branches move"
     fi
   done

@@ -9,7 +9,7 @@ check_lock() {
   grep -qE '^vllm(==| @ )' <<<"$lock" || die "requirements.lock has no vllm line"
   grep -qE '^flash[_-]attn(==| @ )' <<<"$lock" || die "requirements.lock has no flash_attn line"
   if grep -qE '^cmake==' <<<"$lock"; then
-    log_warn "requirements.lock contains pip's cmake: it can shadow the distro's (FAILURES.md pip-cmake-broken-shim)"
+    log_warn "requirements.lock contains pip's cmake: it can shadow the distro's (failure family pip-cmake-broken-shim)"
   fi
   return 0
 }

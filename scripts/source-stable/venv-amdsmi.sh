@@ -1,7 +1,7 @@
 #!/bin/sh
 # shellcheck source-path=SCRIPTDIR
 # venv-amdsmi.sh [ROOT]: make the distribution's amdsmi importable by the active venv's
-# python, then import it. vLLM detects ROCm only through `import amdsmi` (FACTS.md), and
+# python, then import it. vLLM detects ROCm only through `import amdsmi` (docs/facts.md), and
 # PyPI's amdsmi is left out of the build requirements (a ctypes wrapper around a library
 # nothing installs here). Fedora's amdsmi rpm moves the Python package, with its own
 # libamd_smi.so inside, out of share/amd_smi into the SYSTEM Python's site-packages (Fedora

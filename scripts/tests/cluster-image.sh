@@ -2,8 +2,8 @@
 # shellcheck source-path=SCRIPTDIR
 # The node image of the cluster proof (integration-cluster.sh): the Debian sid base image of
 # sid-image.sh plus a real OpenSSH server and client, iproute2, procps, and Debian's llama.cpp
-# with the Vulkan and RPC backends and Mesa's lavapipe (FACTS.md "Real llama.cpp, ROCm
-# compilers and RPC on these machines"), built with `podman build` and cached as
+# with the Vulkan and RPC backends and Mesa's lavapipe (scripts/SOURCES.md, "llamacpp-distro"),
+# built with `podman build` and cached as
 # localhost/haloforge-sid-ssh:<key>, where <key> hashes the base image's key and this recipe.
 # The .deb of libggml0-backend-rpc is kept in /var/cache/haloforge-it/ so the proof can take
 # the package away from one node and put it back without a mirror. Nothing relies on the

@@ -233,7 +233,7 @@ phase_bench_track() {
   check "bench adds under 2 s to the engine's own time (${BENCH_ADDED:-?}s)" awk -v a="${BENCH_ADDED:-99}" 'BEGIN { exit !(a < 2) }'
   out=$(as_user "$IT_DIR/haloforge" bench --track llamacpp-distro --scripts "$IT_DIR/scripts" --pins "$IT_DIR/versions.env" \
     --state-dir "$STATE" --set "LLAMACPP_DISTRO_BOX=$IT_BOX" --json 2>/dev/null) || code=$?
-  check "bench --track --json prints DESIGN.md's JSON alone" is_bench_json "$out"
+  check "bench --track --json prints docs/json.md's JSON alone" is_bench_json "$out"
   check "no process of $IT_USER is left after bench" bash -c "! pgrep -u $IT_USER >/dev/null"
 }
 

@@ -2,8 +2,7 @@
 # shellcheck source-path=SCRIPTDIR
 # Integration test of the therock-toolbox track with real podman and distrobox (make integration).
 #
-# As root on a throwaway test machine (FACTS.md "Real podman + distrobox on these test
-# machines"): installs podman, distrobox, runc, debootstrap, sudo, uidmap and python3 when missing;
+# As root on a throwaway test machine (a Debian 12 VM without registry access): installs podman, distrobox, runc, debootstrap, sudo, uidmap and python3 when missing;
 # gives podman the ulimits and runc it needs in /etc/containers/containers.conf; builds a
 # Debian base image with debootstrap + podman import (no registry is reachable; cached);
 # creates the normal user haloforge-it with passwordless sudo; serves a PEP 503 index on
@@ -80,7 +79,8 @@ install_packages() {
   fi
 }
 
-# configure_podman: the ulimits and runc podman needs in this VM (FACTS.md), unless the file
+# configure_podman: the ulimits and runc podman needs in this VM (else crun fails with
+# "setrlimit RLIMIT_NOFILE: Operation not permitted" or "cgroups in hybrid mode not supported"), unless the file
 # already has them; a different file is kept as .haloforge-bak.
 configure_podman() {
   local conf=/etc/containers/containers.conf hard
@@ -108,7 +108,7 @@ debian_mirror() {
 }
 
 # base_image: a Debian bookworm image with what distrobox's first start would install
-# (FACTS.md), built once and kept.
+# (so its first enter runs no apt), built once and kept.
 base_image() {
   if podman image exists "$IT_IMAGE"; then
     log_ok "base image $IT_IMAGE cached"

@@ -10,8 +10,8 @@
 # on stdout and logs on stderr) or as a command:
 #   scripts/tests/sid-image.sh [EXTRA_PACKAGES...]     build or reuse; print the image name
 # Root only (debootstrap, rootful podman). Packages that distrobox's first start would install
-# are in the image (FACTS.md "Real podman + distrobox"), so `distrobox enter` runs no apt.
-# The mirror's sid Release file is past its Valid-Until date here (FACTS.md), so the image's
+# are in the image, so `distrobox enter` runs no apt.
+# The mirror's sid Release file is past its Valid-Until date here (seen 2026-11-24), so the image's
 # apt is configured with Acquire::Check-Valid-Until "false" (a test-image setting only).
 # distrobox older than 1.8.2 (bookworm ships 1.4.2.1) seeds the user's password with
 # `chpasswd -e` and a random string, which sid's shadow rejects ("invalid password hash":

@@ -2,7 +2,7 @@
 # Tests of the source-stable track: build_pipeline.sh's arguments (defaults from
 # versions.env, overrides, usage errors, the refusal of gfx1151 with a ROCm 6 torch), the
 # vLLM architecture patcher on the real CMakeLists lines of v0.10.2 and of 2026 main
-# (FACTS.md), the lock check, and venv-amdsmi.sh in a real venv.
+# (scripts/SOURCES.md), the lock check, and venv-amdsmi.sh in a real venv.
 # shellcheck disable=SC2016
 
 setup() {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # Tests of the therock-toolbox step scripts that need no box: the fail-closed patchers
 # (vLLM's HIP arch list and build requirements, TheRock's rocm_sdk preload) on the real
-# upstream lines of FACTS.md, the dry run of every step, and the track's git checkout and
+# upstream lines (scripts/SOURCES.md), the dry run of every step, and the track's git checkout and
 # wheel cache helpers on a local repository and an offline-buildable package.
 # Single-quoted $ below is shell code for the child on purpose.
 # shellcheck disable=SC2016,SC2030,SC2031
@@ -115,7 +115,7 @@ vllm_tree() {
   cmp "$T/before" "$T/v/CMakeLists.txt"
 }
 
-# rocm_sdk_init FILE DEFAULT: TheRock's rocm_sdk/__init__.py preload signature (FACTS.md).
+# rocm_sdk_init FILE DEFAULT: TheRock's rocm_sdk/__init__.py preload signature (scripts/SOURCES.md).
 rocm_sdk_init() {
   cat >"$1" <<-PY
 		def preload_libraries(*shortnames, rtld_global: bool = $2):

@@ -27,7 +27,7 @@ if ! is_dry_run && ! pkg-config --exists liblzma; then
 fi
 need_venv
 [[ "$(command -v cmake)" == */venv/* || "$(command -v cmake)" == *"/.local/bin/"* ]] \
-  && log_warn "cmake is $(command -v cmake), a pip shim; the distro's cmake is safer (FAILURES.md pip-cmake-broken-shim)"
+  && log_warn "cmake is $(command -v cmake), a pip shim; the distro's cmake is safer (failure family pip-cmake-broken-shim)"
 
 log_step "TheRock at $THEROCK_REF"
 git_at "$THEROCK_DIR" "$THEROCK_REPO" "$THEROCK_REF"

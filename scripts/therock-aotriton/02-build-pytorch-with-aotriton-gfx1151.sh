@@ -50,7 +50,7 @@ bpw=$PT_BUILD/build_prod_wheels.py
 log_step "Environment for $GPU_TARGET"
 export PYTORCH_ROCM_ARCH=$GPU_TARGET USE_FLASH_ATTENTION=1 USE_MEM_EFF_ATTENTION=1
 export TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL=1
-# FBGEMM GenAI is CUDA-oriented: off, and its includes guarded below (FAILURES.md fbgemm-genai-link).
+# FBGEMM GenAI is CUDA-oriented: off, and its includes guarded below (the fbgemm-genai-link failure).
 export USE_FBGEMM_GENAI=0 USE_FBGEMM_GPU=0 BUILD_TEST=0
 export MAX_JOBS=${MAX_JOBS:-$(max_jobs)}
 if [[ -f "$AOT_PREFIX/lib/libaotriton_v2.so" ]]; then

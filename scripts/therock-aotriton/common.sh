@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Shared by the therock-aotriton steps (seeds/therock-aotriton-guide.md). The guide used a
+# Shared by the therock-aotriton steps (the project's TheRock + AOTriton guide). The guide used a
 # conda env; haloforge uses a plain venv so nothing but the distro's Python is needed.
 # Locations (override by exporting them):
 #   THEROCK_AOTRITON_VENV  the venv          [$HALOFORGE_STATE_DIR/therock-aotriton/venv]
@@ -109,7 +109,7 @@ need_tools() {
 
 # patch_fbgemm_genai PYTORCH_DIR: guard the FBGEMM GenAI includes of ATen's Blas.cpp with
 # __has_include, so a ROCm build never needs the CUDA-oriented fbgemm_gpu headers
-# (FAILURES.md fbgemm-genai-link). hipify copies cuda/Blas.cpp to hip/Blas.cpp, so the CUDA
+# (the fbgemm-genai-link failure). hipify copies cuda/Blas.cpp to hip/Blas.cpp, so the CUDA
 # file is the one to patch. Fail-closed through patch_replace_once (applied / already
 # present / anchor not found); a PyTorch without FBGEMM GenAI needs nothing.
 FBGEMM_GUARD_OLD='#ifdef USE_FBGEMM_GENAI'

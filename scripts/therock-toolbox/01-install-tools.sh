@@ -4,8 +4,7 @@
 # Runs inside the box (entered through distrobox from the host).
 #
 # Pins: PYTHON_VERSION. Build variables: VENV_DIR, WORK_DIR (toolbox/toolbox.env).
-# cmake comes from apt/dnf, never from pip (seed build-process; FAILURES.md
-# pip-cmake-broken-shim): `which cmake` must be /usr/bin/cmake.
+# cmake comes from apt/dnf, never from pip (the pip-cmake-broken-shim failure): `which cmake` must be /usr/bin/cmake.
 # The venv is made by the distro's python with ensurepip (it then holds only pip); the build
 # tools every later wheel build imports (pip, setuptools, wheel, packaging) go in at their
 # scripts/lib/python-pins.txt versions from PyPI.

@@ -116,8 +116,8 @@ rocm_sdk_init_file() {
 
 # fix_amdsmi_double_free: TheRock preloads ROCm libraries with RTLD_GLOBAL by default; with a
 # second copy of libamd_smi (a standalone amdsmi package bundling its own) that gives two
-# copies of the same symbols and "double free or corruption" at exit (FAILURES.md
-# therock-amdsmi-double-free). Patch the default to False (rocm_sdk/__init__.py @therock-7.14
+# copies of the same symbols and "double free or corruption" at exit (the
+# therock-amdsmi-double-free failure). Patch the default to False (rocm_sdk/__init__.py @therock-7.14
 # lines 92, 121: preload_libraries(*shortnames, rtld_global: bool = True)). When the anchor
 # moved, go on: the amdsmi installed below is the SDK's own and loads the very library file
 # torch preloads, so no second copy exists.

@@ -4,7 +4,7 @@
 # torch for the GPU target. Runs inside the box.
 #
 # Pins: VLLM_REPO, VLLM_REF, PYTORCH_ROCM_ARCH, GPU_TARGET.
-# The seed build-process recipe plus FACTS.md's lessons: use_existing_torch.py;
+# The project's first build recipe plus what public gfx1151 builds learnt: use_existing_torch.py;
 # GPU_TARGET patched into HIP_SUPPORTED_ARCHS when missing (patch-vllm.sh, fail-closed);
 # amdsmi and torch pins dropped from the ROCm build requirements; ROCm's clang as CC/CXX
 # (segfaults otherwise); HIPFLAGS with the device library path; MAX_JOBS from RAM;
@@ -41,7 +41,7 @@ check_rock_torch "$src"
 
 log_step "Use the venv's torch"
 if ! is_dry_run && [[ ! -f "$src/use_existing_torch.py" ]]; then
-  die "vLLM at $VLLM_REF has no use_existing_torch.py: its build would replace TheRock's torch (FAILURES.md vllm-torch-version-conflict); pick a VLLM_REF that has it"
+  die "vLLM at $VLLM_REF has no use_existing_torch.py: its build would replace TheRock's torch (failure family vllm-torch-version-conflict); pick a VLLM_REF that has it"
 fi
 run_in "$src" "$PY" use_existing_torch.py
 

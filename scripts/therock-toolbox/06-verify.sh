@@ -23,7 +23,7 @@ enter_box "$@"
 load_toolbox_env
 require_env GPU_TARGET
 activate_venv
-# Native gfx1151 kernels: a spoof would make the arch check lie (FACTS.md).
+# Native gfx1151 kernels: a spoof would make the arch check lie (the runtime reports the spoofed target).
 unset HSA_OVERRIDE_GFX_VERSION
 hf_verify_begin
 lib=$HALOFORGE_SCRIPTS_DIR/lib

@@ -32,8 +32,8 @@ activate_venv() {
   log_info "venv: $VENV_DIR"
   export VIRTUAL_ENV=$VENV_DIR
   export PATH=$VENV_DIR/bin:$PATH
-  # A user site or a source tree on PYTHONPATH loads a second torch (FAILURES.md
-  # two-torch-pybind-already-registered).
+  # A user site or a source tree on PYTHONPATH loads a second torch (the
+  # two-torch-pybind-already-registered failure).
   export PYTHONNOUSERSITE=1
   unset PYTHONPATH
   PY=$VENV_DIR/bin/python
@@ -118,8 +118,8 @@ venv_build_tools() {
 }
 
 # What the venv or the distro provides, never a build requirement from PyPI: TheRock's torch
-# family (a PyPI torch would replace it) and cmake (the distro's; FAILURES.md
-# pip-cmake-broken-shim). amdsmi is the SDK's own (02-install-rocm.sh).
+# family (a PyPI torch would replace it) and cmake (the distro's; the
+# pip-cmake-broken-shim failure). amdsmi is the SDK's own (02-install-rocm.sh).
 VENV_PROVIDED=(torch torchvision torchaudio triton pytorch-triton-rocm cmake amdsmi)
 
 # build_wheel NAME GLOB SRC [VAR=VALUE...]: the wheel of SRC built with pip wheel --no-deps
@@ -151,7 +151,7 @@ build_wheel() {
 }
 
 # install_wheel WHEEL: install a built wheel and its dependencies, with torch and friends
-# held at the versions 02-install-rocm.sh installed (FAILURES.md vllm-torch-version-conflict).
+# held at the versions 02-install-rocm.sh installed (the vllm-torch-version-conflict failure).
 install_wheel() {
   local wheel=$1 constraints=$VENV_DIR/haloforge-constraints.txt report
   report=$(hf_pip_report)

@@ -4,7 +4,7 @@
 # Usage: patch-vllm.sh VLLM_SRC [GFX_TARGET]   (target default: $GPU_TARGET, else gfx1151)
 #
 # 1. CMakeLists.txt: GFX_TARGET in set(HIP_SUPPORTED_ARCHS "…"). v0.10.2 lacks gfx1151
-#    (FACTS.md: "gfx906;…;gfx1101;gfx1200;gfx1201"); main has it since vLLM #25908.
+#    ("gfx906;…;gfx1101;gfx1200;gfx1201", scripts/SOURCES.md); main has it since vLLM #25908.
 # 2. The ROCm build requirements: requirements/build/rock.txt (TheRock's own, newer refs:
 #    vllm-project/vllm 027281ae) when the ref has it, else requirements/build/rocm.txt
 #    (since Apr 2026), else requirements/rocm-build.txt: no amdsmi (02-install-rocm.sh

@@ -5,7 +5,7 @@ Runs after ../lib/verify_torch.py (device, arch list, a matmul). Prints "verifie
 the flash backend ran and matched the math one, "FAIL: …" and exit 1 otherwise. Like the
 AOTriton seed's backend-check.py: SDPA is forced onto the flash backend, so a silent fallback
 to the math kernel counts as a failure. TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL=1 must be set
-before torch is imported (FAILURES.md sdpa-flash-attn-not-available); it is set here.
+before torch is imported (the sdpa-flash-attn-not-available failure); it is set here.
 """
 
 import os

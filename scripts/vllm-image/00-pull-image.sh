@@ -13,12 +13,12 @@ require_env VLLM_IMAGE
 log_step "Pull $VLLM_IMAGE"
 case $VLLM_IMAGE in
   *rocm/vllm-dev:*)
-    # FACTS.md "Images": vLLM deprecated rocm/vllm-dev for vllm/vllm-openai-rocm, and AMD
+    # vLLM deprecated rocm/vllm-dev for vllm/vllm-openai-rocm (scripts/SOURCES.md), and AMD
     # has not confirmed the navi tag; say so once, the pull may still work.
     log_warn "rocm/vllm-dev tags are deprecated upstream (vllm/vllm-openai-rocm replaces them) and AMD does not document this tag; if the pull fails, pin another image with --set VLLM_IMAGE=…"
     ;;
   *rocm/vllm[:@]*)
-    # FACTS.md "Images": rocm/vllm is deprecated as well; the default stays on it because its
+    # rocm/vllm is deprecated as well (scripts/SOURCES.md); the default stays on it because its
     # ROCm 10 image is the one verified on a Radeon 8060S, by this digest.
     log_warn "rocm/vllm is deprecated upstream (vllm/vllm-openai-rocm replaces it): this image is pinned by the digest verified on a Radeon 8060S and stays pullable while Docker Hub keeps it; haloforge pins status checks that it still resolves"
     ;;

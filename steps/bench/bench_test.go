@@ -265,7 +265,7 @@ func TestCompareOverallAndJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// DESIGN.md: {"results": [{"test","tokens_per_s","reference": {"source","tokens_per_s","match"} | null,"ratio"}],"verdict"}
+	// docs/json.md: {"results": [{"test","tokens_per_s","reference": {"source","tokens_per_s","match"} | null,"ratio"}],"verdict"}
 	var shape struct {
 		Results []map[string]json.RawMessage `json:"results"`
 		Verdict string                       `json:"verdict"`

@@ -11,14 +11,14 @@ import (
 	"github.com/haloforge/haloforge/internal/text"
 )
 
-// JSONReference is a result's reference in `bench --json` (DESIGN.md).
+// JSONReference is a result's reference in `bench --json` (docs/json.md).
 type JSONReference struct {
 	Source     string  `json:"source"`
 	TokensPerS float64 `json:"tokens_per_s"`
 	Match      string  `json:"match"`
 }
 
-// JSONResult is one result in `bench --json` (DESIGN.md): reference and
+// JSONResult is one result in `bench --json` (docs/json.md): reference and
 // ratio are null when no reference compares.
 type JSONResult struct {
 	Test       string         `json:"test"`
@@ -27,13 +27,13 @@ type JSONResult struct {
 	Ratio      *float64       `json:"ratio"`
 }
 
-// JSON is the whole `bench --json` answer (DESIGN.md).
+// JSON is the whole `bench --json` answer (docs/json.md).
 type JSON struct {
 	Results []JSONResult `json:"results"`
 	Verdict string       `json:"verdict"`
 }
 
-// ToJSON shapes a report as DESIGN.md's `bench --json`.
+// ToJSON shapes a report as docs/json.md's `bench --json`.
 func (rep Report) ToJSON() JSON {
 	out := JSON{Results: []JSONResult{}, Verdict: rep.Verdict}
 	for _, c := range rep.Comparisons {

@@ -37,7 +37,7 @@ const (
 	clockWarnAfter = time.Second
 )
 
-// Report is `cluster check --json`: per node, its checks (DESIGN.md).
+// Report is `cluster check --json`: per node, its checks (docs/json.md).
 type Report struct {
 	Engine string       `json:"engine"`
 	Nodes  []NodeReport `json:"nodes"`
@@ -82,7 +82,7 @@ type CheckOptions struct {
 	Engine string // rpc or ray
 	// Blocking are the doctor check IDs whose fail fails the node (the
 	// inventory track's BlockingChecks); other doctor fails warn.
-	Blocking []string
+	Blocking []detect.CheckID
 	// SSHDescribe says how a node is reached, for fixes.
 	SSHDescribe func(Node) string
 }
@@ -125,7 +125,7 @@ func Evaluate(inv *Inventory, probed map[string]Probed, o CheckOptions) *Report 
 		nr.Checks = append(nr.Checks, e.ssh(n, pr))
 		if pr.Facts == nil {
 			for _, id := range e.ids()[1:] {
-				nr.Checks = append(nr.Checks, detect.Check{ID: id, Status: detect.StatusSkip, Summary: "not checked: " + n.Name + " was not reachable over SSH"})
+				nr.Checks = append(nr.Checks, detect.Check{ID: detect.CheckID(id), Status: detect.StatusSkip, Summary: "not checked: " + n.Name + " was not reachable over SSH"})
 			}
 		} else {
 			f := pr.Facts
@@ -187,19 +187,19 @@ func (e *evaluator) reference() (Node, *Facts) {
 }
 
 func ok(id, summary string) detect.Check {
-	return detect.Check{ID: id, Status: detect.StatusOK, Summary: summary}
+	return detect.Check{ID: detect.CheckID(id), Status: detect.StatusOK, Summary: summary}
 }
 
 func warn(id, summary, fix string) detect.Check {
-	return detect.Check{ID: id, Status: detect.StatusWarn, Summary: summary, Fix: fix}
+	return detect.Check{ID: detect.CheckID(id), Status: detect.StatusWarn, Summary: summary, Fix: fix}
 }
 
 func fail(id, summary, fix string) detect.Check {
-	return detect.Check{ID: id, Status: detect.StatusFail, Summary: summary, Fix: fix}
+	return detect.Check{ID: detect.CheckID(id), Status: detect.StatusFail, Summary: summary, Fix: fix}
 }
 
 func skip(id, summary, fix string) detect.Check {
-	return detect.Check{ID: id, Status: detect.StatusSkip, Summary: summary, Fix: fix}
+	return detect.Check{ID: detect.CheckID(id), Status: detect.StatusSkip, Summary: summary, Fix: fix}
 }
 
 func (e *evaluator) ssh(n Node, pr Probed) detect.Check {
@@ -502,12 +502,12 @@ func (e *evaluator) doctor(n Node, f *Facts) detect.Check {
 			continue
 		}
 		if slices.Contains(e.o.Blocking, c.ID) {
-			blocking = append(blocking, c.ID)
+			blocking = append(blocking, string(c.ID))
 			if c.Fix != "" {
-				fixes = append(fixes, c.ID+": "+firstLine(c.Fix))
+				fixes = append(fixes, string(c.ID)+": "+firstLine(c.Fix))
 			}
 		} else {
-			failed = append(failed, c.ID)
+			failed = append(failed, string(c.ID))
 		}
 	}
 	v := "haloforge " + f.Haloforge.Version

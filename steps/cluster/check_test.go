@@ -58,7 +58,7 @@ func checkOf(t *testing.T, r *Report, node, id string) detect.Check {
 			continue
 		}
 		for _, c := range n.Checks {
-			if c.ID == id {
+			if string(c.ID) == id {
 				return c
 			}
 		}
@@ -181,7 +181,7 @@ func TestEvaluateUnreachableAndTrack(t *testing.T) {
 		"halo1": {Facts: head},
 		"halo2": {Err: errors.New("ssh failed: ssh halo2: Permission denied (publickey).")},
 	}
-	r := Evaluate(inv, p, CheckOptions{Engine: EngineRPC, Blocking: []string{"gpu", "kfd-access"}})
+	r := Evaluate(inv, p, CheckOptions{Engine: EngineRPC, Blocking: []detect.CheckID{detect.CheckGPU, detect.CheckKFDAccess}})
 	c := checkOf(t, r, "halo2", CheckSSH)
 	if c.Status != detect.StatusFail || !strings.Contains(c.Fix, "ssh-copy-id halo2") {
 		t.Errorf("ssh: %+v", c)

@@ -271,7 +271,7 @@ func cleanNodeFacts(nf *NodeFacts) {
 	}
 	for i := range nf.Checks {
 		c := &nf.Checks[i]
-		c.ID, c.Summary, c.Detail = one(c.ID), one(c.Summary), one(c.Detail)
+		c.ID, c.Summary, c.Detail = detect.CheckID(one(string(c.ID))), one(c.Summary), one(c.Detail)
 		c.Status = detect.Status(one(string(c.Status)))
 		c.Fix = text.Sanitize(strings.Join(strings.FieldsFunc(c.Fix, func(r rune) bool { return r == '\n' }), "\n"))
 	}

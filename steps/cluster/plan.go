@@ -209,9 +209,13 @@ func planRPC(inv *Inventory, o UpOptions, p *Plan) {
 	if o.Ctx > 0 {
 		argv = append(argv, "-c", strconv.Itoa(o.Ctx))
 	}
+	workers := "the worker's"
+	if len(endpoints) != 1 {
+		workers = fmt.Sprintf("the %d workers'", len(endpoints))
+	}
 	p.Launches = append(p.Launches, Launch{
 		Node: head, Service: ServiceLlama, Env: sortedEnv(inv.EnvFor(head)), Argv: argv,
-		Purpose: "llama-server with its own devices and " + plural(len(endpoints), "the worker's", "the %d workers'") + " (layers split across them)",
+		Purpose: "llama-server with its own devices and " + workers + " (layers split across them)",
 		Then:    "/health and /v1/models answer at " + p.URL,
 	})
 }
@@ -414,12 +418,4 @@ func (p *Plan) JSON() JSONPlan {
 			Env: env, Unset: append([]string{}, l.Unset...), Command: append([]string{}, l.Argv...), Shell: l.Shell()})
 	}
 	return j
-}
-
-// plural picks the singular or the plural wording (%d is the count).
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return fmt.Sprintf(many, n)
 }

@@ -504,11 +504,11 @@ func (c *Cluster) ready(ctx context.Context, l Launch, p *Plan, res *UpResult) e
 		for _, ev := range evs {
 			switch ev := ev.(type) {
 			case serve.PhaseEntered:
-				c.say("  ▸ %s (%s)", ev.Title, roundSec(ev.Elapsed))
+				c.say("  ▸ %s (%s)", ev.Title, text.Duration(ev.Elapsed))
 			case serve.PhaseWarning:
 				c.say("  ! %s: %s", ev.Text, ev.Line) // the readiness machine made it printable
 			case serve.ServerReady:
-				c.say("  ✓ ready in %s: %s", roundSec(ev.Elapsed), p.URL)
+				c.say("  ✓ ready in %s: %s", text.Duration(ev.Elapsed), p.URL)
 				return errReady
 			case serve.StartFailed:
 				return fail(ev.Reason)
@@ -636,8 +636,6 @@ func portOfURL(u string) string {
 	}
 	return "80"
 }
-
-func roundSec(d time.Duration) time.Duration { return d.Round(time.Second) }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)

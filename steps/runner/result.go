@@ -66,13 +66,13 @@ func readResult(path string) stepResult {
 	case errors.As(err, &nr):
 		return stepResult{notVerified: []string{"the result file is " + safefile.Kind(nr.Mode) + ", not a regular file"}}
 	case err != nil:
-		return stepResult{notVerified: []string{"the result file could not be read: " + text.Printable(unwrapPath(err).Error(), maxResultText)}}
+		return stepResult{notVerified: []string{"the result file could not be read: " + text.Printable(safefile.Cause(err).Error(), maxResultText)}}
 	}
 	defer f.Close()
 	// Its beginning only: what the step proved before the bound still counts.
 	b, err := io.ReadAll(io.LimitReader(f, maxResultBytes+1))
 	if err != nil {
-		return stepResult{notVerified: []string{"the result file could not be read: " + text.Printable(unwrapPath(err).Error(), maxResultText)}}
+		return stepResult{notVerified: []string{"the result file could not be read: " + text.Printable(safefile.Cause(err).Error(), maxResultText)}}
 	}
 	cut := len(b) > maxResultBytes
 	if cut {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
 )
 
@@ -68,7 +69,7 @@ func (r *Runner) changesSince(id string) []string {
 		for _, name := range slices.Sorted(maps.Keys(s.PinValues)) {
 			if v, had := o.Pins[name]; (!had || v != s.PinValues[name]) && !seen[name] {
 				seen[name] = true
-				changed = append(changed, fmt.Sprintf("%s %s -> %s", name, orNone(o.Pins[name], had), s.PinValues[name]))
+				changed = append(changed, fmt.Sprintf("%s %s -> %s", name, text.OrNone(v), s.PinValues[name]))
 			}
 		}
 		if r.runs[i] && (o.Status == steps.OutcomeSucceeded || o.Status == steps.OutcomeNotVerified || o.Status == steps.OutcomeSkipped) {
@@ -88,9 +89,3 @@ func (r *Runner) changesSince(id string) []string {
 	return []string{msg}
 }
 
-func orNone(v string, ok bool) string {
-	if !ok {
-		return "(unset)"
-	}
-	return v
-}

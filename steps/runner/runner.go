@@ -213,14 +213,14 @@ func CheckStateDir(dir string) error {
 		return errors.New("no state dir")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("state dir %s cannot be created: %w", dir, unwrapPath(err))
+		return fmt.Errorf("state dir %s cannot be created: %w", dir, safefile.Cause(err))
 	}
 	if err := ownedByUser(dir); err != nil {
 		return err
 	}
 	f, err := os.CreateTemp(dir, ".probe-*")
 	if err != nil {
-		return fmt.Errorf("state dir %s is not writable: %w", dir, unwrapPath(err))
+		return fmt.Errorf("state dir %s is not writable: %w", dir, safefile.Cause(err))
 	}
 	name := f.Name()
 	_, werr := f.Write([]byte("ok"))
@@ -238,7 +238,7 @@ func CheckStateDir(dir string) error {
 func ownedByUser(dir string) error {
 	fi, err := os.Stat(dir)
 	if err != nil {
-		return fmt.Errorf("state dir %s: %w", dir, unwrapPath(err))
+		return fmt.Errorf("state dir %s: %w", dir, safefile.Cause(err))
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
@@ -251,14 +251,6 @@ func ownedByUser(dir string) error {
 		return fmt.Errorf("state dir %s is writable by every user (mode %04o): another user could plant the scripts a build runs there; chmod o-w %s", dir, fi.Mode().Perm(), dir)
 	}
 	return nil
-}
-
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // selectSteps decides, per plan step, whether it runs and why.
@@ -306,7 +298,7 @@ func (r *Runner) checkScripts() error {
 		fi, err := os.Stat(p)
 		switch {
 		case err != nil:
-			problems = append(problems, fmt.Sprintf("step %s: script %s: %v", s.ID, p, unwrapPath(err)))
+			problems = append(problems, fmt.Sprintf("step %s: script %s: %v", s.ID, p, safefile.Cause(err)))
 		case !fi.Mode().IsRegular():
 			problems = append(problems, fmt.Sprintf("step %s: script %s is not a regular file", s.ID, p))
 		case fi.Mode().Perm()&0o111 == 0:
@@ -326,7 +318,7 @@ func (r *Runner) scriptPath(s steps.PlannedStep) string {
 func (r *Runner) checkSupervisor() error {
 	exe := r.o.Supervisor[0]
 	if _, err := os.Stat(exe); err != nil {
-		return fmt.Errorf("step supervisor %s: %w", exe, unwrapPath(err))
+		return fmt.Errorf("step supervisor %s: %w", exe, safefile.Cause(err))
 	}
 	return nil
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/creack/pty"
-
 	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
@@ -164,13 +163,13 @@ func (r *Runner) execute(ctx context.Context, s steps.PlannedStep, logPath strin
 	// What the step left running goes after its own output.
 	for _, l := range leftoverLines(end.left) {
 		if _, werr := logf.WriteString(l + "\n"); werr != nil {
-			res.err = errors.Join(res.err, fmt.Errorf("log %s: %w", logPath, unwrapPath(werr)))
+			res.err = errors.Join(res.err, fmt.Errorf("log %s: %w", logPath, safefile.Cause(werr)))
 			break
 		}
 	}
 	// The log promises every byte: one that does not close whole fails the step.
 	if cerr := logf.Close(); cerr != nil {
-		res.err = errors.Join(res.err, fmt.Errorf("log %s: %w", logPath, unwrapPath(cerr)))
+		res.err = errors.Join(res.err, fmt.Errorf("log %s: %w", logPath, safefile.Cause(cerr)))
 	}
 	if err != nil {
 		return res, outcome{status: steps.OutcomeFailed, exitCode: -1, err: errors.Join(err, res.err)}

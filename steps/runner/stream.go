@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
 )
@@ -180,7 +181,7 @@ func (st *stream) got(p []byte) {
 	if st.werr == nil {
 		if _, werr := st.logf.Write(p); werr != nil {
 			// Keep reading so the child is not blocked; the run fails.
-			st.werr = fmt.Errorf("log %s: %w", st.logPath, unwrapPath(werr))
+			st.werr = fmt.Errorf("log %s: %w", st.logPath, safefile.Cause(werr))
 		} else {
 			st.written.Add(int64(len(p)))
 		}

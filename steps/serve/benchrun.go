@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/steps/runner"
 )
 
@@ -124,7 +125,7 @@ func (b *BenchLaunch) llamaBench(ln launcher, req BenchRequest, home string) err
 		if err == nil {
 			err = errors.New("not a regular file")
 		}
-		return fmt.Errorf("--model %s: %w", model, unwrapPathErr(err))
+		return fmt.Errorf("--model %s: %w", model, safefile.Cause(err))
 	}
 	b.Model = abs
 	inside := abs

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/haloforge/haloforge/internal/text"
 )
 
-// Engine names, as `serve --dry-run --json` prints them (DESIGN.md).
+// Engine names, as `serve --dry-run --json` prints them (docs/json.md).
 const (
 	EngineLlamaCpp = "llama.cpp"
 	EngineVLLM     = "vllm"
@@ -14,7 +16,7 @@ const (
 )
 
 // UnifiedUtilCap is the largest share of the GPU ceiling an engine may take on
-// the unified-memory APU: above it the rest of the system swaps (FACTS.md;
+// the unified-memory APU: above it the rest of the system swaps (docs/facts.md;
 // kyuz0/amd-strix-halo-vllm-toolboxes#65 spilled 5 GB into swap at 0.95).
 const UnifiedUtilCap = 0.90
 
@@ -75,7 +77,7 @@ type FitRequest struct {
 }
 
 // Fit is the answer, with the numbers behind it. The first four JSON fields
-// are DESIGN.md's `serve --dry-run --json` "fit" object.
+// are docs/json.md's `serve --dry-run --json` "fit" object.
 type Fit struct {
 	WeightsBytes  uint64  `json:"weights_bytes"`
 	KVBytes       uint64  `json:"kv_bytes"`
@@ -161,7 +163,7 @@ func (f Fit) advice(r FitRequest, capUtil float64) string {
 			what = "use a GPU with more memory"
 		}
 		return fmt.Sprintf("does not fit: the weights need %s and the engine about %s more, beyond the %s it may use (%.2f × %s): use a smaller quantisation or %s",
-			GiB(f.WeightsBytes), GiB(f.OverheadBytes), GiB(capBytes), capUtil, GiB(r.LimitBytes), what)
+			text.Bytes(int64(f.WeightsBytes)), text.Bytes(int64(f.OverheadBytes)), text.Bytes(int64(capBytes)), capUtil, text.Bytes(int64(r.LimitBytes)), what)
 	}
 	var tries []string
 	if f.MaxContext >= contextStep {
@@ -175,7 +177,7 @@ func (f Fit) advice(r FitRequest, capUtil float64) string {
 		}
 	}
 	return fmt.Sprintf("does not fit: %s needed, %s usable (%.2f × %s) at --ctx %d: try %s",
-		GiB(f.NeedBytes), GiB(f.UsableBytes), f.Util, GiB(r.LimitBytes), f.Context, strings.Join(tries, " or "))
+		text.Bytes(int64(f.NeedBytes)), text.Bytes(int64(f.UsableBytes)), f.Util, text.Bytes(int64(r.LimitBytes)), f.Context, strings.Join(tries, " or "))
 }
 
 // maxContextAt is the largest context that fits in usable bytes.
@@ -200,16 +202,8 @@ func (f Fit) Summary() string {
 		verdict = "does not fit"
 	}
 	return fmt.Sprintf("%s: weights %s + KV cache %s (ctx %d) + overhead %s = %s of %s usable (%.2f × %s)",
-		verdict, GiB(f.WeightsBytes), GiB(f.KVBytes), f.Context, GiB(f.OverheadBytes), GiB(f.NeedBytes),
-		GiB(f.UsableBytes), f.Util, GiB(f.LimitBytes))
-}
-
-// GiB formats bytes as GiB with one decimal (MiB below 1 GiB).
-func GiB(b uint64) string {
-	if b < 1<<30 {
-		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
-	}
-	return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+		verdict, text.Bytes(int64(f.WeightsBytes)), text.Bytes(int64(f.KVBytes)), f.Context, text.Bytes(int64(f.OverheadBytes)), text.Bytes(int64(f.NeedBytes)),
+		text.Bytes(int64(f.UsableBytes)), f.Util, text.Bytes(int64(f.LimitBytes)))
 }
 
 // satAdd adds without overflowing.

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/internal/safefile"
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // Where an engine runs, as a launcher's mode.
@@ -117,7 +119,7 @@ type Request struct {
 	Unified bool
 }
 
-// Launch is everything decided before an engine starts: DESIGN.md's
+// Launch is everything decided before an engine starts: docs/json.md's
 // `serve --dry-run --json` (engine, command, env, url, fit) and how it runs.
 type Launch struct {
 	Track  string `json:"track"`
@@ -282,7 +284,7 @@ func (l *Launch) llamaCommand(ln launcher, req Request, home string) ([]string, 
 	}
 	st, err := os.Stat(model)
 	if err != nil {
-		return nil, fmt.Errorf("--model %s: %w", l.Model, unwrapPathErr(err))
+		return nil, fmt.Errorf("--model %s: %w", l.Model, safefile.Cause(err))
 	}
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("--model %s: not a regular file", l.Model)
@@ -426,14 +428,6 @@ func dirExists(p string) bool {
 	return err == nil && st.IsDir()
 }
 
-func unwrapPathErr(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
 // QuoteCommand is one line a shell reads back as argv: each word quoted
 // only when it needs it (lib/common.sh's quote_cmd).
 func QuoteCommand(argv []string) string {
@@ -491,7 +485,7 @@ func (l *Launch) Estimate(req Request, c Ceiling) {
 	f := Estimate(FitRequest{Engine: l.Engine, Model: shape, Context: req.Context, Util: req.Util,
 		LimitBytes: c.Bytes, Unified: c.Unified})
 	l.Fit = &f
-	l.FitNote = "against " + GiB(c.Bytes) + ": " + c.Source
+	l.FitNote = "against " + text.Bytes(int64(c.Bytes)) + ": " + c.Source
 	if c.Bytes == 0 {
 		l.FitNote = "the GPU memory ceiling is unknown"
 	}

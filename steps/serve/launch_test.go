@@ -240,7 +240,7 @@ func TestLaunchEstimate(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Estimate(req, Ceiling{Bytes: 64 << 30, Unified: true, Source: "GTT"})
-	if l.Fit == nil || !l.Fit.Fits || l.Fit.WeightsBytes == 0 || !strings.Contains(l.FitNote, "64.0 GiB: GTT") {
+	if l.Fit == nil || !l.Fit.Fits || l.Fit.WeightsBytes == 0 || !strings.Contains(l.FitNote, "64 GiB: GTT") {
 		t.Fatalf("fit %+v, note %q", l.Fit, l.FitNote)
 	}
 	l.Estimate(req, Ceiling{Bytes: 512 << 20, Unified: true})

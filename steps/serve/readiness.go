@@ -348,7 +348,7 @@ func (r *Readiness) Tick(now time.Time) []ReadinessEvent {
 	}
 	ph := r.Phase()
 	if ph.Budget > 0 && now.Sub(r.since) >= ph.Budget {
-		reason := fmt.Sprintf("no progress for %s in phase %q (%s); last line: %s", roundDur(now.Sub(r.since)), ph.ID, ph.Title, orNone(r.lastLine))
+		reason := fmt.Sprintf("no progress for %s in phase %q (%s); last line: %s", text.Duration(now.Sub(r.since)), ph.ID, ph.Title, text.OrNone(r.lastLine))
 		r.done = true
 		return []ReadinessEvent{PhaseStalled{Phase: ph.ID, Title: ph.Title, At: now, Elapsed: now.Sub(r.start), Reason: reason, Line: r.lastLine}}
 	}
@@ -360,7 +360,7 @@ func (r *Readiness) Exited(now time.Time, code int) []ReadinessEvent {
 	if r.done {
 		return nil
 	}
-	reason := fmt.Sprintf("the engine exited (code %d) in phase %q (%s); last line: %s", code, r.Phase().ID, r.Phase().Title, orNone(r.lastLine))
+	reason := fmt.Sprintf("the engine exited (code %d) in phase %q (%s); last line: %s", code, r.Phase().ID, r.Phase().Title, text.OrNone(r.lastLine))
 	return r.fail(now, reason, 0)
 }
 
@@ -491,15 +491,6 @@ func baseName(p string) string {
 	}
 	return p
 }
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
-}
-
-func roundDur(d time.Duration) time.Duration { return d.Round(time.Second) }
 
 // PhasesOf lists an engine's start-up phases in order (nil for an unknown
 // engine), for a display of the phases to come.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/runner"
 )
@@ -348,8 +349,8 @@ func (w *Watcher) userStop() {
 	r := w.res
 	w.mu.Unlock()
 	v := runner.Verdict{Status: steps.OutcomeSucceeded,
-		Why:      fmt.Sprintf("ready in %s; stopped by you after %s of service", roundDur(r.ReadyAfter), roundDur(served)),
-		Verified: []string{fmt.Sprintf("ready at %s in %s: %s answered", w.o.Launch.URL, roundDur(r.ReadyAfter), w.rd.p.health)}}
+		Why:      fmt.Sprintf("ready in %s; stopped by you after %s of service", text.Duration(r.ReadyAfter), text.Duration(served)),
+		Verified: []string{fmt.Sprintf("ready at %s in %s: %s answered", w.o.Launch.URL, text.Duration(r.ReadyAfter), w.rd.p.health)}}
 	if w.rd.p.models != "" {
 		v.Verified[0] += " and " + w.rd.p.models + " lists " + orAny(w.o.Launch.Served)
 	}
@@ -381,7 +382,7 @@ func SmokeSummary(s SmokeResult) string {
 	if s.Err != "" {
 		return "the first completion failed: " + s.Err
 	}
-	line := fmt.Sprintf("a completion answered on %s: first token after %s, %d tokens", s.Endpoint, fmtMs(s.TTFT), s.Tokens)
+	line := fmt.Sprintf("a completion answered on %s: first token after %s, %d tokens", s.Endpoint, text.Ms(s.TTFT), s.Tokens)
 	if s.TokensPerSecond > 0 {
 		line += fmt.Sprintf(" at %.1f tok/s", s.TokensPerSecond)
 	}
@@ -389,13 +390,6 @@ func SmokeSummary(s SmokeResult) string {
 		line += fmt.Sprintf(" (the engine says %.1f tok/s)", s.EngineTokensPerSecond)
 	}
 	return line
-}
-
-func fmtMs(d time.Duration) string {
-	if d < 10*time.Second {
-		return fmt.Sprintf("%d ms", d.Milliseconds())
-	}
-	return roundDur(d).String()
 }
 
 func orAny(s string) string {

@@ -36,7 +36,7 @@ func TestBundleIsAStrixHalo(t *testing.T) {
 	for _, c := range r.Failed() {
 		t.Errorf("check %s fails on the demo machine: %s", c.ID, c.Summary)
 	}
-	var warned []string
+	var warned []detect.CheckID
 	for _, c := range r.Checks {
 		if c.Status == "warn" {
 			warned = append(warned, c.ID)

@@ -25,7 +25,7 @@ const TrackID = "therock-toolbox"
 // FailingStep is the step whose first run fails with FailureFamily.
 const FailingStep = "rocm"
 
-// FailureFamily is the FAILURES.md family the demo's failing step shows.
+// FailureFamily is the failure family (docs/ids.md) the demo's failing step shows.
 const FailureFamily = "therock-amdsmi-double-free"
 
 // SpeedEnv scales the replay: 1 is realistic (about 80 s for the whole
@@ -107,7 +107,7 @@ func FixApplied(stateDir string) bool {
 	return err == nil
 }
 
-// FixCommand is the real fix for therock-amdsmi-double-free (FAILURES.md;
+// FixCommand is the real fix for therock-amdsmi-double-free (docs/ids.md;
 // ROCm/TheRock#1059, #2269): make rocm_sdk preload its libraries without
 // RTLD_GLOBAL (both `preload_libraries` and `initialize_process` declare
 // `rtld_global: bool = True` in rocm_sdk/__init__.py), or remove the

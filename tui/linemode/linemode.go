@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/runner"
 )
@@ -138,7 +139,7 @@ func (p *printer) event(e runner.Event) (output bool) {
 		return true
 	case runner.RunStarted:
 		p.track = e.Track
-		fmt.Fprintf(p.w, "%s: %s to run · run %s\n", e.Track, plural(e.Total, "step"), e.RunID)
+		fmt.Fprintf(p.w, "%s: %s to run · run %s\n", e.Track, text.Plural(e.Total, "step"), e.RunID)
 	case runner.Notice:
 		fmt.Fprintf(p.w, "%s %s\n", p.paint(sgrYellow, "note:"), e.Text)
 	case runner.StepSkipped:
@@ -178,9 +179,9 @@ func (p *printer) servePhase(e runner.ServePhase) {
 		}
 		return
 	}
-	fmt.Fprintf(p.w, "%s [%s] phase %d/%d %s: %s · %s", p.paint(sgrBold, "◆"), e.Step, e.Index, e.Total, e.Phase, e.Title, FormatDuration(e.Elapsed))
+	fmt.Fprintf(p.w, "%s [%s] phase %d/%d %s: %s · %s", p.paint(sgrBold, "◆"), e.Step, e.Index, e.Total, e.Phase, e.Title, text.Duration(e.Elapsed))
 	if e.Budget > 0 {
-		fmt.Fprintf(p.w, " (stalled after %s of silence)", FormatDuration(e.Budget))
+		fmt.Fprintf(p.w, " (stalled after %s of silence)", text.Duration(e.Budget))
 	}
 	fmt.Fprintln(p.w)
 }
@@ -200,7 +201,7 @@ func (p *printer) smoke(e runner.Smoke) {
 // ReadySentence is how haloforge says a server is ready, in line mode and
 // on the wizard's serve screen alike: "ready at URL in 1s: MODEL is served".
 func ReadySentence(e runner.Ready) string {
-	s := "ready at " + e.URL + " in " + FormatDuration(e.Elapsed)
+	s := "ready at " + e.URL + " in " + text.Duration(e.Elapsed)
 	if e.Model != "" {
 		s += ": " + e.Model + " is served"
 	}
@@ -213,7 +214,7 @@ func SmokeSentence(e runner.Smoke) string {
 	if e.Err != "" {
 		return "first request failed: " + e.Err
 	}
-	s := fmt.Sprintf("%s answered: first token after %s, %d tokens", e.Endpoint, formatMs(e.TTFT), e.Tokens)
+	s := fmt.Sprintf("%s answered: first token after %s, %d tokens", e.Endpoint, text.Ms(e.TTFT), e.Tokens)
 	if e.TokensPerSecond > 0 {
 		s += fmt.Sprintf(" at %.1f tok/s", e.TokensPerSecond)
 	}
@@ -223,23 +224,15 @@ func SmokeSentence(e runner.Smoke) string {
 	return s
 }
 
-// formatMs is a short latency: milliseconds below ten seconds.
-func formatMs(d time.Duration) string {
-	if d < 10*time.Second {
-		return fmt.Sprintf("%d ms", d.Milliseconds())
-	}
-	return FormatDuration(d)
-}
-
 func (p *printer) started(e runner.StepStarted) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s [%d/%d] %s: %s", p.paint(sgrBold, "▶"), e.Index, e.Total, e.Step, e.Title)
 	if e.Optional && !strings.Contains(e.Title, "optional") {
 		b.WriteString(" (optional)")
 	}
-	fmt.Fprintf(&b, " · elapsed %s", FormatDuration(e.Elapsed))
+	fmt.Fprintf(&b, " · elapsed %s", text.Duration(e.Elapsed))
 	if e.ETA > 0 {
-		fmt.Fprintf(&b, " · ETA %s", FormatDuration(e.ETA))
+		fmt.Fprintf(&b, " · ETA %s", text.Duration(e.ETA))
 	}
 	fmt.Fprintln(p.w, b.String())
 }
@@ -272,7 +265,7 @@ func cutNote(n int) string { return fmt.Sprintf(" … (%d more bytes in the log)
 // dropped says how many lines the screen did not get.
 func (p *printer) dropped(step string, n int) {
 	if n > 0 {
-		fmt.Fprintf(p.w, "[%s] %s\n", step, p.paint(sgrDim, fmt.Sprintf("… %s not shown here (all in the log)", plural(n, "line"))))
+		fmt.Fprintf(p.w, "[%s] %s\n", step, p.paint(sgrDim, fmt.Sprintf("… %s not shown here (all in the log)", text.Plural(n, "line"))))
 	}
 }
 
@@ -280,7 +273,7 @@ func (p *printer) finished(e runner.StepFinished) {
 	p.dropped(e.Step, e.Dropped)
 	switch e.Status {
 	case steps.OutcomeSucceeded:
-		fmt.Fprintf(p.w, "%s %s %s\n", p.paint(sgrGreen, "✓"), e.Step, FormatDuration(e.Duration))
+		fmt.Fprintf(p.w, "%s %s %s\n", p.paint(sgrGreen, "✓"), e.Step, text.Duration(e.Duration))
 		p.why(e.Why)
 		p.verified(e.Verified)
 		p.leftovers(e.Leftovers)
@@ -294,13 +287,13 @@ func (p *printer) finished(e runner.StepFinished) {
 		p.verified(e.Verified)
 	case steps.OutcomeInterrupted:
 		p.res.Stopped = e.Step
-		fmt.Fprintf(p.w, "%s %s interrupted after %s\n", p.paint(sgrYellow, "■"), e.Step, FormatDuration(e.Duration))
+		fmt.Fprintf(p.w, "%s %s interrupted after %s\n", p.paint(sgrYellow, "■"), e.Step, text.Duration(e.Duration))
 	default:
 		opt := ""
 		if e.Optional {
 			opt = " (optional: the build goes on)"
 		}
-		fmt.Fprintf(p.w, "%s %s failed (exit %d) after %s%s\n", p.paint(sgrRed, "✗"), e.Step, e.ExitCode, FormatDuration(e.Duration), opt)
+		fmt.Fprintf(p.w, "%s %s failed (exit %d) after %s%s\n", p.paint(sgrRed, "✗"), e.Step, e.ExitCode, text.Duration(e.Duration), opt)
 		p.why(e.Why)
 		if e.Optional && e.WhyOptional != "" {
 			fmt.Fprintf(p.w, "  why it is optional: %s\n", e.WhyOptional)
@@ -326,7 +319,7 @@ func (p *printer) waiting(e runner.WaitingForInput) {
 	if e.Prompt != "" {
 		fmt.Fprintf(p.w, "%s [%s] waiting for input: %s\n", p.paint(sgrYellow, "?"), e.Step, e.Prompt)
 	} else {
-		fmt.Fprintf(p.w, "%s [%s] waiting for input: it reads its terminal and has printed nothing for %s\n", p.paint(sgrYellow, "?"), e.Step, FormatDuration(e.Quiet))
+		fmt.Fprintf(p.w, "%s [%s] waiting for input: it reads its terminal and has printed nothing for %s\n", p.paint(sgrYellow, "?"), e.Step, text.Duration(e.Quiet))
 	}
 	switch {
 	case p.o.Answering && !e.Echo:
@@ -438,17 +431,17 @@ func (p *printer) runFinished(e runner.RunFinished) {
 	}
 	switch {
 	case p.o.DryRun && (e.Status == steps.OutcomeSucceeded || e.Status == steps.OutcomeNotVerified):
-		fmt.Fprintf(p.w, "%s %s dry run done in %s: the commands are above, nothing was changed\n", p.paint(sgrGreen, "✓"), p.track, FormatDuration(e.Duration))
+		fmt.Fprintf(p.w, "%s %s dry run done in %s: the commands are above, nothing was changed\n", p.paint(sgrGreen, "✓"), p.track, text.Duration(e.Duration))
 	case e.Status == steps.OutcomeSucceeded:
-		fmt.Fprintf(p.w, "%s %s done in %s\n", p.paint(sgrGreen, "✓"), p.track, FormatDuration(e.Duration))
+		fmt.Fprintf(p.w, "%s %s done in %s\n", p.paint(sgrGreen, "✓"), p.track, text.Duration(e.Duration))
 	case e.Status == steps.OutcomeNotVerified:
-		fmt.Fprintf(p.w, "%s %s done in %s, not verified: %s\n", p.paint(sgrYellow, "⚠"), p.track, FormatDuration(e.Duration),
+		fmt.Fprintf(p.w, "%s %s done in %s, not verified: %s\n", p.paint(sgrYellow, "⚠"), p.track, text.Duration(e.Duration),
 			strings.Join(p.res.NotVerified, ", "))
 	case e.Status == steps.OutcomeInterrupted:
-		fmt.Fprintf(p.w, "%s %s interrupted after %s\n", p.paint(sgrYellow, "■"), p.track, FormatDuration(e.Duration))
+		fmt.Fprintf(p.w, "%s %s interrupted after %s\n", p.paint(sgrYellow, "■"), p.track, text.Duration(e.Duration))
 		p.resumeHint(p.res.Stopped)
 	default:
-		fmt.Fprintf(p.w, "%s %s failed after %s\n", p.paint(sgrRed, "✗"), p.track, FormatDuration(e.Duration))
+		fmt.Fprintf(p.w, "%s %s failed after %s\n", p.paint(sgrRed, "✗"), p.track, text.Duration(e.Duration))
 		p.resumeHint(p.res.Failed)
 	}
 	if e.Err != nil {
@@ -484,11 +477,4 @@ func (p *printer) paint(sgr, s string) string {
 		return s
 	}
 	return sgr + s + sgrReset
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
 }

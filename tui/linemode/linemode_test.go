@@ -139,18 +139,6 @@ func TestPrintPointsAtAnUnknownError(t *testing.T) {
 	}
 }
 
-func TestFormatDuration(t *testing.T) {
-	for d, want := range map[time.Duration]string{
-		0: "0s", 400 * time.Millisecond: "0s", 600 * time.Millisecond: "1s", 12 * time.Second: "12s",
-		59499 * time.Millisecond: "59s", 59500 * time.Millisecond: "1m00s", 3*time.Minute + 12*time.Second: "3m12s",
-		time.Hour + 2*time.Minute + 59*time.Second: "1h02m",
-	} {
-		if got := FormatDuration(d); got != want {
-			t.Errorf("FormatDuration(%v) = %q, want %q", d, got, want)
-		}
-	}
-}
-
 // TestPrintNotVerified: a step that ran to its end without proving its
 // outcome says why, with a ⚠, and so does the run's end; never ✓.
 func TestPrintNotVerified(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/tui"
 	"github.com/haloforge/haloforge/tui/linemode"
@@ -161,10 +162,10 @@ func gpuFacts(g *tui.GPU) string {
 		f = append(f, fmt.Sprintf("%d CUs", g.ComputeUnits))
 	}
 	if g.VRAMBytes > 0 {
-		f = append(f, fmt.Sprintf("VRAM %d MiB", g.VRAMBytes>>20))
+		f = append(f, "VRAM "+text.Bytes(g.VRAMBytes))
 	}
 	if g.GTTBytes > 0 {
-		f = append(f, fmt.Sprintf("GTT %d GiB", g.GTTBytes>>30))
+		f = append(f, "GTT "+text.Bytes(g.GTTBytes))
 	}
 	if len(f) == 0 {
 		return ""

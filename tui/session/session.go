@@ -141,7 +141,7 @@ func Detection(r *detect.Report, source string) *tui.Detection {
 		}
 	}
 	for _, c := range r.Checks {
-		d.Checks = append(d.Checks, tui.Check{ID: c.ID, Status: c.Status, Summary: c.Summary, Fix: c.Fix})
+		d.Checks = append(d.Checks, tui.Check{ID: string(c.ID), Status: c.Status, Summary: c.Summary, Fix: c.Fix})
 	}
 	return d
 }

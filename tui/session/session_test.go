@@ -177,7 +177,7 @@ func TestDetectionConvertsReport(t *testing.T) {
 		t.Errorf("%d checks, report has %d", len(d.Checks), len(r.Checks))
 	}
 	for i, c := range r.Checks {
-		if d.Checks[i] != (tui.Check{ID: c.ID, Status: c.Status, Summary: c.Summary, Fix: c.Fix}) {
+		if d.Checks[i] != (tui.Check{ID: string(c.ID), Status: c.Status, Summary: c.Summary, Fix: c.Fix}) {
 			t.Errorf("check %d = %+v, report %+v", i, d.Checks[i], c)
 		}
 	}

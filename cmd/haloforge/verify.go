@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/verify"
+)
+
+// verifyOptions are the flags of `haloforge verify`.
+type verifyOptions struct {
+	url, model        string
+	record, reference string
+	backend           string
+	asJSON            bool
+	timeout           time.Duration
+}
+
+func newVerifyCmd(_ *globalOpts) *cobra.Command {
+	var o verifyOptions
+	cmd := &cobra.Command{
+		Use:   "verify --url URL [--model ID] [--record FILE | --reference FILE] [--json]",
+		Short: "Check that a running server's answers are right, not just answers",
+		Long: "verify asks an OpenAI-compatible server (llama-server, vLLM, Ollama; the URL with or " +
+			"without /v1) a built-in set of 6 prompts through /v1/completions and /v1/chat/completions, " +
+			"greedy (temperature 0, a fixed seed) with the top-5 logprobs of every token, and judges the " +
+			"answers. With --reference FILE it compares them, position by position, with a reference recorded " +
+			"from a trusted backend (the same model on the CPU): right when every distribution is within the " +
+			"tolerance (0.3 nats; a different choice only where the reference's first two choices are within " +
+			"0.6), wrong with the prompt, position, expected and got tokens otherwise. Without a reference it " +
+			"looks for the known answers (Paris, 42, Friday, Tokyo) and for degenerate output (one token " +
+			"repeated, runs of \"!\", <unusedN> tokens, empty answers, NaN logprobs, all-equal distributions): " +
+			"degenerate output is wrong; answers without the known words but not degenerate are not verified " +
+			"(a random-weights or base model). --record FILE writes the answers as a reference (refused for " +
+			"degenerate output or a server without logprobs; an existing FILE is not overwritten). Every " +
+			"request is bounded by --timeout and every answer by 4 MiB; nothing the server sends reaches the " +
+			"terminal unsanitised. Exit codes: 0 right, or a reference recorded; 1 wrong or not verified (or " +
+			"nothing recorded); 2 bad input or no usable server (unreachable, not OpenAI-compatible, too slow, " +
+			"a reference that does not parse or is for another prompt set); 130 interrupted.",
+		Example: "  haloforge verify --url http://127.0.0.1:8080\n" +
+			"  haloforge verify --url http://127.0.0.1:8081 --record cpu-reference.json --backend CPU\n" +
+			"  haloforge verify --url http://127.0.0.1:8080 --reference cpu-reference.json\n" +
+			"  haloforge verify --url http://127.0.0.1:8000/v1 --model Qwen/Qwen3-0.6B --json",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runVerifyServer(cmdContext(cmd), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.url, "url", "", "the server: http://HOST:PORT, with or without /v1")
+	f.StringVar(&o.model, "model", "", "the model to ask (default: the first that /v1/models lists)")
+	f.StringVar(&o.record, "record", "", "write the answers to FILE as a reference (JSON)")
+	f.StringVar(&o.reference, "reference", "", "compare the answers with the reference in FILE")
+	f.StringVar(&o.backend, "backend", "", "with --record: what the server computes on, kept in the reference (e.g. CPU)")
+	f.DurationVar(&o.timeout, "timeout", verify.DefaultTimeout, "the most one request may take")
+	jsonFlag(cmd, &o.asJSON, `print {"schema": "haloforge/verify/v1", "verdict": ..., "prompts": [...]} as JSON`)
+	cmd.MarkFlagsMutuallyExclusive("record", "reference")
+	_ = cmd.RegisterFlagCompletionFunc("record", completeJSONFiles)
+	_ = cmd.RegisterFlagCompletionFunc("reference", completeJSONFiles)
+	_ = cmd.RegisterFlagCompletionFunc("url", cobra.NoFileCompletions)
+	_ = cmd.RegisterFlagCompletionFunc("model", cobra.NoFileCompletions)
+	_ = cmd.RegisterFlagCompletionFunc("backend", cobra.NoFileCompletions)
+	return cmd
+}
+
+func runVerifyServer(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) error {
+	if o.url == "" {
+		return usageErr(errors.New("verify needs --url, the server to check (e.g. --url http://127.0.0.1:8080)"))
+	}
+	if _, err := verify.NormaliseURL(o.url); err != nil {
+		return usageErr(err)
+	}
+	if o.timeout <= 0 {
+		return usageErr(fmt.Errorf("--timeout %s: want a positive duration", o.timeout))
+	}
+	if o.backend != "" && o.record == "" {
+		return usageErr(errors.New("--backend says what a recorded reference ran on: use it with --record"))
+	}
+	if o.record != "" {
+		if _, err := os.Lstat(o.record); err == nil {
+			return usageErr(fmt.Errorf("--record %s exists: a reference is not overwritten (remove it or choose another name)", o.record))
+		}
+		if err := checkNewFile("--record", o.record); err != nil {
+			return err
+		}
+	}
+	var ref *verify.Record
+	if o.reference != "" {
+		r, err := verify.ReadReference(o.reference)
+		if err != nil {
+			return usageErr(err)
+		}
+		ref = r
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	s, err := verify.Connect(ctx, verify.Options{URL: o.url, Model: o.model, Timeout: o.timeout, Backend: o.backend, Version: version})
+	if err != nil {
+		return verifyErr(ctx, stderr, err)
+	}
+	defer s.Close()
+	if !o.asJSON {
+		fmt.Fprintln(stdout, verifyHeader(s, ref, o))
+	}
+	rec, err := s.Run(ctx)
+	if err != nil {
+		return verifyErr(ctx, stderr, err)
+	}
+	var res verify.Result
+	switch {
+	case ref != nil:
+		res = verify.JudgeReference(rec, ref, verify.DefaultTolerance)
+		res.Reference.File = oneLine(o.reference, 200)
+	default:
+		res = verify.JudgeKnownAnswers(rec)
+	}
+	res.URL, res.Elapsed = oneLine(s.URL(), 200), time.Since(start)
+	if o.record != "" {
+		return recordReference(o, rec, res, stdout)
+	}
+	if err := printVerify(stdout, o.asJSON, res); err != nil {
+		return err
+	}
+	if res.Verdict != verify.Right {
+		return silentExit(exitFailed)
+	}
+	return nil
+}
+
+// verifyErr maps a verify error to its exit: interrupted 130, anything
+// else (no usable server, bad input) 2.
+func verifyErr(ctx context.Context, stderr io.Writer, err error) error {
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "interrupted: nothing was judged")
+		return silentExit(exitInterrupted)
+	}
+	return usageErr(err)
+}
+
+// verifyHeader is the first line: what is asked, of whom, against what.
+func verifyHeader(s *verify.Server, ref *verify.Record, o verifyOptions) string {
+	what := "known answers and degenerate output (no reference)"
+	switch {
+	case ref != nil:
+		what = "compared with the reference " + oneLine(o.reference, 200)
+	case o.record != "":
+		what = "recording a reference to " + oneLine(o.record, 200)
+	}
+	server := ""
+	if id := s.Ident(); id != "" {
+		server = " (" + oneLine(id, 60) + ")"
+	}
+	return fmt.Sprintf("verify: %s at %s%s: %d prompts, greedy, top-%d logprobs; %s",
+		oneLine(s.Model(), 80), oneLine(s.URL(), 120), server, len(verify.Prompts()), verify.TopK, what)
+}
+
+// oneLine is server-given or user-given text made printable for a line.
+func oneLine(s string, n int) string {
+	return verify.Printable(s, n)
+}
+
+func printVerify(stdout io.Writer, asJSON bool, res verify.Result) error {
+	if asJSON {
+		return writeJSON(stdout, res)
+	}
+	for _, l := range res.Details() {
+		fmt.Fprintln(stdout, l)
+	}
+	fmt.Fprintln(stdout, res.Line())
+	return nil
+}
+
+// recordReference writes the reference, unless the answers cannot be one;
+// the known-answer judgement is printed either way, for information.
+func recordReference(o verifyOptions, rec *verify.Record, res verify.Result, stdout io.Writer) error {
+	res.Check = verify.CheckRecord
+	data, err := verify.MarshalReference(rec)
+	if err != nil {
+		if res.Verdict == verify.Right {
+			res.Verdict = verify.NotVerified
+		}
+		res.Reason = "nothing recorded: " + err.Error()
+		if err := printVerify(stdout, o.asJSON, res); err != nil {
+			return err
+		}
+		return silentExit(exitFailed)
+	}
+	if err := steps.WriteFileAtomic(o.record, data); err != nil {
+		return failedErr(fmt.Errorf("--record %s: %w", o.record, err))
+	}
+	res.Recorded = oneLine(o.record, 200)
+	if o.asJSON {
+		return writeJSON(stdout, res)
+	}
+	for _, l := range res.Details() {
+		fmt.Fprintln(stdout, l)
+	}
+	fmt.Fprintf(stdout, "recorded: %d prompts from %s to %s (%d bytes); compare a server with it: --reference %s\n",
+		len(rec.Answers), oneLine(rec.Model, 80), oneLine(o.record, 200), len(data), oneLine(shellWord(o.record), 200))
+	fmt.Fprintln(stdout, "known answers, for information: "+res.Line())
+	return nil
+}
