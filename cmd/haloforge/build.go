@@ -77,6 +77,9 @@ func runBuild(cmd *cobra.Command, o buildOpts) error {
 		if err := stateDirBusy(o.stateDir); err != nil {
 			return err
 		}
+		if err := trackBusy(o.stateDir, o.track, true); err != nil {
+			return err
+		}
 	}
 	printNotes(cmd.ErrOrStderr(), localNotes(g, true))
 	plan, pf, err := planFor(o.track, g.pins.pins, g.pins.sets, g.scripts, o.stateDir)

@@ -15,6 +15,17 @@ func stateDirBusy(dir string) error {
 	return nil
 }
 
+// trackBusy answers, before anything runs, whether another haloforge run
+// holds the track: a build refuses a track being served, a serve or bench
+// run (build false) a track being built (exit 2), in one line that says
+// who.
+func trackBusy(dir, track string, build bool) error {
+	if err := runner.TrackBusy(dir, track, build); err != nil {
+		return usageErr(err)
+	}
+	return nil
+}
+
 // busyText is stateDirBusy's line, "" when the state dir is free.
 func busyText(dir string) string {
 	if err := runner.Busy(dir); err != nil {

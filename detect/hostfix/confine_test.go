@@ -559,3 +559,45 @@ func pidRuns(pid int) bool {
 	f := strings.Fields(string(stat[i+1:]))
 	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }
+
+// TestReadOnlyStateDir: with the state dir on a read-only mount (root
+// ignores mode bits, a mount it cannot), an apply and a rollback change
+// nothing and say the backup could not be made.
+func TestReadOnlyStateDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount")
+	}
+	ctx := context.Background()
+	state := t.TempDir()
+	if err := unix.Mount("tmpfs", state, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(state, unix.MNT_DETACH) })
+	root := grubRoot(t)
+	h := &Host{Root: root, Out: io.Discard, Runner: &simulatedTools{root: root}}
+	// an apply made while it was writable, for the rollback below
+	dir, err := Apply(ctx, grubPlan(t, root), h, ApplyOptions{StateDir: state, Confirm: confirmWith("APPLY")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied := treeSums(t, root)
+	if err := unix.Mount("", state, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+		t.Skipf("remount read-only: %v", err)
+	}
+	_, err = Rollback(ctx, dir, h, ApplyOptions{StateDir: state, Confirm: confirmWith("ROLLBACK")})
+	if err == nil || !strings.Contains(err.Error(), "read-only file system") || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Errorf("rollback with a read-only state dir: %v", err)
+	}
+	if fmt.Sprint(treeSums(t, root)) != fmt.Sprint(applied) {
+		t.Error("a rollback that could not back up changed files")
+	}
+	root2 := grubRoot(t)
+	before := treeSums(t, root2)
+	_, err = Apply(ctx, grubPlan(t, root2), &Host{Root: root2, Out: io.Discard, Runner: &simulatedTools{root: root2}}, ApplyOptions{StateDir: state, Confirm: confirmWith("APPLY")})
+	if err == nil || !strings.Contains(err.Error(), "read-only file system") || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Errorf("apply with a read-only state dir: %v", err)
+	}
+	if fmt.Sprint(treeSums(t, root2)) != fmt.Sprint(before) {
+		t.Error("an apply that could not back up changed files")
+	}
+}

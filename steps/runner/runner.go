@@ -409,6 +409,15 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 		}
 		defer unlock()
 	}
+	// The track itself: a build holds it alone, servers share it.
+	if !r.o.DryRun {
+		unlock, err := lockTrack(r.o.StateDir, r.plan.Track.ID, !r.o.NoHistory)
+		if err != nil {
+			r.send(RunFinished{RunID: r.runID, Status: steps.OutcomeFailed, Err: err, At: time.Now()})
+			return nil, err
+		}
+		defer unlock()
+	}
 	if err := safefile.Tree(r.o.StateDir).MkdirAll(RunName(r.runID), 0o755); err != nil {
 		err := fmt.Errorf("run dir: %w", err)
 		r.send(RunFinished{RunID: r.runID, Status: steps.OutcomeFailed, Err: err, At: time.Now()})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -123,26 +124,37 @@ func busy(dir string, f *os.File) *BusyError {
 			e.PID = pid
 		}
 	}
-	if e.PID == 0 {
-		e.PID = lockHolder(f)
+	if holders := lockHolders(f); e.PID == 0 && len(holders) > 0 {
+		e.PID = holders[0]
 	}
-	if st, err := steps.LoadState(dir); err == nil {
-		var doing []string
-		for id, ts := range st.Tracks {
-			for sid, ss := range ts.Steps {
-				if ss != nil && ss.Status == steps.OutcomeRunning {
-					p := "track " + id + " step " + sid
-					if !ss.Started.IsZero() {
-						p += ", since " + ss.Started.Local().Format("15:04")
-					}
-					doing = append(doing, p)
+	e.Doing = strings.Join(runningSteps(dir, ""), ", ")
+	return e
+}
+
+// runningSteps are the steps state.json says run now ("track T step S,
+// since 15:04"), of track only when track is given.
+func runningSteps(dir, track string) []string {
+	st, err := steps.LoadState(dir)
+	if err != nil {
+		return nil
+	}
+	var doing []string
+	for id, ts := range st.Tracks {
+		if track != "" && id != track {
+			continue
+		}
+		for sid, ss := range ts.Steps {
+			if ss != nil && ss.Status == steps.OutcomeRunning {
+				p := "track " + id + " step " + sid
+				if !ss.Started.IsZero() {
+					p += ", since " + ss.Started.Local().Format("15:04")
 				}
+				doing = append(doing, p)
 			}
 		}
-		slices.Sort(doing)
-		e.Doing = strings.Join(doing, ", ")
 	}
-	return e
+	slices.Sort(doing)
+	return doing
 }
 
 // alive says whether process pid exists (perhaps another user's).
@@ -151,23 +163,24 @@ func alive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// lockHolder finds the process holding a flock on f in /proc/locks; 0 when
-// it cannot tell.
-func lockHolder(f *os.File) int {
+// lockHolders finds the processes holding a flock on f in /proc/locks;
+// none when it cannot tell.
+func lockHolders(f *os.File) []int {
 	st, err := f.Stat()
 	if err != nil {
-		return 0
+		return nil
 	}
 	sys, ok := st.Sys().(*syscall.Stat_t)
 	if !ok {
-		return 0
+		return nil
 	}
 	locks, err := os.Open("/proc/locks")
 	if err != nil {
-		return 0
+		return nil
 	}
 	defer locks.Close()
 	ino := ":" + strconv.FormatUint(sys.Ino, 10)
+	var pids []int
 	sc := bufio.NewScanner(locks)
 	for sc.Scan() {
 		// 1: FLOCK  ADVISORY  WRITE 4242 fd:01:1234567 0 EOF
@@ -175,9 +188,105 @@ func lockHolder(f *os.File) int {
 		if len(fields) < 6 || fields[1] != "FLOCK" || !strings.HasSuffix(fields[5], ino) {
 			continue
 		}
-		if pid, err := strconv.Atoi(fields[4]); err == nil && pid > 0 {
-			return pid
+		if pid, err := strconv.Atoi(fields[4]); err == nil && pid > 0 && !slices.Contains(pids, pid) {
+			pids = append(pids, pid)
 		}
 	}
-	return 0
+	return pids
+}
+
+// trackLockName is the file a run of track locks beside the state dir's
+// lock: a build holds it exclusively, a serve or bench run shared, so that
+// a track is never rebuilt under a server it runs, nor served half-built.
+// Builds of other tracks, and servers of other tracks, go on beside.
+func trackLockName(track string) string { return LockFile + "." + track }
+
+// reTrackName is what a track ID looks like, so that its lock is one file
+// of the state dir.
+var reTrackName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+
+// TrackBusyError is a track another haloforge run holds: being built when
+// a serve asks, or served when a build asks.
+type TrackBusyError struct {
+	Dir, Track string
+	PIDs       []int
+	Serving    bool   // the holder serves (or benchmarks) the track; else it builds it
+	Doing      string // the build's step, when it builds
+}
+
+func (e *TrackBusyError) Error() string {
+	who := ""
+	if len(e.PIDs) > 0 {
+		var ps []string
+		for _, p := range e.PIDs {
+			ps = append(ps, strconv.Itoa(p))
+		}
+		who = " (pid " + strings.Join(ps, ", ") + ")"
+	}
+	if e.Serving {
+		return fmt.Sprintf("haloforge serves track %s from the state dir %s%s: stop that server (Ctrl-C in its terminal) before building the track again", e.Track, e.Dir, who)
+	}
+	doing := ""
+	if e.Doing != "" {
+		doing = ", " + e.Doing
+	}
+	return fmt.Sprintf("track %s is being built in the state dir %s%s%s: serve it once the build ends", e.Track, e.Dir, who, doing)
+}
+
+func (e *TrackBusyError) Unwrap() error { return ErrBusy }
+
+// lockTrack takes track's lock: exclusive for a build, shared for a serve
+// or bench run. The returned func releases it.
+func lockTrack(dir, track string, build bool) (func(), error) {
+	if !reTrackName.MatchString(track) {
+		return nil, fmt.Errorf("track lock: %q is not a track ID", track)
+	}
+	f, err := safefile.Tree(dir).OpenFile(trackLockName(track), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("track lock: %w", err)
+	}
+	how := syscall.LOCK_SH
+	if build {
+		how = syscall.LOCK_EX
+	}
+	if err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB); err != nil {
+		defer f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, trackBusy(dir, track, f, build)
+		}
+		return nil, fmt.Errorf("track lock: %w", err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// TrackBusy says whether a build (build true) or a serve or bench run of
+// track could start now: nil, or a *TrackBusyError (ErrBusy) naming who
+// holds the track, or an error about the lock file itself.
+func TrackBusy(dir, track string, build bool) error {
+	if !reTrackName.MatchString(track) {
+		return nil // not a track: the plan says so
+	}
+	if _, err := safefile.Tree(dir).Lstat(trackLockName(track)); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	unlock, err := lockTrack(dir, track, build)
+	if err != nil {
+		return err
+	}
+	unlock()
+	return nil
+}
+
+// trackBusy describes the holders of f, track's lock: every process the
+// kernel's lock table names, and the build's step when a build holds it.
+func trackBusy(dir, track string, f *os.File, build bool) *TrackBusyError {
+	e := &TrackBusyError{Dir: dir, Track: track, Serving: build, PIDs: lockHolders(f)}
+	if !build {
+		var doing []string
+		for _, d := range runningSteps(dir, track) {
+			doing = append(doing, strings.TrimPrefix(d, "track "+track+" "))
+		}
+		e.Doing = strings.Join(doing, ", ")
+	}
+	return e
 }
