@@ -88,4 +88,3 @@ func (r *Runner) changesSince(id string) []string {
 	}
 	return []string{msg}
 }
-

@@ -171,7 +171,9 @@ func TestStateDirLockRefusesWhatHaloforgeDidNotMake(t *testing.T) {
 				os.WriteFile(out, []byte("precious-data-here\n"), 0o644)
 				tc.plant(t, filepath.Join(dir, name), out)
 				done := make(chan error, 1)
-				go func() { done <- runTo(t, fxOptions(fxPlan(t, fxTrack(fx{id: "hello", script: "hello.sh"}), fxPins, "testdata/scripts", dir), dir)) }()
+				go func() {
+					done <- runTo(t, fxOptions(fxPlan(t, fxTrack(fx{id: "hello", script: "hello.sh"}), fxPins, "testdata/scripts", dir), dir))
+				}()
 				var err error
 				select {
 				case err = <-done:
