@@ -105,3 +105,29 @@ func TestLoadStateRefusesSpecialFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestSaveRemovesAPlantedTempLink: a state.json temp file planted as a
+// link (to a file outside) goes with the killed writes' leftovers; the file
+// it pointed at keeps its bytes, and state.json is written in the state
+// dir, not through a link in its place.
+func TestSaveRemovesAPlantedTempLink(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "state")
+	os.Mkdir(dir, 0o755)
+	precious := filepath.Join(base, "precious")
+	os.WriteFile(precious, []byte("precious\n"), 0o644)
+	os.Symlink(precious, filepath.Join(dir, "."+StateFile+".tmp-planted"))
+	os.Symlink(precious, filepath.Join(dir, StateFile))
+	if err := NewState().Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(precious); string(b) != "precious\n" {
+		t.Errorf("the file outside is now %q", b)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "."+StateFile+".tmp-planted")); err == nil {
+		t.Error("the planted temp link is still there")
+	}
+	if st, err := os.Lstat(filepath.Join(dir, StateFile)); err != nil || !st.Mode().IsRegular() {
+		t.Errorf("state.json is %v, %v: want a regular file in place of the link", st, err)
+	}
+}

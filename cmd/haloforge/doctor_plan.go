@@ -20,6 +20,7 @@ import (
 	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/detect/hostfix"
 	"github.com/haloforge/haloforge/internal/safefile"
+	"github.com/haloforge/haloforge/steps/runner"
 )
 
 // hostfixOpts are doctor's host-fix modes: --plan, --apply, --verify and
@@ -251,6 +252,9 @@ func printedFlags(o doctorOpts) []string {
 
 func runApply(cmd *cobra.Command, o doctorOpts) error {
 	stateDir := o.g.stateDirOr() // backups live in <state-dir>/host-backups
+	if err := runner.CheckStateDir(stateDir); err != nil {
+		return usageErr(err)
+	}
 	// A regular file only: a FIFO named as the plan hung --apply.
 	f, _, err := safefile.OpenRegular(o.host.apply, safefile.Follow)
 	if err != nil {
@@ -283,6 +287,9 @@ func runApply(cmd *cobra.Command, o doctorOpts) error {
 
 func runRollback(cmd *cobra.Command, o doctorOpts, args []string) error {
 	stateDir := o.g.stateDirOr() // backups live in <state-dir>/host-backups
+	if err := runner.CheckStateDir(stateDir); err != nil {
+		return usageErr(err)
+	}
 	dir := ""
 	if len(args) == 1 {
 		dir = args[0]

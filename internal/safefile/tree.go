@@ -36,7 +36,7 @@ type NotDirError struct {
 }
 
 func (e *NotDirError) Error() string {
-	return fmt.Sprintf("%s is %s, not a directory: haloforge does not follow or replace it (remove it if you did not put it there)", e.Path, Kind(e.Mode))
+	return fmt.Sprintf("%s is %s, not a directory: haloforge follows no link in its own directories and replaces nothing it did not make (remove it if you did not put it there)", e.Path, Kind(e.Mode))
 }
 
 // Path is name as a path on this machine, for messages and for the

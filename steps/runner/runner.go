@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -218,6 +219,9 @@ func CheckStateDir(dir string) error {
 	if err := ownedByUser(dir); err != nil {
 		return err
 	}
+	if err := plantedEntries(dir); err != nil {
+		return err
+	}
 	f, err := os.CreateTemp(dir, ".probe-*")
 	if err != nil {
 		return fmt.Errorf("state dir %s is not writable: %w", dir, safefile.Cause(err))
@@ -228,6 +232,25 @@ func CheckStateDir(dir string) error {
 	os.Remove(name)
 	if err := errors.Join(werr, cerr); err != nil {
 		return fmt.Errorf("state dir %s is not writable: %w", dir, err)
+	}
+	return nil
+}
+
+// plantedEntries refuses, before anything runs, a state dir holding what
+// haloforge never makes there: a symbolic link (its runs, backups, caches
+// and scripts would go where the link leads), a FIFO, a socket or a
+// device. Each file is also opened without following a link later
+// (safefile.Tree); this says it once, up front, with the path.
+func plantedEntries(dir string) error {
+	entries, err := safefile.Tree(dir).ReadDir("")
+	if err != nil {
+		return fmt.Errorf("state dir %s: %w", dir, safefile.Cause(err))
+	}
+	for _, e := range entries {
+		if e.Type()&(fs.ModeSymlink|fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice|fs.ModeIrregular) != 0 {
+			return fmt.Errorf("state dir: %s is %s: haloforge keeps only its own files and directories there and follows no link in it; remove it if you did not put it there (to keep the state on another disk, give that disk's directory as --state-dir)",
+				filepath.Join(dir, e.Name()), safefile.Kind(e.Type()))
+		}
 	}
 	return nil
 }

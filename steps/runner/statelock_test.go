@@ -50,12 +50,12 @@ func startGated(t *testing.T, o Options) (stop func()) {
 	}
 }
 
-// runTo runs o to its end and returns Run's error.
+// runTo runs o to its end and returns New's or Run's error.
 func runTo(t *testing.T, o Options) error {
 	t.Helper()
 	r, err := New(o)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	go func() {
 		for range r.Events() {
@@ -154,10 +154,10 @@ func TestStateDirLockRefusesWhatHaloforgeDidNotMake(t *testing.T) {
 			plant func(t *testing.T, path, outside string)
 			want  string
 		}{
-			{"a link to a precious file", func(t *testing.T, p, out string) { os.Symlink(out, p) }, "is a symbolic link, not a regular file"},
-			{"a link to a file not there yet", func(t *testing.T, p, out string) { os.Symlink(out+".new", p) }, "is a symbolic link, not a regular file"},
+			{"a link to a precious file", func(t *testing.T, p, out string) { os.Symlink(out, p) }, "is a symbolic link"},
+			{"a link to a file not there yet", func(t *testing.T, p, out string) { os.Symlink(out+".new", p) }, "is a symbolic link"},
 			{"a relative link out of the state dir", func(t *testing.T, p, out string) { os.Symlink("../"+filepath.Base(filepath.Dir(out))+"/precious", p) }, "is a symbolic link"},
-			{"a FIFO", func(t *testing.T, p, out string) { syscall.Mkfifo(p, 0o600) }, "is a FIFO (named pipe), not a regular file"},
+			{"a FIFO", func(t *testing.T, p, out string) { syscall.Mkfifo(p, 0o600) }, "is a FIFO (named pipe)"},
 			{"a directory", func(t *testing.T, p, out string) { os.Mkdir(p, 0o700) }, "is a directory, not a regular file"},
 			{"a hard link to a file elsewhere", func(t *testing.T, p, out string) { os.Link(out, p) }, "has 2 names (a hard link)"},
 		} {
@@ -182,6 +182,17 @@ func TestStateDirLockRefusesWhatHaloforgeDidNotMake(t *testing.T) {
 				}
 				if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, name)) || !strings.Contains(err.Error(), tc.want) {
 					t.Errorf("build: %v, want %q naming %s", err, tc.want, filepath.Join(dir, name))
+				}
+				// Planted after the state dir was checked: the lock's own
+				// open refuses it as well.
+				var lerr error
+				if name == LockFile {
+					_, lerr = lockStateDir(dir)
+				} else {
+					_, lerr = lockTrack(dir, "fx", true)
+				}
+				if lerr == nil || !strings.Contains(lerr.Error(), filepath.Join(dir, name)) || !strings.Contains(lerr.Error(), tc.want) {
+					t.Errorf("the lock itself: %v, want %q", lerr, tc.want)
 				}
 				if data, _ := os.ReadFile(out); string(data) != "precious-data-here\n" {
 					t.Errorf("the file outside is now %q", data)
