@@ -52,6 +52,9 @@ func (t Tree) elements(name string) ([]string, error) {
 	if filepath.IsAbs(name) || clean == ".." || strings.HasPrefix(clean, "../") || clean != strings.TrimSuffix(name, "/") {
 		return nil, fmt.Errorf("%s: not a name inside %s", name, string(t))
 	}
+	if clean == "." {
+		return nil, nil
+	}
 	return strings.Split(clean, "/"), nil
 }
 

@@ -248,3 +248,26 @@ func TestTreeRacesAFlippingDirectory(t *testing.T) {
 		t.Logf("wrote %d, refused %d in %d flips: the race was not exercised both ways", wrote, refused, flips.Load())
 	}
 }
+
+// FuzzTreeNames: a name the tree accepts has elements that are each one
+// plain directory entry, and its path stays inside the tree.
+func FuzzTreeNames(f *testing.F) {
+	for _, s := range []string{"runs/ID/report.json", "../x", "a/../../b", "/etc/passwd", "a//b", "./a", "a/", "", ".", "..", "a/.", "a\x00b", "…/x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		tree := Tree("/state")
+		elems, err := tree.elements(name)
+		if err != nil {
+			return
+		}
+		for _, e := range elems {
+			if e == "" || e == "." || e == ".." || strings.Contains(e, "/") {
+				t.Fatalf("%q accepted with the element %q", name, e)
+			}
+		}
+		if rel, err := filepath.Rel("/state", tree.Path(name)); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+			t.Fatalf("%q leads to %s, outside the tree", name, tree.Path(name))
+		}
+	})
+}
