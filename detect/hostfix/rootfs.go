@@ -55,11 +55,7 @@ func (r rootFS) handle(p string) (*os.File, error) {
 // pathErr names p as the system sees it, with the root, whatever the
 // library's own path was.
 func (r rootFS) pathErr(op, p string, err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err
-	}
-	return &fs.PathError{Op: op, Path: r.name(p), Err: err}
+	return &fs.PathError{Op: op, Path: r.name(p), Err: safefile.Cause(err)}
 }
 
 // stat is what p is inside the root, links followed there.

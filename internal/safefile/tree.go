@@ -305,11 +305,7 @@ func (t Tree) WriteFile(name string, data []byte, perm fs.FileMode) error {
 	}
 	if werr != nil {
 		_ = unix.Unlinkat(dir, tmp, 0)
-		var pe *fs.PathError
-		if errors.As(werr, &pe) {
-			werr = pe.Err
-		}
-		return &fs.PathError{Op: "write", Path: t.Path(name), Err: werr}
+		return &fs.PathError{Op: "write", Path: t.Path(name), Err: Cause(werr)}
 	}
 	_ = d.Sync() // the rename durable; best effort on odd file systems
 	return nil
