@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/haloforge/haloforge/detect/hostfix"
 )
 
 // fakeUpdateGrub is a static program that stands in for update-grub in a
@@ -248,7 +250,7 @@ func TestHostfixE2E(t *testing.T) {
 				t.Errorf("exit: %v, want %d\n%s", werr, exitInterrupted, out)
 			}
 			for _, pid := range pids {
-				if pidRuns(pid) {
+				if hostfix.ProcessRuns(pid) {
 					t.Errorf("process %d of the boot tool still runs", pid)
 					syscall.Kill(pid, syscall.SIGKILL)
 				}
@@ -323,16 +325,4 @@ func TestHostfixE2E(t *testing.T) {
 			t.Errorf("pins status said:\n%s\n%s", out, stderr.String())
 		}
 	})
-}
-
-// pidRuns says whether process pid runs: a zombie waiting for its parent
-// to reap it has ended.
-func pidRuns(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	f := strings.Fields(string(stat[i+1:]))
-	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }

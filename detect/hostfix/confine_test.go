@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -481,7 +480,7 @@ func TestApplyInterruptedDuringTheBootTool(t *testing.T) {
 	for _, f := range strings.Fields(string(data)) {
 		var pid int
 		fmt.Sscan(f, &pid)
-		if pid > 0 && pidRuns(pid) {
+		if pid > 0 && ProcessRuns(pid) {
 			t.Errorf("process %d of the boot tool still runs", pid)
 		}
 	}
@@ -546,18 +545,6 @@ func TestRollbackNeedsRoomFirst(t *testing.T) {
 	if _, err := Rollback(ctx, dir, h, ApplyOptions{StateDir: state, Confirm: confirmWith("ROLLBACK")}); err != nil {
 		t.Fatalf("rollback with room: %v", err)
 	}
-}
-
-// pidRuns says whether process pid runs: a zombie waiting for its parent
-// to reap it has ended.
-func pidRuns(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	f := strings.Fields(string(stat[i+1:]))
-	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
 }
 
 // TestReadOnlyStateDir: with the state dir on a read-only mount (root

@@ -141,24 +141,44 @@ func groupRuns(group int) bool {
 		return true // cannot tell: the kernel says the group has members
 	}
 	for _, p := range procs {
-		if _, err := strconv.Atoi(p.Name()); err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + p.Name() + "/stat")
+		pid, err := strconv.Atoi(p.Name())
 		if err != nil {
 			continue
 		}
-		// pid (comm) state ppid pgrp …; comm may hold spaces and parentheses
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) >= 3 && f[2] == strconv.Itoa(group) && f[0] != "Z" && f[0] != "X" {
+		if state, pgrp, ok := procStat(pid); ok && pgrp == group && running(state) {
 			return true
 		}
 	}
 	return false
+}
+
+// ProcessRuns says whether process pid runs: one that has ended but waits
+// for its parent to reap it (a zombie) does not.
+func ProcessRuns(pid int) bool {
+	state, _, ok := procStat(pid)
+	return ok && running(state)
+}
+
+func running(state string) bool { return state != "Z" && state != "X" }
+
+// procStat is a process's state letter and process group from
+// /proc/PID/stat; ok is false when it is gone.
+func procStat(pid int) (state string, pgrp int, ok bool) {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", 0, false
+	}
+	// pid (comm) state ppid pgrp …; comm may hold spaces and parentheses
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return "", 0, false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 3 {
+		return "", 0, false
+	}
+	pgrp, _ = strconv.Atoi(f[2])
+	return f[0], pgrp, true
 }
 
 // foregroundTTY is the terminal on stdin when this process's group has it
