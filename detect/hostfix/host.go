@@ -97,7 +97,9 @@ func (r ExecRunner) Run(ctx context.Context, argv []string, asRoot bool, out io.
 			stopGroup(group, nil)
 			return fmt.Errorf("%s was stopped (Ctrl-C): %w", shellJoin(full), ErrInterrupted)
 		}
-		if err != nil {
+		// A command that ended well but left something holding its output
+		// (a daemon it started) is not a failure: its output stops there.
+		if err != nil && !errors.Is(err, exec.ErrWaitDelay) {
 			return fmt.Errorf("%s: %w", shellJoin(full), err)
 		}
 		return nil
