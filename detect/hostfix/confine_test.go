@@ -588,3 +588,20 @@ func TestReadOnlyStateDir(t *testing.T) {
 		t.Error("an apply that could not back up changed files")
 	}
 }
+
+// TestExecRunnerDaemonHoldingOutput: a tool that ends well but leaves a
+// process holding its output (a daemon it started) is not a failure; Run
+// returns once StopGrace has passed.
+func TestExecRunnerDaemonHoldingOutput(t *testing.T) {
+	var out bytes.Buffer
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	err := ExecRunner{IsRoot: true}.Run(context.Background(), []string{"sh", "-c", `sleep 60 & echo $! > "$1"; echo started`, "sh", pidFile}, false, &out)
+	if data, _ := os.ReadFile(pidFile); len(data) > 0 {
+		var pid int
+		fmt.Sscan(string(data), &pid)
+		defer unix.Kill(pid, unix.SIGKILL)
+	}
+	if err != nil || !strings.Contains(out.String(), "started") {
+		t.Errorf("Run: %v, output %q", err, out.String())
+	}
+}
