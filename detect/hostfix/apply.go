@@ -612,7 +612,8 @@ func backup(ctx context.Context, h *Host, o ApplyOptions, w *work, kind, of stri
 	if err != nil {
 		_ = os.RemoveAll(dir) // made just now, by this run
 		var ce *changedError
-		if errors.As(err, &ce) {
+		var rf *refusal
+		if errors.As(err, &ce) || errors.As(err, &rf) {
 			return "", nil, err
 		}
 		return "", nil, fmt.Errorf("backup %s: %w: nothing was changed", dir, err)

@@ -192,7 +192,20 @@ func (r rootFS) makeEdit(p string) (*editDir, error) {
 
 // ErrLink is a link in the way of a file haloforge edits: it does not
 // edit through one (exit 2: nothing changed).
-var ErrLink = fmt.Errorf("a symbolic link: %w", ErrMismatch)
+var ErrLink = errors.New("a symbolic link is in the way")
+
+// refusal is a file haloforge will not edit, said in full: it is
+// ErrMismatch (exit 2), and ErrLink when a link is the reason.
+type refusal struct {
+	msg  string
+	link bool
+}
+
+func (e *refusal) Error() string { return e.msg + "; nothing was changed" }
+
+func (e *refusal) Is(target error) bool {
+	return target == ErrMismatch || (e.link && target == ErrLink)
+}
 
 // danglingLink explains why dir does not resolve inside the root when one
 // of its elements is a symbolic link leading nowhere there (an image's
@@ -213,8 +226,8 @@ func (r rootFS) danglingLink(dir string) error {
 		if err != nil {
 			return nil // not a link: plainly missing
 		}
-		return fmt.Errorf("%s is a symbolic link to %s, which does not exist inside %s: haloforge does not create what a link points at: %w",
-			r.name(prefix), target, r.dir(), ErrLink)
+		return &refusal{fmt.Sprintf("%s is a symbolic link to %s, which does not exist inside %s: haloforge does not create what a link points at",
+			r.name(prefix), target, r.dir()), true}
 	}
 	return nil
 }
@@ -250,10 +263,10 @@ func (e *editDir) lstat() (st unix.Stat_t, ok bool, err error) {
 func (e *editDir) refuseKind(st unix.Stat_t) error {
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
 		target, _ := readlinkAt(e.d, e.base)
-		return fmt.Errorf("%s is a symbolic link to %s: haloforge edits only regular files (put a copy of the file in the link's place to let it): %w",
-			e.fs.name(e.p), target, ErrLink)
+		return &refusal{fmt.Sprintf("%s is a symbolic link to %s: haloforge edits only regular files (put a copy of the file in the link's place to let it)",
+			e.fs.name(e.p), target), true}
 	}
-	return fmt.Errorf("%s is %s, not a regular file: haloforge does not edit it: %w", e.fs.name(e.p), safefile.Kind(safefile.StatMode(st.Mode)), ErrMismatch)
+	return &refusal{fmt.Sprintf("%s is %s, not a regular file: haloforge does not edit it", e.fs.name(e.p), safefile.Kind(safefile.StatMode(st.Mode))), false}
 }
 
 // open opens the file for reading, never through a link and never waiting
