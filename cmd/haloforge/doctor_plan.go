@@ -23,9 +23,9 @@ import (
 	"github.com/haloforge/haloforge/steps/runner"
 )
 
-// hostfixOpts are doctor's host-fix modes: --plan, --apply, --verify and
+// hostfixOptions are doctor's host-fix modes: --plan, --apply, --verify and
 // --rollback, and what they share.
-type hostfixOpts struct {
+type hostfixOptions struct {
 	plan     bool
 	apply    string
 	verify   bool
@@ -37,9 +37,9 @@ type hostfixOpts struct {
 	dmesg    string
 }
 
-func (h *hostfixOpts) active() bool { return h.plan || h.apply != "" || h.verify || h.rollback }
+func (h *hostfixOptions) active() bool { return h.plan || h.apply != "" || h.verify || h.rollback }
 
-func addHostfixFlags(cmd *cobra.Command, h *hostfixOpts) {
+func addHostfixFlags(cmd *cobra.Command, h *hostfixOptions) {
 	f := cmd.Flags()
 	f.BoolVar(&h.plan, "plan", false, "print the host changes that fix the warnings (kernel arguments, modprobe.d, groups, advice) for this machine's bootloader")
 	f.StringVar(&h.apply, "apply", "", "apply a plan written by --plan --json: shows every change, asks you to type APPLY, backs up each file, never reboots")
@@ -55,7 +55,7 @@ func addHostfixFlags(cmd *cobra.Command, h *hostfixOpts) {
 
 // hostfixArgs accepts one argument only after --verify (PLAN.json) or
 // --rollback (BACKUP_DIR); plain doctor takes none.
-func hostfixArgs(h *hostfixOpts) cobra.PositionalArgs {
+func hostfixArgs(h *hostfixOptions) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		switch {
 		case len(args) == 0:
@@ -69,7 +69,7 @@ func hostfixArgs(h *hostfixOpts) cobra.PositionalArgs {
 	}
 }
 
-func runHostfix(cmd *cobra.Command, o doctorOpts, args []string) error {
+func runHostfix(cmd *cobra.Command, o doctorOptions, args []string) error {
 	h := o.host
 	if h.bundleless() && o.bundle != "" {
 		return usageErr(errors.New("--bundle goes with --plan and --verify: --apply and --rollback change this machine (or --root DIR)"))
@@ -93,11 +93,11 @@ func runHostfix(cmd *cobra.Command, o doctorOpts, args []string) error {
 	return runRollback(cmd, o, args)
 }
 
-func (h *hostfixOpts) bundleless() bool { return h.apply != "" || h.rollback }
+func (h *hostfixOptions) bundleless() bool { return h.apply != "" || h.rollback }
 
 // hostFacts analyses this machine (or the bundle) and reads how it boots:
 // from --root when given, else from the bundle, else from /.
-func hostFacts(cmd *cobra.Command, o doctorOpts) (*detect.Report, *hostfix.Evidence, string, error) {
+func hostFacts(cmd *cobra.Command, o doctorOptions) (*detect.Report, *hostfix.Evidence, string, error) {
 	b, err := doctorBundle(cmdContext(cmd), o)
 	if err != nil {
 		return nil, nil, "", err
@@ -127,7 +127,7 @@ func hostFacts(cmd *cobra.Command, o doctorOpts) (*detect.Report, *hostfix.Evide
 	return r, ev, source, nil
 }
 
-func runHostPlan(cmd *cobra.Command, o doctorOpts) error {
+func runHostPlan(cmd *cobra.Command, o doctorOptions) error {
 	r, ev, source, err := hostFacts(cmd, o)
 	if err != nil {
 		return err
@@ -163,7 +163,7 @@ func isTerminal(r io.Reader) bool {
 }
 
 // hostOf is the system to change: --root DIR, else this machine.
-func hostOf(cmd *cobra.Command, h hostfixOpts) *hostfix.Host {
+func hostOf(cmd *cobra.Command, h hostfixOptions) *hostfix.Host {
 	root := h.root
 	if root == "" {
 		root = "/"
@@ -173,7 +173,7 @@ func hostOf(cmd *cobra.Command, h hostfixOpts) *hostfix.Host {
 
 // confirmer asks for the typed word on the terminal, or takes --confirm.
 // A signal while it waits ends the prompt: nothing was changed (exit 130).
-func confirmer(ctx context.Context, cmd *cobra.Command, h hostfixOpts) func(word string) error {
+func confirmer(ctx context.Context, cmd *cobra.Command, h hostfixOptions) func(word string) error {
 	return func(word string) error {
 		out := cmd.OutOrStdout()
 		if h.confirm != "" {
@@ -239,19 +239,19 @@ func hostfixContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 
 // printedFlags are the flags a command printed by --apply or --rollback
 // needs to act on the same system and backups, as the user gave them.
-func printedFlags(o doctorOpts) []string {
+func printedFlags(o doctorOptions) []string {
 	var out []string
 	if o.host.root != "" {
 		out = append(out, "--root", o.host.root)
 	}
-	if o.g.stateDir != "" {
-		out = append(out, "--state-dir", o.g.stateDir)
+	if o.stateDir != "" {
+		out = append(out, "--state-dir", o.stateDir)
 	}
 	return out
 }
 
-func runApply(cmd *cobra.Command, o doctorOpts) error {
-	stateDir := o.g.stateDirOr() // backups live in <state-dir>/host-backups
+func runApply(cmd *cobra.Command, o doctorOptions) error {
+	stateDir := o.stateDirOr() // backups live in <state-dir>/host-backups
 	if err := runner.CheckStateDir(stateDir); err != nil {
 		return usageErr(err)
 	}
@@ -285,8 +285,8 @@ func runApply(cmd *cobra.Command, o doctorOpts) error {
 	return hostfixErr(err)
 }
 
-func runRollback(cmd *cobra.Command, o doctorOpts, args []string) error {
-	stateDir := o.g.stateDirOr() // backups live in <state-dir>/host-backups
+func runRollback(cmd *cobra.Command, o doctorOptions, args []string) error {
+	stateDir := o.stateDirOr() // backups live in <state-dir>/host-backups
 	if err := runner.CheckStateDir(stateDir); err != nil {
 		return usageErr(err)
 	}
@@ -307,8 +307,8 @@ func runRollback(cmd *cobra.Command, o doctorOpts, args []string) error {
 	return hostfixErr(err)
 }
 
-func runVerify(cmd *cobra.Command, o doctorOpts, args []string) error {
-	stateDir := o.g.stateDirOr() // backups live in <state-dir>/host-backups
+func runVerify(cmd *cobra.Command, o doctorOptions, args []string) error {
+	stateDir := o.stateDirOr() // backups live in <state-dir>/host-backups
 	var p *hostfix.Plan
 	var err error
 	if len(args) == 1 {

@@ -76,6 +76,9 @@ type StepReport struct {
 	// FactErrors the lines of its facts file that were not facts.
 	Resolved   *Resolved `json:"resolved,omitempty"`
 	FactErrors []string  `json:"fact_errors,omitempty"`
+	// Times are what the step timed of its own work, by name (its facts
+	// file's time lines: a bench step's "engine").
+	Times map[string]time.Duration `json:"times_ns,omitempty"`
 }
 
 // Failed says whether the step failed or was interrupted.
