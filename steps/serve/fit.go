@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/haloforge/haloforge/internal/text"
+	"github.com/haloforge/haloforge/steps/bench"
 )
 
 // UnifiedUtilCap is the largest share of the GPU ceiling an engine may take on
@@ -36,6 +37,9 @@ type ModelShape struct {
 	// output buffers). Without it the KV cache is KVBytesPerToken × context
 	// and the rest the engine's flat Overhead.
 	Buffers func(context uint64) (kv, rest uint64)
+	// Weights is what one generated token reads of the model, for the
+	// roofline of its speed; nil when the engine cannot say before it runs.
+	Weights *bench.Weights
 }
 
 // ShapeFromGGUF takes a model's shape from its GGUF header, with llama.cpp's
