@@ -15,6 +15,7 @@ import (
 	gp "github.com/gpustack/gguf-parser-go"
 
 	"github.com/haloforge/haloforge/internal/safefile"
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // A GGUF header is read by github.com/gpustack/gguf-parser-go, which knows
@@ -68,7 +69,10 @@ type Tensor struct {
 }
 
 // GGUF is what haloforge reads from a GGUF model's header(s): enough to size
-// the model, its KV cache and llama.cpp's buffers, never the weights.
+// the model, its KV cache and llama.cpp's buffers, never the weights. Its
+// strings are the file's, made printable (text.Printable): a model's name may
+// hold escapes or bidi overrides, and it is shown; tensor names are quoted
+// wherever they are printed.
 type GGUF struct {
 	Version      uint32
 	Architecture string
@@ -193,22 +197,27 @@ func openChecked(path string) (*os.File, header, error) {
 func parseChecked(path string) (gf *gp.GGUFFile, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			gf, err = nil, fmt.Errorf("the header cannot be read: %v", r)
+			gf, err = nil, fmt.Errorf("the header cannot be read: %s", text.Printable(fmt.Sprint(r), 300))
 		}
 	}()
-	return gp.ParseGGUFFile(path, gp.SkipLargeMetadata(), gp.UseMMap())
+	gf, err = gp.ParseGGUFFile(path, gp.SkipLargeMetadata(), gp.UseMMap())
+	if err != nil {
+		// its words may quote the file's bytes
+		return nil, errors.New(text.Printable(err.Error(), 300))
+	}
+	return gf, nil
 }
 
 // fromLibrary takes haloforge's fields from the library's reading.
 func fromLibrary(gf *gp.GGUFFile) (g *GGUF, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			g, err = nil, fmt.Errorf("the metadata cannot be read: %v", r)
+			g, err = nil, fmt.Errorf("the metadata cannot be read: %s", text.Printable(fmt.Sprint(r), 300))
 		}
 	}()
 	a := gf.Architecture()
 	g = &GGUF{
-		Architecture: a.Architecture, Name: gf.Metadata().Name,
+		Architecture: text.Printable(a.Architecture, 64), Name: text.Printable(gf.Metadata().Name, 256),
 		FileSize: int64(gf.Size), DataBytes: uint64(gf.ModelSize), Parameters: uint64(gf.ModelParameters),
 		ContextLength: a.MaximumContextLength, BlockCount: a.BlockCount, EmbeddingLen: a.EmbeddingLength,
 		HeadCount: a.AttentionHeadCount, HeadCountKV: a.AttentionHeadCountKV,
@@ -282,11 +291,11 @@ func checkHeader(r io.Reader, size int64) (header, error) {
 		}
 		typ, err := d.u32()
 		if err != nil {
-			return h, d.wrap(err, "type of "+key)
+			return h, d.wrap(err, fmt.Sprintf("type of %q", key))
 		}
 		n, err := d.value(key, typ, 0)
 		if err != nil {
-			return h, d.wrap(err, "value of "+key)
+			return h, d.wrap(err, fmt.Sprintf("value of %q", key))
 		}
 		switch {
 		case key == "general.alignment":
@@ -299,7 +308,7 @@ func checkHeader(r io.Reader, size int64) (header, error) {
 		case key == "split.count":
 			h.splitCount = n
 		case strings.HasSuffix(key, "block_count") && n > maxLayers:
-			return h, fmt.Errorf("%s is %d: more than the %d layers a model may have here", key, n, maxLayers)
+			return h, fmt.Errorf("%q is %d: more than the %d layers a model may have here", key, n, maxLayers)
 		case key == "split.tensors.count" && n > maxTensors:
 			return h, fmt.Errorf("split.tensors.count is %d: more than the %d tensors a model may have here", n, maxTensors)
 		}

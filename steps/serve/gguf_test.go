@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	gp "github.com/gpustack/gguf-parser-go"
 )
@@ -425,6 +426,70 @@ func TestReadGGUFBounds(t *testing.T) {
 	})
 }
 
+// terminalUnsafe reports what a terminal would act on or reorder by: C0
+// and C1 controls (a raw 0x9b byte among them), DEL, and the bidi marks,
+// embeddings, overrides and isolates.
+func terminalUnsafe(s string) bool {
+	return !utf8.ValidString(s) || strings.IndexFunc(s, func(r rune) bool {
+		return r < 0x20 || (r >= 0x7f && r < 0xa0) || r == 0x061c || r == 0x200e || r == 0x200f ||
+			(r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+	}) >= 0
+}
+
+// TestReadGGUFHostileStrings: a model's name, its architecture, a key or a
+// tensor name holding escapes, C1 controls or bidi overrides reaches neither
+// what serve shows of the model nor an error.
+func TestReadGGUFHostileStrings(t *testing.T) {
+	const evil = "\u202eevil\x1b]0;title\x07\x1b[31m\u0085\u2066x\x9b2J\r\n"
+	dir := t.TempDir()
+	named := tinyLlama(binary.LittleEndian)
+	for i := range named.kvs {
+		if named.kvs[i].key == "general.name" {
+			named.kvs[i].val = "tiny " + evil
+		}
+	}
+	g, err := ReadGGUFFile(writeFile(t, dir, "named.gguf", named.bytes(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if terminalUnsafe(g.Name) || !strings.Contains(g.Name, "tiny") || !strings.Contains(g.Name, "evil") {
+		t.Errorf("name %q", g.Name)
+	}
+	if n := ShapeFromGGUF(g).Name; n != g.Name {
+		t.Errorf("the fit's name %q", n)
+	}
+	arch := tinyLlama(binary.LittleEndian)
+	arch.kvs[0].val = "llama" + evil
+	if g, err := ReadGGUFFile(writeFile(t, dir, "arch.gguf", arch.bytes(t))); err == nil && terminalUnsafe(g.Architecture) {
+		t.Errorf("architecture %q", g.Architecture)
+	} else if err != nil && terminalUnsafe(err.Error()) {
+		t.Errorf("architecture: error %q", err)
+	}
+	str := func(s string) []byte { return append(le64(uint64(len(s))), s...) }
+	head := append([]byte("GGUF\x03\x00\x00\x00"), le64(0)...)
+	head = append(head, le64(1)...)
+	for name, in := range map[string][]byte{
+		"a key's layers": append(append(append(head, str(evil+".block_count")...), binary.LittleEndian.AppendUint32(nil, gUint32)...),
+			binary.LittleEndian.AppendUint32(nil, 1<<31)...),
+		"a key's value truncated": append(append(head, str(evil)...), binary.LittleEndian.AppendUint32(nil, gUint64)...),
+		"a key's type truncated":  append(head, str(evil)...),
+		"a tensor's type": (&ggufWriter{order: binary.LittleEndian, version: 3,
+			tensors: []tinfo{{evil, 99, []uint64{32}}}}).bytes(t),
+		"a tensor's dimensions": (&ggufWriter{order: binary.LittleEndian, version: 3,
+			tensors: []tinfo{{evil, 0, []uint64{1, 1, 1, 1, 1}}}}).bytes(t),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ReadGGUFFile(writeFile(t, dir, strings.ReplaceAll(name, " ", "_")+".gguf", in))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if terminalUnsafe(err.Error()) || !strings.Contains(err.Error(), "evil") {
+				t.Fatalf("error %q", err)
+			}
+		})
+	}
+}
+
 func le64(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
 
 func TestReadGGUFModelSplit(t *testing.T) {
@@ -491,7 +556,13 @@ func FuzzReadGGUF(f *testing.F) {
 		}()
 		g, err := ReadGGUFFile(p)
 		if err != nil {
+			if terminalUnsafe(err.Error()) {
+				t.Fatalf("error %q", err)
+			}
 			return
+		}
+		if terminalUnsafe(g.Name) || terminalUnsafe(g.Architecture) {
+			t.Fatalf("name %q, architecture %q", g.Name, g.Architecture)
 		}
 		var sum uint64
 		for _, tn := range g.Tensors {
