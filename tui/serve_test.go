@@ -57,7 +57,7 @@ func TestServeScreenLiveFit(t *testing.T) {
 	s, _ := newServeTest(t)
 	text := screenText(s)
 	for _, want := range []string{"Serve and measure · llamacpp-distro · llama.cpp", "model    ", "tiny-random.gguf",
-		"fits  1 GiB of 111.6 GiB usable (0.90 × 124 GiB)", "KV cache 256 KiB (ctx 512)", "command  llama-server -m "} {
+		"fits  6.7 MiB of 111.6 GiB usable (0.90 × 124 GiB)", "KV cache 256 KiB (ctx 512)", "command  llama-server -m "} {
 		if !strings.Contains(text, want) {
 			t.Fatalf("the form lacks %q:\n%s", want, text)
 		}

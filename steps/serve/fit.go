@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strings"
@@ -31,18 +32,32 @@ type ModelShape struct {
 	TrainedContext uint64 // 0 when unknown
 	// KVBytesPerElement is the KV cache's element size: 2 for f16/bf16.
 	KVBytesPerElement float64
+	// Buffers, when set, is the engine's own account of what the model takes
+	// at a context besides its weights: its KV cache and the rest (compute and
+	// output buffers). Without it the KV cache is KVBytesPerToken × context
+	// and the rest the engine's flat Overhead.
+	Buffers func(context uint64) (kv, rest uint64)
 	// Weights is what one generated token reads of the model, for the
 	// roofline of its speed; nil when the engine cannot say before it runs.
 	Weights *bench.Weights
 }
 
-// ShapeFromGGUF takes a model's shape from its GGUF header.
+// ShapeFromGGUF takes a model's shape from its GGUF header, with llama.cpp's
+// buffers as gguf-parser-go estimates them (llamaCppBuffers).
 func ShapeFromGGUF(g *GGUF) ModelShape {
-	k, v := g.HeadDims()
-	return ModelShape{
+	var d uint64
+	if g.HeadCount > 0 {
+		d = g.EmbeddingLen / g.HeadCount
+	}
+	k, v := cmp.Or(g.KeyLength, d), cmp.Or(g.ValueLength, d)
+	m := ModelShape{
 		Name: g.Name, WeightsBytes: g.WeightsBytes(), Layers: g.BlockCount, KVHeads: g.KVHeads(),
 		KeyDim: k, ValueDim: v, TrainedContext: g.ContextLength, KVBytesPerElement: 2,
 	}
+	if g.file != nil {
+		m.Buffers = g.llamaCppBuffers
+	}
+	return m
 }
 
 // KVBytesPerToken is the KV cache one token of context takes over all layers.
@@ -111,27 +126,14 @@ func Estimate(r FitRequest) Fit {
 	if f.Context == 0 {
 		f.Context = 4096
 	}
-	f.OverheadBytes = 1 << 30
-	if e, ok := EngineNamed(r.Engine); ok {
-		f.OverheadBytes = e.Overhead()
-	}
-	perToken := r.Model.KVBytesPerToken()
-	f.KVBytes = sat(perToken, f.Context)
+	f.KVBytes, f.OverheadBytes = r.buffers(f.Context)
 	f.NeedBytes = satAdd(satAdd(f.WeightsBytes, f.OverheadBytes), f.KVBytes)
 	f.UsableBytes = uint64(float64(r.LimitBytes) * f.Util)
 	f.Fits = r.LimitBytes > 0 && f.NeedBytes <= f.UsableBytes
 	if r.LimitBytes > 0 {
 		f.MinUtil = math.Ceil(float64(f.NeedBytes)/float64(r.LimitBytes)*100) / 100
 	}
-	fixed := f.WeightsBytes + f.OverheadBytes
-	if f.UsableBytes > fixed && perToken > 0 {
-		n := (f.UsableBytes - fixed) / perToken
-		n -= n % contextStep
-		if r.Model.TrainedContext > 0 && n > r.Model.TrainedContext {
-			n = r.Model.TrainedContext
-		}
-		f.MaxContext = n
-	}
+	f.MaxContext = f.maxContextAt(f.UsableBytes, r)
 	if !f.Fits {
 		f.Advice = f.advice(r, capUtil)
 	}
@@ -143,7 +145,9 @@ func (f Fit) advice(r FitRequest, capUtil float64) string {
 	if r.LimitBytes == 0 {
 		return "does not fit: the GPU memory ceiling is unknown (run haloforge doctor; on the APU it is the GTT size)"
 	}
-	fixed := f.WeightsBytes + f.OverheadBytes
+	// What the engine takes at the smallest context: the buffers grow with it.
+	_, least := r.buffers(contextStep)
+	fixed := satAdd(f.WeightsBytes, least)
 	capBytes := uint64(float64(r.LimitBytes) * capUtil)
 	if fixed >= capBytes || f.maxContextAt(capBytes, r) < contextStep {
 		what := "raise the GPU ceiling (on the APU: ttm.pages_limit, see haloforge doctor)"
@@ -151,7 +155,7 @@ func (f Fit) advice(r FitRequest, capUtil float64) string {
 			what = "use a GPU with more memory"
 		}
 		return fmt.Sprintf("does not fit: the weights need %s and the engine about %s more, beyond the %s it may use (%.2f × %s): use a smaller quantisation or %s",
-			text.Bytes(int64(f.WeightsBytes)), text.Bytes(int64(f.OverheadBytes)), text.Bytes(int64(capBytes)), capUtil, text.Bytes(int64(r.LimitBytes)), what)
+			text.Bytes(int64(f.WeightsBytes)), text.Bytes(int64(least)), text.Bytes(int64(capBytes)), capUtil, text.Bytes(int64(r.LimitBytes)), what)
 	}
 	var tries []string
 	if f.MaxContext >= contextStep {
@@ -168,20 +172,60 @@ func (f Fit) advice(r FitRequest, capUtil float64) string {
 		text.Bytes(int64(f.NeedBytes)), text.Bytes(int64(f.UsableBytes)), f.Util, text.Bytes(int64(r.LimitBytes)), f.Context, strings.Join(tries, " or "))
 }
 
-// maxContextAt is the largest context that fits in usable bytes.
-func (f Fit) maxContextAt(usable uint64, r FitRequest) uint64 {
-	fixed := f.WeightsBytes + f.OverheadBytes
-	per := r.Model.KVBytesPerToken()
-	if usable <= fixed || per == 0 {
-		return 0
+// buffers is the KV cache and the rest besides the weights at a context:
+// the model's own account when it has one, else KVBytesPerToken × context
+// and the engine's flat overhead (1 GiB for an unknown engine).
+func (r FitRequest) buffers(context uint64) (kv, rest uint64) {
+	if r.Model.Buffers != nil {
+		return r.Model.Buffers(context)
 	}
-	n := (usable - fixed) / per
-	n -= n % contextStep
-	if r.Model.TrainedContext > 0 && n > r.Model.TrainedContext {
-		n = r.Model.TrainedContext
+	rest = 1 << 30
+	if e, ok := EngineNamed(r.Engine); ok {
+		rest = e.Overhead()
 	}
-	return n
+	return sat(r.Model.KVBytesPerToken(), context), rest
 }
+
+// maxContextAt is the largest context (a multiple of contextStep, at most the
+// trained one) that fits in usable bytes, 0 when none does.
+func (f Fit) maxContextAt(usable uint64, r FitRequest) uint64 {
+	if r.Model.Buffers == nil {
+		fixed := f.WeightsBytes + f.OverheadBytes
+		per := r.Model.KVBytesPerToken()
+		if usable <= fixed || per == 0 {
+			return 0
+		}
+		n := (usable - fixed) / per
+		n -= n % contextStep
+		if r.Model.TrainedContext > 0 && n > r.Model.TrainedContext {
+			n = r.Model.TrainedContext
+		}
+		return n
+	}
+	fits := func(n uint64) bool {
+		kv, rest := r.buffers(n)
+		return satAdd(satAdd(f.WeightsBytes, rest), kv) <= usable
+	}
+	top := cmp.Or(r.Model.TrainedContext, maxSearchedContext)
+	if fits(top) {
+		return top
+	}
+	// The buffers grow with the context: the largest step that fits, by halves.
+	lo, hi := uint64(0), top/contextStep // fits(lo×step) (0 trivially), not hi×step
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if fits(mid * contextStep) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo * contextStep
+}
+
+// maxSearchedContext bounds the search for a model that names no trained
+// context.
+const maxSearchedContext = 1 << 20
 
 // Summary is one line for the screen.
 func (f Fit) Summary() string {

@@ -131,7 +131,7 @@ func TestEstimateSuggestionFits(t *testing.T) {
 // The tiny model of the distro proof, from its GGUF header: 2 layers × 2 KV heads ×
 // (32 + 32) × 2 bytes = 512 bytes a token; 512 tokens → 262144 bytes of KV.
 func TestShapeFromGGUF(t *testing.T) {
-	g, err := ReadGGUF(bytes.NewReader(tinyLlama(binary.LittleEndian).bytes(t)))
+	g, err := ReadGGUFFile(writeFile(t, t.TempDir(), "tiny.gguf", tinyLlama(binary.LittleEndian).bytes(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

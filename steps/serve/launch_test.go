@@ -279,9 +279,9 @@ func TestLaunchEstimate(t *testing.T) {
 	if l.Fit == nil || !l.Fit.Fits || l.Fit.WeightsBytes == 0 || !strings.Contains(l.FitNote, "64 GiB: GTT") {
 		t.Fatalf("fit %+v, note %q", l.Fit, l.FitNote)
 	}
-	l.Estimate(req, Ceiling{Bytes: 512 << 20, Unified: true})
+	l.Estimate(req, Ceiling{Bytes: 4 << 20, Unified: true}) // llama.cpp takes about 5.5 MB for it at its 512 tokens
 	if l.Fit.Fits || !strings.HasPrefix(l.Fit.Advice, "does not fit") {
-		t.Fatalf("512 MiB: %+v", l.Fit)
+		t.Fatalf("4 MiB: %+v", l.Fit)
 	}
 	t.Setenv("HF_HOME", t.TempDir())
 	vreq := Request{Track: "vllm-image", Model: "Qwen/Qwen3-0.6B", Pins: pinsOf}
