@@ -243,12 +243,9 @@ _HF_PATH_ENV='^(PIP_[A-Z0-9_]+|HF_PYTHON_PINS|REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|
 # HALOFORGE_*, every pin, the toolbox build variables, a few build knobs and the exported
 # package-access settings above.
 _hf_env_names() {
-  local f names=()
+  local names=()
   mapfile -t names < <(compgen -e | grep -E '^HALOFORGE_|'"$_HF_PASS_ENV" || true)
-  for f in "$(pins_file)" "$(toolbox_env_file)"; do
-    [[ -n "$f" && -r "$f" ]] || continue
-    mapfile -t -O "${#names[@]}" names < <(sed -nE 's/^([A-Za-z_][A-Za-z0-9_]*)=.*/\1/p' "$f")
-  done
+  mapfile -t -O "${#names[@]}" names < <(hf_pin_names)
   names+=(MAX_JOBS NO_COLOR TERM)
   printf '%s\n' "${names[@]}" | awk '!seen[$0]++'
 }

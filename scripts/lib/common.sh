@@ -15,8 +15,8 @@
 #   require, require_env, require_file: fail early, saying what to install or set;
 #   retry and url_reachable: bounded retries and a short probe for the network;
 #   load_pins / load_toolbox_env_file / load_env_file: the pins and toolbox.env's build
-#     variables, the caller's environment first, read (never evaluated) from the runner's
-#     validated snapshots, or by hand from the checkout's files;
+#     variables: under the runner its environment (HALOFORGE_PIN_NAMES names them), by hand
+#     read (never evaluated) from the checkout's files, the caller's environment first;
 #   hf_init: the HALOFORGE_* variables of the runner's contract, defaulted for a run by hand;
 #   as_root, mem_gib, max_jobs; cache_dir, cached_wheel, cache_prune (the wheel cache);
 #   hf_verified, hf_not_verified, hf_run_checks, hf_verify_begin, hf_verify_end: what a verify
@@ -28,8 +28,8 @@
 #   facts.sh: hf_fact_image, hf_fact_git, hf_pip_report + hf_fact_pip_report: what a step
 #     resolved (digests, commits, wheel files with sha256) for report.json and pins lock.
 #
-# Environment it honours: HALOFORGE_DRY_RUN=1, HALOFORGE_PINS_FILE, HALOFORGE_TOOLBOX_ENV_FILE,
-# HALOFORGE_TOOLBOX_DIR, HALOFORGE_STATE_DIR,
+# Environment it honours: HALOFORGE_DRY_RUN=1, HALOFORGE_PIN_NAMES (the runner's), by hand
+# HALOFORGE_PINS_FILE and HALOFORGE_TOOLBOX_ENV_FILE, HALOFORGE_TOOLBOX_DIR, HALOFORGE_STATE_DIR,
 # HALOFORGE_CACHE_DIR, HALOFORGE_CACHE_KEY, HALOFORGE_DISTROBOX_ROOT=1 (distrobox --root),
 # HALOFORGE_RESULT_FILE (the runner's verify results), HALOFORGE_FACTS_FILE (what a step
 # resolved), MAX_JOBS, NO_COLOR.
@@ -340,51 +340,57 @@ url_reachable() {
 }
 
 # ---- pins and the runner's environment ------------------------------------------------
-# Env files are read, never run: load_env_file assigns plain values and ${NAME} references
-# and refuses every other shell construct, naming the file and line. Under haloforge's runner
-# a step reads only the snapshots the runner wrote into the run dir after validating the pins
-# (versions.env, --set) and toolbox.env, fresh before each step (HALOFORGE_PINS_FILE,
-# HALOFORGE_TOOLBOX_ENV_FILE); a file that is not such a snapshot stops the step. Run by
-# hand, a step reads the checkout's versions.env (or HALOFORGE_PINS_FILE) and
-# toolbox/toolbox.env with the same reader; `haloforge pins check FILE` validates the values.
-
-_HF_SNAPSHOT_HEAD='# haloforge snapshot v1'
-_HF_SNAPSHOT_END='# end of haloforge snapshot'
+# Under haloforge's runner the pins reach a step by one channel: its environment. The runner
+# validated the pins (versions.env, --set) and toolbox.env before the run and exported every
+# value, naming them in HALOFORGE_PIN_NAMES; the step reads no pins file at all, so nothing
+# written to one during a build reaches it. The run dir's pins.env and toolbox.env are the
+# runner's record of those values, not read here. Run by hand, a step reads the checkout's
+# versions.env (or HALOFORGE_PINS_FILE) and toolbox/toolbox.env with load_env_file, which
+# assigns plain values and ${NAME} references and refuses every other shell construct,
+# naming the file and line; `haloforge pins check FILE` validates the values.
 
 # hf_by_runner: true when haloforge's runner started this step (it names the run; by hand the
 # run is manual-…, or not named yet).
 hf_by_runner() { [[ -n "${HALOFORGE_RUN_ID:-}" && "$HALOFORGE_RUN_ID" != manual-* ]]; }
 
-# pins_file: the versions.env in use: $HALOFORGE_PINS_FILE (the runner's snapshot), else, run
-# by hand, the checkout's next to the scripts tree (empty when neither exists).
+# pins_file: the pins file a step run by hand reads: $HALOFORGE_PINS_FILE, else the
+# checkout's versions.env next to the scripts tree (empty when neither exists, and always
+# empty under the runner).
 pins_file() {
+  hf_by_runner && return 0
   if [[ -n "${HALOFORGE_PINS_FILE:-}" ]]; then
     printf '%s\n' "$HALOFORGE_PINS_FILE"
-  elif ! hf_by_runner && [[ -f "$HF_LIB_DIR/../../versions.env" ]]; then
+  elif [[ -f "$HF_LIB_DIR/../../versions.env" ]]; then
     printf '%s\n' "$(cd "$HF_LIB_DIR/../.." && pwd)/versions.env"
   fi
 }
 
-# toolbox_env_file: toolbox.env's build variables in use: the runner's snapshot, else, run by
-# hand, $HALOFORGE_TOOLBOX_DIR/toolbox.env (the checkout's by default; never ./toolbox).
+# toolbox_env_file: the build variables' file a step run by hand reads:
+# $HALOFORGE_TOOLBOX_ENV_FILE, else $HALOFORGE_TOOLBOX_DIR/toolbox.env (the checkout's by
+# default; never ./toolbox). Always empty under the runner.
 toolbox_env_file() {
-  if hf_by_runner; then
-    printf '%s\n' "${HALOFORGE_TOOLBOX_ENV_FILE:-}"
+  hf_by_runner && return 0
+  if [[ -n "${HALOFORGE_TOOLBOX_ENV_FILE:-}" ]]; then
+    printf '%s\n' "$HALOFORGE_TOOLBOX_ENV_FILE"
   elif [[ -n "${HALOFORGE_TOOLBOX_DIR:-}" && -f "$HALOFORGE_TOOLBOX_DIR/toolbox.env" ]]; then
     printf '%s\n' "$HALOFORGE_TOOLBOX_DIR/toolbox.env"
   fi
 }
 
-# hf_require_snapshot FILE: under the runner, FILE must be a snapshot haloforge wrote, whole.
-hf_require_snapshot() {
-  local file=$1 first last
-  [[ -f "$file" && -r "$file" ]] || die "haloforge's snapshot $file is missing: run the step through haloforge build"
-  first=$(head -n 1 -- "$file")
-  last=$(tail -n 1 -- "$file")
-  [[ "$first" == "$_HF_SNAPSHOT_HEAD" ]] \
-    || die "$file is not a snapshot haloforge wrote (its first line is not \"$_HF_SNAPSHOT_HEAD\"): under haloforge a step reads only the validated pins"
-  [[ "$last" == "$_HF_SNAPSHOT_END" ]] \
-    || die "$file was changed after haloforge wrote it (it no longer ends with \"$_HF_SNAPSHOT_END\"); the build's pins are the validated ones: re-run the step"
+# hf_pin_names: the names of the pins and build variables this step has: under the runner
+# those it named in HALOFORGE_PIN_NAMES, by hand those the two files assign.
+hf_pin_names() {
+  local f
+  local -a names=()
+  if hf_by_runner; then
+    read -r -a names <<<"${HALOFORGE_PIN_NAMES:-}"
+    ((${#names[@]})) && printf '%s\n' "${names[@]}"
+    return 0
+  fi
+  for f in "$(pins_file)" "$(toolbox_env_file)"; do
+    [[ -n "$f" && -r "$f" ]] || continue
+    sed -nE 's/^([A-Za-z_][A-Za-z0-9_]*)=.*/\1/p' "$f"
+  done
 }
 
 # load_env_file FILE: assign each NAME=value line of a versions.env-style file that the
@@ -483,29 +489,39 @@ _hf_env_ref() {
   _HF_ENV_VALUE=${!1}
 }
 
-# load_pins: every pin in the environment; the runner's (already exported) values win. Under
-# the runner only its snapshot is read.
+# load_pins: every pin in the environment. Under the runner they are there already: an empty
+# one is declared empty, and a name that is not a pin's stops the step. By hand, the pins
+# file's values, the caller's (already exported) ones winning.
 load_pins() {
-  local file
-  file=$(pins_file)
+  local file name
+  local -a names=()
   if hf_by_runner; then
-    [[ -n "$file" ]] || die "haloforge gave this step no pins snapshot (HALOFORGE_PINS_FILE is empty)"
-    hf_require_snapshot "$file"
+    [[ -n "${HALOFORGE_PIN_NAMES+set}" ]] \
+      || die "haloforge's runner gave this step no pins (HALOFORGE_PIN_NAMES is not set): run it through haloforge build, or by hand without HALOFORGE_RUN_ID"
+    read -r -a names <<<"$HALOFORGE_PIN_NAMES"
+    for name in "${names[@]}"; do
+      if [[ ! "$name" =~ ^[A-Z][A-Z0-9_]*$ ]] || _hf_env_name_refused "$name"; then
+        die "HALOFORGE_PIN_NAMES names $name, which cannot be a pin"
+      fi
+      [[ -n "${!name+set}" ]] && continue
+      printf -v "$name" '%s' ''
+      export "${name?}"
+    done
+    return 0
   fi
+  file=$(pins_file)
   if [[ -n "$file" ]]; then
     load_env_file "$file"
   fi
 }
 
 # load_toolbox_env_file: toolbox.env's build variables (WORK_DIR, VENV_DIR, the GPU targets);
-# the pins and the caller's environment win. Under the runner only its snapshot is read.
+# the pins and the caller's environment win. Under the runner they are in the environment
+# already (load_pins), so nothing is read.
 load_toolbox_env_file() {
   local file
   file=$(toolbox_env_file)
   [[ -n "$file" ]] || return 0
-  if hf_by_runner; then
-    hf_require_snapshot "$file"
-  fi
   load_env_file "$file"
 }
 

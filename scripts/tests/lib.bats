@@ -177,37 +177,39 @@ hf() {
   [[ "$output" == *"not a readable regular file"* ]]
 }
 
-# snapshot NAME=VALUE...: a snapshot as the runner writes it.
-snapshot() {
-  printf '# haloforge snapshot v1\n# pins from test, validated\n'
-  local kv
-  for kv in "$@"; do printf "%s='%s'\n" "${kv%%=*}" "${kv#*=}"; done
-  printf '# end of haloforge snapshot\n'
-}
-
-@test "under the runner a step reads only the runner's snapshot" {
+@test "under the runner a step's pins are its environment: no file is read" {
   export HALOFORGE_RUN_ID=20261124-101500-a1b2c3
-  snapshot GPU_TARGET=gfx1100 ROCM_VERSION=7.99.0 >"$T/pins.env"
-  HALOFORGE_PINS_FILE=$T/pins.env run hf 'load_pins; echo "$GPU_TARGET $ROCM_VERSION"'
+  # the runner's values, an empty pin declared empty
+  GPU_TARGET=gfx1100 ROCM_VERSION=7.99.0 HALOFORGE_PIN_NAMES="GPU_TARGET ROCM_VERSION LLAMA_MODEL" \
+    run hf 'load_pins; echo "$GPU_TARGET $ROCM_VERSION [${LLAMA_MODEL-unset}]"'
   [ "$status" -eq 0 ]
-  [ "$output" = "gfx1100 7.99.0" ]
-  # no snapshot: no fallback to the versions.env next to the scripts tree
+  [ "$output" = "gfx1100 7.99.0 []" ]
+  # a pins file handed over, even a hostile one, is not read: no value from it, nothing runs
+  printf 'ROCM_VERSION=1.0\nHF_EVIL=$(touch %s/pwned-toctou; echo x)\n' "$T" >"$T/pins.env"
+  HALOFORGE_PINS_FILE=$T/pins.env HALOFORGE_PIN_NAMES="ROCM_VERSION" ROCM_VERSION=7.99.0 \
+    run hf 'load_pins; echo "$ROCM_VERSION HF_EVIL=${HF_EVIL-unset}"'
+  [ "$status" -eq 0 ]
+  [ "$output" = "7.99.0 HF_EVIL=unset" ]
+  [ ! -e "$T/pwned-toctou" ]
+  # no names from the runner: no fallback to the versions.env next to the scripts tree
   run hf 'load_pins; echo "loaded ${ROCM_VERSION:-nothing}"'
   [ "$status" -eq 1 ]
-  [[ "$output" == *"haloforge gave this step no pins snapshot"* ]]
-  # a plain versions.env handed over is not a snapshot
-  HALOFORGE_PINS_FILE=$LIB/../../versions.env run hf 'load_pins'
+  [[ "$output" == *"haloforge's runner gave this step no pins"* ]]
+  # a name that would change how programs run is refused
+  HALOFORGE_PIN_NAMES="GPU_TARGET LD_PRELOAD" run hf 'load_pins'
   [ "$status" -eq 1 ]
-  [[ "$output" == *"is not a snapshot haloforge wrote"* ]]
-  # a line appended after haloforge wrote it: refused, nothing runs
-  echo "HF_EVIL=\$(touch $T/pwned-toctou; echo x)" >>"$T/pins.env"
-  HALOFORGE_PINS_FILE=$T/pins.env run hf 'load_pins; echo "HF_EVIL=${HF_EVIL-unset}"'
-  [ "$status" -eq 1 ]
-  [[ "$output" == *"was changed after haloforge wrote it"* ]]
-  [ ! -e "$T/pwned-toctou" ]
+  [[ "$output" == *"HALOFORGE_PIN_NAMES names LD_PRELOAD, which cannot be a pin"* ]]
+  # a glob is a word, not the files it would match
+  (cd "$T" && HALOFORGE_PIN_NAMES="GPU_TARGET *" run hf 'load_pins'
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"HALOFORGE_PIN_NAMES names *, which cannot be a pin"* ]])
+  # the box's half gets every pin named, and no file is consulted for names
+  HALOFORGE_PIN_NAMES="GPU_TARGET ROCM_VERSION" run hf 'hf_pin_names'
+  [ "$status" -eq 0 ]
+  [ "$output" = $'GPU_TARGET\nROCM_VERSION' ]
 }
 
-@test "toolbox.env: the runner's snapshot under the runner, the checkout's by hand, never ./toolbox" {
+@test "toolbox.env: the environment under the runner, the checkout's by hand, never ./toolbox" {
   mkdir -p "$T/cwd/toolbox"
   printf 'WORK_DIR=/workspace$(touch %s/pwned-tbx)\n' "$T" >"$T/cwd/toolbox/toolbox.env"
   cd "$T/cwd"
@@ -215,17 +217,22 @@ snapshot() {
   [ "$status" -eq 0 ]
   [[ "$output" == *"WORK_DIR=/workspace VENV_DIR=/opt/venv" ]]
   [ ! -e "$T/pwned-tbx" ]
+  # by hand, a file named in HALOFORGE_TOOLBOX_ENV_FILE is read with the strict reader
+  printf 'WORK_DIR=/w\nVENV_DIR=/v\n' >"$T/tbx.env"
+  HALOFORGE_TOOLBOX_ENV_FILE=$T/tbx.env run hf 'hf_init; load_toolbox_env_file; echo "WORK_DIR=$WORK_DIR VENV_DIR=$VENV_DIR"'
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"WORK_DIR=/w VENV_DIR=/v" ]]
+  HALOFORGE_TOOLBOX_ENV_FILE=$T/cwd/toolbox/toolbox.env run hf 'hf_init; load_toolbox_env_file'
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"toolbox.env:1: WORK_DIR: only plain words"* ]]
+  [ ! -e "$T/pwned-tbx" ]
+  # under the runner the values are the environment's; the hostile file is not read
   export HALOFORGE_RUN_ID=20261124-101500-a1b2c3
-  snapshot GPU_TARGET=gfx1151 >"$T/pins.env"
-  snapshot WORK_DIR=/w VENV_DIR=/v >"$T/tbx.env"
-  HALOFORGE_PINS_FILE=$T/pins.env HALOFORGE_TOOLBOX_ENV_FILE=$T/tbx.env \
+  WORK_DIR=/w VENV_DIR=/v GPU_TARGET=gfx1151 HALOFORGE_PIN_NAMES="GPU_TARGET WORK_DIR VENV_DIR" \
+    HALOFORGE_TOOLBOX_ENV_FILE=$T/cwd/toolbox/toolbox.env \
     run hf 'hf_init; load_toolbox_env_file; echo "WORK_DIR=$WORK_DIR VENV_DIR=$VENV_DIR"'
   [ "$status" -eq 0 ]
   [[ "$output" == *"WORK_DIR=/w VENV_DIR=/v" ]]
-  HALOFORGE_PINS_FILE=$T/pins.env HALOFORGE_TOOLBOX_ENV_FILE=$T/cwd/toolbox/toolbox.env \
-    run hf 'hf_init; load_toolbox_env_file'
-  [ "$status" -eq 1 ]
-  [[ "$output" == *"is not a snapshot haloforge wrote"* ]]
   [ ! -e "$T/pwned-tbx" ]
 }
 

@@ -4,8 +4,8 @@
 # Everything here runs inside the box: the venv, TheRock's ROCm paths, git checkouts at
 # pinned commits and the wheel cache.
 
-# load_toolbox_env: the box's build variables (toolbox.env, through the runner's validated
-# snapshot); pins and the caller's environment win over it.
+# load_toolbox_env: the box's build variables (toolbox.env: in the environment under the
+# runner, read from the checkout by hand); pins and the caller's environment win over it.
 load_toolbox_env() {
   load_toolbox_env_file
   : "${WORK_DIR:=/workspace}" "${VENV_DIR:=/opt/venv}" "${GPU_TARGET:=gfx1151}"

@@ -107,26 +107,28 @@ type Options struct {
 
 // Runner runs a plan once. Read Events until it is closed.
 type Runner struct {
-	o           Options
-	plan        *steps.Plan
-	st          *steps.State
-	runID       string
-	runDir      string
-	events      chan Event
-	kill        chan struct{}
-	settle      chan Verdict    // the consumer's verdict on the running step
-	runs        []bool          // per plan step: runs in this run
-	reasons     []string        // per plan step: why it runs or not
-	resumed     map[string]bool // steps that failed or stopped in the resumed run
-	notices     []string        // said before the first step
-	prevDurs    map[string]time.Duration
-	interrupted bool // a step was stopped, or the run was cancelled between steps
-	started     time.Time
-	report      *Report
-	pinsSnap    []byte                 // what the steps read as their pins (snapshot.go)
-	toolboxSnap []byte                 // toolbox.env's build variables; nil when there is none
-	parked      []*supervisor          // supervisors keeping what a succeeded step left running until the run ends
-	current     atomic.Pointer[stream] // the running step's stream (Input, Waiting)
+	o            Options
+	plan         *steps.Plan
+	st           *steps.State
+	runID        string
+	runDir       string
+	events       chan Event
+	kill         chan struct{}
+	settle       chan Verdict    // the consumer's verdict on the running step
+	runs         []bool          // per plan step: runs in this run
+	reasons      []string        // per plan step: why it runs or not
+	resumed      map[string]bool // steps that failed or stopped in the resumed run
+	notices      []string        // said before the first step
+	prevDurs     map[string]time.Duration
+	interrupted  bool // a step was stopped, or the run was cancelled between steps
+	started      time.Time
+	report       *Report
+	stepVars     map[string]string      // the pins and build variables every step gets in its environment (snapshot.go)
+	stepVarNames []string               // their names, pins first, for PinNamesEnv
+	pinsSnap     []byte                 // the record of the pins the steps got
+	toolboxSnap  []byte                 // the record of toolbox.env's build variables; nil when there is none
+	parked       []*supervisor          // supervisors keeping what a succeeded step left running until the run ends
+	current      atomic.Pointer[stream] // the running step's stream (Input, Waiting)
 }
 
 // New checks everything a run needs before any step runs: the state dir is
@@ -461,7 +463,8 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	r.unpark()
 	r.report.Duration = time.Since(r.started)
 	r.report.Status = r.runStatus()
-	err = errors.Join(err, r.writeReport())
+	// The record says what the steps got, whatever a step made of the file.
+	err = errors.Join(err, r.writeReport(), r.writeSnapshots())
 	r.send(RunFinished{RunID: r.runID, RunDir: r.runDir, Status: r.report.Status,
 		Duration: r.report.Duration, Err: err, At: time.Now()})
 	return r.report, err

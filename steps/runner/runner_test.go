@@ -150,7 +150,8 @@ func finished(evs []Event, step string) StepFinished {
 func TestRunSucceedsAndRecordsEverything(t *testing.T) {
 	dir := t.TempDir()
 	track := fxTrack(fx{id: "hello", script: "hello.sh"}, fx{id: "env", script: "env.sh", deps: []string{"hello"}, pins: []string{"GPU_TARGET"}})
-	t.Setenv("FX_UNSET_ME", "inherited") // the track's "" value must remove it
+	t.Setenv("FX_UNSET_ME", "inherited")                       // the track's "" value must remove it
+	t.Setenv("HALOFORGE_PINS_FILE", "/elsewhere/versions.env") // by hand only: the runner clears it
 	o := fxOptions(fxPlan(t, track, fxPins, "testdata/scripts", dir), dir)
 	o.PinsFile = "/somewhere/versions.env"
 	rep, evs := run(t, o, nil)
@@ -183,7 +184,7 @@ func TestRunSucceedsAndRecordsEverything(t *testing.T) {
 		"HALOFORGE_TRACK": "fx", "HALOFORGE_STEP": "env", "HALOFORGE_RUN_ID": rep.RunID,
 		"HALOFORGE_STATE_DIR": dir, "HALOFORGE_RUN_DIR": runDir, "HALOFORGE_CACHE_DIR": filepath.Join(dir, "cache", "fx"),
 		"HALOFORGE_TOOLBOX_DIR": "/nonexistent-toolbox", "HALOFORGE_CACHE_KEY": o.Plan.Steps[1].CacheKey,
-		"HALOFORGE_PINS_FILE": filepath.Join(runDir, PinsSnapshot), "HALOFORGE_TOOLBOX_ENV_FILE": "<unset>", "HALOFORGE_DRY_RUN": "<unset>", "HALOFORGE_RESUME": "<unset>",
+		"HALOFORGE_PINS_FILE": "<unset>", "HALOFORGE_TOOLBOX_ENV_FILE": "<unset>", "HALOFORGE_PIN_NAMES": "GPU_TARGET VLLM_REF", "HALOFORGE_DRY_RUN": "<unset>", "HALOFORGE_RESUME": "<unset>",
 		"HALOFORGE_RESULT_FILE": filepath.Join(runDir, "env.result"),
 		"HALOFORGE_FACTS_FILE":  filepath.Join(runDir, "env.facts"),
 		"GPU_TARGET":            "gfx1151", "VLLM_REF": "6e448d0ea9bf3d88d898b65449ca6dc2aec170ac", "FX_UNSET_ME": "<unset>",

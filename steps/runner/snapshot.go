@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,32 +13,39 @@ import (
 	"github.com/haloforge/haloforge/pins"
 )
 
-// The env files the step scripts read. haloforge validates the pins
-// (pins.Parse, then --set) and toolbox.env (pins.ParseToolbox) before a run
-// starts, and writes what the steps may see into the run dir as snapshots:
-// read-only, written afresh before every step, so that a pins file edited
-// during a build (an editor, a git pull, a step) never reaches a later step.
-// scripts/lib/common.sh reads only these files when the runner started it
-// (HALOFORGE_PINS_FILE, HALOFORGE_TOOLBOX_ENV_FILE), refuses one that does
-// not begin with SnapshotHead and end with SnapshotEnd, and assigns values
-// without ever evaluating them: a value is never code.
+// How pins reach a step: one channel, the environment. haloforge validates
+// the pins (pins.Parse, then --set) and toolbox.env (pins.ParseToolbox)
+// before a run starts and hands every value to each step in its environment,
+// with PinNamesEnv naming them; under the runner scripts/lib/common.sh reads
+// no file at all, so a pins file edited during a build (an editor, a git
+// pull, a step) never reaches a later step, and no value is ever evaluated.
 //
-// A snapshot is a valid pins file: comment lines and NAME='value' lines, a
-// ' inside a value written as '"'"'.
+// The run dir keeps the same values as read-only snapshots: the record of
+// what the steps got (pins lock reads it), written when the run starts and
+// again when it ends, so that a step that changed the record cannot change
+// what the run reports it used. A snapshot is a valid pins file: comment
+// lines and NAME='value' lines, a ' inside a value written as '"'"'. Run by
+// hand, a step reads a pins file named by PinsFileEnv (or the checkout's
+// versions.env) with the same strict reader.
 const (
 	PinsSnapshot    = "pins.env"    // in the run dir: every pin the steps see
 	ToolboxSnapshot = "toolbox.env" // in the run dir: toolbox.env's build variables
 	SnapshotHead    = "# haloforge snapshot v1"
 	SnapshotEnd     = "# end of haloforge snapshot"
-	PinsFileEnv     = "HALOFORGE_PINS_FILE"
-	ToolboxEnvFile  = "HALOFORGE_TOOLBOX_ENV_FILE"
+	PinsFileEnv     = "HALOFORGE_PINS_FILE"        // by hand only: the pins file a step reads; the runner clears it
+	ToolboxEnvFile  = "HALOFORGE_TOOLBOX_ENV_FILE" // by hand only: the build variables' file; the runner clears it
+	// PinNamesEnv names, space-separated, the pins and build variables the
+	// runner put in a step's environment (an empty one included), so that a
+	// step declares the empty ones and hands them all to its half in the box.
+	PinNamesEnv = "HALOFORGE_PIN_NAMES"
 	// ToolboxEnvName is the build variables' file in the toolbox dir.
 	ToolboxEnvName = "toolbox.env"
 	maxEnvFile     = 1 << 20 // bytes of toolbox.env read at most
 )
 
-// snapshots makes the two snapshots' contents from the plan's environment
-// and the toolbox dir's toolbox.env, checking both; every error is bad input.
+// snapshots checks the plan's pins and the toolbox dir's toolbox.env and
+// makes what the steps get from them: the values (r.stepVars), their names
+// and the two snapshots' contents; every error is bad input.
 func (r *Runner) snapshots() error {
 	env := r.plan.Env
 	var names []string
@@ -46,6 +54,11 @@ func (r *Runner) snapshots() error {
 			names = append(names, s.Name)
 		}
 	}
+	r.stepVars = map[string]string{}
+	for _, n := range names {
+		r.stepVars[n] = env[n]
+	}
+	r.stepVarNames = slices.Clone(names)
 	from := "the built-in pins"
 	if r.o.PinsFile != "" {
 		from = strconv.Quote(r.o.PinsFile)
@@ -79,6 +92,10 @@ func (r *Runner) snapshots() error {
 	for _, p := range vars {
 		names = append(names, p.Name)
 		values[p.Name] = p.Value
+		if _, pin := r.stepVars[p.Name]; !pin {
+			r.stepVarNames = append(r.stepVarNames, p.Name)
+		}
+		r.stepVars[p.Name] = p.Value
 	}
 	r.toolboxSnap, err = snapshot("build variables from "+strconv.Quote(path)+", validated; the pins win", names, values)
 	return err
@@ -89,7 +106,7 @@ func snapshot(what string, names []string, values map[string]string) ([]byte, er
 	var b strings.Builder
 	b.WriteString(SnapshotHead + "\n")
 	b.WriteString("# " + what + ".\n")
-	b.WriteString("# Written by haloforge before each step; the step scripts read only this file. Do not edit.\n")
+	b.WriteString("# The values haloforge gave each step of this run in its environment; a record, read by pins lock. Do not edit.\n")
 	for _, n := range names {
 		v := values[n]
 		if strings.IndexFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
@@ -102,8 +119,8 @@ func snapshot(what string, names []string, values map[string]string) ([]byte, er
 }
 
 // writeSnapshots puts the snapshots in the run dir, read-only, replacing
-// whatever is there: a step gets the validated values, not what an earlier
-// step or another program made of the file.
+// whatever is there: the record holds the validated values, not what a step
+// or another program made of the file.
 func (r *Runner) writeSnapshots() error {
 	for name, data := range map[string][]byte{PinsSnapshot: r.pinsSnap, ToolboxSnapshot: r.toolboxSnap} {
 		if data == nil {
@@ -114,12 +131,4 @@ func (r *Runner) writeSnapshots() error {
 		}
 	}
 	return nil
-}
-
-// snapshotPath is where a step finds a snapshot; "" when there is none.
-func (r *Runner) snapshotPath(name string) string {
-	if name == ToolboxSnapshot && r.toolboxSnap == nil {
-		return ""
-	}
-	return filepath.Join(r.runDir, name)
 }

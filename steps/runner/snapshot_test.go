@@ -14,9 +14,10 @@ import (
 
 // TestStepsReadOnlyTheValidatedPins is a time-of-check to time-of-use attempt
 // through the real runner and the real scripts/lib/common.sh: a step appends
-// a command substitution to the pins and toolbox files it was handed; the
-// next step loads them as every real step does, and must get the validated
-// values and nothing else, with nothing run.
+// a command substitution and a changed pin to every pins file it can reach
+// (the run's records, toolbox.env); the next step loads its pins as every
+// real step does, and must get the validated values from its environment and
+// nothing else, with nothing run; the records say what the steps got.
 func TestStepsReadOnlyTheValidatedPins(t *testing.T) {
 	dir := t.TempDir()
 	toolbox := t.TempDir()
@@ -30,7 +31,7 @@ func TestStepsReadOnlyTheValidatedPins(t *testing.T) {
 	}
 	got := lines(evs, "read")
 	// The pin wins over toolbox.env's GPU_TARGET, and GPU_ARCHS follows it.
-	if want := "GPU_TARGET=gfx1100 WORK_DIR=/workspace GPU_ARCHS=gfx1100 HF_EVIL=unset"; !slices.Contains(got, want) {
+	if want := "GPU_TARGET=gfx1100 WORK_DIR=/workspace GPU_ARCHS=gfx1100 HF_EVIL=unset PIN_NAMES=GPU_TARGET VLLM_REF WORK_DIR GPU_ARCHS"; !slices.Contains(got, want) {
 		t.Errorf("the reading step printed %q, want a line %q", got, want)
 	}
 	if _, err := os.Stat(filepath.Join(rep.RunDir, "pwned")); err == nil {
@@ -42,7 +43,7 @@ func TestStepsReadOnlyTheValidatedPins(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(string(b), "HF_EVIL") || !strings.HasPrefix(string(b), SnapshotHead+"\n") || !strings.HasSuffix(string(b), SnapshotEnd+"\n") {
+		if strings.Contains(string(b), "HF_EVIL") || strings.Contains(string(b), "tampered") || !strings.HasPrefix(string(b), SnapshotHead+"\n") || !strings.HasSuffix(string(b), SnapshotEnd+"\n") {
 			t.Errorf("%s after the run:\n%s", name, b)
 		}
 		if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o444 {
@@ -91,7 +92,7 @@ func TestSnapshotIsAPinsFileWithTheSameValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := SnapshotHead + "\n# test.\n# Written by haloforge before each step; the step scripts read only this file. Do not edit.\n" +
+	want := SnapshotHead + "\n# test.\n# The values haloforge gave each step of this run in its environment; a record, read by pins lock. Do not edit.\n" +
 		"TOOLBOX_NAME='box'\nLLAMA_MODEL='/m/it'\"'\"'s.gguf'\nTORCH_INDEX_URL=''\n" + SnapshotEnd + "\n"
 	if string(b) != want {
 		t.Errorf("snapshot:\n%s\nwant:\n%s", b, want)

@@ -147,10 +147,6 @@ func (r *Runner) execute(ctx context.Context, s steps.PlannedStep, logPath strin
 	if err := state.MkdirAll("cache/"+r.plan.Track.ID, 0o755); err != nil {
 		return streamResult{}, outcome{status: steps.OutcomeFailed, exitCode: -1, err: fmt.Errorf("cache dir: %w", err)}
 	}
-	// The step reads the validated pins, whatever became of the files since.
-	if err := r.writeSnapshots(); err != nil {
-		return streamResult{}, outcome{status: steps.OutcomeFailed, exitCode: -1, err: err}
-	}
 	// Only what this run of the step writes may count.
 	for _, p := range []string{s.ID + resultSuffix, s.ID + factsSuffix} {
 		if err := state.Remove(RunName(r.runID) + "/" + p); err != nil {
@@ -477,10 +473,14 @@ func (r *Runner) outcomeOf(e ended, streamErr error) outcome {
 }
 
 // stepEnv is the environment contract of the step scripts: haloforge's own
-// environment, every pin, the track's variables ("" unsets one) and the
-// HALOFORGE_* variables.
+// environment, every pin and toolbox.env build variable (the one channel
+// pins reach a step by, named in PinNamesEnv), the track's variables (""
+// unsets one) and the HALOFORGE_* variables.
 func (r *Runner) stepEnv(s steps.PlannedStep) []string {
 	set := map[string]string{}
+	for k, v := range r.stepVars {
+		set[k] = v
+	}
 	for k, v := range r.plan.Env {
 		set[k] = v
 	}
@@ -495,8 +495,9 @@ func (r *Runner) stepEnv(s steps.PlannedStep) []string {
 		"HALOFORGE_SCRIPTS_DIR": r.o.ScriptsDir,
 		"HALOFORGE_TOOLBOX_DIR": r.o.ToolboxDir,
 		"HALOFORGE_CACHE_KEY":   s.CacheKey,
-		PinsFileEnv:             r.snapshotPath(PinsSnapshot),
-		ToolboxEnvFile:          r.snapshotPath(ToolboxSnapshot),
+		PinNamesEnv:             strings.Join(r.stepVarNames, " "),
+		PinsFileEnv:             "",
+		ToolboxEnvFile:          "",
 		ResultEnv:               r.resultPath(s.ID),
 		FactsEnv:                r.factsPath(s.ID),
 		"HALOFORGE_DRY_RUN":     "",
