@@ -35,7 +35,7 @@ type clusterOptions struct {
 	ctx           int
 	apiHost       string
 	allowWildcard bool
-	// node-facts reads the global --pins
+	// node-facts reads the global --pins and --state-dir
 	*globalOptions
 }
 
@@ -420,7 +420,7 @@ func runClusterNodeFacts(cmd *cobra.Command, o *clusterOptions) error {
 	}
 	ctx, cancel := context.WithTimeout(cmdContext(cmd), 20*time.Second)
 	defer cancel()
-	if b, err := detect.Collect(ctx, collectOptions(defaultStateDir())); err == nil {
+	if b, err := detect.Collect(ctx, collectOptions(o.stateDirOr())); err == nil {
 		r := detect.Analyse(b)
 		nf.Checks = r.Checks
 		if r.Kernel.Release != nil {
