@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/spf13/cobra"
 
@@ -135,12 +136,10 @@ func hostTargets(root string) []string {
 		if i == 64 {
 			break
 		}
-		fh, err := os.Open(f)
+		data, err := safefile.ReadRegular(f, 64<<10, safefile.Follow)
 		if err != nil {
 			continue
 		}
-		data, _ := io.ReadAll(io.LimitReader(fh, 64<<10))
-		fh.Close()
 		n := detect.KFDNode{Props: detect.ParseKFDProperties(string(data))}
 		if !n.IsGPU() {
 			continue
