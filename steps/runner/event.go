@@ -9,10 +9,11 @@ import (
 )
 
 // Event is one thing the runner reports. The set is closed: RunStarted,
-// Notice, StepStarted, StepSkipped, Lines, Found, WaitingForInput,
-// StepFinished and RunFinished, read with a type switch. A run emits RunStarted first and
-// RunFinished last; each step that runs emits StepStarted, then Lines and
-// Found in the order the log produced them, then StepFinished.
+// Notice, StepStarted, StepSkipped, Lines, OpenLine, Progress, Found,
+// WaitingForInput, StepFinished and RunFinished, read with a type switch.
+// A run emits RunStarted first and RunFinished last; each step that runs
+// emits StepStarted, then Lines and Found in the order the log produced
+// them (OpenLine and Progress among them), then StepFinished.
 //
 // ServePhase, Ready and Smoke belong to a server step (haloforge serve):
 // the runner itself never sends them; steps/serve's watch, which sits
@@ -21,7 +22,8 @@ import (
 //
 // The runner never waits for a consumer to show lines: Lines events may be
 // dropped while the consumer is behind (the next Lines, or StepFinished,
-// counts them in Dropped); every other event is always delivered.
+// counts them in Dropped), and so may OpenLine and Progress (the next one
+// says the same, newer); every other event is always delivered.
 type Event interface{ event() }
 
 // RunStarted opens a run.
@@ -78,6 +80,39 @@ type Lines struct {
 	// Dropped counts this step's lines not shown just before these, because
 	// the consumer was behind (the log has them all).
 	Dropped int
+}
+
+// OpenLine is the line a step has begun and not ended: a progress bar
+// redrawn with '\r', ninja's status line, a prompt. Text is sanitised like
+// Lines (no colours); "" says the open line ended. It is sent at most every
+// Options.ProgressEvery, when it changed; a Lines event of the step ends
+// the open line it follows, and so does StepFinished.
+type OpenLine struct {
+	Step string
+	Text string
+}
+
+// Progress is how far a step's current tool is, read from what it prints
+// (progress.go lists the forms): a build's [N/M], a download's bytes, a
+// pull's layers. It is sent at most every Options.ProgressEvery, when it
+// changed; Kind "" says there is no counter to show any more (it finished).
+type Progress struct {
+	Step  string
+	Kind  string // KindNinja, KindPull, …; "" when there is none now
+	Label string // what is in progress: the file, the object, the phase
+	Done  int64
+	Total int64  // 0 for a label without a counter (a wheel being built)
+	Unit  string // UnitBytes, UnitPercent or UnitCount
+	// Rate is Units per second over the last half minute, measured by
+	// haloforge; ETA the time to Total at that rate (0: not known yet).
+	Rate float64
+	ETA  time.Duration
+	// Since is how long this counter (or label) has been going.
+	Since time.Duration
+	// RunETA is the run's remaining time: this step's, from its last
+	// duration (or ETA when longer), and the later steps' last durations;
+	// 0 when a step has never run to its end before.
+	RunETA time.Duration
 }
 
 // Found is a known failure recognised in a step's output, sent right after
@@ -188,6 +223,8 @@ func (Notice) event()          {}
 func (StepStarted) event()     {}
 func (StepSkipped) event()     {}
 func (Lines) event()           {}
+func (OpenLine) event()        {}
+func (Progress) event()        {}
 func (Found) event()           {}
 func (StepFinished) event()    {}
 func (RunFinished) event()     {}

@@ -96,6 +96,9 @@ type Options struct {
 	// on its terminal (WaitingForInput); 0 means DefaultInputQuiet.
 	InputQuiet time.Duration
 	KeepColor  bool   // keep SGR colours in Lines.Text
+	// ProgressEvery is how often, at most, OpenLine and Progress are sent
+	// (0 means DefaultProgressEvery; below 0, never).
+	ProgressEvery time.Duration
 	MaxLine    int    // bytes of a screen line; 0 means text.DefaultMaxLine
 	Cols, Rows uint16 // pty size; 0 means 160x50
 	// Supervisor is the argv that runs "GRACE SCRIPT" under a supervisor
@@ -127,6 +130,8 @@ type Runner struct {
 	toolboxSnap []byte                 // toolbox.env's build variables; nil when there is none
 	parked      []*supervisor          // supervisors keeping what a succeeded step left running until the run ends
 	current     atomic.Pointer[stream] // the running step's stream (Input, Waiting)
+	stepIdx     int                    // the running step's plan index (set before its stream starts)
+	stepStart   time.Time              // when it started
 }
 
 // New checks everything a run needs before any step runs: the state dir is
@@ -187,6 +192,9 @@ func withDefaults(o Options) Options {
 	}
 	if o.MaxLine <= 0 {
 		o.MaxLine = text.DefaultMaxLine
+	}
+	if o.ProgressEvery == 0 {
+		o.ProgressEvery = DefaultProgressEvery
 	}
 	if o.Cols == 0 || o.Rows == 0 {
 		o.Cols, o.Rows = 160, 50
@@ -498,6 +506,13 @@ func (r *Runner) runStatus() string {
 // eta sums the last durations of the steps from plan index i on that run;
 // 0 when one of them never succeeded before.
 func (r *Runner) eta(i int) time.Duration {
+	d, _ := r.etaFrom(i)
+	return d
+}
+
+// etaFrom is eta, and whether every step from i on has a last duration
+// (true, with 0, when none of them runs).
+func (r *Runner) etaFrom(i int) (time.Duration, bool) {
 	var sum time.Duration
 	for j := i; j < len(r.plan.Steps); j++ {
 		if !r.runs[j] {
@@ -505,11 +520,32 @@ func (r *Runner) eta(i int) time.Duration {
 		}
 		d, ok := r.prevDurs[r.plan.Steps[j].ID]
 		if !ok {
-			return 0
+			return 0, false
 		}
 		sum += d
 	}
-	return sum
+	return sum, true
+}
+
+// runETA is the run's remaining time while plan step i has run for
+// elapsed and its counter says stepETA: what is left of its last duration
+// (or stepETA, when longer), and the later steps' last durations. 0 when
+// a step has no last duration, or this one has outrun its own and its
+// counter knows no better.
+func (r *Runner) runETA(i int, elapsed, stepETA time.Duration) time.Duration {
+	prev, ok := r.prevDurs[r.plan.Steps[i].ID]
+	if !ok {
+		return 0
+	}
+	rem := max(prev-elapsed, stepETA)
+	if rem <= 0 {
+		return 0
+	}
+	later, ok := r.etaFrom(i + 1)
+	if !ok {
+		return 0
+	}
+	return rem + later
 }
 
 // send delivers an event that must not be lost; it waits for the consumer.

@@ -48,6 +48,7 @@ func (r *Runner) runOne(ctx context.Context, i, idx, total int) error {
 	r.send(StepStarted{Step: s.ID, Title: s.Title, Index: idx, Total: total, Optional: s.Optional, Log: logPath,
 		ETA: r.eta(i), Elapsed: time.Since(r.started), At: started})
 
+	r.stepIdx, r.stepStart = i, started
 	res, out := r.execute(ctx, s, logPath)
 	d := time.Since(started)
 	sr.Status, sr.ExitCode, sr.Duration = out.status, out.exitCode, d
