@@ -15,7 +15,7 @@ import (
 // in scripts/SOURCES.md, "Progress wordings"), matched on sanitised lines,
 // complete or still open:
 //
-//	ninja, cmake's Ninja generator   [229/400] Building CXX object …          (%f/%t, ninja's default NINJA_STATUS)
+//	ninja, cmake's Ninja generator   [229/400] Building CXX object …          (ninja's default NINJA_STATUS "[%f/%t] ", or "[%f/%t %es] ")
 //	cmake's Makefile generator       [ 45%] Building CXX object …
 //	podman, buildah on a terminal    Copying blob 8fa545433e5d [=>---] 1.3MiB / 22.9MiB   (one bar per blob; "done" when complete)
 //	podman without a terminal        Progress: 12.3MiB / 45.6MiB                          (containers/image ≥ 5.36)
@@ -84,7 +84,7 @@ type reading struct {
 }
 
 var (
-	reNinja   = regexp.MustCompile(`^\[(\d{1,9})/(\d{1,9})\] (.*)$`)
+	reNinja   = regexp.MustCompile(`^\[(\d{1,9})/(\d{1,9})(?: [^\]]{0,40})?\] (.*)$`)
 	reMakePct = regexp.MustCompile(`^\[ {0,2}(\d{1,3})%\] (.*)$`)
 	reStep    = regexp.MustCompile(`^(?:\[\d{1,4}/\d{1,4}\] )?STEP (\d{1,5})/(\d{1,5}): (.*)$`)
 	reBlob    = regexp.MustCompile(`^Copying (blob|config) (?:sha256:)?([0-9a-f]{6,64})(?: (.*))?$`)

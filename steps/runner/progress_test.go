@@ -22,6 +22,8 @@ func TestParseProgress(t *testing.T) {
 			reading{kind: KindNinja, label: "Building CXX object csrc/CMakeFiles/_C.dir/attention.cu.o", done: 229, total: 400}, true},
 		{"ninja from the corpus", "[7983/8635] Building HIPCC object caffe2/CMakeFiles/torch_hip.dir/__/aten/src/ATen/native/hip/torch_hip_generated_UnaryGeometricAcos",
 			reading{kind: KindNinja, label: "Building HIPCC object caffe2/CMakeFiles/torch_hip.dir/__/aten/src/ATen/native/hip/torch_hip_generated_UnaryGeometricAcos", done: 7983, total: 8635}, true},
+		{"ninja with elapsed", "[12/400 35.123s] Linking CXX shared library lib/libggml.so",
+			reading{kind: KindNinja, label: "Linking CXX shared library lib/libggml.so", done: 12, total: 400}, true},
 		{"cmake make", "[ 45%] Building CXX object ggml/src/CMakeFiles/ggml.dir/ggml.c.o",
 			reading{kind: KindMake, label: "Building CXX object ggml/src/CMakeFiles/ggml.dir/ggml.c.o", done: 45, total: 100, unit: UnitPercent}, true},
 		{"cmake make 100", "[100%] Built target llama-server",
