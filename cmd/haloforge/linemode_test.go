@@ -27,6 +27,7 @@ var lineForms = []struct {
 	{"step skipped", regexp.MustCompile(`^- \S+ skipped: \S.*$`)},
 	{"step started", regexp.MustCompile(`^▶ \[\d+/\d+\] \S+: \S.* · elapsed ` + dur + `(?: · ETA ` + dur + `)?$`)},
 	{"output", regexp.MustCompile(`^\[[a-z0-9-]+\] .*$`)},
+	{"progress", regexp.MustCompile(`^~ \[[a-z0-9-]+\] \S.*$`)},
 	{"found", regexp.MustCompile(`^! \[\S+\] [a-z0-9-]+: \S.* \(line \d+\)$`)},
 	{"step succeeded", regexp.MustCompile(`^✓ \S+ ` + dur + `$`)},
 	{"step not verified", regexp.MustCompile(`^⚠ \S+ not verified: \S.*$`)},
