@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/steps/installed"
 )
 
 // Event is one thing the runner reports. The set is closed: RunStarted,
@@ -214,8 +215,12 @@ type RunFinished struct {
 	RunDir   string // "" when the run could not start (lock, run dir)
 	Status   string // steps.Outcome*: succeeded, not-verified, failed, interrupted
 	Duration time.Duration
-	Err      error // the run's own machinery (state, lock, report), not the steps
-	At       time.Time
+	// Installed is what haloforge created for the track, this run and
+	// earlier ones (the report's installed): none for a dry run or a run
+	// without history.
+	Installed []installed.Item
+	Err       error // the run's own machinery (state, lock, report), not the steps
+	At        time.Time
 }
 
 func (RunStarted) event()      {}

@@ -13,6 +13,7 @@ import (
 	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/pins"
+	"github.com/haloforge/haloforge/steps/installed"
 )
 
 // The facts protocol: what a build really consumed. A pin names an image
@@ -26,6 +27,8 @@ import (
 //	image<TAB>REF<TAB>sha256:<64 hex>                  an image and the digest it was pulled as
 //	wheel<TAB>NAME==VERSION<TAB>URL<TAB><64 hex>       a wheel pip installed: where from, its sha256
 //	git<TAB>REPO<TAB>REF<TAB><40 or 64 hex>            a checkout: the ref asked for, the commit got
+//	created<TAB>KIND<TAB>…                             something the step created (a box, an image, a
+//	                                                   directory, a file): installed.ParseFact's forms
 //
 // After the step ends, whatever its outcome, the runner reads the file (at
 // most maxFactsBytes and maxFactsLines) and checks every field: a fact is
@@ -41,6 +44,7 @@ const (
 	factImage      = "image"
 	factWheel      = "wheel"
 	factGit        = "git"
+	factCreated    = "created"
 	factErrorsNote = "more lines were not read"
 )
 
@@ -94,14 +98,16 @@ func (r *Runner) factsPath(step string) string {
 	return filepath.Join(r.runDir, step+factsSuffix)
 }
 
-// readFacts reads a step's facts file; a missing file is no facts.
-func readFacts(path string) (res Resolved, problems []string) {
+// readFacts reads a step's facts file; a missing file is no facts. What
+// the step created is in created, checked as text (Admit checks it against
+// the machine).
+func readFacts(path string) (res Resolved, created []installed.Item, problems []string) {
 	b, err := safefile.ReadRegular(path, maxFactsBytes, safefile.Follow)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return res, nil
+		return res, nil, nil
 	case err != nil:
-		return res, []string{"the facts file could not be read: " + text.Printable(err.Error(), maxResultText)}
+		return res, nil, []string{"the facts file could not be read: " + text.Printable(err.Error(), maxResultText)}
 	}
 	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 	if len(lines) > maxFactsLines {
@@ -117,11 +123,35 @@ func readFacts(path string) (res Resolved, problems []string) {
 			continue
 		}
 		seen[l] = true
+		if kind, rest, ok := strings.Cut(l, "\t"); ok && kind == factCreated {
+			it, err := parseCreated(rest)
+			if err == nil {
+				created = append(created, it)
+			} else if len(problems) < maxFactErrors {
+				problems = append(problems, fmt.Sprintf("facts line %d: %v: %q", i+1, err, text.Printable(l, maxResultText)))
+			}
+			continue
+		}
 		if err := res.add(l); err != nil && len(problems) < maxFactErrors {
 			problems = append(problems, fmt.Sprintf("facts line %d: %v: %q", i+1, err, text.Printable(l, maxResultText)))
 		}
 	}
-	return res, problems
+	return res, created, problems
+}
+
+// parseCreated checks the fields of a created line.
+func parseCreated(rest string) (installed.Item, error) {
+	f := strings.Split(rest, "\t")
+	for _, field := range f {
+		if len(field) > maxFactField {
+			return installed.Item{}, fmt.Errorf("a field is longer than %d bytes", maxFactField)
+		}
+	}
+	it, err := installed.ParseFact(f)
+	if err != nil {
+		return it, fmt.Errorf("created: %w", err)
+	}
+	return it, nil
 }
 
 // add checks one fact line and keeps it.
@@ -168,7 +198,7 @@ func (res *Resolved) add(line string) error {
 		}
 		res.Git = append(res.Git, ResolvedGit{Repo: f[1], Ref: f[2], SHA: f[3]})
 	default:
-		return errors.New("not image<TAB>REF<TAB>DIGEST, wheel<TAB>NAME==VERSION<TAB>URL<TAB>SHA256 or git<TAB>REPO<TAB>REF<TAB>SHA")
+		return errors.New("not image<TAB>REF<TAB>DIGEST, wheel<TAB>NAME==VERSION<TAB>URL<TAB>SHA256, git<TAB>REPO<TAB>REF<TAB>SHA or created<TAB>…")
 	}
 	return nil
 }

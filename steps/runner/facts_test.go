@@ -68,17 +68,17 @@ func TestReadFactsIsBounded(t *testing.T) {
 	big := filepath.Join(dir, "big.facts")
 	line := "git\thttps://g/r.git\tmain\t" + strings.Repeat("b", 40) + "\n"
 	writeFile(t, big, strings.Repeat(line, maxFactsBytes/len(line)+10))
-	if _, problems := readFacts(big); len(problems) != 1 || !strings.Contains(problems[0], "over the 256 KiB limit") {
+	if _, _, problems := readFacts(big); len(problems) != 1 || !strings.Contains(problems[0], "over the 256 KiB limit") {
 		t.Errorf("a file over the limit: %q", problems)
 	}
 	fifo := filepath.Join(dir, "fifo.facts")
 	if err := mkfifo(fifo); err != nil {
 		t.Fatal(err)
 	}
-	if _, problems := readFacts(fifo); len(problems) != 1 || !strings.Contains(problems[0], "not a regular file") {
+	if _, _, problems := readFacts(fifo); len(problems) != 1 || !strings.Contains(problems[0], "not a regular file") {
 		t.Errorf("a FIFO: %q", problems)
 	}
-	if res, problems := readFacts(filepath.Join(dir, "none")); !res.Empty() || problems != nil {
+	if res, _, problems := readFacts(filepath.Join(dir, "none")); !res.Empty() || problems != nil {
 		t.Errorf("no file: %+v %q", res, problems)
 	}
 	_ = os.Remove(fifo)

@@ -19,6 +19,7 @@ import (
 	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/installed"
 )
 
 // Defaults of Options.
@@ -81,6 +82,9 @@ type Options struct {
 	Only       []string
 	Skip       []string // steps the user chose to skip (optional ones, in the wizard)
 	Resume     bool     // continue the last failed or interrupted run of the track
+	// Kind is what the run is for, recorded in its report (RunBuild when
+	// empty): RunServe, RunBench.
+	Kind string
 	// NoHistory runs without the track's history: state.json is neither
 	// written nor locked, nothing is cached as done. For runs that are not
 	// builds (a server, a benchmark), which go beside builds of any track.
@@ -95,12 +99,12 @@ type Options struct {
 	// InputQuiet is the silence after which a step is checked for waiting
 	// on its terminal (WaitingForInput); 0 means DefaultInputQuiet.
 	InputQuiet time.Duration
-	KeepColor  bool   // keep SGR colours in Lines.Text
+	KeepColor  bool // keep SGR colours in Lines.Text
 	// ProgressEvery is how often, at most, OpenLine and Progress are sent
 	// (0 means DefaultProgressEvery; below 0, never).
 	ProgressEvery time.Duration
-	MaxLine    int    // bytes of a screen line; 0 means text.DefaultMaxLine
-	Cols, Rows uint16 // pty size; 0 means 160x50
+	MaxLine       int    // bytes of a screen line; 0 means text.DefaultMaxLine
+	Cols, Rows    uint16 // pty size; 0 means 160x50
 	// Supervisor is the argv that runs "GRACE SCRIPT" under a supervisor
 	// (see Supervise); nil means this binary: /proc/self/exe __supervise.
 	Supervisor []string
@@ -130,6 +134,7 @@ type Runner struct {
 	toolboxSnap []byte                 // toolbox.env's build variables; nil when there is none
 	parked      []*supervisor          // supervisors keeping what a succeeded step left running until the run ends
 	current     atomic.Pointer[stream] // the running step's stream (Input, Waiting)
+	owner       string                 // the run's owner token (installed.OwnerEnv)
 	stepIdx     int                    // the running step's plan index (set before its stream starts)
 	stepStart   time.Time              // when it started
 }
@@ -174,6 +179,7 @@ func New(o Options) (*Runner, error) {
 	}
 	r.runID = newRunID(time.Now())
 	r.runDir = filepath.Join(o.StateDir, "runs", r.runID)
+	r.owner = installed.NewOwner(r.runID)
 	return r, nil
 }
 
@@ -192,6 +198,9 @@ func withDefaults(o Options) Options {
 	}
 	if o.MaxLine <= 0 {
 		o.MaxLine = text.DefaultMaxLine
+	}
+	if o.Kind == "" {
+		o.Kind = RunBuild
 	}
 	if o.ProgressEvery == 0 {
 		o.ProgressEvery = DefaultProgressEvery
@@ -429,6 +438,13 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	}
 	r.started = time.Now()
 	r.report = r.newReport()
+	if !r.o.DryRun && !r.o.NoHistory {
+		// What earlier runs created for the track, until this run's steps
+		// add to it (a run whose steps are all up to date still has it).
+		if rec, err := installed.Load(r.o.StateDir); err == nil {
+			r.report.Installed = append(r.report.Installed, rec.Items(r.plan.Track.ID)...)
+		}
+	}
 	total := r.countRuns()
 	r.send(RunStarted{Track: r.plan.Track.ID, RunID: r.runID, RunDir: r.runDir, Total: total, At: r.started})
 	for _, n := range r.notices {
@@ -436,11 +452,12 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	}
 	err := errors.Join(r.writeReport(), r.runSteps(ctx, total))
 	r.unpark()
+	err = errors.Join(err, r.measureInstalled())
 	r.report.Duration = time.Since(r.started)
 	r.report.Status = r.runStatus()
 	err = errors.Join(err, r.writeReport())
 	r.send(RunFinished{RunID: r.runID, RunDir: r.runDir, Status: r.report.Status,
-		Duration: r.report.Duration, Err: err, At: time.Now()})
+		Duration: r.report.Duration, Installed: slices.Clone(r.report.Installed), Err: err, At: time.Now()})
 	return r.report, err
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/installed"
 )
 
 // drainAfterExit bounds reading the pty once the supervisor has exited: a
@@ -57,11 +58,12 @@ func (r *Runner) runOne(ctx context.Context, i, idx, total int) error {
 	sr.Why = out.why
 	sr.Leftovers = out.left
 	if out.started {
-		facts, problems := readFacts(r.factsPath(s.ID))
+		facts, created, problems := readFacts(r.factsPath(s.ID))
 		if !facts.Empty() {
 			sr.Resolved = &facts
 			r.report.Resolved.merge(s.ID, facts)
 		}
+		sr.Created, problems = r.recordCreated(s.ID, created, problems)
 		sr.FactErrors = problems
 	}
 	if out.err != nil {
@@ -497,6 +499,7 @@ func (r *Runner) stepEnv(s steps.PlannedStep) []string {
 		PinsFileEnv:             r.snapshotPath(PinsSnapshot),
 		ToolboxEnvFile:          r.snapshotPath(ToolboxSnapshot),
 		ResultEnv:               r.resultPath(s.ID),
+		installed.OwnerEnv:      r.owner,
 		FactsEnv:                r.factsPath(s.ID),
 		"HALOFORGE_DRY_RUN":     "",
 		"HALOFORGE_RESUME":      "",

@@ -220,7 +220,7 @@ func NewBenchRunner(b BenchLaunch, o RunOptions) (*runner.Runner, error) {
 	title := fmt.Sprintf("Benchmark %s with %s", filepath.Base(b.Model), tool)
 	p := onePlan(o.Plan, BenchStepID, title, BenchScript(b.Track), map[string]string{"HALOFORGE_BENCH_RESULT": b.Result})
 	ro := runner.Options{Plan: p, StateDir: o.StateDir, ScriptsDir: o.ScriptsDir, ToolboxDir: o.ToolboxDir, PinsFile: o.PinsFile,
-		NoHistory: true, Args: map[string][]string{BenchStepID: b.ScriptArgs()}, Analyzer: runner.Diagnosis, KeepColor: o.KeepColor}
+		Kind: runner.RunBench, NoHistory: true, Args: map[string][]string{BenchStepID: b.ScriptArgs()}, Analyzer: runner.Diagnosis, KeepColor: o.KeepColor}
 	if o.Tune != nil {
 		o.Tune(&ro)
 	}

@@ -58,7 +58,7 @@ func NewRunner(l Launch, o RunOptions) (*runner.Runner, error) {
 	title := fmt.Sprintf("Serve %s with %s on %s", orAny(l.Served), l.Engine, l.URL)
 	p := onePlan(o.Plan, StepID, title, ServeScript(l.Track), env)
 	ro := runner.Options{Plan: p, StateDir: o.StateDir, ScriptsDir: o.ScriptsDir, ToolboxDir: o.ToolboxDir, PinsFile: o.PinsFile,
-		NoHistory: true, Args: map[string][]string{StepID: l.ScriptArgs()}, Analyzer: runner.Diagnosis,
+		Kind: runner.RunServe, NoHistory: true, Args: map[string][]string{StepID: l.ScriptArgs()}, Analyzer: runner.Diagnosis,
 		Grace: DefaultGrace, KeepColor: o.KeepColor}
 	if o.Tune != nil {
 		o.Tune(&ro)
