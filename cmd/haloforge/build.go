@@ -211,7 +211,7 @@ func runAndPrint(parent context.Context, in io.Reader, out io.Writer, r *runner.
 
 	printed := make(chan linemode.Result, 1)
 	lo := linemode.Options{Color: color, DryRun: o.dryRun, Next: next, Resume: func(step string) string { return resumeCommand(o, step) }, Answering: answering,
-		Live: width != nil, Width: width}
+		Live: width != nil, Width: width, Clean: "haloforge clean --track " + o.track + o.g.stateDirArg()}
 	go func() { printed <- linemode.Print(out, r.Events(), lo) }()
 	rep, runErr := r.Run(ctx)
 	<-printed

@@ -47,6 +47,9 @@ type Verdict struct {
 	Item  Item
 	State string
 	Why   string // for Kept and Gone; for Remove what else happens (an image that stays tagged)
+	// Foreign says a Kept item is not haloforge's now (its label, marker
+	// or identity no longer match the record): the record forgets it.
+	Foreign bool
 	// Size is measured now; nil when unknown.
 	Size *int64
 	// Command removes it, as a person would type it; "" when haloforge
@@ -129,9 +132,9 @@ func (c Cleaner) checkBox(ctx context.Context, it Item) Verdict {
 	}
 	switch {
 	case label == "":
-		v.State, v.Why = Kept, "box "+it.Name+" has no "+OwnerLabel+" label now: it was made again, not by haloforge"
+		v.State, v.Why, v.Foreign = Kept, "box "+it.Name+" has no "+OwnerLabel+" label now: it was made again, not by haloforge", true
 	case label != it.Owner:
-		v.State, v.Why = Kept, "box "+it.Name+" carries another owner label ("+text.Printable(label, 80)+"): another haloforge record or run made it"
+		v.State, v.Why, v.Foreign = Kept, "box "+it.Name+" carries another owner label ("+text.Printable(label, 80)+"): another haloforge record or run made it", true
 	default:
 		v.State = Remove
 		v.setCommand("rm", "--force", it.Name)
@@ -186,7 +189,7 @@ func (c Cleaner) checkImage(ctx context.Context, it Item) Verdict {
 	size := byID.Size
 	v.Size = &size
 	if it.How == Built && byID.Owner != it.Owner {
-		v.State, v.Why = Kept, "image "+short(it.ImageID)+" does not carry this record's "+OwnerLabel+" label"
+		v.State, v.Why, v.Foreign = Kept, "image "+short(it.ImageID)+" does not carry this record's "+OwnerLabel+" label", true
 		return v
 	}
 	byRef, refFound, _ := c.inspectImage(ctx, it.Engine, it.Name)
@@ -213,7 +216,7 @@ func (c Cleaner) checkImage(ctx context.Context, it Item) Verdict {
 		v.State = Remove
 		v.setCommand("rmi", it.ImageID)
 	default:
-		v.State, v.Why = Kept, it.Name+" is another image now, and other names hold "+short(it.ImageID)
+		v.State, v.Why, v.Foreign = Kept, it.Name+" is another image now, and other names hold "+short(it.ImageID), true
 	}
 	return v
 }
@@ -264,22 +267,19 @@ func (c Cleaner) checkDir(it Item) Verdict {
 		v.State, v.Why = Kept, err.Error()
 		return v
 	case !fi.IsDir():
-		v.State, v.Why = Kept, it.Path+" is "+kind(fi.Mode())+" now, not the directory haloforge made"
+		v.State, v.Why, v.Foreign = Kept, it.Path+" is "+kind(fi.Mode())+" now, not the directory haloforge made", true
 		return v
-	case linked(it):
-		v.State, v.Why = Kept, "a link is on the way to "+it.Path+" now"
+	case it.Owner == StateDirOwner && !InStateDir(it.Path, c.StateDir):
+		v.State, v.Why = Kept, it.Path+" is not inside the state dir "+c.StateDir
+		return v
+	case linked(it, c.StateDir):
+		v.State, v.Why, v.Foreign = Kept, "a link is on the way to "+it.Path+" now", true
 		return v
 	}
-	switch {
-	case it.Owner == StateDirOwner:
-		if !InStateDir(it.Path, c.StateDir) {
-			v.State, v.Why = Kept, it.Path+" is not inside the state dir "+c.StateDir
-			return v
-		}
-	default:
+	if it.Owner != StateDirOwner {
 		m, err := readMarker(it.Path)
 		if err != nil || m != it.Owner {
-			v.State, v.Why = Kept, it.Path+" no longer holds haloforge's marker ("+Marker+") of this record"
+			v.State, v.Why, v.Foreign = Kept, it.Path+" no longer holds haloforge's marker ("+Marker+") of this record", true
 			return v
 		}
 	}
@@ -299,14 +299,14 @@ func (c Cleaner) checkFile(it Item) Verdict {
 		v.State, v.Why = Kept, err.Error()
 		return v
 	case !fi.Mode().IsRegular():
-		v.State, v.Why = Kept, it.Path+" is "+kind(fi.Mode())+" now"
+		v.State, v.Why, v.Foreign = Kept, it.Path+" is "+kind(fi.Mode())+" now", true
 		return v
-	case linked(it):
-		v.State, v.Why = Kept, "a link is on the way to "+it.Path+" now"
+	case linked(it, c.StateDir):
+		v.State, v.Why, v.Foreign = Kept, "a link is on the way to "+it.Path+" now", true
 		return v
 	}
 	if it.Identity == nil || *identity(fi) != *it.Identity {
-		v.State, v.Why = Kept, it.Path+" changed since haloforge wrote it (another file, or written since)"
+		v.State, v.Why, v.Foreign = Kept, it.Path+" changed since haloforge wrote it (another file, or written since)", true
 		return v
 	}
 	n := fi.Size()

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/haloforge/haloforge/internal/safefile"
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
 )
@@ -393,7 +394,7 @@ func Admit(it Item, stateDir, owner string, at time.Time) (Item, error) {
 	case KindInBox:
 		it.Owner = owner
 	}
-	if linked(it) {
+	if linked(it, stateDir) {
 		return it, fmt.Errorf("%s: a link is on the way to it", it.Path)
 	}
 	it.Created = at
@@ -417,14 +418,32 @@ func InStateDir(p, stateDir string) bool {
 	return strings.HasPrefix(p, sd+"/") && p != sd
 }
 
-// linked says whether a path item is reached through a link on its way
-// (its last element included).
-func linked(it Item) bool {
+// linked says whether a path item is reached through a link where its
+// ownership does not vouch for it: below the state dir for one of the
+// state dir's directories (the state dir itself may be reached through
+// one, a home on another disk), the path itself for the others (whose
+// marker or identity says they are the one recorded).
+func linked(it Item, stateDir string) bool {
 	if it.Kind != KindDir && it.Kind != KindFile {
 		return false
 	}
-	real, err := filepath.EvalSymlinks(it.Path)
-	return err != nil || real != it.Path
+	root := filepath.Dir(it.Path)
+	if it.Owner == StateDirOwner {
+		root = filepath.Clean(stateDir)
+	}
+	rel, err := filepath.Rel(root, it.Path)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return true
+	}
+	p := root
+	for _, elem := range strings.Split(rel, string(filepath.Separator)) {
+		p = filepath.Join(p, elem)
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode()&fs.ModeSymlink != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // maxMarker bounds a marker file.
@@ -445,4 +464,28 @@ func identity(fi fs.FileInfo) *FileID {
 		id.Dev, id.Ino = uint64(st.Dev), st.Ino
 	}
 	return id
+}
+
+// Describe is the item in words, the one form every screen lists it in:
+// "box haloforge-llamacpp (podman)", "image docker.io/x:1 (pulled)",
+// "venv /opt/venv in box haloforge-therock", "cache /home/u/….".
+func (it Item) Describe() string {
+	switch it.Kind {
+	case KindBox:
+		return "box " + it.Name + " (" + it.Engine + ")"
+	case KindImage:
+		return "image " + it.Name + " (" + it.How + ")"
+	}
+	return it.What + " " + it.Where()
+}
+
+// Size is the item's size in words: "1.2 GiB", "in its box", "size unknown".
+func (it Item) Size() string {
+	switch {
+	case it.Kind == KindInBox:
+		return "in the box"
+	case it.SizeBytes == nil:
+		return "size unknown"
+	}
+	return text.Bytes(*it.SizeBytes)
 }

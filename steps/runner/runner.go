@@ -608,5 +608,10 @@ func lockStateDir(dir string) (func(), error) {
 	return func() { f.Close() }, nil
 }
 
+// LockState takes the state dir's lock as a build does, for a command
+// that changes what builds rely on (clean): ErrBusy while a build runs.
+// The returned func releases it.
+func LockState(dir string) (func(), error) { return lockStateDir(dir) }
+
 // ErrBusy means another haloforge build holds the state dir.
 var ErrBusy = errors.New("another haloforge build is running with this state dir")

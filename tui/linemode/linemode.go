@@ -18,6 +18,7 @@ import (
 	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/installed"
 	"github.com/haloforge/haloforge/steps/runner"
 )
 
@@ -47,6 +48,11 @@ type Options struct {
 	// Width is the terminal's width now (asked at every redraw, so that a
 	// resize is followed); nil means 80 columns.
 	Width func() int
+	// Clean is the command that removes what the track installed (clean
+	// --track, with the user's flags): under a run that is not a dry run,
+	// what the track holds is listed with it (RunFinished.Installed); ""
+	// lists nothing.
+	Clean string
 	// ProgressEvery is how often, at most, a step's progress is printed as
 	// a line when the output is no terminal (CI): the first one that long
 	// into the step. 0 means DefaultProgressEvery; below 0, never.
@@ -575,9 +581,34 @@ func (p *printer) runFinished(e runner.RunFinished) {
 	if e.RunDir != "" {
 		fmt.Fprintf(p.w, "report: %s/%s\n", e.RunDir, runner.ReportFile)
 	}
+	if !p.o.DryRun && p.o.Clean != "" {
+		for _, l := range InstalledLines(e.Installed, p.o.Clean) {
+			fmt.Fprintln(p.w, l)
+		}
+	}
 	if !p.o.DryRun && (e.Status == steps.OutcomeSucceeded || e.Status == steps.OutcomeNotVerified) {
 		PrintNext(p.w, p.o.Next)
 	}
+}
+
+// InstalledLines list what haloforge created for a track and holds on
+// disk, the one form of line mode, `runs show`, `clean` and the summary:
+// a heading naming clean (the command that removes them), an item a line
+// with its size, the total.
+func InstalledLines(items []installed.Item, clean string) []string {
+	if len(items) == 0 {
+		return nil
+	}
+	lines := []string{"installed (" + clean + " removes it):"}
+	for _, it := range items {
+		lines = append(lines, "  "+text.Printable(it.Describe(), 200)+" · "+it.Size())
+	}
+	total, unknown := installed.Total(items)
+	t := "  total " + text.Bytes(total)
+	if unknown > 0 {
+		t += " and " + text.Plural(unknown, "item") + " of unknown size"
+	}
+	return append(lines, t)
 }
 
 // PrintNext writes the commands to type next, one "next: CMD" line each:
