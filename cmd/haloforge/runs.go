@@ -78,21 +78,28 @@ type runEntry struct {
 	err error
 }
 
-// listRuns reads the reports of the state dir's runs, newest first, each
-// bounded and never through a link; a report that cannot be read is kept
-// with its error. track, when set, keeps that track's runs and the broken
-// ones (which cannot say their track).
+// listRuns reads the reports of the state dir's runs, newest first (by
+// start: run IDs sort by the second only), each bounded and never through a
+// link; a report that cannot be read is kept with its error, in ID order.
+// track, when set, keeps that track's runs and the broken ones (which
+// cannot say their track).
 func listRuns(stateDir, track string, limit int) []runEntry {
 	var out []runEntry
 	for _, id := range runner.RunIDs(stateDir) {
-		if limit > 0 && len(out) == limit {
-			break
-		}
 		rep, err := readRun(stateDir, id)
 		if err == nil && track != "" && rep.Track != track {
 			continue
 		}
 		out = append(out, runEntry{id: id, rep: rep, err: err})
+	}
+	slices.SortStableFunc(out, func(a, b runEntry) int {
+		if a.rep != nil && b.rep != nil && a.id[:15] == b.id[:15] {
+			return b.rep.Started.Compare(a.rep.Started)
+		}
+		return strings.Compare(b.id, a.id)
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
 	}
 	return out
 }
@@ -167,7 +174,8 @@ func runRuns(cmd *cobra.Command, o runsOpts) error {
 // runRow is a run's line of the list.
 func runRow(e runEntry) []string {
 	if e.err != nil {
-		return []string{e.id, "?", "?", statusBroken + ": " + brokenWhy(e.err), "", ""}
+		// Its reason is its last cell: no column is widened by it.
+		return []string{e.id, "?", "?", statusBroken + ": " + brokenWhy(e.err)}
 	}
 	rep := e.rep
 	outcome := text.Printable(rep.Status, 24)
@@ -193,7 +201,11 @@ func brokenWhy(err error) string {
 	case errors.As(err, &tl):
 		return "report.json is over " + text.Bytes(tl.Limit)
 	}
-	return text.Printable(err.Error(), 160)
+	msg := err.Error()
+	if _, after, ok := strings.Cut(msg, runner.ReportFile+": "); ok {
+		msg = "report.json: " + after // the path is the run's, already named
+	}
+	return text.Printable(msg, 160)
 }
 
 func runEntryJSON(stateDir string, e runEntry) runJSON {
@@ -214,8 +226,8 @@ func runEntryJSON(stateDir string, e runEntry) runJSON {
 	return j
 }
 
-// printColumns writes rows as columns two spaces apart (the last one as
-// it is).
+// printColumns writes rows as columns two spaces apart; a row's last cell
+// is written as it is and widens no column (a row may be shorter).
 func printColumns(w io.Writer, rows [][]string) {
 	widths := make([]int, len(rows[0]))
 	for _, r := range rows {
@@ -265,11 +277,11 @@ func newRunsShowCmd(g *globalOpts) *cobra.Command {
 func runArg(stateDir, arg string) (string, error) {
 	switch {
 	case arg == "last":
-		ids := runner.RunIDs(stateDir)
-		if len(ids) == 0 {
+		runs := listRuns(stateDir, "", 1)
+		if len(runs) == 0 {
 			return "", usageErr(fmt.Errorf("no runs in %s yet", filepath.Join(stateDir, "runs")))
 		}
-		return ids[0], nil
+		return runs[0].id, nil
 	case !runner.ValidRunID(arg):
 		return "", usageErr(fmt.Errorf("%q is not a run: give a run ID as haloforge runs lists it (20261129-093012-a1b2c3), or last", text.Printable(arg, 80)))
 	}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/internal/text"
 )
 
@@ -267,7 +268,7 @@ func (c Cleaner) checkDir(it Item) Verdict {
 		v.State, v.Why = Kept, err.Error()
 		return v
 	case !fi.IsDir():
-		v.State, v.Why, v.Foreign = Kept, it.Path+" is "+kind(fi.Mode())+" now, not the directory haloforge made", true
+		v.State, v.Why, v.Foreign = Kept, it.Path+" is "+safefile.Kind(fi.Mode())+" now, not the directory haloforge made", true
 		return v
 	case it.Owner == StateDirOwner && !InStateDir(it.Path, c.StateDir):
 		v.State, v.Why = Kept, it.Path+" is not inside the state dir "+c.StateDir
@@ -299,7 +300,7 @@ func (c Cleaner) checkFile(it Item) Verdict {
 		v.State, v.Why = Kept, err.Error()
 		return v
 	case !fi.Mode().IsRegular():
-		v.State, v.Why, v.Foreign = Kept, it.Path+" is "+kind(fi.Mode())+" now", true
+		v.State, v.Why, v.Foreign = Kept, it.Path+" is "+safefile.Kind(fi.Mode())+" now", true
 		return v
 	case linked(it, c.StateDir):
 		v.State, v.Why, v.Foreign = Kept, "a link is on the way to "+it.Path+" now", true
@@ -315,18 +316,6 @@ func (c Cleaner) checkFile(it Item) Verdict {
 	}
 	v.Size, v.State = &n, Remove
 	return v
-}
-
-func kind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "a link"
-	case m.IsDir():
-		return "a directory"
-	case m.IsRegular():
-		return "a file"
-	}
-	return "a special file"
 }
 
 // Remove removes what v says is haloforge's, after checking it once more

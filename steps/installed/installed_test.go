@@ -239,7 +239,7 @@ func TestCleanPaths(t *testing.T) {
 			why  string
 		}{
 			{"a directory made again", c, itRemade, "marker"},
-			{"a directory swapped for a link", c, itSwapped, "a link"},
+			{"a directory swapped for a link", c, itSwapped, "a symbolic link now"},
 			{"a file written since", c, itFile, "changed since"},
 			{"a state-dir directory with another state dir", other, itState, "not inside the state dir"},
 		} {
