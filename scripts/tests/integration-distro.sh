@@ -49,7 +49,8 @@ IT_BOX=haloforge-distro-it
 IT_DIR=/var/tmp/haloforge-distro-it
 STATE=/home/$IT_USER/.local/state/haloforge
 SERVE_PORT=18573 # the proof's own port, on 127.0.0.1
-IT_OTHER_BOX=haloforge-distro-it-theirs # a box the test makes itself, not haloforge
+# a box the test makes itself, not haloforge
+IT_OTHER_BOX=haloforge-distro-it-theirs
 IT_REG_DIR=/var/tmp/haloforge-distro-it-registry
 IT_REG_CONF=/etc/containers/registries.conf.d/99-haloforge-distro-it.conf
 IT_REG_PID=''
@@ -95,7 +96,7 @@ remove_box() {
 start_registry() {
   rm -rf "$IT_REG_DIR"
   mkdir -p "$IT_REG_DIR/data"
-  printf 'version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s/data\nhttp:\n  addr: 127.0.0.1:0\n' \
+  printf 'version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: %s/data\nhttp:\n  addr: 127.0.0.1:0\n' \
     "$IT_REG_DIR" >"$IT_REG_DIR/config.yml"
   docker-registry serve "$IT_REG_DIR/config.yml" >"$IT_REG_DIR/log" 2>&1 &
   IT_REG_PID=$!
