@@ -172,6 +172,9 @@ func runBuildTUI(cmd *cobra.Command, o buildOpts, pf *pins.File) error {
 	res, err := tui.Run(ctx, e, tui.Options{
 		Plan: p, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout(),
 		Commands: func(c tui.Command) string {
+			if c.Clean {
+				return "haloforge clean --track " + c.Track + o.g.stateDirArg()
+			}
 			if c.Resume {
 				return resumeCommand(o, c.Step)
 			}

@@ -103,6 +103,9 @@ func runWizard(cmd *cobra.Command, o wizardOpts) error {
 // with the flags the user gave and the pins set in the session.
 func wizardCommands(g *globalOpts) func(tui.Command) string {
 	return func(c tui.Command) string {
+		if c.Clean {
+			return "haloforge clean --track " + c.Track + g.stateDirArg()
+		}
 		parts := []string{"haloforge", "build", "--track", c.Track}
 		if c.Resume {
 			parts = append(parts, "--resume")

@@ -261,8 +261,8 @@ func (p *printer) liveText() string {
 	switch {
 	case p.prog.Kind != "" && p.prog.Step == p.step:
 		s = ProgressText(p.prog)
-	case p.open != "":
-		s = p.open
+	case strings.TrimSpace(p.open) != "":
+		s = strings.TrimLeft(p.open, " ") // a bar's indent says nothing here
 	default:
 		return ""
 	}

@@ -98,7 +98,7 @@ func TestLiveLine(t *testing.T) {
 		runner.RunFinished{RunID: "r1", RunDir: "/s/runs/r1", Status: steps.OutcomeSucceeded, Duration: 9 * time.Second},
 	}
 	want := map[int]string{
-		2: "… [pull]      ━━━━━━━━━━╸━━━━━━━━ 0.2/15.0 MB 1.5 MB/s eta 0:00:10",
+		2: "… [pull] ━━━━━━━━━━╸━━━━━━━━ 0.2/15.0 MB 1.5 MB/s eta 0:00:10",
 		3: "… [pull] 38% of 31.5 MiB · 2.9 MiB/s · ETA 7s · image",
 		4: "… [pull] 38% of 31.5 MiB · 2.9 MiB/s · ETA 7s · image",
 		5: "… [pull] 229/400 · 57% · ETA 3m12s · run ETA 1h05m · Building C object o229.o",
