@@ -58,53 +58,75 @@ ninja -C "$work" -j2
 	return root
 }
 
-// TestTmuxProgress: line mode on a terminal of 80×24 and of 120×40 shows the
-// pull's percentage on its last line while the pull runs, then ninja's N/M
-// with an ETA, each cut to the terminal's width, and leaves no progress line
-// behind when the run ends.
+// TestTmuxProgress: on a terminal of 80×24 and of 120×40, line mode's last
+// line and the run screen's log pane show the pull's percentage while the
+// pull runs, then ninja's N/M with an ETA, within the terminal's width; line
+// mode leaves no progress line behind when the run ends.
 func TestTmuxProgress(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and drives it in tmux")
 	}
 	const objects = 60
 	bin := buildBinary(t)
-	for _, size := range []struct{ w, h int }{{80, 24}, {120, 40}} {
-		t.Run(fmt.Sprintf("%dx%d", size.w, size.h), func(t *testing.T) {
-			scripts := progressScripts(t, objects)
-			state := t.TempDir()
-			tm := newTmux(t, size.w, size.h, fmt.Sprintf("%s build --track vllm-image --only pull --plain --ignore-checks --scripts %s --state-dir %s",
-				shellQuote(bin), shellQuote(scripts), shellQuote(state)))
-			pullRe := regexp.MustCompile(`(?m)^… \[pull\] (\d+)% of 31\.5 MiB · [0-9.]+ (KiB|MiB)/s · ETA \d+s`)
-			ninjaRe := regexp.MustCompile(`(?m)^… \[pull\] (\d+)/` + fmt.Sprint(objects) + ` · \d+% · ETA \d+s`)
-			var pulls []string
-			var ninja string
-			deadline := time.Now().Add(90 * time.Second)
-			for ninja == "" && time.Now().Before(deadline) {
-				scr := tm.screen()
-				last := lastLine(scr)
-				if len([]rune(last)) >= size.w {
-					t.Fatalf("the live line fills the %d columns (it would wrap): %q", size.w, last)
+	for _, mode := range []string{"line mode", "run screen"} {
+		for _, size := range []struct{ w, h int }{{80, 24}, {120, 40}} {
+			t.Run(fmt.Sprintf("%s %dx%d", mode, size.w, size.h), func(t *testing.T) {
+				scripts := progressScripts(t, objects)
+				state := t.TempDir()
+				plain := " --plain"
+				if mode == "run screen" {
+					plain = ""
 				}
-				if m := pullRe.FindStringSubmatch(last); m != nil && (len(pulls) == 0 || pulls[len(pulls)-1] != m[1]) {
-					pulls = append(pulls, m[1])
+				tm := newTmux(t, size.w, size.h, fmt.Sprintf("%s build --track vllm-image --only pull%s --ignore-checks --scripts %s --state-dir %s",
+					shellQuote(bin), plain, shellQuote(scripts), shellQuote(state)))
+				prefix := `^… \[pull\] `
+				if mode == "run screen" {
+					prefix = `│ … ` // the log pane's last row
 				}
-				if m := ninjaRe.FindString(last); m != "" {
-					ninja = m
+				pullRe := regexp.MustCompile(`(?m)` + prefix + `(\d+)% of 31\.5 MiB · [0-9.]+ (KiB|MiB)/s · ETA \d+s`)
+				ninjaRe := regexp.MustCompile(`(?m)` + prefix + `(\d+)/` + fmt.Sprint(objects) + ` · \d+% · ETA \d+s`)
+				var pulls []string
+				var ninja string
+				deadline := time.Now().Add(90 * time.Second)
+				for ninja == "" && time.Now().Before(deadline) {
+					scr := tm.screen()
+					for _, l := range strings.Split(scr, "\n") {
+						if len([]rune(strings.TrimRight(l, " "))) > size.w {
+							t.Fatalf("a line is wider than the %d columns: %q", size.w, l)
+						}
+					}
+					live := scr
+					if mode == "line mode" {
+						live = lastLine(scr)
+						if len([]rune(live)) >= size.w {
+							t.Fatalf("the live line fills the %d columns (it would wrap): %q", size.w, live)
+						}
+					}
+					if m := pullRe.FindStringSubmatch(live); m != nil && (len(pulls) == 0 || pulls[len(pulls)-1] != m[1]) {
+						pulls = append(pulls, m[1])
+					}
+					if m := ninjaRe.FindString(live); m != "" {
+						ninja = m
+					}
+					time.Sleep(150 * time.Millisecond)
 				}
-				time.Sleep(150 * time.Millisecond)
-			}
-			t.Logf("pull percentages seen on the last line: %v; then %q", pulls, ninja)
-			if len(pulls) < 2 {
-				t.Errorf("the pull's percentage was seen %d times while it ran, want it to move", len(pulls))
-			}
-			if ninja == "" {
-				t.Fatalf("no N/%d with an ETA on the last line:\n%s", objects, tm.screen())
-			}
-			tm.waitFor("✓ vllm-image done in", 60*time.Second)
-			if scr := tm.screen(); strings.Contains(scr, "… [pull]") {
-				t.Errorf("a progress line stayed on the screen after the run:\n%s", scr)
-			}
-		})
+				t.Logf("pull percentages seen: %v; then %q", pulls, ninja)
+				if len(pulls) < 2 {
+					t.Errorf("the pull's percentage was seen %d times while it ran, want it to move", len(pulls))
+				}
+				if ninja == "" {
+					t.Fatalf("no N/%d with an ETA:\n%s", objects, tm.screen())
+				}
+				if mode == "run screen" {
+					tm.waitFor("done", 60*time.Second)
+					return
+				}
+				tm.waitFor("✓ vllm-image done in", 60*time.Second)
+				if scr := tm.screen(); strings.Contains(scr, "… [pull]") {
+					t.Errorf("a progress line stayed on the screen after the run:\n%s", scr)
+				}
+			})
+		}
 	}
 }
 
