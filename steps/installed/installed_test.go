@@ -302,3 +302,31 @@ func TestRecord(t *testing.T) {
 		t.Errorf("a link as installed.json: %v", err)
 	}
 }
+
+func FuzzParseFact(f *testing.F) {
+	for _, s := range []string{
+		"box\thaloforge-llamacpp\tpodman", "image\tx:1\t" + id64 + "\tsudo-podman\tpulled\t-",
+		"dir\tcache\t/home/u/wheels", "file\tmodel\t/home/u/m.gguf", "in-box\thf\tvenv\t/opt/venv", "dir\tdata\t/",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		it, err := ParseFact(strings.Split(line, "\t"))
+		if err != nil {
+			return
+		}
+		// What parses is safe to print and to hand to an engine: no
+		// control characters, no option-like or climbing values.
+		for _, v := range []string{it.Name, it.Path, it.Box, it.Engine, it.ImageID} {
+			if strings.ContainsAny(v, "\x00\n\r\t\x1b") || strings.HasPrefix(v, "-") || strings.Contains(v, "/../") {
+				t.Fatalf("%q parsed to %+v", line, it)
+			}
+		}
+		if (it.Kind == KindDir || it.Kind == KindFile) && checkPath(it.Path) != nil {
+			t.Fatalf("%q: path %q", line, it.Path)
+		}
+		if it.Kind == KindImage && EngineCommand(it.Engine) == nil {
+			t.Fatalf("%q: engine %q", line, it.Engine)
+		}
+	})
+}
