@@ -49,6 +49,9 @@ func (r *Runner) recordCreated(step string, created []installed.Item, problems [
 	rec.Add(track, admitted...)
 	rec.Add(track, r.ownDirs(step, now, rec.Items(track))...)
 	items := rec.Items(track)
+	if len(items) == 0 {
+		return admitted, problems // nothing to keep: no record is written
+	}
 	installed.Measure(items, now)
 	if err := rec.Save(r.o.StateDir); err != nil {
 		return admitted, append(problems, "what haloforge installed could not be saved: "+text.Printable(err.Error(), maxResultText))
