@@ -118,8 +118,16 @@ func TestTmuxProgress(t *testing.T) {
 					t.Fatalf("no N/%d with an ETA:\n%s", objects, tm.screen())
 				}
 				if mode == "run screen" {
-					tm.waitFor("done", 60*time.Second)
-					return
+					tm.waitFor("✓ pull", 60*time.Second)
+					tm.waitFor("summary", 10*time.Second)
+					// Leave, and let it end before its state dir goes.
+					tm.keys("Enter", "q")
+					for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+						if dead, _ := tm.paneDead(); dead {
+							return
+						}
+					}
+					t.Fatalf("the build did not end after q:\n%s", tm.screen())
 				}
 				tm.waitFor("✓ vllm-image done in", 60*time.Second)
 				if scr := tm.screen(); strings.Contains(scr, "… [pull]") {
