@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"math"
 	"path"
 	"regexp"
 	"strconv"
@@ -421,7 +422,8 @@ func (t *progressTracker) progress(now time.Time) (Progress, bool) {
 		span := now.Sub(first.at)
 		if span >= minRateSpan && last.done > first.done {
 			p.Rate = float64(last.done-first.done) / span.Seconds()
-			p.ETA = time.Duration(float64(c.total-c.done) / p.Rate * float64(time.Second)).Round(time.Second)
+			// Whole seconds, up: a counter not done yet has some time left.
+			p.ETA = time.Duration(math.Ceil(float64(c.total-c.done)/p.Rate)) * time.Second
 		}
 	}
 	return p, true

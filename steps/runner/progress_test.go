@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/haloforge/haloforge/internal/text"
+	"github.com/haloforge/haloforge/steps"
 )
 
 func TestParseProgress(t *testing.T) {
@@ -341,7 +342,7 @@ func needNinja(t *testing.T) {
 func TestRunnerProgressFromRealNinja(t *testing.T) {
 	needNinja(t)
 	t.Setenv("FX_OBJECTS", "40")
-	t.Setenv("FX_OBJECT_S", "0.05")
+	t.Setenv("FX_OBJECT_S", "0.1")
 	dir := t.TempDir()
 	o := fxOptions(fxPlan(t, fxTrack(fx{id: "compile", script: "ninja.sh"}, fx{id: "after", script: "hello.sh"}), fxPins, "testdata/scripts", dir), dir)
 	o.ProgressEvery = 100 * time.Millisecond
@@ -422,6 +423,28 @@ func TestProgressOff(t *testing.T) {
 		switch e.(type) {
 		case Progress, OpenLine:
 			t.Fatalf("%T with ProgressEvery < 0", e)
+		}
+	}
+}
+
+// TestETAFromReportsWhenStateForgot: once clean forgot the successes in
+// state.json, the ETA still comes from the reports of the track's runs.
+func TestETAFromReportsWhenStateForgot(t *testing.T) {
+	dir := t.TempDir()
+	track := fxTrack(fx{id: "one", script: "hello.sh"}, fx{id: "two", script: "hello.sh"})
+	run(t, fxOptions(fxPlan(t, track, fxPins, "testdata/scripts", dir), dir), nil)
+	st, err := steps.LoadState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.ForgetSuccesses("fx")
+	if err := st.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	_, evs := run(t, fxOptions(fxPlan(t, track, fxPins, "testdata/scripts", dir), dir), nil)
+	for _, e := range evs {
+		if s, ok := e.(StepStarted); ok && s.Step == "one" && s.ETA <= 0 {
+			t.Errorf("no ETA from the earlier run's report: %+v", s)
 		}
 	}
 }

@@ -156,7 +156,7 @@ func New(o Options) (*Runner, error) {
 	}
 	r := &Runner{o: o, plan: o.Plan, st: st, events: make(chan Event, o.Events), kill: make(chan struct{}, 1),
 		settle:  make(chan Verdict, 1),
-		resumed: map[string]bool{}, prevDurs: previousDurations(st, o.Plan)}
+		resumed: map[string]bool{}, prevDurs: previousDurations(st, o.Plan, o.StateDir)}
 	if err := r.selectSteps(); err != nil {
 		return nil, err
 	}
@@ -341,16 +341,45 @@ func (r *Runner) checkSupervisor() error {
 	return nil
 }
 
-// previousDurations are the last successful durations, for the ETA.
-func previousDurations(st *steps.State, p *steps.Plan) map[string]time.Duration {
+// historyRuns bounds the run reports read for the ETA of steps state.json
+// has no success of.
+const historyRuns = 30
+
+// previousDurations are the last successful durations, for the ETA: from
+// state.json, else from the newest reports of the track's runs that saw
+// the step succeed (state.json forgets successes when clean removed what
+// they built; the time they took still says how long a rebuild takes).
+func previousDurations(st *steps.State, p *steps.Plan, stateDir string) map[string]time.Duration {
 	out := map[string]time.Duration{}
-	ts := st.Tracks[p.Track.ID]
-	if ts == nil {
-		return out
+	if ts := st.Tracks[p.Track.ID]; ts != nil {
+		for id, ss := range ts.Steps {
+			if ss != nil && ss.LastSuccess != nil && ss.LastSuccess.Duration > 0 {
+				out[id] = ss.LastSuccess.Duration
+			}
+		}
 	}
-	for id, ss := range ts.Steps {
-		if ss != nil && ss.LastSuccess != nil && ss.LastSuccess.Duration > 0 {
-			out[id] = ss.LastSuccess.Duration
+	missing := 0
+	for _, s := range p.Steps {
+		if _, ok := out[s.ID]; !ok {
+			missing++
+		}
+	}
+	for i, id := range RunIDs(stateDir) {
+		if missing == 0 || i == historyRuns {
+			break
+		}
+		rep, err := ReadReport(filepath.Join(stateDir, "runs", id))
+		if err != nil || rep.Track != p.Track.ID || rep.DryRun || (rep.Kind != "" && rep.Kind != RunBuild) {
+			continue
+		}
+		for _, sr := range rep.Steps {
+			if _, ok := out[sr.ID]; ok || sr.Duration <= 0 || (sr.Status != steps.OutcomeSucceeded && sr.Status != steps.OutcomeNotVerified) {
+				continue
+			}
+			if _, inPlan := p.Step(sr.ID); inPlan {
+				out[sr.ID] = sr.Duration
+				missing--
+			}
 		}
 	}
 	return out
