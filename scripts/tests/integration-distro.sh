@@ -98,7 +98,15 @@ start_registry() {
   mkdir -p "$IT_REG_DIR/data"
   printf 'version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: %s/data\nhttp:\n  addr: 127.0.0.1:0\n' \
     "$IT_REG_DIR" >"$IT_REG_DIR/config.yml"
-  docker-registry serve "$IT_REG_DIR/config.yml" >"$IT_REG_DIR/log" 2>&1 &
+  # Without the descriptors this script inherited (flock's, of the machine-wide lock): a
+  # registry left behind must not keep the lock.
+  (
+    for fd in /proc/self/fd/*; do
+      fd=${fd##*/}
+      ((fd > 2)) && eval "exec $fd>&-"
+    done
+    exec docker-registry serve "$IT_REG_DIR/config.yml"
+  ) >"$IT_REG_DIR/log" 2>&1 &
   IT_REG_PID=$!
   local i
   for ((i = 0; i < 100; i++)); do
@@ -147,8 +155,8 @@ phase_build() {
   check "the box carries haloforge's owner label" \
     grep -qE '^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}\.[0-9a-f]{12}$' <<<"$(podman container inspect --format '{{index .Config.Labels "io.haloforge.owner"}}' "$IT_BOX" 2>/dev/null)"
   # shellcheck disable=SC2016 # $1 is the child shell's
-  check "the toolbox step pulled the image in its pty: podman's layer bars are in its log" \
-    bash -c 'grep -q "Copying blob [0-9a-f]* \[" "$1"/runs/*/toolbox.log' _ "$STATE"
+  check "the toolbox step pulled the image in its pty: podman's bars are in its log" \
+    bash -c 'grep -q "Copying config [0-9a-f]* \[=*\] [0-9.]*b / " "$1"/runs/*/toolbox.log' _ "$STATE"
   check "line mode listed what the track holds" contains "$out" "installed (haloforge clean --track llamacpp-distro"
   check "the packages step chose Vulkan because there is no /dev/kfd" contains "$out" "backend: vulkan (no /dev/kfd in the box"
   check "the distribution's llama-server is on PATH in the box" contains "$out" "llama.cpp: version:"
@@ -244,7 +252,7 @@ phase_serve() {
   SERVE_SECS=$((SECONDS - t0))
   hf=$(ps -o pid= --ppid "$sudo_pid" | tr -d ' ' | head -n1)
   cut -c1-200 "$out" | grep -v '^\[serve\] [0-9]' | head -n 40
-  check "serve printed the fit against this machine" grep -q '^fit: fits: weights 0.7 MiB + KV cache' "$out"
+  check "serve printed the fit against this machine" grep -q '^fit: fits: weights 713.5 KiB + KV cache' "$out"
   check "serve printed the exact command" grep -qF "command: llama-server -m $model --alias tiny-random.gguf --host 127.0.0.1 --port $SERVE_PORT" "$out"
   check "serve printed the environment: llvmpipe selected" grep -q '^env: GGML_VK_VISIBLE_DEVICES=0$' "$out"
   check "the phases came in order: starting, loading, model-loaded, health, models" \
@@ -312,9 +320,9 @@ phase_clean() {
     grep -qE "^  disk: .* in 3 items \(box $IT_BOX, image $IMAGE, data\)" <<<"$out"
   out=$(as_user "$IT_DIR/haloforge" runs --state-dir "$STATE" 2>&1) || code=$?
   printf '%s\n' "$out" | head -n 8
-  check "runs lists the builds, servers and benchmarks" grep -qE '^[0-9-]+ +llamacpp-distro +serve +succeeded' <<<"$out"
+  check "runs lists the builds, servers and benchmarks" grep -qE '^[0-9a-f-]+ +llamacpp-distro +serve +succeeded' <<<"$out"
   out=$(as_user "$IT_DIR/haloforge" runs show last --state-dir "$STATE" 2>&1) || code=$?
-  check "runs show last names the newest run" grep -qE '^run [0-9-]+ · llamacpp-distro · bench' <<<"$out"
+  check "runs show last names the newest run" grep -qE '^run [0-9a-f-]+ · llamacpp-distro · bench' <<<"$out"
   out=$(as_user "$IT_DIR/haloforge" clean --track llamacpp-distro --dry-run --state-dir "$STATE" 2>&1) || code=$?
   printf '%s\n' "$out"
   check "clean --dry-run exits 0 ($code)" test "$code" -eq 0
@@ -349,8 +357,8 @@ main() {
   install_packages
   configure_podman
   SID=$(sid_image) || die "could not build the sid image"
-  start_registry
   trap stop_registry EXIT
+  start_registry
   IMAGE=$(registry_image "$SID")
   make_user
   stage
