@@ -207,16 +207,14 @@ func download(s string) string {
 	if b := path.Base(s); b != "." && b != "/" {
 		s = b
 	}
-	if u, err := unescapePath(s); err == nil {
-		s = u
-	}
-	return s
+	return unescapePath(s)
 }
 
-// unescapePath undoes a URL's %XX (pip names torch-2.7.1%2Brocm… files).
-func unescapePath(s string) (string, error) {
+// unescapePath undoes a URL's printable %XX (pip names torch-2.7.1%2Brocm…
+// files); anything else stays as it is.
+func unescapePath(s string) string {
 	if !strings.Contains(s, "%") {
-		return s, nil
+		return s
 	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
@@ -229,7 +227,7 @@ func unescapePath(s string) (string, error) {
 		}
 		b.WriteByte(s[i])
 	}
-	return b.String(), nil
+	return b.String()
 }
 
 func atoi(s string) int64 {
