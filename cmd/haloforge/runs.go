@@ -265,8 +265,9 @@ func newRunsShowCmd(g *globalOpts) *cobra.Command {
 		Example: "  haloforge runs show last\n" +
 			"  haloforge runs show 20261129-093012-a1b2c3 --step packages\n" +
 			"  haloforge runs show last --failed | less -R",
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return runRunsShow(cmd, o, args[0]) },
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeRuns,
+		RunE:              func(cmd *cobra.Command, args []string) error { return runRunsShow(cmd, o, args[0]) },
 	}
 	cmd.Flags().StringVar(&o.step, "step", "", "print the log of step STEP")
 	cmd.Flags().BoolVar(&o.failed, "failed", false, "print the logs of the steps that failed or were stopped")
