@@ -420,7 +420,7 @@ var rules = withSignals([]Rule{
 		Title:   "llama.cpp hangs reserving the compute graph",
 		Summary: "Output stopped at graph_reserve: the first GPU kernels never finished on the ROCm backend.",
 		Cause:   "A ROCm kernel execution hang on gfx1151 (ROCm#5534 family), fixed in newer kernels and ROCm.",
-		Fix: "uname -r   # needs ≥ 6.18.4; on older kernels add amdgpu.cwsr_enable=0 to the kernel command line\n" +
+		Fix: "haloforge doctor   # kernel-version: the KFD fixes (6.18.4, or a vendor backport); without them add amdgpu.cwsr_enable=0\n" +
 			"# update ROCm to the pinned TheRock release; still stuck: use the llamacpp-vulkan track",
 		Links:  issues("ROCm/ROCm#5534"),
 		Tracks: []string{"llamacpp-rocm", "ollama"},
@@ -428,8 +428,8 @@ var rules = withSignals([]Rule{
 		Seed:   true,
 		Ladder: []Rung{
 			{"Confirm it is the graph hang", "the log ends at `graph_reserve: reserving a graph for ubatch` and nothing follows"},
-			{"Check kernel and firmware", "haloforge doctor: kernel-version ≥ 6.18.4, mes-firmware 0x80 or linux-firmware ≥ 20260108"},
-			{"Stop-gap on older kernels", "add amdgpu.cwsr_enable=0 to the kernel command line and reboot (not needed on 7.0 with ROCm ≥ 7.2.1)"},
+			{"Check kernel and firmware", "haloforge doctor: kernel-version (the KFD fixes: 6.18.4, or a vendor backport), mes-firmware not 0x83, linux-firmware ≥ 20260110"},
+			{"Stop-gap on older kernels", "add amdgpu.cwsr_enable=0 to the kernel command line and reboot; drop it once the KFD topology lists cwsr_size"},
 			{"Newer ROCm", "bump ROCM_VERSION in versions.env to the pinned TheRock release; haloforge pins diff shows what re-runs"},
 			{"Fall back to Vulkan", "haloforge build --track llamacpp-vulkan"},
 		},
@@ -443,13 +443,13 @@ var rules = withSignals([]Rule{
 		Title:   "MES firmware hang (ring timeout)",
 		Summary: "The kernel driver reports a ring timeout or an unresponsive MES: the GPU's scheduler firmware hung.",
 		Cause:   "A MES firmware bug (0x83 in linux-firmware 20251125) or a kernel older than 6.18.4.",
-		Fix: "sudo grep MES /sys/kernel/debug/dri/*/amdgpu_firmware_info   # 0x83 is bad, 0x80 is good\n" +
-			"# install linux-firmware ≥ 20260108 (or one with MES 0x80) and a kernel ≥ 6.18.4, then reboot",
+		Fix: "sudo grep MES /sys/kernel/debug/dri/*/amdgpu_firmware_info   # 0x83 hangs; no other version is known to\n" +
+			"# install linux-firmware ≥ 20260110 (avoid 20251125) and a kernel with the KFD fixes (≥ 6.18.4 or a vendor backport), rebuild the initramfs, then reboot",
 		Links: issues("ROCm/ROCm#6273", "ROCm/ROCm#2196", "ROCm/ROCm#5724"),
 		Ladder: []Rung{
 			{"Read the firmware version", "sudo grep MES /sys/kernel/debug/dri/*/amdgpu_firmware_info: 0x83 is the bad one"},
-			{"Update linux-firmware", "a package with MES 0x80, or ≥ 20260108; avoid 20251125"},
-			{"Update the kernel", "≥ 6.18.4 carries the KFD/CWSR fixes for gfx1151"},
+			{"Update linux-firmware", "≥ 20260110 (the MES 0x83 revert); avoid 20251125; then rebuild the initramfs"},
+			{"Update the kernel", "≥ 6.18.4, 6.12.64, Ubuntu 24.04 HWE 6.17.0-19 or OEM 6.14.0-1018 carry the KFD/CWSR fixes for gfx1151 (haloforge doctor, check kernel-version)"},
 			{"Collect a bundle", "haloforge doctor --collect DIR, attach it to a ROCm issue"},
 		},
 		pats: []pat{
@@ -474,13 +474,13 @@ var rules = withSignals([]Rule{
 		Title:   "GPU hang (CWSR/MES) reported by the runtime",
 		Summary: "The HSA runtime reported a hardware exception: the GPU hung.",
 		Cause:   "Compute wave save/restore (CWSR) and MES hangs on gfx1151 with kernels older than 6.18.4.",
-		Fix: "uname -r   # needs ≥ 6.18.4\n" +
-			"# on an older kernel/ROCm pair only: add amdgpu.cwsr_enable=0 to the kernel command line and reboot",
+		Fix: "haloforge doctor   # kernel-version and cwsr: the KFD fixes are in 6.18.4, 6.12.64 and the vendor backports\n" +
+			"# on a kernel without them only: add amdgpu.cwsr_enable=0 to the kernel command line and reboot",
 		Links: issues("segurac/force-host-alloction-APU#2", "ROCm/ROCm#5590"),
 		Ladder: []Rung{
-			{"Check the kernel", "uname -r: ≥ 6.18.4 has the gfx1151 CWSR fix (haloforge doctor, check cwsr)"},
+			{"Check the kernel", "haloforge doctor, check cwsr: a kernel with the fix lists cwsr_size in the KFD topology"},
 			{"Stop-gap on older kernels", "amdgpu.cwsr_enable=0 on the kernel command line, then reboot"},
-			{"Check the firmware", "haloforge doctor, check mes-firmware: 0x80 is good"},
+			{"Check the firmware", "haloforge doctor, check mes-firmware: 0x83 hangs"},
 			{"Collect a bundle", "haloforge doctor --collect DIR, attach it to a ROCm issue"},
 		},
 		pats: []pat{
@@ -954,7 +954,7 @@ var rules = withSignals([]Rule{
 			{lit: "your requirements are unsatisfiable", unless: []string{"depends on torch=="}, unlessWithin: 5},
 		},
 	},
-	// Families of the serve wave (issue 17), from 2026 threads; each has its
+	// Families of serving (haloforge serve), from 2026 threads; each has its
 	// excerpts first in testdata/holdout.jsonl (h38-h49) with near misses
 	// that must stay quiet (n14-n19).
 	{
@@ -1071,7 +1071,7 @@ var rules = withSignals([]Rule{
 			{lit: "core engine proc(s) to start", marker: true},
 		},
 	},
-	// ---- clusters (issue 18: haloforge cluster; field research 2026-11 §2b) ----
+	// ---- clusters (haloforge cluster; field research 2026-11) ----
 	// One block, appended, so parallel additions to the table merge cleanly.
 	{
 		ID:      "rpc-server-renamed",

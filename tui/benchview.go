@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps/bench"
 )
 
@@ -19,8 +20,8 @@ func (s *serveScreen) benchView() string {
 		b.WriteString(st.Fail.Render(wrap("✗ "+r.err.Error(), s.w)) + "\n")
 	case r.report != nil:
 		b.WriteString(benchTable(r.report, st, s.w))
-		if r.engine != "" {
-			b.WriteString(st.Subtle.Render("  "+strings.TrimPrefix(r.engine, "haloforge: ")) + "\n")
+		if r.engine > 0 {
+			b.WriteString(st.Subtle.Render("  engine time "+text.Ms(r.engine)) + "\n")
 		}
 	case s.benching:
 		b.WriteString(st.Running.Render("  running…") + "\n")

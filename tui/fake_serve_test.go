@@ -48,7 +48,7 @@ func (f *fakeBackend) ServeSetup(_ context.Context, track string) (*ServeSetup, 
 	if err != nil {
 		return nil, err
 	}
-	gtt := strixHalo().GPU.GTTBytes
+	gtt := *strixHalo().Primary().GTTBytes
 	return &ServeSetup{Track: "llamacpp-distro", Engine: serve.EngineLlamaCpp, Model: model, Port: 8080,
 		Ceiling: serve.Ceiling{Bytes: uint64(gtt), Unified: true, Source: "the GTT of the integrated GPU"}}, nil
 }
@@ -59,7 +59,7 @@ func (f *fakeBackend) PlanServe(r ServeRequest) (serve.Launch, error) {
 	if err != nil {
 		return l, err
 	}
-	l.Estimate(req, serve.Ceiling{Bytes: uint64(strixHalo().GPU.GTTBytes), Unified: true, Source: "GTT"})
+	l.Estimate(req, serve.Ceiling{Bytes: uint64(*strixHalo().Primary().GTTBytes), Unified: true, Source: "GTT"})
 	return l, nil
 }
 
@@ -97,12 +97,12 @@ func (f *fakeBackend) playServe(ctx context.Context, s *fakeServing, l serve.Lau
 	out <- runner.StepStarted{Step: serve.StepID, Title: "Serve", Index: 1, Total: 1, Log: "/state/runs/fake-serve/serve.log"}
 	at := []time.Duration{0, time.Second, time.Second, time.Second, 2 * time.Second}
 	for i, ph := range phases[:len(phases)-1] {
-		out <- runner.ServePhase{Step: serve.StepID, Phase: string(ph.ID), Title: ph.Title, Index: i + 1, Total: len(phases), Budget: ph.Budget, Elapsed: at[i]}
+		out <- serve.StartupPhase{Step: serve.StepID, Phase: ph.ID, Title: ph.Title, Index: i + 1, Total: len(phases), Budget: ph.Budget, Elapsed: at[i]}
 		out <- runner.Lines{Step: serve.StepID, First: i + 1, Text: []string{"0.00.596.347 I srv  llama_server: phase " + string(ph.ID)}}
 		time.Sleep(f.lineGap)
 	}
-	out <- runner.Ready{Step: serve.StepID, URL: l.URL, Model: l.Served, Elapsed: 2 * time.Second, SinceHealth: 250 * time.Millisecond}
-	out <- runner.Smoke{Step: serve.StepID, Endpoint: serve.SmokeEndpoint, TTFT: 118 * time.Millisecond, Tokens: 9, TokensPerSecond: 385.9, EngineTokensPerSecond: 365.1, Text: "7a7a7a"}
+	out <- serve.Ready{Step: serve.StepID, URL: l.URL, Model: l.Served, Elapsed: 2 * time.Second, SinceHealth: 250 * time.Millisecond}
+	out <- serve.Smoke{Step: serve.StepID, SmokeResult: serve.SmokeResult{Endpoint: serve.SmokeEndpoint, TTFT: 118 * time.Millisecond, Tokens: 9, TokensPerSecond: 385.9, EngineTokensPerSecond: 365.1, Text: "7a7a7a"}}
 	select {
 	case <-s.stop:
 	case <-ctx.Done():
@@ -114,7 +114,9 @@ func (f *fakeBackend) playServe(ctx context.Context, s *fakeServing, l serve.Lau
 func (f *fakeBackend) Bench(_ context.Context, _ ServeRequest) (<-chan runner.Event, error) {
 	ch := make(chan runner.Event, 8)
 	ch <- runner.RunStarted{Track: "llamacpp-distro", RunID: "fake-bench", RunDir: "/state/runs/fake-bench", Total: 1}
-	ch <- runner.Lines{Step: serve.BenchStepID, First: 1, Text: []string{"haloforge: engine time 1216 ms"}}
+	// The engine's time arrives typed, in StepFinished: never read from a line.
+	ch <- runner.Lines{Step: serve.BenchStepID, First: 1, Text: []string{"ggml_vulkan: 0 = llvmpipe (LLVM 22.1.8, 256 bits) (llvmpipe)"}}
+	ch <- runner.StepFinished{Step: serve.BenchStepID, Status: steps.OutcomeSucceeded, Times: map[string]time.Duration{serve.EngineTime: 1216 * time.Millisecond}}
 	ch <- runner.RunFinished{RunID: "fake-bench", RunDir: "/state/runs/fake-bench", Status: steps.OutcomeSucceeded}
 	close(ch)
 	return ch, nil

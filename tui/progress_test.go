@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -57,7 +56,7 @@ func TestRunScreenProgress(t *testing.T) {
 			c := testCommon()
 			now := fixedClock
 			c.now = func() time.Time { return now }
-			s := newRunScreen(context.Background(), c, newFakeBackend(t), testPlan(), false)
+			s := newRunScreen(withBackend(c, newFakeBackend(t)), testPlan(), false)
 			s.SetSize(w, 24)
 			apply := func(evs ...runner.Event) string {
 				t.Helper()
@@ -104,7 +103,7 @@ func TestRunScreenProgress(t *testing.T) {
 
 func TestSummaryInstalled(t *testing.T) {
 	tr, _ := steps.Lookup("llamacpp-distro")
-	p := &Plan{Track: tr, Steps: []PlanStep{{ID: "toolbox"}, {ID: "packages"}, {ID: "verify"}}}
+	p := &Plan{Plan: &steps.Plan{Track: tr, Steps: []steps.PlannedStep{{Step: steps.Step{ID: "toolbox"}}, {Step: steps.Step{ID: "packages"}}, {Step: steps.Step{ID: "verify"}}}}}
 	box, img, data := int64(327_600_000), int64(161_373_259), int64(782_336)
 	items := []installed.Item{
 		{Kind: installed.KindBox, What: installed.KindBox, Name: "haloforge-llamacpp", Engine: "sudo-podman", SizeBytes: &box},

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -18,8 +19,50 @@ import (
 	"github.com/haloforge/haloforge/steps/bench"
 	"github.com/haloforge/haloforge/steps/runner"
 	"github.com/haloforge/haloforge/steps/serve"
-	"github.com/haloforge/haloforge/tui/linemode"
 )
+
+// Server serves and benchmarks a built track, for the serve screen.
+type Server interface {
+	// ServeSetup is where the serve screen starts for a built track.
+	ServeSetup(ctx context.Context, track string) (*ServeSetup, error)
+	// PlanServe decides a launch and its fit without starting anything;
+	// it is quick (a model header at most), for a live estimate.
+	PlanServe(req ServeRequest) (serve.Launch, error)
+	// Serve starts the server of a request and follows it.
+	Serve(ctx context.Context, req ServeRequest) (Serving, error)
+	// Bench runs the track's benchmark; the channel closes after RunFinished,
+	// whose RunDir holds the results for BenchReport.
+	Bench(ctx context.Context, req ServeRequest) (<-chan runner.Event, error)
+	// BenchReport compares the results of a bench run with the references.
+	BenchReport(runDir string) (*bench.Report, error)
+}
+
+// ServeSetup is where the serve screen starts: the engine the track serves
+// with, its defaults, and how much GPU memory this machine has.
+type ServeSetup struct {
+	Track, Engine string
+	Model         string // the default model ("" when none is known)
+	Context       uint64
+	Util          float64
+	Port          int
+	Ceiling       serve.Ceiling
+	Note          string // said above the form (the demo names what it replays)
+}
+
+// ServeRequest is what the serve screen's form holds.
+type ServeRequest struct {
+	Track, Model string
+	Context      uint64
+	Util         float64
+	Port         int
+}
+
+// Serving is a server the backend started: its events (the runner's and
+// the server's own) close after RunFinished; Stop is the user's stop.
+type Serving interface {
+	Events() <-chan runner.Event
+	Stop()
+}
 
 // serveScreen serves a model of a built track: a form (model, context,
 // utilisation, port) with the fit estimate recomputed as the values
@@ -28,9 +71,9 @@ import (
 // references.
 type serveScreen struct {
 	*common
-	ctx     context.Context
-	backend Backend
-	track   string
+	own    serveKeys
+	server Server // nil when this session serves nothing
+	track  string
 
 	setup    *ServeSetup
 	setupErr error
@@ -59,11 +102,11 @@ type serveScreen struct {
 type serverRun struct {
 	started  bool
 	phases   []serve.Phase // the engine's, in order
-	reached  map[string]runner.ServePhase
-	current  string
+	reached  map[serve.PhaseID]serve.StartupPhase
+	current  serve.PhaseID
 	warnings []string
-	ready    *runner.Ready
-	smoke    *runner.Smoke
+	ready    *serve.Ready
+	smoke    *serve.Smoke
 	found    []diagnose.Finding
 	finished *runner.StepFinished
 	tail     []string
@@ -76,7 +119,7 @@ type benchRun struct {
 	tail    []string
 	status  string
 	runDir  string
-	engine  string // the bench script's own timing line
+	engine  time.Duration // the benchmark command's own time (the step's engine time)
 	report  *bench.Report
 	err     error
 }
@@ -89,8 +132,6 @@ const engineTailLines = 6
 
 // Messages of the serve screen.
 type (
-	// openServeMsg opens the serve screen for a track.
-	openServeMsg  struct{ track string }
 	serveSetupMsg struct {
 		setup *ServeSetup
 		err   error
@@ -111,14 +152,33 @@ type (
 	}
 )
 
-func newServeScreen(ctx context.Context, c *common, b Backend, track string) *serveScreen {
-	return &serveScreen{common: c, ctx: ctx, backend: b, track: track,
+// serveKeys are the serve screen's own keys: x stops the server, b
+// benchmarks, e edits the focused field, ←/→ step its number.
+type serveKeys struct{ Stop, Bench, Edit, Less, More key.Binding }
+
+func newServeKeys() serveKeys {
+	return serveKeys{
+		Stop:  key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "stop the server")),
+		Bench: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "benchmark")),
+		Edit:  key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit")),
+		Less:  key.NewBinding(key.WithKeys("left"), key.WithHelp("←/→", "less/more")),
+		More:  key.NewBinding(key.WithKeys("right")),
+	}
+}
+
+// newServeScreen opens the serve screen for a built track (the summary's s).
+func newServeScreen(c *common, track string) *serveScreen {
+	server, _ := role[Server](c)
+	return &serveScreen{common: c, own: newServeKeys(), server: server, track: track,
 		edit: newPrompt("", "", "set", "cancel"), resultEnd: -1, shownResult: -1}
 }
 
 // Init asks the backend for the track's defaults and the machine's memory.
 func (s *serveScreen) Init() tea.Cmd {
-	b, ctx, track := s.backend, s.ctx, s.track
+	b, ctx, track := s.server, s.context(), s.track
+	if b == nil {
+		return send(serveSetupMsg{err: errors.New("this session serves nothing: haloforge serve --track " + track + " does")})
+	}
 	return func() tea.Msg {
 		setup, err := b.ServeSetup(ctx, track)
 		return serveSetupMsg{setup: setup, err: err}
@@ -141,9 +201,9 @@ func (s *serveScreen) ShortHelp() []key.Binding {
 	case s.edit.IsOpen():
 		return s.edit.Help(k)
 	case s.running:
-		b := []key.Binding{k.Stop}
+		b := []key.Binding{s.own.Stop}
 		if s.run.ready != nil && !s.benching {
-			b = append(b, k.Bench)
+			b = append(b, s.own.Bench)
 		}
 		return append(b, k.Up, k.Down)
 	case s.benching:
@@ -152,9 +212,9 @@ func (s *serveScreen) ShortHelp() []key.Binding {
 		// No form (not built, or still reading): only leaving works.
 		return []key.Binding{k.Back, withHelp(k.Quit, "quit")}
 	}
-	b := []key.Binding{withHelp(k.Enter, "start the server"), k.Edit, k.Less, withHelp(k.Tab, "next field")}
-	if serve.EngineOf(s.serveTrack()) == serve.EngineLlamaCpp {
-		b = append(b, k.Bench)
+	b := []key.Binding{withHelp(k.Enter, "start the server"), s.own.Edit, s.own.Less, withHelp(k.Tab, "next field")}
+	if ok, needsServer := serve.CanBench(s.serveTrack()); ok && !needsServer {
+		b = append(b, s.own.Bench) // a benchmark of the engine alone: no server needed
 	}
 	return append(b, k.Back, withHelp(k.Quit, "quit"))
 }
@@ -202,10 +262,10 @@ func (s *serveScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
 	}
 	keys := s.Keys
 	switch {
-	case key.Matches(k, keys.Stop) && s.running:
+	case key.Matches(k, s.own.Stop) && s.running:
 		s.serving.Stop()
 		return nil
-	case key.Matches(k, keys.Bench) && !s.benching && (s.run.ready != nil || (!s.running && s.setup != nil)):
+	case key.Matches(k, s.own.Bench) && !s.benching && (s.run.ready != nil || (!s.running && s.setup != nil)):
 		return s.startBench()
 	case s.running || s.benching:
 		if scrollBy(keys, k, &s.offset, s.h) {
@@ -222,11 +282,11 @@ func (s *serveScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
 		s.focus = (s.focus + len(serveFields) - 1) % len(serveFields)
 	case key.Matches(k, keys.Down), key.Matches(k, keys.Tab):
 		s.focus = (s.focus + 1) % len(serveFields)
-	case key.Matches(k, keys.Less):
+	case key.Matches(k, s.own.Less):
 		s.adjust(-1)
-	case key.Matches(k, keys.More):
+	case key.Matches(k, s.own.More):
 		s.adjust(1)
-	case key.Matches(k, keys.Edit):
+	case key.Matches(k, s.own.Edit):
 		s.edit.SetValue(s.fieldValue(s.focus))
 		return s.edit.Open()
 	}
@@ -318,7 +378,7 @@ func (s *serveScreen) fieldValue(i int) string {
 
 // replan asks the backend for the launch of the form's values: the live fit.
 func (s *serveScreen) replan() {
-	s.launch, s.planErr = s.backend.PlanServe(s.req)
+	s.launch, s.planErr = s.server.PlanServe(s.req)
 }
 
 // start starts the server when the estimate lets it.
@@ -330,10 +390,10 @@ func (s *serveScreen) start() tea.Cmd {
 		s.planErr = fmt.Errorf("%s", s.launch.Fit.Advice)
 		return nil
 	}
-	s.run = serverRun{started: true, phases: serve.PhasesOf(s.launch.Engine), reached: map[string]runner.ServePhase{}}
+	s.run = serverRun{started: true, phases: serve.PhasesOf(s.launch.Engine), reached: map[serve.PhaseID]serve.StartupPhase{}}
 	s.bench = benchRun{}
 	s.running = true
-	b, ctx, req := s.backend, s.ctx, s.req
+	b, ctx, req := s.server, s.context(), s.req
 	return func() tea.Msg {
 		sv, err := b.Serve(ctx, req)
 		return serveStartedMsg{serving: sv, err: err}
@@ -361,7 +421,7 @@ func waitBench(ch <-chan runner.Event) tea.Cmd {
 func (s *serveScreen) serverEvents(msg eventsMsg) tea.Cmd {
 	for _, e := range msg.events {
 		switch e := e.(type) {
-		case runner.ServePhase:
+		case serve.StartupPhase:
 			if e.Warning != "" {
 				s.run.warnings = append(s.run.warnings, e.Warning)
 				continue
@@ -369,10 +429,10 @@ func (s *serveScreen) serverEvents(msg eventsMsg) tea.Cmd {
 			s.run.reached[e.Phase], s.run.current = e, e.Phase
 		case runner.Lines:
 			s.run.tail = keepTail(s.run.tail, e.Text)
-		case runner.Ready:
+		case serve.Ready:
 			s.run.ready = &e
-			s.run.current = string(serve.PhaseReady)
-		case runner.Smoke:
+			s.run.current = serve.PhaseReady
+		case serve.Smoke:
 			s.run.smoke = &e
 		case runner.Found:
 			s.run.found = append(s.run.found, e.Finding)
@@ -390,7 +450,7 @@ func (s *serveScreen) serverEvents(msg eventsMsg) tea.Cmd {
 // startBench runs the track's benchmark.
 func (s *serveScreen) startBench() tea.Cmd {
 	s.benching, s.bench = true, benchRun{started: true}
-	b, ctx, req := s.backend, s.ctx, s.req
+	b, ctx, req := s.server, s.context(), s.req
 	return func() tea.Msg {
 		ch, err := b.Bench(ctx, req)
 		return benchStartedMsg{ch: ch, err: err}
@@ -410,12 +470,9 @@ func (s *serveScreen) benchEvents(msg eventsMsg) tea.Cmd {
 	for _, e := range msg.events {
 		switch e := e.(type) {
 		case runner.Lines:
-			for _, l := range e.Text {
-				if strings.HasPrefix(l, "haloforge: engine time") {
-					s.bench.engine = l
-				}
-			}
 			s.bench.tail = keepTail(s.bench.tail, e.Text)
+		case runner.StepFinished:
+			s.bench.engine = e.Times[serve.EngineTime]
 		case runner.RunFinished:
 			s.bench.status, s.bench.runDir = e.Status, e.RunDir
 		}
@@ -428,7 +485,7 @@ func (s *serveScreen) benchEvents(msg eventsMsg) tea.Cmd {
 		s.bench.err = fmt.Errorf("the benchmark %s; its log is in %s", s.bench.status, s.bench.runDir)
 		return nil
 	}
-	b, dir := s.backend, s.bench.runDir
+	b, dir := s.server, s.bench.runDir
 	return func() tea.Msg {
 		rep, err := b.BenchReport(dir)
 		return benchReportMsg{report: rep, err: err}
@@ -686,12 +743,12 @@ func (s *serveScreen) runView() (string, int) {
 	b.WriteString(st.Bold.Render("Start-up") + "\n")
 	now := -1
 	for i, ph := range r.phases {
-		if string(ph.ID) == r.current {
+		if ph.ID == r.current {
 			now = i
 		}
 	}
 	for i, ph := range r.phases {
-		p, seen := r.reached[string(ph.ID)]
+		p, seen := r.reached[ph.ID]
 		var mark, when string
 		switch {
 		case ph.ID == serve.PhaseReady && r.ready != nil:
@@ -710,17 +767,17 @@ func (s *serveScreen) runView() (string, int) {
 	for _, w := range r.warnings {
 		b.WriteString("  " + st.Warn.Render("! "+w) + "\n")
 	}
-	// The result in the words `haloforge serve` prints (linemode's
+	// The result in the words `haloforge serve` prints (the events' own
 	// sentences), so the screen and the command line say the same.
 	if r.ready != nil {
-		b.WriteString(st.OK.Render("✓") + " " + strings.Join(hangLines(linemode.ReadySentence(*r.ready), s.w-2, 2), "\n") + "\n")
+		b.WriteString(st.OK.Render("✓") + " " + strings.Join(hangLines(r.ready.Sentence(), s.w-2, 2), "\n") + "\n")
 		resultEnd = strings.Count(b.String(), "\n") - 1
 	}
 	if sm := r.smoke; sm != nil {
 		if sm.Err != "" {
-			b.WriteString(st.Fail.Render("✗") + " " + strings.Join(hangLines(linemode.SmokeSentence(*sm), s.w-2, 2), "\n") + "\n")
+			b.WriteString(st.Fail.Render("✗") + " " + strings.Join(hangLines(sm.Sentence(), s.w-2, 2), "\n") + "\n")
 		} else {
-			b.WriteString(st.OK.Render("✓") + " " + strings.Join(hangLines(linemode.SmokeSentence(*sm), s.w-2, 2), "\n") + "\n")
+			b.WriteString(st.OK.Render("✓") + " " + strings.Join(hangLines(sm.Sentence(), s.w-2, 2), "\n") + "\n")
 			if sm.Text != "" {
 				b.WriteString(strings.Join(hangLines(st.Subtle.Render("  answer: ")+sm.Text, s.w, 10), "\n") + "\n")
 			}

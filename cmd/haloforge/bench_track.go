@@ -7,9 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,32 +19,23 @@ import (
 	"github.com/haloforge/haloforge/tui/linemode"
 )
 
-// reEngineTime is the bench scripts' own timing of the benchmark command.
-var reEngineTime = regexp.MustCompile(`haloforge: engine time (\d+) ms`)
-
 // runBenchTrack runs the track's benchmark in its environment, then
 // compares its results as bench --from does.
 func runBenchTrack(cmd *cobra.Command, o benchOptions) error {
-	o.stateDir = stateDirOrDefault(o.stateDir)
-	s, err := setupServe(cmd, o.track, o.pins, o.scripts, o.stateDir)
+	s, err := setupServe(cmd, o.globalOptions, o.track)
 	if err != nil {
 		return err
 	}
 	url := o.url
-	if url == "" && serve.EngineOf(o.track) == serve.EngineVLLM {
-		port := s.plan.Env["VLLM_PORT"]
-		if port == "" {
-			port = "8000"
-		}
-		url = "http://127.0.0.1:" + port
+	if _, needsServer := serve.CanBench(o.track); url == "" && needsServer {
+		url = serve.DefaultURL(o.track, s.plan.Env) // the server `haloforge serve --track` starts
 	}
 	req := serve.BenchRequest{Track: o.track, Pins: s.plan.Env, Model: o.model, URL: url, Depths: o.depths,
-		Tiny: filepath.Join(o.stateDir, o.track, "tiny-random.gguf"), Root: os.Getenv("HALOFORGE_DISTROBOX_ROOT") == "1", NoGPU: s.noGPU}
+		Tiny: serve.TinyModel(s.ws.StateDir, o.track), Root: os.Getenv("HALOFORGE_DISTROBOX_ROOT") == "1", NoGPU: s.noGPU}
 	var built serve.Built
 	if !o.dryRun {
 		// Not built is said before a missing model is.
-		g := globalOpts{stateDir: o.stateDir, scripts: o.scripts, pins: o.pins}
-		if built, err = checkBuilt(s, &g, req.Root); err != nil {
+		if built, err = checkBuilt(s, o.globalOptions, req.Root); err != nil {
 			return err
 		}
 	}
@@ -66,10 +54,10 @@ func runBenchTrack(cmd *cobra.Command, o benchOptions) error {
 	if built.Note != "" {
 		fmt.Fprintf(cmd.ErrOrStderr(), "note: %s\n", built.Note)
 	}
-	if err := runner.CheckStateDir(o.stateDir); err != nil {
+	if err := runner.CheckStateDir(s.ws.StateDir); err != nil {
 		return usageErr(err)
 	}
-	ro, err := runOptions(cmd, s, o.scripts, o.stateDir, o.pins)
+	ro, err := runOptions(cmd, o.globalOptions, s)
 	if err != nil {
 		return err
 	}
@@ -120,7 +108,7 @@ func runBenchTrack(cmd *cobra.Command, o benchOptions) error {
 }
 
 // runAndTime runs the bench runner in line mode and returns the engine's
-// own time, read from the script's "engine time" line.
+// own time, as the bench step recorded it (serve.EngineTime).
 func runAndTime(cmd *cobra.Command, log io.Writer, r *runner.Runner) (time.Duration, linemode.Result, error) {
 	ctx, cancel := context.WithCancel(cmdContext(cmd))
 	defer cancel()
@@ -131,13 +119,8 @@ func runAndTime(cmd *cobra.Command, log io.Writer, r *runner.Runner) (time.Durat
 	go func() {
 		defer close(relay)
 		for e := range r.Events() {
-			if l, ok := e.(runner.Lines); ok {
-				for _, t := range l.Text {
-					if m := reEngineTime.FindStringSubmatch(t); m != nil {
-						ms, _ := strconv.Atoi(m[1])
-						engine = time.Duration(ms) * time.Millisecond
-					}
-				}
+			if f, ok := e.(runner.StepFinished); ok {
+				engine = f.Times[serve.EngineTime]
 			}
 			relay <- e
 		}
@@ -163,7 +146,7 @@ func printBenchLaunch(w io.Writer, b serve.BenchLaunch) {
 		fmt.Fprintf(w, "env: %s=%s\n", k, v)
 	}
 	fmt.Fprintf(w, "runs as: %s\n", b.Shell)
-	if strings.HasPrefix(b.Command[0], "llama-bench") {
-		fmt.Fprintln(w, "  (the bench script adds the switch that turns mmap off: -mmp 0 or -lm none, as the build's --help names it)")
+	if b.Note != "" {
+		fmt.Fprintf(w, "  (%s)\n", b.Note)
 	}
 }

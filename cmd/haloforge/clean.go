@@ -20,14 +20,14 @@ import (
 	"github.com/haloforge/haloforge/steps/runner"
 )
 
-type cleanOpts struct {
+type cleanOptions struct {
+	*globalOptions
 	track            string
 	dryRun, all, yes bool
-	g                *globalOpts
 }
 
-func newCleanCmd(g *globalOpts) *cobra.Command {
-	o := cleanOpts{g: g}
+func newCleanCmd(g *globalOptions) *cobra.Command {
+	o := cleanOptions{globalOptions: g}
 	cmd := &cobra.Command{
 		Use:   "clean --track ID",
 		Short: "Remove what haloforge created for a track (box, images, caches, files), and only that",
@@ -70,14 +70,14 @@ func (p cleanPlan) removes() int {
 	return n + len(p.runs)
 }
 
-func runClean(cmd *cobra.Command, o cleanOpts) error {
+func runClean(cmd *cobra.Command, o cleanOptions) error {
 	if err := requireTrack(o.track); err != nil {
 		return err
 	}
 	if _, err := steps.Lookup(o.track); err != nil {
 		return usageErr(err)
 	}
-	dir := o.g.stateDirOr()
+	dir := o.stateDirOr()
 	out := cmd.OutOrStdout()
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		fmt.Fprintf(out, "haloforge created nothing for %s: the state dir %s does not exist\n", o.track, dir)
@@ -145,7 +145,7 @@ func runClean(cmd *cobra.Command, o cleanOpts) error {
 		return silentExit(exitInterrupted)
 	}
 	if o.dryRun {
-		fmt.Fprintf(out, "\ndry run: nothing was removed. To remove it: haloforge clean --track %s%s%s\n", o.track, allArg(o.all), o.g.stateDirArg())
+		fmt.Fprintf(out, "\ndry run: nothing was removed. To remove it: haloforge clean --track %s%s%s\n", o.track, allArg(o.all), o.stateDirArg())
 		return nil
 	}
 	if plan.removes() == 0 && !plan.history {
@@ -213,7 +213,7 @@ func sharedWith(dir, track string, st *steps.State) func(installed.Item) []strin
 
 // printCleanPlan lists every item exactly, with what clean does to it and
 // why, then what else changes.
-func printCleanPlan(w io.Writer, o cleanOpts, dir string, p cleanPlan) {
+func printCleanPlan(w io.Writer, o cleanOptions, dir string, p cleanPlan) {
 	fmt.Fprintf(w, "haloforge clean --track %s (state dir %s)\n", o.track, dir)
 	if len(p.verdicts) == 0 {
 		fmt.Fprintf(w, "  haloforge recorded creating nothing for %s\n", o.track)
@@ -257,7 +257,7 @@ func printCleanPlan(w io.Writer, o cleanOpts, dir string, p cleanPlan) {
 }
 
 // confirmClean asks for the track's ID on the terminal, or takes --yes.
-func confirmClean(cmd *cobra.Command, o cleanOpts) error {
+func confirmClean(cmd *cobra.Command, o cleanOptions) error {
 	out := cmd.OutOrStdout()
 	if o.yes {
 		fmt.Fprintln(out, "Confirmed with --yes.")
@@ -281,7 +281,7 @@ func confirmClean(cmd *cobra.Command, o cleanOpts) error {
 // doClean removes what the plan says, each item checked once more, then
 // saves the record and the state: boxes first (their images are then
 // free), an interruption stops between items.
-func doClean(ctx context.Context, out io.Writer, o cleanOpts, dir string, c installed.Cleaner, rec *installed.Record, st *steps.State, p cleanPlan) error {
+func doClean(ctx context.Context, out io.Writer, o cleanOptions, dir string, c installed.Cleaner, rec *installed.Record, st *steps.State, p cleanPlan) error {
 	order := map[string]int{installed.KindBox: 0, installed.KindInBox: 1, installed.KindImage: 2, installed.KindDir: 3, installed.KindFile: 4}
 	slices.SortStableFunc(p.verdicts, func(a, b installed.Verdict) int { return order[a.Item.Kind] - order[b.Item.Kind] })
 	var failed []string
@@ -354,7 +354,7 @@ func doClean(ctx context.Context, out io.Writer, o cleanOpts, dir string, c inst
 	fmt.Fprintf(out, "freed %s; the next haloforge build --track %s runs every step\n", text.Bytes(freed), o.track)
 	switch {
 	case interrupted:
-		fmt.Fprintf(out, "interrupted: the rest is kept; haloforge clean --track %s%s%s goes on\n", o.track, allArg(o.all), o.g.stateDirArg())
+		fmt.Fprintf(out, "interrupted: the rest is kept; haloforge clean --track %s%s%s goes on\n", o.track, allArg(o.all), o.stateDirArg())
 		return silentExit(exitInterrupted)
 	case len(failed) > 0:
 		return failedErr(fmt.Errorf("%s could not be removed: %s", text.Plural(len(failed), "item"), strings.Join(failed, "; ")))

@@ -41,15 +41,15 @@ type runJSON struct {
 // statusBroken is a run directory whose report cannot be read.
 const statusBroken = "broken"
 
-type runsOpts struct {
+type runsOptions struct {
+	*globalOptions
 	json  bool
 	track string
 	limit int
-	g     *globalOpts
 }
 
-func newRunsCmd(g *globalOpts) *cobra.Command {
-	o := runsOpts{g: g}
+func newRunsCmd(g *globalOptions) *cobra.Command {
+	o := runsOptions{globalOptions: g}
 	cmd := &cobra.Command{
 		Use:   "runs",
 		Short: "List the runs of the state dir, newest first: track, outcome, start, duration",
@@ -134,7 +134,7 @@ func runKind(rep *runner.Report) string {
 	return runner.RunBuild
 }
 
-func runRuns(cmd *cobra.Command, o runsOpts) error {
+func runRuns(cmd *cobra.Command, o runsOptions) error {
 	if o.track != "" {
 		if _, err := steps.Lookup(o.track); err != nil {
 			return usageErr(err)
@@ -143,7 +143,7 @@ func runRuns(cmd *cobra.Command, o runsOpts) error {
 	if o.limit < 0 {
 		return usageErr(errors.New("--limit takes 0 (all) or more"))
 	}
-	dir := o.g.stateDirOr()
+	dir := o.stateDirOr()
 	entries := listRuns(dir, o.track, o.limit)
 	if o.json {
 		out := make([]runJSON, 0, len(entries))
@@ -167,7 +167,7 @@ func runRuns(cmd *cobra.Command, o runsOpts) error {
 	}
 	printColumns(w, rows)
 	fmt.Fprintf(w, "\nhaloforge runs show RUN%s: a run's summary (last: the newest); --step STEP its log, --failed the failed steps' logs\n",
-		o.g.stateDirArg())
+		o.stateDirArg())
 	return nil
 }
 
@@ -247,14 +247,14 @@ func printColumns(w io.Writer, rows [][]string) {
 	}
 }
 
-type runsShowOpts struct {
+type runsShowOptions struct {
+	*globalOptions
 	step   string
 	failed bool
-	g      *globalOpts
 }
 
-func newRunsShowCmd(g *globalOpts) *cobra.Command {
-	o := runsShowOpts{g: g}
+func newRunsShowCmd(g *globalOptions) *cobra.Command {
+	o := runsShowOptions{globalOptions: g}
 	cmd := &cobra.Command{
 		Use:   "show RUN",
 		Short: "Print a run's summary, or a step's log (RUN: a run ID, or last)",
@@ -289,11 +289,11 @@ func runArg(stateDir, arg string) (string, error) {
 	return arg, nil
 }
 
-func runRunsShow(cmd *cobra.Command, o runsShowOpts, arg string) error {
+func runRunsShow(cmd *cobra.Command, o runsShowOptions, arg string) error {
 	if o.step != "" && o.failed {
 		return usageErr(errors.New("--step and --failed do not go together"))
 	}
-	dir := o.g.stateDirOr()
+	dir := o.stateDirOr()
 	id, err := runArg(dir, arg)
 	if err != nil {
 		return err
@@ -339,7 +339,7 @@ func runRunsShow(cmd *cobra.Command, o runsShowOpts, arg string) error {
 		}
 		return nil
 	}
-	printRunSummary(w, rep, id, dir, o.g.stateDirArg())
+	printRunSummary(w, rep, id, dir, o.stateDirArg())
 	return nil
 }
 

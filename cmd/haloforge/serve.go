@@ -30,12 +30,11 @@ type serveOptions struct {
 	dryRun, asJSON     bool
 	expose, force      bool
 	noSmoke            bool
-	scripts, stateDir  string
-	pins               pinFlags
+	*globalOptions     // the pins, scripts and state dir the track was built with
 }
 
-func newServeCmd(g *globalOpts) *cobra.Command {
-	var o serveOptions
+func newServeCmd(g *globalOptions) *cobra.Command {
+	o := serveOptions{globalOptions: g}
 	cmd := &cobra.Command{
 		Use:   "serve --track ID [--model M]",
 		Short: "Serve a model with the track's engine, prove it answers, and time its first tokens",
@@ -56,10 +55,7 @@ func newServeCmd(g *globalOpts) *cobra.Command {
 			"  haloforge serve --track vllm-image --model Qwen/Qwen3-0.6B --dry-run --json\n" +
 			"  haloforge serve --track ollama --model qwen3:8b --port 11434",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.scripts, o.stateDir, o.pins = g.scripts, g.stateDir, g.pins // the global flags
-			return runServe(cmd, o)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, o) },
 	}
 	f := cmd.Flags()
 	trackFlag(cmd, &o.track)
@@ -78,6 +74,7 @@ func newServeCmd(g *globalOpts) *cobra.Command {
 
 // serveSetup is what serve and bench learn before anything runs.
 type serveSetup struct {
+	ws      steps.Workspace // what the global flags name
 	plan    *steps.Plan
 	report  *detect.Report
 	ceiling serve.Ceiling
@@ -85,18 +82,21 @@ type serveSetup struct {
 }
 
 // setupServe reads the track's pins and this machine's GPU memory.
-func setupServe(cmd *cobra.Command, track string, pf pinFlags, scriptsFlag, stateDir string) (serveSetup, error) {
+func setupServe(cmd *cobra.Command, g *globalOptions, track string) (serveSetup, error) {
 	if err := requireTrack(track); err != nil {
 		return serveSetup{}, err
 	}
-	plan, _, err := planFor(track, pf.pins, pf.sets, scriptsFlag, stateDir)
+	w, err := g.workspace()
+	if err != nil {
+		return serveSetup{}, err
+	}
+	plan, err := planFor(w, track)
 	var missing *steps.MissingScriptError
 	if err != nil && !errors.As(err, &missing) {
 		return serveSetup{}, err
 	}
-	var s serveSetup
-	s.plan = plan
-	b, err := detect.Collect(cmdContext(cmd), collectOptions(stateDir))
+	s := serveSetup{ws: w, plan: plan}
+	b, err := detect.Collect(cmdContext(cmd), collectOptions(w.StateDir))
 	if err == nil {
 		s.report = detect.Analyse(b)
 	}
@@ -110,8 +110,7 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	if o.util < 0 || o.util > 1 {
 		return usageErr(fmt.Errorf("--util %g: a share of the GPU memory, between 0 and 1", o.util))
 	}
-	o.stateDir = stateDirOrDefault(o.stateDir)
-	s, err := setupServe(cmd, o.track, o.pins, o.scripts, o.stateDir)
+	s, err := setupServe(cmd, o.globalOptions, o.track)
 	if err != nil {
 		return err
 	}
@@ -121,8 +120,7 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	if !o.dryRun {
 		// A track that is not built is said first: asking for a model it
 		// cannot serve yet would send the user the wrong way.
-		g := globalOpts{stateDir: o.stateDir, scripts: o.scripts, pins: o.pins}
-		if built, err = checkBuilt(s, &g, req.Root); err != nil {
+		if built, err = checkBuilt(s, o.globalOptions, req.Root); err != nil {
 			return err
 		}
 	}
@@ -153,7 +151,7 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	if err := portFree(l.Host, l.Port); err != nil {
 		return usageErr(err)
 	}
-	if err := runner.CheckStateDir(o.stateDir); err != nil {
+	if err := runner.CheckStateDir(s.ws.StateDir); err != nil {
 		return usageErr(err)
 	}
 	return serveRun(cmd, o, s, l)
@@ -165,7 +163,7 @@ var probeBuilt serve.Probe = serve.ProbeContainers
 // checkBuilt refuses to start the engine of a track that is not built
 // (exit 2: nothing ran), unless its box or image exists anyway: then the
 // returned note says so.
-func checkBuilt(s serveSetup, g *globalOpts, root bool) (serve.Built, error) {
+func checkBuilt(s serveSetup, g *globalOptions, root bool) (serve.Built, error) {
 	stateDir := g.stateDirOr()
 	st, err := steps.LoadState(stateDir)
 	if err != nil {
@@ -178,28 +176,20 @@ func checkBuilt(s serveSetup, g *globalOpts, root bool) (serve.Built, error) {
 	return b, nil
 }
 
-// runOptions are the runner's inputs of a serve or bench run: the scripts
-// and container definitions on disk, the pins file, the track's plan.
-func runOptions(cmd *cobra.Command, s serveSetup, scriptsFlag, stateDir string, pf pinFlags) (serve.RunOptions, error) {
-	scripts, err := scriptsRoot(scriptsFlag, stateDir)
-	if err != nil {
+// runOptions are the runner's inputs of a serve or bench run: the
+// workspace with its scripts and container definitions on disk, the
+// track's plan.
+func runOptions(cmd *cobra.Command, g *globalOptions, s serveSetup) (serve.RunOptions, error) {
+	w := s.ws
+	if err := g.onDisk(&w); err != nil {
 		return serve.RunOptions{}, err
 	}
-	toolbox, err := toolboxRoot(stateDir)
-	if err != nil {
-		return serve.RunOptions{}, err
-	}
-	pins, err := loadPinsFlags(pf.pins, pf.sets)
-	if err != nil {
-		return serve.RunOptions{}, err
-	}
-	return serve.RunOptions{Plan: s.plan, StateDir: stateDir, ScriptsDir: scripts, ToolboxDir: toolbox,
-		PinsFile: pinsFileOnDisk(pins), KeepColor: colorOut(cmd)}, nil
+	return serve.RunOptions{Plan: s.plan, Workspace: w, KeepColor: colorOut(cmd)}, nil
 }
 
 // serveRun starts the server and follows it until it is stopped or fails.
 func serveRun(cmd *cobra.Command, o serveOptions, s serveSetup, l serve.Launch) error {
-	ro, err := runOptions(cmd, s, o.scripts, o.stateDir, o.pins)
+	ro, err := runOptions(cmd, o.globalOptions, s)
 	if err != nil {
 		return err
 	}
@@ -258,7 +248,7 @@ func serveExit(res serve.Result) error {
 // printLaunch shows everything decided before the engine starts.
 func printLaunch(w io.Writer, l serve.Launch) {
 	where := "box " + l.In
-	if l.Mode == serve.ModeContainer {
+	if l.Mode == steps.ServeInContainer {
 		where = "container " + l.Container + " of " + l.In
 	}
 	fmt.Fprintf(w, "serve: %s on %s (track %s, %s)\n", l.Engine, l.URL, l.Track, where)

@@ -25,7 +25,7 @@ type verifyOptions struct {
 	timeout           time.Duration
 }
 
-func newVerifyCmd(_ *globalOpts) *cobra.Command {
+func newVerifyCmd(_ *globalOptions) *cobra.Command {
 	var o verifyOptions
 	cmd := &cobra.Command{
 		Use:   "verify --url URL [--model ID] [--record FILE | --reference FILE] [--json]",

@@ -7,6 +7,9 @@
 #   image<TAB>REF<TAB>sha256:…               hf_fact_image REF [ENGINE...]
 #   wheel<TAB>NAME==VERSION<TAB>URL<TAB>SHA256  hf_fact_pip_report FILE (pip install --report FILE)
 #   git<TAB>REPO<TAB>REF<TAB>COMMIT            hf_fact_git DIR REPO REF
+# and one measurement, which the runner hands its consumers typed (StepFinished, report.json's
+# times_ns), so nobody reads it back out of the log:
+#   time<TAB>NAME<TAB>MILLISECONDS              hf_fact_time NAME MS
 # A dry run resolves nothing and records nothing; run by hand (no HALOFORGE_FACTS_FILE) the
 # facts are only logged.
 
@@ -110,6 +113,18 @@ hf_fact_remote() {
   fi
   log_ok "resolved: $repo $ref is $sha"
   _hf_fact git "$repo" "$ref" "$sha"
+}
+
+# hf_fact_time NAME MS: record how long a part of the step's own work took (NAME: lower-case,
+# e.g. engine: the benchmark command alone), in whole milliseconds; the log says it too.
+hf_fact_time() {
+  local name=$1 ms=$2
+  if [[ ! $name =~ ^[a-z][a-z0-9-]{0,31}$ || ! $ms =~ ^[0-9]{1,12}$ ]]; then
+    log_warn "not recorded: a time is NAME (lower-case) and whole milliseconds, got '$name' '$ms'"
+    return 0
+  fi
+  log_info "haloforge: $name time $ms ms"
+  _hf_fact time "$name" "$ms"
 }
 
 # hf_pip_report: a fresh path for pip's --report (pip >= 22.2; the format is stable since 23.0,

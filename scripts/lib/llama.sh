@@ -27,3 +27,18 @@ llama_gpu_evidence() {
   fi
   return 0
 }
+
+# llama_nommap_flags: read llama-bench --help on stdin and print, one a line, the switch that
+# loads the model without memory mapping: -mmp 0 on builds that list -mmp, -lm none
+# (--load-mode) on newer ones that renamed it; nothing when neither is listed. Strix Halo
+# owners benchmark with flash attention and without mmap (kyuz0's toolboxes README: "Always
+# use flash attention (-fa 1) and no-mmap (--no-mmap) on Strix Halo to avoid crashes/slowdowns").
+llama_nommap_flags() {
+  local help
+  help=$(cat)
+  if grep -q -- '-mmp' <<<"$help"; then
+    printf '%s\n' -mmp 0
+  elif grep -q -- '--load-mode' <<<"$help"; then
+    printf '%s\n' -lm none
+  fi
+}

@@ -86,16 +86,9 @@ else
 fi
 
 # The no-mmap switch changed name: -mmp 0 on older builds, -lm none (--load-mode) on newer.
-nommap=()
+nommap=(-lm none)
 if ! is_dry_run; then
-  help=$(llama-bench --help 2>&1 || true)
-  if grep -q -- '-mmp' <<<"$help"; then
-    nommap=(-mmp 0)
-  elif grep -q -- '--load-mode' <<<"$help"; then
-    nommap=(-lm none)
-  fi
-else
-  nommap=(-lm none)
+  mapfile -t nommap < <(llama-bench --help 2>&1 | llama_nommap_flags || true)
 fi
 
 if ((tiny)); then

@@ -186,8 +186,9 @@ bench_args() {
 }
 
 # bench_run OUT ARGS...: run a benchmark (ARGS) with its standard output in OUT and its
-# standard error in the log; then print OUT and how long the benchmark itself took
-# ("haloforge: engine time N ms", which haloforge bench subtracts to measure its own cost).
+# standard error in the log; then print OUT and record how long the benchmark itself took
+# (hf_fact_time engine: the runner hands it to haloforge bench, which subtracts it to measure
+# its own cost; the log says "haloforge: engine time N ms" for the reader).
 bench_run() {
   local out=$1
   shift
@@ -202,7 +203,7 @@ bench_run() {
   t0=$(date +%s%N)
   "$@" >"$out" || code=$?
   t1=$(date +%s%N)
-  log_info "haloforge: engine time $(((t1 - t0) / 1000000)) ms"
+  hf_fact_time engine $(((t1 - t0) / 1000000))
   if ((code != 0)); then
     die "the benchmark failed (exit $code): $(quote_cmd "$1")"
   fi

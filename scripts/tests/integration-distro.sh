@@ -258,7 +258,8 @@ phase_serve() {
   check "the phases came in order: starting, loading, model-loaded, health, models" \
     phases_are "$out" starting,loading,model-loaded,health,models
   check "serve reached ready (${SERVE_SECS}s to the first answer)" grep -q "ready at http://127.0.0.1:$SERVE_PORT in .*: tiny-random.gguf is served" "$out"
-  check "a streamed completion answered, with its timings" grep -qE 'answered: first token after [0-9]+ ms, [0-9]+ tokens at [0-9.]+ tok/s \(engine: [0-9.]+ tok/s\)' "$out"
+  # the first token in ms, or from 10 s on as a duration (13s, 1m05s) on a machine under load
+  check "a streamed completion answered, with its timings" grep -qE 'answered: first token after ([0-9]+ ms|[0-9hms]+), [0-9]+ tokens at [0-9.]+ tok/s \(engine: [0-9.]+ tok/s\)' "$out"
   check "the server answers /health while it is served" curl -sf -o /dev/null "http://127.0.0.1:$SERVE_PORT/health"
   # haloforge's own CPU while the engine serves (idle here): under 1 % of a core.
   if [[ -n $hf ]] && [[ -r /proc/$hf/stat ]]; then
@@ -277,7 +278,7 @@ phase_serve() {
   wait "$sudo_pid" || code=$?
   check "serve exits 0 after the stop (got $code)" test "$code" -eq 0
   check "the step is recorded as served, with why" grep -q '^  why: ready in .*; stopped by you after' "$out"
-  check "what it proved is recorded" grep -q '^  verified: a completion answered on /v1/completions' "$out"
+  check "what it proved is recorded" grep -q '^  verified: /v1/completions answered: first token after' "$out"
   check "no process of $IT_USER is left" bash -c "! pgrep -u $IT_USER >/dev/null"
   check "no llama-server is left in the box" bash -c "! podman exec $IT_BOX pgrep -x llama-server >/dev/null"
   check "the port is closed" bash -c "! curl -sf -m 2 http://127.0.0.1:$SERVE_PORT/health >/dev/null"

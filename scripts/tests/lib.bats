@@ -199,7 +199,7 @@ snapshot() {
   HALOFORGE_PINS_FILE=$LIB/../../versions.env run hf 'load_pins'
   [ "$status" -eq 1 ]
   [[ "$output" == *"is not a snapshot haloforge wrote"* ]]
-  # a line appended after haloforge wrote it (review F2b): refused, nothing runs
+  # a line appended after haloforge wrote it: refused, nothing runs
   echo "HF_EVIL=\$(touch $T/pwned-toctou; echo x)" >>"$T/pins.env"
   HALOFORGE_PINS_FILE=$T/pins.env run hf 'load_pins; echo "HF_EVIL=${HF_EVIL-unset}"'
   [ "$status" -eq 1 ]
@@ -522,6 +522,18 @@ JSON
   run grep -c tok3n "$T/step.facts"
   [ "$output" = 0 ]
   [ ! -e "$T/report.json" ]
+}
+
+@test "hf_fact_time records a time the step measured as the runner reads it; a bad name or value, or a dry run, records nothing" {
+  export HALOFORGE_FACTS_FILE=$T/step.facts
+  run hf "hf_fact_time engine 1216; hf_fact_time Engine 5; hf_fact_time engine -5; hf_fact_time engine 1.5; hf_fact_time 'a b' 5"
+  [ "$status" -eq 0 ]
+  [ "$(cat "$T/step.facts")" = "$(printf 'time\tengine\t1216')" ]
+  [[ "$output" == *"haloforge: engine time 1216 ms"* ]]
+  [[ "$output" == *"not recorded: a time is NAME"* ]]
+  run hf "HALOFORGE_DRY_RUN=1 hf_fact_time engine 7"
+  [ "$status" -eq 0 ]
+  [ "$(wc -l <"$T/step.facts")" -eq 1 ]
 }
 
 @test "hf_fact_git and hf_fact_image record the commit and the digest; a dry run and a run by hand record nothing" {

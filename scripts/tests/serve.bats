@@ -95,13 +95,18 @@ serve_in_background() {
   [ "$status" -eq 2 ]
 }
 
-@test "bench_run keeps the results apart from the log and times the engine" {
-  printf '#!/usr/bin/env bash\necho "{\\"avg_ts\\": 1}"\necho progress >&2\n' >"$T/bin/engine"
+@test "bench_run keeps the results apart from the log and times the engine in the facts file" {
+  printf '#!/usr/bin/env bash\necho "{\\"avg_ts\\": 1}"\nsleep 0.2\necho progress >&2\n' >"$T/bin/engine"
   chmod +x "$T/bin/engine"
+  export HALOFORGE_FACTS_FILE=$T/bench.facts
   run lib 'bench_run "$HALOFORGE_RUN_DIR/out.jsonl" engine'
   [ "$status" -eq 0 ]
   [ "$(cat "$HALOFORGE_RUN_DIR/out.jsonl")" = '{"avg_ts": 1}' ]
   [[ "$output" == *"haloforge: engine time "*" ms"* ]]
+  # one typed fact, the runner's time<TAB>NAME<TAB>MILLISECONDS, at least the engine's sleep
+  [ "$(wc -l <"$T/bench.facts")" -eq 1 ]
+  IFS=$'\t' read -r kind name ms <"$T/bench.facts"
+  [ "$kind" = time ] && [ "$name" = engine ] && [[ $ms =~ ^[0-9]+$ ]] && ((ms >= 200))
   run lib 'bench_run "$HALOFORGE_RUN_DIR/out.jsonl" false'
   [ "$status" -eq 1 ]
   [[ "$output" == *"the benchmark failed (exit 1)"* ]]

@@ -16,10 +16,10 @@ import (
 // emits StepStarted, then Lines and Found in the order the log produced
 // them (OpenLine and Progress among them), then StepFinished.
 //
-// ServePhase, Ready and Smoke belong to a server step (haloforge serve):
-// the runner itself never sends them; steps/serve's watch, which sits
-// between the runner and the screens of a serve run, adds them to the
-// stream between the step's StepStarted and StepFinished.
+// A consumer that sits between the runner and the screens may add events
+// of its own package to the stream (steps/serve's watch adds a server's
+// start-up phases, its readiness and its first answer): such a type embeds
+// Added, so the runner declares and sends none of them.
 //
 // The runner never waits for a consumer to show lines: Lines events may be
 // dropped while the consumer is behind (the next Lines, or StepFinished,
@@ -154,47 +154,10 @@ type StepFinished struct {
 	// Runner.Settle (a server's readiness, or the phase it stalled in);
 	// "" when the step ended by itself.
 	Why string
-	At  time.Time
-}
-
-// ServePhase says a server step entered a phase of its start-up, or saw
-// something worth showing within the phase it is in (Warning set).
-type ServePhase struct {
-	Step    string
-	Phase   string // the phase's stable ID: starting, loading, compile, health, …
-	Title   string
-	Index   int           // 1-based position among the engine's phases
-	Total   int           // the engine's phases, ready included
-	Budget  time.Duration // how long the phase may stay silent before it counts as stalled
-	Elapsed time.Duration // since the server started
-	Line    string        // the log line or probe that marked it
-	Warning string        // a warning within the phase, not a new phase
-}
-
-// Ready says a server answers: the health probe and the model list are up.
-type Ready struct {
-	Step    string
-	URL     string
-	Model   string
-	Elapsed time.Duration // from the start to readiness
-	// SinceHealth is from the first 200 of the health probe to readiness.
-	SinceHealth time.Duration
-}
-
-// Smoke is the first request a ready server answered (a short streamed
-// completion): time to the first token and the speed of the rest.
-type Smoke struct {
-	Step     string
-	Endpoint string        // the path asked, /v1/completions
-	TTFT     time.Duration // from the request to the first token
-	Tokens   int           // tokens streamed
-	// TokensPerSecond is measured by haloforge over the stream after the
-	// first token; EngineTokensPerSecond is the engine's own figure (0
-	// when it gives none).
-	TokensPerSecond       float64
-	EngineTokensPerSecond float64
-	Text                  string // the answer, sanitised and cut short
-	Err                   string // why there is no answer; "" when it answered
+	// Times are what the step timed of its own work, by name (FactsEnv's
+	// time lines: a bench step's "engine"); nil when it timed nothing.
+	Times map[string]time.Duration
+	At    time.Time
 }
 
 // WaitingForInput says a step waits for an answer on its terminal: it has
@@ -234,6 +197,8 @@ func (Found) event()           {}
 func (StepFinished) event()    {}
 func (RunFinished) event()     {}
 func (WaitingForInput) event() {}
-func (ServePhase) event()      {}
-func (Ready) event()           {}
-func (Smoke) event()           {}
+func (Added) event()           {}
+
+// Added makes a type of another package an Event: embed it in an event a
+// consumer adds to a run's stream (steps/serve: StartupPhase, Ready, Smoke).
+type Added struct{}

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/internal/text"
@@ -21,14 +23,19 @@ import (
 // digest, a commit, a file with its sha256) is what reproduces the build
 // (pins lock). Every step gets FactsEnv, the path of its facts file
 // (<run-dir>/<step>.facts, absent when it starts), and appends one line per
-// fact, tab-separated (the helpers hf_fact_image, hf_fact_git and
-// hf_fact_pip_report in scripts/lib/facts.sh write them):
+// fact, tab-separated (the helpers hf_fact_image, hf_fact_git,
+// hf_fact_pip_report and hf_fact_time in scripts/lib/facts.sh write them):
 //
 //	image<TAB>REF<TAB>sha256:<64 hex>                  an image and the digest it was pulled as
 //	wheel<TAB>NAME==VERSION<TAB>URL<TAB><64 hex>       a wheel pip installed: where from, its sha256
 //	git<TAB>REPO<TAB>REF<TAB><40 or 64 hex>            a checkout: the ref asked for, the commit got
+//	time<TAB>NAME<TAB>MILLISECONDS                     how long a part of the step's own work took
 //	created<TAB>KIND<TAB>…                             something the step created (a box, an image, a
 //	                                                   directory, a file): installed.ParseFact's forms
+//
+// The last is a measurement, not an input: a step's times reach the
+// StepFinished event and report.json (times_ns) typed, never as a log line
+// a consumer would have to find among Lines the runner may drop.
 //
 // After the step ends, whatever its outcome, the runner reads the file (at
 // most maxFactsBytes and maxFactsLines) and checks every field: a fact is
@@ -44,6 +51,7 @@ const (
 	factImage      = "image"
 	factWheel      = "wheel"
 	factGit        = "git"
+	factTime       = "time"
 	factCreated    = "created"
 	factErrorsNote = "more lines were not read"
 )
@@ -91,23 +99,57 @@ var (
 	reDistName    = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]{0,126}[A-Za-z0-9])?$`)
 	reURLSafe     = regexp.MustCompile(`^[A-Za-z0-9._~:/?#\[\]@!&()*+,;=%-]+$`)
 	reAbsPathSafe = regexp.MustCompile(`^/[A-Za-z0-9._/+@=,-]*$`)
+	reTimeName    = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+	reMillis      = regexp.MustCompile(`^[0-9]{1,12}$`)
 )
+
+// stepFacts is what one step's facts file said: what it consumed, the
+// times it measured of its own work, by name, and what it created (checked
+// as text: installed.Admit checks it against the machine).
+type stepFacts struct {
+	resolved Resolved
+	times    map[string]time.Duration
+	created  []installed.Item
+}
+
+// add checks one fact line and keeps it.
+func (sf *stepFacts) add(line string) error {
+	f := strings.Split(line, "\t")
+	if len(f) > 0 && f[0] == factCreated {
+		it, err := parseCreated(f[1:])
+		if err != nil {
+			return err
+		}
+		sf.created = append(sf.created, it)
+		return nil
+	}
+	if len(f) == 0 || f[0] != factTime {
+		return sf.resolved.add(line)
+	}
+	if len(f) != 3 || !reTimeName.MatchString(f[1]) || !reMillis.MatchString(f[2]) {
+		return errors.New("want time<TAB>NAME<TAB>MILLISECONDS (a lower-case name, a whole number)")
+	}
+	ms, _ := strconv.ParseInt(f[2], 10, 64)
+	if sf.times == nil {
+		sf.times = map[string]time.Duration{}
+	}
+	sf.times[f[1]] = time.Duration(ms) * time.Millisecond
+	return nil
+}
 
 // factsPath is where step writes its facts.
 func (r *Runner) factsPath(step string) string {
 	return filepath.Join(r.runDir, step+factsSuffix)
 }
 
-// readFacts reads a step's facts file; a missing file is no facts. What
-// the step created is in created, checked as text (Admit checks it against
-// the machine).
-func readFacts(path string) (res Resolved, created []installed.Item, problems []string) {
+// readFacts reads a step's facts file; a missing file is no facts.
+func readFacts(path string) (res stepFacts, problems []string) {
 	b, err := safefile.ReadRegular(path, maxFactsBytes, safefile.Follow)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return res, nil, nil
+		return res, nil
 	case err != nil:
-		return res, nil, []string{"the facts file could not be read: " + text.Printable(err.Error(), maxResultText)}
+		return res, []string{"the facts file could not be read: " + text.Printable(err.Error(), maxResultText)}
 	}
 	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 	if len(lines) > maxFactsLines {
@@ -123,35 +165,11 @@ func readFacts(path string) (res Resolved, created []installed.Item, problems []
 			continue
 		}
 		seen[l] = true
-		if kind, rest, ok := strings.Cut(l, "\t"); ok && kind == factCreated {
-			it, err := parseCreated(rest)
-			if err == nil {
-				created = append(created, it)
-			} else if len(problems) < maxFactErrors {
-				problems = append(problems, fmt.Sprintf("facts line %d: %v: %q", i+1, err, text.Printable(l, maxResultText)))
-			}
-			continue
-		}
 		if err := res.add(l); err != nil && len(problems) < maxFactErrors {
 			problems = append(problems, fmt.Sprintf("facts line %d: %v: %q", i+1, err, text.Printable(l, maxResultText)))
 		}
 	}
-	return res, created, problems
-}
-
-// parseCreated checks the fields of a created line.
-func parseCreated(rest string) (installed.Item, error) {
-	f := strings.Split(rest, "\t")
-	for _, field := range f {
-		if len(field) > maxFactField {
-			return installed.Item{}, fmt.Errorf("a field is longer than %d bytes", maxFactField)
-		}
-	}
-	it, err := installed.ParseFact(f)
-	if err != nil {
-		return it, fmt.Errorf("created: %w", err)
-	}
-	return it, nil
+	return res, problems
 }
 
 // add checks one fact line and keeps it.
@@ -198,9 +216,23 @@ func (res *Resolved) add(line string) error {
 		}
 		res.Git = append(res.Git, ResolvedGit{Repo: f[1], Ref: f[2], SHA: f[3]})
 	default:
-		return errors.New("not image<TAB>REF<TAB>DIGEST, wheel<TAB>NAME==VERSION<TAB>URL<TAB>SHA256, git<TAB>REPO<TAB>REF<TAB>SHA or created<TAB>…")
+		return errors.New("not image<TAB>REF<TAB>DIGEST, wheel<TAB>NAME==VERSION<TAB>URL<TAB>SHA256, git<TAB>REPO<TAB>REF<TAB>SHA, time<TAB>NAME<TAB>MILLISECONDS or created<TAB>…")
 	}
 	return nil
+}
+
+// parseCreated checks the fields of a created line after its word.
+func parseCreated(f []string) (installed.Item, error) {
+	for _, field := range f {
+		if len(field) > maxFactField {
+			return installed.Item{}, fmt.Errorf("a field is longer than %d bytes", maxFactField)
+		}
+	}
+	it, err := installed.ParseFact(f)
+	if err != nil {
+		return it, fmt.Errorf("created: %w", err)
+	}
+	return it, nil
 }
 
 // factURL checks a URL of one of the schemes: printable ASCII without

@@ -79,17 +79,25 @@ func FuzzFactLine(f *testing.F) {
 		"git\t/src/r\tv1\t" + strings.Repeat("b", 40),
 		"git\thttps://u:p@x/r\tmain\t" + strings.Repeat("b", 40),
 		"\x1b]0;x\x07\t\t\t",
+		"time\tengine\t1216",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
-		var res Resolved
-		if err := res.add(line); err != nil {
+		var sf stepFacts
+		if err := sf.add(line); err != nil {
 			return
 		}
 		// Whatever was accepted is safe to write into a pins comment and a
 		// report: no control characters, no quote that ends a value.
-		for _, s := range []string{strings.Join(factStrings(res), "")} {
+		strs := factStrings(sf.resolved)
+		for name, d := range sf.times {
+			strs = append(strs, name)
+			if d < 0 {
+				t.Errorf("accepted a negative time: %q", line)
+			}
+		}
+		for _, s := range []string{strings.Join(strs, "")} {
 			if strings.ContainsAny(s, "\x00\x1b\x07\n\r'\"`$\\ ") {
 				t.Errorf("accepted %q", line)
 			}

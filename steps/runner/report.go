@@ -89,6 +89,9 @@ type StepReport struct {
 	// Created is what the step recorded it created (FactsEnv), as
 	// admitted into the record.
 	Created []installed.Item `json:"created,omitempty"`
+	// Times are what the step timed of its own work, by name (its facts
+	// file's time lines: a bench step's "engine").
+	Times map[string]time.Duration `json:"times_ns,omitempty"`
 }
 
 // Failed says whether the step failed or was interrupted.

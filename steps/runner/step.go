@@ -57,14 +57,16 @@ func (r *Runner) runOne(ctx context.Context, i, idx, total int) error {
 	sr.Verified, sr.NotVerified = nonNil(out.result.verified), nonNil(out.result.notVerified)
 	sr.Why = out.why
 	sr.Leftovers = out.left
+	var times map[string]time.Duration
 	if out.started {
-		facts, created, problems := readFacts(r.factsPath(s.ID))
-		if !facts.Empty() {
-			sr.Resolved = &facts
-			r.report.Resolved.merge(s.ID, facts)
+		facts, problems := readFacts(r.factsPath(s.ID))
+		if !facts.resolved.Empty() {
+			sr.Resolved = &facts.resolved
+			r.report.Resolved.merge(s.ID, facts.resolved)
 		}
-		sr.Created, problems = r.recordCreated(s.ID, created, problems)
+		sr.Created, problems = r.recordCreated(s.ID, facts.created, problems)
 		sr.FactErrors = problems
+		times, sr.Times = facts.times, facts.times
 	}
 	if out.err != nil {
 		sr.Error = out.err.Error()
@@ -81,7 +83,7 @@ func (r *Runner) runOne(ctx context.Context, i, idx, total int) error {
 	r.send(StepFinished{Step: s.ID, Title: s.Title, Index: idx, Total: total, Optional: s.Optional, WhyOptional: whyOptional,
 		Status: out.status, ExitCode: out.exitCode, Duration: d, Elapsed: time.Since(r.started), Log: logPath,
 		Err: out.err, Tail: res.tail, Findings: res.findings, Dropped: res.dropped,
-		Verified: out.result.verified, NotVerified: out.result.notVerified, Leftovers: out.left, Why: out.why, At: time.Now()})
+		Verified: out.result.verified, NotVerified: out.result.notVerified, Leftovers: out.left, Why: out.why, Times: times, At: time.Now()})
 	return errors.Join(stateErr, repErr)
 }
 

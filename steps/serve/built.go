@@ -34,8 +34,8 @@ func (e *NotBuiltError) Error() string {
 	return e.Why + "; build it first: " + e.Next + " (nothing was started)"
 }
 
-// Probe says whether a box (ModeBox: a container distrobox made, rootful
-// when root) or an image (ModeContainer) exists; known is false when it
+// Probe says whether a box (steps.ServeInBox: a container distrobox made,
+// rootful when root) or an image (steps.ServeInContainer) exists; known is false when it
 // cannot tell (no container manager, sudo wants a password).
 type Probe func(mode, name string, root bool) (exists, known bool)
 
@@ -50,11 +50,12 @@ type Where struct {
 // CheckBuilt decides whether track can be served from st (the state of
 // w.StateDir) and the pins' box or image, as probe finds them.
 func CheckBuilt(t steps.Track, st *steps.State, w Where, pins map[string]string, root bool, probe Probe) (Built, error) {
-	ln, ok := launchers[t.ID]
-	if !ok {
+	if t.Serve == nil {
 		return Built{}, nil // Plan says the track serves nothing
 	}
-	in, _, err := ln.where(pins, root)
+	spec := t.Serve.ForPins(pins)
+	mode := spec.Mode()
+	in, _, err := where(spec, pins, root)
 	if err != nil {
 		return Built{}, nil // Plan says what is missing
 	}
@@ -77,10 +78,10 @@ func CheckBuilt(t steps.Track, st *steps.State, w Where, pins map[string]string,
 		}
 	}
 	what := "box " + in
-	if ln.mode == ModeContainer {
+	if mode == steps.ServeInContainer {
 		what = "image " + in
 	}
-	exists, known := probe(ln.mode, in, root)
+	exists, known := probe(mode, in, root)
 	switch {
 	case known && exists && len(missing) > 0:
 		return Built{Note: fmt.Sprintf("the state dir has no finished build of %s; its %s exists, so it is served as it is", t.ID, what)}, nil
@@ -100,7 +101,7 @@ func CheckBuilt(t steps.Track, st *steps.State, w Where, pins map[string]string,
 // distrobox uses for a box (rootful boxes through sudo -n, which never
 // prompts), podman for an image (what a served container runs with).
 func ProbeContainers(mode, name string, root bool) (exists, known bool) {
-	if mode == ModeContainer {
+	if mode == steps.ServeInContainer {
 		return ask([]string{"podman", "image", "inspect", "--format", "{{.Id}}", name}, false)
 	}
 	return BoxExists(name, root)

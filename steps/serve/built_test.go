@@ -10,7 +10,8 @@ import (
 )
 
 func TestCheckBuilt(t *testing.T) {
-	track := steps.Track{ID: "llamacpp-distro", Steps: []steps.Step{{ID: "toolbox"}, {ID: "packages"}, {ID: "verify"}, {ID: "extra", Optional: true}}}
+	track := steps.Track{ID: "llamacpp-distro", Steps: []steps.Step{{ID: "toolbox"}, {ID: "packages"}, {ID: "verify"}, {ID: "extra", Optional: true}},
+		Serve: &steps.ServeSpec{Engine: EngineLlamaCpp, BoxPin: "LLAMACPP_DISTRO_BOX"}}
 	pins := map[string]string{"LLAMACPP_DISTRO_BOX": "hf-box"}
 	built := func(ids ...string) *steps.State {
 		st := steps.NewState()
@@ -21,7 +22,7 @@ func TestCheckBuilt(t *testing.T) {
 	}
 	probe := func(exists, known bool) Probe {
 		return func(mode, name string, _ bool) (bool, bool) {
-			if mode != ModeBox || name != "hf-box" {
+			if mode != steps.ServeInBox || name != "hf-box" {
 				t.Errorf("probe asked %s %q, want box hf-box", mode, name)
 			}
 			return exists, known

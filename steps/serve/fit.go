@@ -8,13 +8,6 @@ import (
 	"github.com/haloforge/haloforge/internal/text"
 )
 
-// Engine names, as `serve --dry-run --json` prints them (docs/json.md).
-const (
-	EngineLlamaCpp = "llama.cpp"
-	EngineVLLM     = "vllm"
-	EngineOllama   = "ollama"
-)
-
 // UnifiedUtilCap is the largest share of the GPU ceiling an engine may take on
 // the unified-memory APU: above it the rest of the system swaps (docs/facts.md;
 // kyuz0/amd-strix-halo-vllm-toolboxes#65 spilled 5 GB into swap at 0.95).
@@ -25,15 +18,6 @@ const discreteUtil = 0.95
 
 // contextStep rounds suggested contexts down to a multiple of it.
 const contextStep = 256
-
-// Overheads besides weights and KV cache, per engine: llama.cpp's compute and
-// output buffers (hundreds of MB at the default batch of 512), and for vLLM
-// the PyTorch runtime, the profile run's activations and the graph pool. They
-// are estimates with margin; the engines' own logs say the real figures.
-const (
-	llamaOverhead = 1 << 30
-	vllmOverhead  = 3 << 30
-)
 
 // ModelShape is what the fit estimate needs to know of a model.
 type ModelShape struct {
@@ -68,7 +52,7 @@ func (m ModelShape) KVBytesPerToken() uint64 {
 
 // FitRequest is one question: does this model at this context fit?
 type FitRequest struct {
-	Engine     string
+	Engine     string // the engine's name: its Overhead counts (1 GiB for an unknown one)
 	Model      ModelShape
 	Context    uint64  // 0: the trained context, else 4096
 	Util       float64 // share of the ceiling the engine may use; 0: the default
@@ -123,9 +107,9 @@ func Estimate(r FitRequest) Fit {
 	if f.Context == 0 {
 		f.Context = 4096
 	}
-	f.OverheadBytes = llamaOverhead
-	if r.Engine == EngineVLLM {
-		f.OverheadBytes = vllmOverhead
+	f.OverheadBytes = 1 << 30
+	if e, ok := EngineNamed(r.Engine); ok {
+		f.OverheadBytes = e.Overhead()
 	}
 	perToken := r.Model.KVBytesPerToken()
 	f.KVBytes = sat(perToken, f.Context)

@@ -1,8 +1,3 @@
-// Package serve holds what `haloforge serve` decides before and while an
-// engine starts: whether a model fits the GPU's memory (from a GGUF header, or
-// a Hugging Face config and safetensors index for vLLM), and whether the server
-// is ready, keyed on the engine's own log milestones. It runs nothing itself:
-// the runner feeds it lines, times and probe results.
 package serve
 
 import (

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/haloforge/haloforge/internal/safefile"
 )
@@ -212,4 +213,32 @@ func readJSON(path string, v any) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
+}
+
+// hubSnapshot finds a downloaded Hugging Face model ID in the local cache
+// ($HF_HOME/hub or ~/.cache/huggingface/hub), "" when it is not there.
+func hubSnapshot(id string) string {
+	if !strings.Contains(id, "/") || strings.Contains(id, "..") {
+		return ""
+	}
+	cache := os.Getenv("HF_HOME")
+	if cache == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		cache = filepath.Join(home, ".cache", "huggingface")
+	}
+	base := filepath.Join(cache, "hub", "models--"+strings.ReplaceAll(id, "/", "--"))
+	if ref, err := os.ReadFile(filepath.Join(base, "refs", "main")); err == nil {
+		dir := filepath.Join(base, "snapshots", strings.TrimSpace(string(ref)))
+		if dirExists(dir) {
+			return dir
+		}
+	}
+	snaps, _ := filepath.Glob(filepath.Join(base, "snapshots", "*", "config.json"))
+	if len(snaps) == 0 {
+		return ""
+	}
+	return filepath.Dir(snaps[0])
 }

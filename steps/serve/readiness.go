@@ -7,14 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/internal/text"
 )
 
 // PhaseID names a start-up phase; the IDs are stable (screens and reports use them).
 type PhaseID string
 
-// Phases of the three engines. An engine goes through its own subset, in
+// Phases of the engines. An engine goes through its own subset, in
 // order; a phase may be skipped (vLLM with --enforce-eager has no graph capture).
 const (
 	PhaseStarting     PhaseID = "starting"      // the process runs, nothing recognised yet
@@ -120,8 +119,8 @@ type lineRule struct {
 	reason string
 }
 
-// profile is an engine's start-up: phases, the lines that mark them, and the
-// HTTP probes that prove readiness after the log says so.
+// profile is an engine's start-up (Engine.profile): phases, the lines that
+// mark them, and the HTTP probes that prove readiness after the log says so.
 type profile struct {
 	phases     []Phase
 	milestones []milestone
@@ -130,100 +129,6 @@ type profile struct {
 	heartbeats []string // lines the engine repeats while waiting: not progress
 	health     string   // probe path that must answer 200
 	models     string   // probe path that must list the model ("" when health is enough)
-}
-
-// Stall budgets. llama.cpp's loading phase is quiet at the default verbosity
-// for the whole read of the weights, so it gets twice diagnose's hang window;
-// vLLM's compile and loading phases get the 20 minutes a cold start on gfx1151
-// can take (kyuz0's warm-up waits 1200 s; ROCm/aiter#900 saw init take 1040 s).
-var (
-	llamaLoadingBudget = 2 * diagnose.DefaultStallTimeout
-	vllmColdBudget     = 20 * time.Minute
-)
-
-var profiles = map[string]profile{
-	EngineLlamaCpp: {
-		phases: []Phase{
-			{PhaseStarting, "starting llama-server", 2 * time.Minute},
-			{PhaseLoading, "loading the model", llamaLoadingBudget},
-			{PhaseModelLoaded, "model loaded, setting up slots", 2 * time.Minute},
-			{PhaseHealth, "listening: waiting for /health", time.Minute},
-			{PhaseModels, "healthy: waiting for /v1/models", time.Minute},
-			{PhaseReady, "ready", 0},
-		},
-		milestones: []milestone{
-			{PhaseLoading, []string{"load_model: loading model", "llama_model_loader: loaded meta data", "load_tensors:", "main: loading model", "srv    load_model:"}},
-			{PhaseModelLoaded, []string{"llama_server: model loaded", "main: model loaded"}},
-			{PhaseHealth, []string{"llama_server: listening on", "main: server is listening on"}},
-		},
-		failures: []lineRule{
-			{texts: []string{"failed to load model", "error loading model", "llama_init_from_model: failed", "failed to allocate"}, reason: "llama.cpp could not load the model"},
-			{texts: []string{"couldn't bind HTTP server socket", "address already in use"}, reason: "the port is taken by another process"},
-		},
-		warnings: []lineRule{
-			{texts: []string{"Device type is CPU"}, reason: "the Vulkan device is a CPU (llvmpipe), not a GPU"},
-			{texts: []string{"no usable GPU found", "--gpu-layers option will be ignored"}, reason: "llama.cpp found no GPU: it runs on the CPU"},
-		},
-		health: "/health", models: "/v1/models",
-	},
-	EngineVLLM: {
-		phases: []Phase{
-			{PhaseStarting, "starting vLLM", 5 * time.Minute},
-			{PhaseEngine, "initialising the engine", 5 * time.Minute},
-			{PhaseLoading, "loading weights", vllmColdBudget},
-			{PhaseCompile, "torch.compile", vllmColdBudget},
-			{PhaseKVCache, "profiling and sizing the KV cache", 10 * time.Minute},
-			{PhaseGraphCapture, "capturing graphs", 10 * time.Minute},
-			{PhaseAPI, "starting the API server", 5 * time.Minute},
-			{PhaseHealth, "application started: waiting for /health", 2 * time.Minute},
-			{PhaseModels, "healthy: waiting for /v1/models", time.Minute},
-			{PhaseReady, "ready", 0},
-		},
-		milestones: []milestone{
-			{PhaseEngine, []string{"Initializing a V1 LLM engine", "Initializing a V0 LLM engine", "Initializing an LLM engine", "Waiting for init message from front-end"}},
-			{PhaseLoading, []string{"Starting to load model", "Loading safetensors checkpoint shards", "Loading weights took", "Loading model weights"}},
-			{PhaseCompile, []string{"for vLLM's torch.compile", "Dynamo bytecode transform time", "Compiling a graph", "Directly load the compiled graph"}},
-			{PhaseKVCache, []string{"Available KV cache memory", "GPU KV cache size", "Memory profiling takes", "# cuda blocks:", "# rocm blocks:"}},
-			{PhaseGraphCapture, []string{"Capturing CUDA graph", "Capturing cudagraphs"}},
-			{PhaseAPI, []string{"init engine (profile, create kv cache, warmup model) took", "Graph capturing finished", "Starting vLLM API server", "Available routes are:"}},
-			{PhaseHealth, []string{"Application startup complete", "Uvicorn running on"}},
-		},
-		failures: []lineRule{
-			{texts: []string{"estimated maximum model length is"}, reason: "the KV cache cannot hold one request of the model's length"},
-			{texts: []string{"Engine core initialization failed", "EngineCore failed to start", "Engine process failed to start"}, reason: "vLLM's engine core failed to start"},
-			{texts: []string{"CUDA out of memory", "HIP out of memory", "hipErrorOutOfMemory", "torch.OutOfMemoryError"}, reason: "out of GPU memory"},
-			{texts: []string{"No available memory for the cache blocks"}, reason: "no GPU memory left for the KV cache"},
-		},
-		warnings: []lineRule{
-			{texts: []string{"UnspecifiedPlatform", "No platform detected, vLLM is running on UnspecifiedPlatform"}, reason: "vLLM found no ROCm platform (amdsmi missing?): it will not use the GPU"},
-		},
-		heartbeats: []string{"Waiting for 1 local, 0 remote core engine proc", "core engine proc(s) to start"},
-		health:     "/health", models: "/v1/models",
-	},
-	EngineOllama: {
-		phases: []Phase{
-			{PhaseStarting, "starting Ollama", time.Minute},
-			{PhaseListening, "listening: discovering GPUs", 2 * time.Minute},
-			{PhaseGPUDiscovery, "discovering GPUs", 3 * time.Minute},
-			{PhaseHealth, "GPUs known: waiting for /api/version", time.Minute},
-			{PhaseReady, "ready", 0},
-		},
-		milestones: []milestone{
-			{PhaseListening, []string{"Listening on "}},
-			{PhaseGPUDiscovery, []string{"looking for compatible GPUs", "discovering available GPUs"}},
-			{PhaseHealth, []string{"msg=\"inference compute\""}},
-		},
-		failures: []lineRule{
-			{texts: []string{"bind: address already in use"}, reason: "the port is taken by another process"},
-			{texts: []string{"Error: listen tcp"}, reason: "Ollama could not listen on its address"},
-		},
-		warnings: []lineRule{
-			{texts: []string{"filtering device which didn't fully initialize"}, reason: "Ollama dropped a GPU that did not initialise (the gfx1151 iGPU on 0.18–0.2x: use ≥ 0.30)"},
-			{all: []string{"msg=\"inference compute\"", "library=cpu"}, reason: "Ollama found no usable GPU: models will run on the CPU"},
-			{texts: []string{"no compatible GPUs were discovered"}, reason: "Ollama found no usable GPU: models will run on the CPU"},
-		},
-		health: "/api/version",
-	},
 }
 
 // reMaxLen reads vLLM's suggestion, e.g. "the estimated maximum model length is 127776".
@@ -255,10 +160,11 @@ type Readiness struct {
 
 // NewReadiness starts watching an engine that started at start.
 func NewReadiness(o ReadinessOptions, start time.Time) (*Readiness, error) {
-	p, ok := profiles[o.Engine]
+	e, ok := EngineNamed(o.Engine)
 	if !ok {
-		return nil, fmt.Errorf("unknown engine %q (known: %s, %s, %s)", o.Engine, EngineLlamaCpp, EngineVLLM, EngineOllama)
+		return nil, fmt.Errorf("unknown engine %q (known: %s)", o.Engine, strings.Join(EngineNames(), ", "))
 	}
+	p := e.profile()
 	p.phases = append([]Phase(nil), p.phases...)
 	for i, ph := range p.phases {
 		if b, ok := o.Budgets[ph.ID]; ok && b > 0 {
@@ -495,9 +401,9 @@ func baseName(p string) string {
 // PhasesOf lists an engine's start-up phases in order (nil for an unknown
 // engine), for a display of the phases to come.
 func PhasesOf(engine string) []Phase {
-	p, ok := profiles[engine]
+	e, ok := EngineNamed(engine)
 	if !ok {
 		return nil
 	}
-	return append([]Phase(nil), p.phases...)
+	return e.profile().phases
 }

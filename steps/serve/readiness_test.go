@@ -74,46 +74,54 @@ func newR(t *testing.T, engine, model string) *Readiness {
 	return r
 }
 
+// recordedStartup is an engine's real start-up log and what the machine
+// must make of it: the phases in order, then the probes that end it ready.
+type recordedStartup struct {
+	name   string
+	engine string
+	model  string
+	logs   []string
+	phases []PhaseID
+	probes []probe
+}
+
+// vllmModels is vLLM's /v1/models answer for the recorded start-up's model.
+const vllmModels = `{"object":"list","data":[{"id":"Qwen/Qwen3-30B-A3B-FP8","object":"model","owned_by":"vllm"}]}`
+
+// recordedStartups are the engines' recorded start-ups (testdata/README.md
+// says where each log comes from); every engine has one at least
+// (TestEveryEngineIsComplete). llama-server's /v1/models answer is read
+// from testdata/llama-server-sid-v1-models.json.
+var recordedStartups = []recordedStartup{
+	{
+		name: "llama-server, Debian sid, default verbosity", engine: EngineLlamaCpp, model: "tiny.gguf",
+		logs:   []string{"llama-server-sid-lavapipe.log"},
+		phases: []PhaseID{PhaseLoading, PhaseModelLoaded, PhaseHealth},
+		probes: []probe{{"/health", 200, `{"status":"ok"}`}, {"/v1/models", 200, "@llama-server-sid-v1-models.json"}},
+	},
+	{
+		name: "llama-server, Debian sid, -lv 4", engine: EngineLlamaCpp, model: "/models/tiny.gguf",
+		logs:   []string{"llama-server-sid-lavapipe-verbose.log"},
+		phases: []PhaseID{PhaseLoading, PhaseModelLoaded, PhaseHealth},
+		probes: []probe{{"/health", 200, `{"status":"ok"}`}, {"/v1/models", 200, "@llama-server-sid-v1-models.json"}},
+	},
+	{
+		name: "vLLM 0.13 cold start with compile and graph capture", engine: EngineVLLM, model: "Qwen/Qwen3-30B-A3B-FP8",
+		logs:   []string{"vllm-0.13-gb10-success.log"},
+		phases: []PhaseID{PhaseEngine, PhaseLoading, PhaseCompile, PhaseKVCache, PhaseGraphCapture, PhaseAPI, PhaseHealth},
+		probes: []probe{{"/health", 200, ""}, {"/v1/models", 200, vllmModels}},
+	},
+	{
+		name: "Ollama: listening, GPU discovery, then /api/version", engine: EngineOllama,
+		logs:   []string{"ollama-for-amd-37-listening.log", "ollama-batteries-1663-gpus.log"},
+		phases: []PhaseID{PhaseListening, PhaseGPUDiscovery, PhaseHealth},
+		probes: []probe{{"/api/version", 200, `{"version":"0.32.15"}`}},
+	},
+}
+
 // Success on each engine's recorded log: the phases in order, then the probes.
 func TestReadinessSuccess(t *testing.T) {
-	models, err := os.ReadFile("testdata/llama-server-sid-v1-models.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	vllmModels := []byte(`{"object":"list","data":[{"id":"Qwen/Qwen3-30B-A3B-FP8","object":"model","owned_by":"vllm"}]}`)
-	tests := []struct {
-		name   string
-		engine string
-		model  string
-		logs   []string
-		phases []PhaseID
-		probes []probe
-	}{
-		{
-			name: "llama-server, Debian sid, default verbosity", engine: EngineLlamaCpp, model: "tiny.gguf",
-			logs:   []string{"llama-server-sid-lavapipe.log"},
-			phases: []PhaseID{PhaseLoading, PhaseModelLoaded, PhaseHealth},
-			probes: []probe{{"/health", 200, `{"status":"ok"}`}, {"/v1/models", 200, string(models)}},
-		},
-		{
-			name: "llama-server, Debian sid, -lv 4", engine: EngineLlamaCpp, model: "/models/tiny.gguf",
-			logs:   []string{"llama-server-sid-lavapipe-verbose.log"},
-			phases: []PhaseID{PhaseLoading, PhaseModelLoaded, PhaseHealth},
-			probes: []probe{{"/health", 200, `{"status":"ok"}`}, {"/v1/models", 200, string(models)}},
-		},
-		{
-			name: "vLLM 0.13 cold start with compile and graph capture", engine: EngineVLLM, model: "Qwen/Qwen3-30B-A3B-FP8",
-			logs:   []string{"vllm-0.13-gb10-success.log"},
-			phases: []PhaseID{PhaseEngine, PhaseLoading, PhaseCompile, PhaseKVCache, PhaseGraphCapture, PhaseAPI, PhaseHealth},
-			probes: []probe{{"/health", 200, ""}, {"/v1/models", 200, string(vllmModels)}},
-		},
-		{
-			name: "Ollama: listening, GPU discovery, then /api/version", engine: EngineOllama,
-			logs:   []string{"ollama-for-amd-37-listening.log", "ollama-batteries-1663-gpus.log"},
-			phases: []PhaseID{PhaseListening, PhaseGPUDiscovery, PhaseHealth},
-			probes: []probe{{"/api/version", 200, `{"version":"0.32.15"}`}},
-		},
-	}
+	tests := recordedStartups
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newR(t, tc.engine, tc.model)
@@ -138,7 +146,14 @@ func TestReadinessSuccess(t *testing.T) {
 					t.Fatalf("a refused connection gave %v", evs)
 				}
 				now = now.Add(200 * time.Millisecond)
-				last = r.Probe(now, p.path, p.status, []byte(p.body))
+				body := []byte(p.body)
+				if f, ok := strings.CutPrefix(p.body, "@"); ok {
+					var err error
+					if body, err = os.ReadFile(filepath.Join("testdata", f)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				last = r.Probe(now, p.path, p.status, body)
 			}
 			if _, ready := single[ServerReady](last); !ready || !r.Done() || r.NextProbe() != "" {
 				t.Fatalf("after the probes: %v (done %v)", last, r.Done())

@@ -52,7 +52,7 @@ func readinessLag(b *testing.B) time.Duration {
 	srv := newEngineServer(b)
 	var readyAt time.Time
 	runStandIn(b, srv, standIn{log: "llama-server-sid-lavapipe.log", lines: 8}, WatchOptions{}, func(e runner.Event, w *Watcher) {
-		if _, ok := e.(runner.Ready); ok {
+		if _, ok := e.(Ready); ok {
 			readyAt = time.Now()
 			w.Stop()
 		}
@@ -86,7 +86,7 @@ func serveCPU(b *testing.B, requestsPerSecond string) {
 		}
 		runStandIn(b, srv, standIn{log: "llama-server-sid-lavapipe.log", lines: 8, env: env}, WatchOptions{Smoke: true},
 			func(e runner.Event, w *Watcher) {
-				if _, ok := e.(runner.Smoke); !ok {
+				if _, ok := e.(Smoke); !ok {
 					return
 				}
 				supervisor = supervisorOf(b, w)
@@ -160,12 +160,12 @@ func runStandIn(tb testing.TB, srv *engineServer, si standIn, wo WatchOptions, o
 		e[k] = v
 	}
 	plan := &steps.Plan{Track: steps.Track{ID: "fx", Title: "fixture"}, Env: e}
-	l := Launch{Track: "fx", Engine: EngineLlamaCpp, URL: srv.URL, Served: "tiny.gguf", Mode: ModeBox, Command: []string{"llama-server"}}
+	l := Launch{Track: "fx", Engine: EngineLlamaCpp, URL: srv.URL, Served: "tiny.gguf", Mode: steps.ServeInBox, Command: []string{"llama-server"}}
 	wo.ProbeEvery, wo.TickEvery = DefaultProbeEvery, DefaultTickEvery
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	w, err := Start(ctx, l, RunOptions{Plan: plan, StateDir: filepath.Join(dir, "state"), ScriptsDir: "testdata/scripts",
-		ToolboxDir: "/nonexistent", Tune: func(o *runner.Options) { o.Grace = 2 * time.Second }}, wo)
+	w, err := Start(ctx, l, RunOptions{Plan: plan,
+		Workspace: steps.Workspace{StateDir: filepath.Join(dir, "state"), ScriptsDir: "testdata/scripts", ToolboxDir: "/nonexistent"}, Grace: 2 * time.Second}, wo)
 	if err != nil {
 		tb.Fatal(err)
 	}

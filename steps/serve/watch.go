@@ -183,8 +183,7 @@ func (w *Watcher) loop() {
 			w.mu.Lock()
 			w.res.Smoke = &sr
 			w.mu.Unlock()
-			w.emit(runner.Smoke{Step: w.o.Step, Endpoint: sr.Endpoint, TTFT: sr.TTFT, Tokens: sr.Tokens,
-				TokensPerSecond: sr.TokensPerSecond, EngineTokensPerSecond: sr.EngineTokensPerSecond, Text: sr.Text, Err: sr.Err})
+			w.emit(Smoke{Step: w.o.Step, SmokeResult: sr})
 		case now := <-tick.C:
 			if w.rd == nil || w.rd.Done() {
 				continue
@@ -248,7 +247,8 @@ func (w *Watcher) probed(pr probeResult, smokes chan<- SmokeResult) {
 	}
 	for _, ev := range w.rd.Probe(pr.at, pr.path, pr.status, pr.body) {
 		w.readiness([]ReadinessEvent{ev}, false)
-		if _, ready := ev.(ServerReady); ready && w.o.Smoke && (w.o.Launch.Served != "" || w.o.Launch.Engine != EngineOllama) {
+		// An engine started without a model (Ollama) has nothing to ask yet.
+		if _, ready := ev.(ServerReady); ready && w.o.Smoke && w.o.Launch.Served != "" {
 			sr := DefaultSmoke(w.o.Launch.Served)
 			go func() { smokes <- w.o.Prober.Complete(w.smokeCtx, sr) }()
 		}
@@ -278,7 +278,7 @@ func (w *Watcher) readiness(evs []ReadinessEvent, exited bool) {
 			}
 			r := w.res
 			w.mu.Unlock()
-			w.emit(runner.Ready{Step: w.o.Step, URL: w.o.Launch.URL, Model: w.o.Launch.Served, Elapsed: r.ReadyAfter, SinceHealth: r.SinceHealth})
+			w.emit(Ready{Step: w.o.Step, URL: w.o.Launch.URL, Model: w.o.Launch.Served, Elapsed: r.ReadyAfter, SinceHealth: r.SinceHealth})
 		case PhaseStalled:
 			w.mu.Lock()
 			w.res.Phase, w.res.Stalled, w.res.Failed = ev.Phase, true, ev.Reason
@@ -324,9 +324,9 @@ func stallFinding(ev PhaseStalled) diagnose.Finding {
 }
 
 // servePhase is the stream's event for a phase entered at at (or warned in).
-func (w *Watcher) servePhase(id PhaseID, title string, at time.Time, line string) runner.ServePhase {
+func (w *Watcher) servePhase(id PhaseID, title string, at time.Time, line string) StartupPhase {
 	i := w.rd.index(id)
-	return runner.ServePhase{Step: w.o.Step, Phase: string(id), Title: title, Index: i + 1, Total: len(w.rd.p.phases),
+	return StartupPhase{Step: w.o.Step, Phase: id, Title: title, Index: i + 1, Total: len(w.rd.p.phases),
 		Budget: w.rd.p.phases[i].Budget, Elapsed: at.Sub(w.started), Line: line}
 }
 
@@ -356,9 +356,9 @@ func (w *Watcher) userStop() {
 	}
 	switch {
 	case smoke != nil && smoke.Err == "":
-		v.Verified = append(v.Verified, SmokeSummary(*smoke))
+		v.Verified = append(v.Verified, smoke.Sentence())
 	case smoke != nil:
-		v.NotVerified = append(v.NotVerified, "the first completion failed: "+smoke.Err)
+		v.NotVerified = append(v.NotVerified, smoke.Sentence())
 	case w.o.Smoke && w.o.Launch.Served != "":
 		v.NotVerified = append(v.NotVerified, "stopped before the first completion answered")
 	}
@@ -376,21 +376,6 @@ func (w *Watcher) settle(v runner.Verdict) {
 // emit passes an event to the consumer, waiting for it: the screens see
 // every server event (only the runner's Lines may be dropped, upstream).
 func (w *Watcher) emit(e runner.Event) { w.out <- e }
-
-// SmokeSummary is one line on a smoke request.
-func SmokeSummary(s SmokeResult) string {
-	if s.Err != "" {
-		return "the first completion failed: " + s.Err
-	}
-	line := fmt.Sprintf("a completion answered on %s: first token after %s, %d tokens", s.Endpoint, text.Ms(s.TTFT), s.Tokens)
-	if s.TokensPerSecond > 0 {
-		line += fmt.Sprintf(" at %.1f tok/s", s.TokensPerSecond)
-	}
-	if s.EngineTokensPerSecond > 0 {
-		line += fmt.Sprintf(" (the engine says %.1f tok/s)", s.EngineTokensPerSecond)
-	}
-	return line
-}
 
 func orAny(s string) string {
 	if s == "" {

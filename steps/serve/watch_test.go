@@ -112,7 +112,7 @@ func serveFixture(t *testing.T, engine, log string, lines int, env map[string]st
 	}
 	plan := &steps.Plan{Track: steps.Track{ID: "fx", Title: "fixture"}, Env: e}
 	// tiny.gguf is the name the recorded /v1/models answer lists.
-	l := Launch{Track: "fx", Engine: engine, URL: srv.URL, Served: "tiny.gguf", Mode: ModeBox,
+	l := Launch{Track: "fx", Engine: engine, URL: srv.URL, Served: "tiny.gguf", Mode: steps.ServeInBox,
 		Command: []string{"llama-server", "-m", "tiny-random.gguf"}}
 	if engine == EngineVLLM {
 		l.Served = "Qwen/Qwen3-30B-A3B-FP8"
@@ -125,8 +125,8 @@ func serveFixture(t *testing.T, engine, log string, lines int, env map[string]st
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	w, err := Start(ctx, l, RunOptions{Plan: plan, StateDir: filepath.Join(dir, "state"), ScriptsDir: "testdata/scripts",
-		ToolboxDir: "/nonexistent", Tune: func(o *runner.Options) { o.Grace = 2 * time.Second }}, wo)
+	w, err := Start(ctx, l, RunOptions{Plan: plan,
+		Workspace: steps.Workspace{StateDir: filepath.Join(dir, "state"), ScriptsDir: "testdata/scripts", ToolboxDir: "/nonexistent"}, Grace: 2 * time.Second}, wo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,8 +150,8 @@ func serveFixture(t *testing.T, engine, log string, lines int, env map[string]st
 func phaseIDs(evs []runner.Event) []string {
 	var out []string
 	for _, e := range evs {
-		if p, ok := e.(runner.ServePhase); ok && p.Warning == "" {
-			out = append(out, p.Phase)
+		if p, ok := e.(StartupPhase); ok && p.Warning == "" {
+			out = append(out, string(p.Phase))
 		}
 	}
 	return out
@@ -173,18 +173,18 @@ func only[T runner.Event](evs []runner.Event) []T {
 func TestWatchReadySmokeAndStop(t *testing.T) {
 	s := serveFixture(t, EngineLlamaCpp, "llama-server-sid-lavapipe.log", 8, nil, WatchOptions{Smoke: true},
 		func(e runner.Event, w *Watcher) {
-			if _, ok := e.(runner.Smoke); ok {
+			if _, ok := e.(Smoke); ok {
 				w.Stop()
 			}
 		})
 	if got, want := phaseIDs(s.events), []string{"starting", "loading", "model-loaded", "health", "models"}; !slices.Equal(got, want) {
 		t.Fatalf("phases %v, want %v", got, want)
 	}
-	ready := only[runner.Ready](s.events)
+	ready := only[Ready](s.events)
 	if len(ready) != 1 || ready[0].Model != "tiny.gguf" || ready[0].SinceHealth > time.Second {
 		t.Fatalf("ready %+v", ready)
 	}
-	smoke := only[runner.Smoke](s.events)
+	smoke := only[Smoke](s.events)
 	if len(smoke) != 1 || smoke[0].Err != "" || smoke[0].Tokens != 9 || smoke[0].TTFT < 30*time.Millisecond || smoke[0].EngineTokensPerSecond < 586 {
 		t.Fatalf("smoke %+v", smoke)
 	}
@@ -207,7 +207,7 @@ func TestWatchReadySmokeAndStop(t *testing.T) {
 		if l, ok := e.(runner.Lines); ok && slices.ContainsFunc(l.Text, func(x string) bool { return strings.Contains(x, "load_model: loading model") }) {
 			sawLoadLine = true
 		}
-		if p, ok := e.(runner.ServePhase); ok && p.Phase == "loading" && !sawLoadLine {
+		if p, ok := e.(StartupPhase); ok && p.Phase == "loading" && !sawLoadLine {
 			t.Fatal("the loading phase came before its line")
 		}
 	}
@@ -246,7 +246,7 @@ func TestWatchStallNamesThePhase(t *testing.T) {
 func TestWatchActivityKeepsAQuietPhaseAlive(t *testing.T) {
 	s := serveFixture(t, EngineLlamaCpp, "llama-server-sid-lavapipe.log", 4, map[string]string{"FX_BUSY": "1"},
 		WatchOptions{Budgets: map[PhaseID]time.Duration{PhaseLoading: time.Second}}, func(e runner.Event, w *Watcher) {
-			if p, ok := e.(runner.ServePhase); ok && p.Phase == "loading" {
+			if p, ok := e.(StartupPhase); ok && p.Phase == "loading" {
 				time.AfterFunc(3500*time.Millisecond, w.Stop) // three budgets of quiet, busy work
 			}
 		})
@@ -258,7 +258,7 @@ func TestWatchActivityKeepsAQuietPhaseAlive(t *testing.T) {
 // A stop before readiness interrupts the run.
 func TestWatchStopBeforeReady(t *testing.T) {
 	s := serveFixture(t, EngineLlamaCpp, "llama-server-sid-lavapipe.log", 4, nil, WatchOptions{}, func(e runner.Event, w *Watcher) {
-		if p, ok := e.(runner.ServePhase); ok && p.Phase == "loading" {
+		if p, ok := e.(StartupPhase); ok && p.Phase == "loading" {
 			w.Stop()
 		}
 	})
@@ -292,7 +292,7 @@ func TestWatchVLLMMaxModelLength(t *testing.T) {
 	}
 }
 
-// The machine's events reach the stream as ServePhase events: a phase with
+// The machine's events reach the stream as StartupPhase events: a phase with
 // its place and budget, then a warning within it (its text set, the phase
 // unchanged); the result keeps the last phase reached.
 func TestWatchPhasesAndWarningsOnTheStream(t *testing.T) {
@@ -306,7 +306,7 @@ func TestWatchPhasesAndWarningsOnTheStream(t *testing.T) {
 	for e := range w.out {
 		got = append(got, e)
 	}
-	entered := runner.ServePhase{Step: StepID, Phase: "loading", Title: "loading the model", Index: 2, Total: 6,
+	entered := StartupPhase{Step: StepID, Phase: "loading", Title: "loading the model", Index: 2, Total: 6,
 		Budget: llamaLoadingBudget, Elapsed: 2 * time.Second, Line: load}
 	warned := entered
 	warned.Line, warned.Warning = cpu, "the Vulkan device is a CPU (llvmpipe), not a GPU"

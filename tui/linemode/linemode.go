@@ -20,6 +20,7 @@ import (
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/installed"
 	"github.com/haloforge/haloforge/steps/runner"
+	"github.com/haloforge/haloforge/steps/serve"
 )
 
 // Options shape line mode.
@@ -200,14 +201,14 @@ func (p *printer) event(e runner.Event) (output bool) {
 		p.waiting(e)
 	case runner.StepFinished:
 		p.finished(e)
-	case runner.ServePhase:
+	case serve.StartupPhase:
 		p.servePhase(e)
-	case runner.Ready:
-		fmt.Fprintf(p.w, "%s [%s] %s\n", p.paint(sgrGreen, "✓"), e.Step, ReadySentence(e))
+	case serve.Ready:
+		fmt.Fprintf(p.w, "%s [%s] %s\n", p.paint(sgrGreen, "✓"), e.Step, e.Sentence())
 		if p.o.ReadyHint != "" {
 			fmt.Fprintf(p.w, "  %s\n", p.o.ReadyHint)
 		}
-	case runner.Smoke:
+	case serve.Smoke:
 		p.smoke(e)
 	case runner.RunFinished:
 		p.runFinished(e)
@@ -300,7 +301,7 @@ func (p *printer) clearLive() {
 }
 
 // servePhase prints a server's start-up phase, or a warning within it.
-func (p *printer) servePhase(e runner.ServePhase) {
+func (p *printer) servePhase(e serve.StartupPhase) {
 	if e.Warning != "" {
 		fmt.Fprintf(p.w, "%s [%s] in %s: %s\n", p.paint(sgrYellow, "!"), e.Step, e.Phase, e.Warning)
 		if e.Line != "" {
@@ -316,41 +317,15 @@ func (p *printer) servePhase(e runner.ServePhase) {
 }
 
 // smoke prints the first request's timings.
-func (p *printer) smoke(e runner.Smoke) {
+func (p *printer) smoke(e serve.Smoke) {
 	mark := p.paint(sgrGreen, "✓")
 	if e.Err != "" {
 		mark = p.paint(sgrRed, "✗")
 	}
-	fmt.Fprintf(p.w, "%s [%s] %s\n", mark, e.Step, SmokeSentence(e))
+	fmt.Fprintf(p.w, "%s [%s] %s\n", mark, e.Step, e.Sentence())
 	if e.Err == "" && e.Text != "" {
 		fmt.Fprintf(p.w, "  answer: %s\n", e.Text)
 	}
-}
-
-// ReadySentence is how haloforge says a server is ready, in line mode and
-// on the wizard's serve screen alike: "ready at URL in 1s: MODEL is served".
-func ReadySentence(e runner.Ready) string {
-	s := "ready at " + e.URL + " in " + text.Duration(e.Elapsed)
-	if e.Model != "" {
-		s += ": " + e.Model + " is served"
-	}
-	return s
-}
-
-// SmokeSentence is how haloforge says the first request went, in line
-// mode and on the serve screen alike (the answer goes on a line of its own).
-func SmokeSentence(e runner.Smoke) string {
-	if e.Err != "" {
-		return "first request failed: " + e.Err
-	}
-	s := fmt.Sprintf("%s answered: first token after %s, %d tokens", e.Endpoint, text.Ms(e.TTFT), e.Tokens)
-	if e.TokensPerSecond > 0 {
-		s += fmt.Sprintf(" at %.1f tok/s", e.TokensPerSecond)
-	}
-	if e.EngineTokensPerSecond > 0 {
-		s += fmt.Sprintf(" (engine: %.1f tok/s)", e.EngineTokensPerSecond)
-	}
-	return s
 }
 
 func (p *printer) started(e runner.StepStarted) {

@@ -14,6 +14,7 @@ import (
 	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/runner"
+	"github.com/haloforge/haloforge/steps/serve"
 )
 
 // printAll prints events as a run would deliver them.
@@ -235,7 +236,7 @@ func TestPrintWaitingForInputAndLeftovers(t *testing.T) {
 
 // TestPrintARunThatNeverStarted: a run refused before it began (another
 // build holds the state dir) says why, without an outcome line for a blank
-// track or a resume command (review F15).
+// track or a resume command.
 func TestPrintARunThatNeverStarted(t *testing.T) {
 	got, res := printAll([]runner.Event{runner.RunFinished{RunID: "r1", Status: steps.OutcomeFailed, Err: errors.New("another haloforge build (pid 42) is running with this state dir: /s")}},
 		Options{Resume: func(string) string { return "haloforge build --track fx --resume" }})
@@ -272,5 +273,35 @@ func TestPrintNextAfterSuccess(t *testing.T) {
 				t.Errorf("next line printed = %v, want %v:\n%s", got, tc.want, out)
 			}
 		})
+	}
+}
+
+// TestPrintAServer: the events a serve run's watch adds (steps/serve's
+// StartupPhase, Ready, Smoke) print in README.md's "Line mode output"
+// format, the readiness hint under the ready line, the answer under the
+// first completion, a failed one with ✗.
+func TestPrintAServer(t *testing.T) {
+	smoke := serve.SmokeResult{Endpoint: serve.SmokeEndpoint, TTFT: 80 * time.Millisecond, Tokens: 9, TokensPerSecond: 534.24,
+		EngineTokensPerSecond: 463.5, Text: "7a7a7a"}
+	events := []runner.Event{
+		serve.StartupPhase{Step: "serve", Phase: serve.PhaseLoading, Title: "loading the model", Index: 2, Total: 6, Budget: 6 * time.Minute, Elapsed: time.Second},
+		serve.StartupPhase{Step: "serve", Phase: serve.PhaseLoading, Title: "loading the model", Index: 2, Total: 6, Elapsed: time.Second,
+			Line: "ggml_vulkan: Warning: Device type is CPU.", Warning: "the Vulkan device is a CPU (llvmpipe), not a GPU"},
+		serve.Ready{Step: "serve", URL: "http://127.0.0.1:8080", Model: "tiny.gguf", Elapsed: 2 * time.Second},
+		serve.Smoke{Step: "serve", SmokeResult: smoke},
+		serve.Smoke{Step: "serve", SmokeResult: serve.SmokeResult{Endpoint: serve.SmokeEndpoint, Err: "the stream ended without a token"}},
+	}
+	got, _ := printAll(events, Options{ReadyHint: "serving: stop it with Ctrl-C"})
+	want := `◆ [serve] phase 2/6 loading: loading the model · 1s (stalled after 6m00s of silence)
+! [serve] in loading: the Vulkan device is a CPU (llvmpipe), not a GPU
+    line: ggml_vulkan: Warning: Device type is CPU.
+✓ [serve] ready at http://127.0.0.1:8080 in 2s: tiny.gguf is served
+  serving: stop it with Ctrl-C
+✓ [serve] /v1/completions answered: first token after 80 ms, 9 tokens at 534.2 tok/s (engine: 463.5 tok/s)
+  answer: 7a7a7a
+✗ [serve] first request failed: the stream ended without a token
+`
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("line mode (-want +got):\n%s", diff)
 	}
 }

@@ -1,0 +1,76 @@
+package serve
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/haloforge/haloforge/internal/text"
+	"github.com/haloforge/haloforge/steps/runner"
+)
+
+// The events a watch (Watch) adds to a serve run's stream, between the
+// server step's runner.StepStarted and runner.StepFinished. They are
+// runner Events (they embed runner.Added), so a consumer reads them in the
+// same type switch as the runner's own; the runner itself knows nothing of
+// servers.
+
+// StartupPhase says a server step entered a phase of its start-up, or saw
+// something worth showing within the phase it is in (Warning set).
+type StartupPhase struct {
+	runner.Added
+	Step    string
+	Phase   PhaseID // starting, loading, compile, health, … (docs/ids.md)
+	Title   string
+	Index   int           // 1-based position among the engine's phases
+	Total   int           // the engine's phases, ready included
+	Budget  time.Duration // how long the phase may stay silent before it counts as stalled
+	Elapsed time.Duration // since the server started
+	Line    string        // the log line or probe that marked it
+	Warning string        // a warning within the phase, not a new phase
+}
+
+// Ready says a server answers: the health probe and the model list are up.
+type Ready struct {
+	runner.Added
+	Step    string
+	URL     string
+	Model   string
+	Elapsed time.Duration // from the start to readiness
+	// SinceHealth is from the first 200 of the health probe to readiness.
+	SinceHealth time.Duration
+}
+
+// Sentence is how haloforge says a server is ready, in line mode and on the
+// wizard's serve screen alike: "ready at URL in 1s: MODEL is served".
+func (r Ready) Sentence() string {
+	s := "ready at " + r.URL + " in " + text.Duration(r.Elapsed)
+	if r.Model != "" {
+		s += ": " + r.Model + " is served"
+	}
+	return s
+}
+
+// Smoke is the first request a ready server answered (a short streamed
+// completion): what it measured.
+type Smoke struct {
+	runner.Added
+	Step string
+	SmokeResult
+}
+
+// Sentence is how haloforge says the first request went, in line mode, on
+// the serve screen and in the step's verdict alike (the answer goes on a
+// line of its own). Line mode's format is documented in README.md.
+func (s SmokeResult) Sentence() string {
+	if s.Err != "" {
+		return "first request failed: " + s.Err
+	}
+	line := fmt.Sprintf("%s answered: first token after %s, %s", s.Endpoint, text.Ms(s.TTFT), text.Plural(s.Tokens, "token"))
+	if s.TokensPerSecond > 0 {
+		line += fmt.Sprintf(" at %.1f tok/s", s.TokensPerSecond)
+	}
+	if s.EngineTokensPerSecond > 0 {
+		line += fmt.Sprintf(" (engine: %.1f tok/s)", s.EngineTokensPerSecond)
+	}
+	return line
+}
