@@ -10,10 +10,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/installed"
@@ -83,11 +85,19 @@ func runClean(cmd *cobra.Command, o cleanOptions) error {
 		fmt.Fprintf(out, "haloforge created nothing for %s: the state dir %s does not exist\n", o.track, dir)
 		return nil
 	}
-	if !o.dryRun {
-		unlock, err := runner.LockState(dir)
+	// A build of any track may be writing installed.json and state.json,
+	// and a build or a server of this one uses what clean removes: clean
+	// holds both locks as a build does. A dry run removes nothing and
+	// takes neither, but says what the real one would wait for.
+	if o.dryRun {
+		if err := errors.Join(runner.Busy(dir), runner.TrackBusy(dir, o.track, true)); err != nil {
+			fmt.Fprintf(out, "note: %s\n", text.Printable(cleanBusy(o.track, err).Error(), 400))
+		}
+	} else {
+		unlock, err := runner.LockTrack(dir, o.track)
 		if err != nil {
 			if errors.Is(err, runner.ErrBusy) {
-				return usageErr(fmt.Errorf("%w: clean waits until the build has ended", err))
+				return usageErr(cleanBusy(o.track, err))
 			}
 			return failedErr(err)
 		}
@@ -157,6 +167,38 @@ func runClean(cmd *cobra.Command, o cleanOptions) error {
 	return doClean(ctx, out, o, dir, c, rec, st, plan)
 }
 
+// cleanBusy says who holds the state dir or the track, and that clean
+// removes nothing until they end (the runner's own words advise a build).
+func cleanBusy(track string, err error) error {
+	var be *runner.BusyError
+	var tb *runner.TrackBusyError
+	who := func(pids []int) string {
+		var ps []string
+		for _, p := range pids {
+			if p > 0 {
+				ps = append(ps, strconv.Itoa(p))
+			}
+		}
+		if len(ps) == 0 {
+			return ""
+		}
+		return " (pid " + strings.Join(ps, ", ") + ")"
+	}
+	switch {
+	case errors.As(err, &be):
+		doing := ""
+		if be.Doing != "" {
+			doing = ", " + be.Doing
+		}
+		return fmt.Errorf("a haloforge build%s%s holds the state dir %s: clean removes nothing while a build runs; run it again once the build has ended", who([]int{be.PID}), doing, be.Dir)
+	case errors.As(err, &tb) && tb.Serving:
+		return fmt.Errorf("haloforge serves track %s%s: clean removes nothing the server uses; stop it (Ctrl-C in its terminal), then run clean again", track, who(tb.PIDs))
+	case errors.As(err, &tb):
+		return fmt.Errorf("track %s is being built%s: clean removes nothing while it builds; run it again once the build has ended", track, who(tb.PIDs))
+	}
+	return err
+}
+
 func allArg(all bool) string {
 	if all {
 		return " --all"
@@ -174,7 +216,7 @@ func sharedWith(dir, track string, st *steps.State) func(installed.Item) []strin
 		if id == track || ts == nil || ts.LastRun == "" {
 			continue
 		}
-		rep, err := readRun(dir, ts.LastRun)
+		rep, err := runner.ReadReport(dir, ts.LastRun)
 		if err != nil {
 			continue
 		}
@@ -382,19 +424,20 @@ func saveCleanRecord(rec *installed.Record, dir, track string, p cleanPlan) erro
 	return nil
 }
 
-// removeRun removes a run's directory: a directory of the state dir (no
-// link), holding the report of the track's run.
+// removeRun removes a run's directory: a directory of the state dir
+// holding the report of the track's run, reached and emptied through no
+// link (safefile.Tree).
 func removeRun(dir, id string) error {
 	if !runner.ValidRunID(id) {
 		return fmt.Errorf("%q is not a run ID", id)
 	}
-	p := filepath.Join(dir, "runs", id)
-	fi, err := os.Lstat(p)
+	t := safefile.Tree(dir)
+	fi, err := t.Lstat(runner.RunName(id))
 	if err != nil {
 		return err
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory", p)
+		return fmt.Errorf("%s is %s, not a run's directory", t.Path(runner.RunName(id)), safefile.Kind(fi.Mode()))
 	}
-	return os.RemoveAll(p)
+	return t.RemoveAll(runner.RunName(id))
 }

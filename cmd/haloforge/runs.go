@@ -86,7 +86,7 @@ type runEntry struct {
 func listRuns(stateDir, track string, limit int) []runEntry {
 	var out []runEntry
 	for _, id := range runner.RunIDs(stateDir) {
-		rep, err := readRun(stateDir, id)
+		rep, err := runner.ReadReport(stateDir, id)
 		if err == nil && track != "" && rep.Track != track {
 			continue
 		}
@@ -102,11 +102,6 @@ func listRuns(stateDir, track string, limit int) []runEntry {
 		out = out[:limit]
 	}
 	return out
-}
-
-// readRun reads run id's report.json: the one place runs reads it.
-func readRun(stateDir, id string) (*runner.Report, error) {
-	return runner.ReadReport(filepath.Join(stateDir, "runs", id))
 }
 
 // failedStep is the first step of rep that failed (not an optional one)
@@ -298,9 +293,9 @@ func runRunsShow(cmd *cobra.Command, o runsShowOptions, arg string) error {
 	if err != nil {
 		return err
 	}
-	rep, err := readRun(dir, id)
+	rep, err := runner.ReadReport(dir, id)
 	if errors.Is(err, os.ErrNotExist) {
-		if _, serr := os.Lstat(filepath.Join(dir, "runs", id)); serr != nil {
+		if _, serr := safefile.Tree(dir).Lstat(runner.RunName(id)); serr != nil {
 			return usageErr(fmt.Errorf("no run %s in %s (haloforge runs lists them)", id, filepath.Join(dir, "runs")))
 		}
 	}
@@ -353,8 +348,7 @@ func printStepLog(w io.Writer, stateDir, id string, s runner.StepReport, color b
 	if !reStepID.MatchString(s.ID) {
 		return failedErr(fmt.Errorf("run %s: %q is not a step ID", id, text.Printable(s.ID, 40)))
 	}
-	path := filepath.Join(stateDir, "runs", id, s.ID+".log")
-	f, _, err := safefile.OpenRegular(path, safefile.NoFollow)
+	f, _, err := safefile.Tree(stateDir).Open(runner.RunName(id) + "/" + s.ID + ".log")
 	if errors.Is(err, os.ErrNotExist) {
 		why := text.Printable(s.Status, 24)
 		if s.Reason != "" {

@@ -334,15 +334,30 @@ func (c Cleaner) Remove(ctx context.Context, v Verdict) (Verdict, error) {
 			return v, fmt.Errorf("%s: %s", strings.Join(v.Command, " "), engineTrouble(it.Engine, errOut, err))
 		}
 	case KindDir:
-		if err := os.RemoveAll(it.Path); err != nil {
+		t, name := c.tree(it.Path)
+		if err := t.RemoveAll(name); err != nil {
 			return v, err
 		}
 	case KindFile:
-		if err := os.Remove(it.Path); err != nil {
+		t, name := c.tree(it.Path)
+		if err := t.Remove(name); err != nil {
 			return v, err
 		}
 	}
 	return v, nil
+}
+
+// tree is where a path item is removed from, through no link: the state
+// dir for what is inside it, else the item's own directory (which the
+// check found reached through no link, or the item's marker or identity
+// vouches for it).
+func (c Cleaner) tree(p string) (safefile.Tree, string) {
+	if c.StateDir != "" && InStateDir(p, c.StateDir) {
+		if rel, err := filepath.Rel(filepath.Clean(c.StateDir), p); err == nil {
+			return safefile.Tree(c.StateDir), filepath.ToSlash(rel)
+		}
+	}
+	return safefile.Tree(filepath.Dir(p)), filepath.Base(p)
 }
 
 // maxWalk bounds DiskUsage: beyond it the size is a floor.

@@ -34,7 +34,6 @@ import (
 	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/pins"
-	"github.com/haloforge/haloforge/steps"
 )
 
 // Names of the protocol.
@@ -148,8 +147,9 @@ const maxRecord = 4 << 20
 // It is a file of the state dir: never read through a link.
 func Load(stateDir string) (*Record, error) {
 	r := &Record{Version: recordVersion, Tracks: map[string]*TrackRecord{}}
-	path := filepath.Join(stateDir, File)
-	b, err := safefile.ReadRegular(path, maxRecord, safefile.NoFollow)
+	t := safefile.Tree(stateDir)
+	path := t.Path(File)
+	b, err := t.ReadFile(File, maxRecord)
 	if errors.Is(err, fs.ErrNotExist) {
 		return r, nil
 	}
@@ -169,15 +169,15 @@ func Load(stateDir string) (*Record, error) {
 }
 
 // Save replaces the record atomically (a rename, which replaces a link
-// rather than writing through it). Only the holder of the state dir's lock
-// saves.
+// rather than writing through it), reaching it through no link in the
+// state dir (safefile.Tree). Only the holder of the state dir's lock saves.
 func (r *Record) Save(stateDir string) error {
 	r.Version = recordVersion
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	return steps.WriteFileAtomic(filepath.Join(stateDir, File), append(b, '\n'))
+	return safefile.Tree(stateDir).WriteFile(File, append(b, '\n'), 0o644)
 }
 
 // Items are track's items (none when it has no record).

@@ -3,10 +3,9 @@ package runner
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
+	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps/installed"
 )
@@ -64,15 +63,17 @@ func (r *Runner) recordCreated(step string, created []installed.Item, problems [
 // something and are not recorded yet: haloforge's by being there.
 func (r *Runner) ownDirs(step string, at time.Time, have []installed.Item) []installed.Item {
 	var out []installed.Item
-	for _, d := range []struct{ what, path string }{
-		{"cache", filepath.Join(r.o.StateDir, "cache", r.plan.Track.ID)},
-		{"data", filepath.Join(r.o.StateDir, r.plan.Track.ID)},
+	t := safefile.Tree(r.o.StateDir)
+	for _, d := range []struct{ what, name string }{
+		{"cache", "cache/" + r.plan.Track.ID},
+		{"data", r.plan.Track.ID},
 	} {
-		ents, err := os.ReadDir(d.path)
+		// A directory of the state dir, reached through no link.
+		ents, err := t.ReadDir(d.name)
 		if err != nil || len(ents) == 0 {
 			continue
 		}
-		it := installed.Item{Kind: installed.KindDir, What: d.what, Path: d.path, RunID: r.runID, Step: step}
+		it := installed.Item{Kind: installed.KindDir, What: d.what, Path: t.Path(d.name), RunID: r.runID, Step: step}
 		known := false
 		for _, h := range have {
 			known = known || h.Key() == it.Key()

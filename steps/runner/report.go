@@ -5,11 +5,11 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/installed"
 )
@@ -30,9 +30,15 @@ const (
 	RunBench = "bench" // haloforge bench --track
 )
 
+// ReportVersion is the report.json format this haloforge writes and the
+// newest it reads (a report without one is from before it was recorded,
+// and reads as this one).
+const ReportVersion = 1
+
 // Report is report.json: what a run did, step by step.
 type Report struct {
-	RunID string `json:"run_id"`
+	Version int    `json:"version"`
+	RunID   string `json:"run_id"`
 	// Kind is RunBuild, RunServe or RunBench; "" in a report written
 	// before it was recorded (a build, or a server step named serve).
 	Kind     string        `json:"kind,omitempty"`
@@ -100,7 +106,7 @@ func (s StepReport) Failed() bool {
 }
 
 func (r *Runner) newReport() *Report {
-	rep := &Report{RunID: r.runID, Kind: r.o.Kind, Track: r.plan.Track.ID, Status: steps.OutcomeRunning, DryRun: r.o.DryRun,
+	rep := &Report{Version: ReportVersion, RunID: r.runID, Kind: r.o.Kind, Track: r.plan.Track.ID, Status: steps.OutcomeRunning, DryRun: r.o.DryRun,
 		Started: r.started, RunDir: r.runDir, PinsFile: r.o.PinsFile, Notices: r.notices,
 		Resolved: Resolved{Images: []ResolvedImage{}, Wheels: []ResolvedWheel{}, Git: []ResolvedGit{}}, Installed: []installed.Item{}}
 	for _, s := range r.plan.Steps {
@@ -118,7 +124,7 @@ func (r *Runner) writeReport() error {
 	if err != nil {
 		return err
 	}
-	if err := steps.WriteFileAtomic(filepath.Join(r.runDir, ReportFile), append(b, '\n')); err != nil {
+	if err := safefile.Tree(r.o.StateDir).WriteFile(RunName(r.runID)+"/"+ReportFile, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	return nil
