@@ -257,15 +257,26 @@ func humanCommand(engine string, args ...string) []string {
 	return append(eng, args...)
 }
 
-func (c Cleaner) checkDir(it Item) Verdict {
-	v := Verdict{Item: it}
+// lstat is what a path item is now, itself; ok false with the verdict
+// when it is gone or cannot be told.
+func lstat(it Item) (fi fs.FileInfo, v Verdict, ok bool) {
+	v = Verdict{Item: it}
 	fi, err := os.Lstat(it.Path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		v.State, v.Why = Gone, it.Path+" is not there any more"
-		return v
+		return nil, v, false
 	case err != nil:
 		v.State, v.Why = Kept, err.Error()
+		return nil, v, false
+	}
+	return fi, v, true
+}
+
+func (c Cleaner) checkDir(it Item) Verdict {
+	fi, v, ok := lstat(it)
+	switch {
+	case !ok:
 		return v
 	case !fi.IsDir():
 		v.State, v.Why, v.Foreign = Kept, it.Path+" is "+safefile.Kind(fi.Mode())+" now, not the directory haloforge made", true
@@ -290,14 +301,9 @@ func (c Cleaner) checkDir(it Item) Verdict {
 }
 
 func (c Cleaner) checkFile(it Item) Verdict {
-	v := Verdict{Item: it}
-	fi, err := os.Lstat(it.Path)
+	fi, v, ok := lstat(it)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		v.State, v.Why = Gone, it.Path+" is not there any more"
-		return v
-	case err != nil:
-		v.State, v.Why = Kept, err.Error()
+	case !ok:
 		return v
 	case !fi.Mode().IsRegular():
 		v.State, v.Why, v.Foreign = Kept, it.Path+" is "+safefile.Kind(fi.Mode())+" now", true
