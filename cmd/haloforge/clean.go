@@ -94,12 +94,11 @@ func runClean(cmd *cobra.Command, o cleanOptions) error {
 			fmt.Fprintf(out, "note: %s\n", text.Printable(cleanBusy(o.track, err).Error(), 400))
 		}
 	} else {
+		// A lock file haloforge could not have made (a link, a FIFO) is
+		// bad input, as it is to a build.
 		unlock, err := runner.LockTrack(dir, o.track)
 		if err != nil {
-			if errors.Is(err, runner.ErrBusy) {
-				return usageErr(cleanBusy(o.track, err))
-			}
-			return failedErr(err)
+			return usageErr(cleanBusy(o.track, err))
 		}
 		defer unlock()
 	}
