@@ -103,6 +103,9 @@ type Options struct {
 	Supervisor []string
 	// Events is the channel capacity; 0 means DefaultEvents.
 	Events int
+	// Bin is the haloforge binary a step script calls ("$HALOFORGE_BIN"
+	// verify …); "" means this binary (os.Executable).
+	Bin string
 }
 
 // Runner runs a plan once. Read Events until it is closed.

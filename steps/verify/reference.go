@@ -21,6 +21,7 @@ import (
 //	  "prompt_set": "haloforge/verify/prompts/v1",
 //	  "model": "…", "server": "llama.cpp b11669-Debian", "backend": "CPU",
 //	  "recorded": "2026-11-29T10:00:00Z", "haloforge": "…", "top_k": 5,
+//	  "model_key": "…" (the SHA-256 of the weights, in haloforge's own cache),
 //	  "prompts": [{"id", "endpoint", "prompt", "max_tokens", "finish_reason", "text",
 //	               "tokens": [{"id", "token", "bytes", "logprob",
 //	                           "top_logprobs": [{"id", "token", "bytes", "logprob"}]}]}]
@@ -50,9 +51,12 @@ type Record struct {
 	Backend  string    `json:"backend"`
 	Recorded time.Time `json:"recorded"`
 	// Haloforge is the version that recorded it.
-	Haloforge string   `json:"haloforge"`
-	TopK      int      `json:"top_k"`
-	Answers   []Answer `json:"prompts"`
+	Haloforge string `json:"haloforge"`
+	TopK      int    `json:"top_k"`
+	// ModelKey is the SHA-256 of the model's weights (ModelKey) when
+	// haloforge recorded the reference for its cache; "" otherwise.
+	ModelKey string   `json:"model_key,omitempty"`
+	Answers  []Answer `json:"prompts"`
 }
 
 // MarshalReference is rec as a reference file (indented JSON). It refuses
@@ -168,6 +172,9 @@ func (rec *Record) validate() error {
 		if len(s) > 256 {
 			return fmt.Errorf("%s: longer than 256 bytes", name)
 		}
+	}
+	if rec.ModelKey != "" && !isHex(rec.ModelKey, 64) {
+		return errors.New("model_key: not a SHA-256")
 	}
 	if rec.Recorded.IsZero() {
 		return errors.New("no recording date")
