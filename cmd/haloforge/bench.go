@@ -16,6 +16,7 @@ import (
 	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps/bench"
+	"github.com/haloforge/haloforge/steps/verify"
 )
 
 // benchOptions are the flags of `haloforge bench`.
@@ -186,6 +187,9 @@ func compareAndPrint(ctx context.Context, cmd *cobra.Command, o benchOptions, ru
 		fmt.Fprintf(cmd.ErrOrStderr(), "note: %s\n", note)
 	}
 	rep := bench.Compare(run, bench.References(), host)
+	if o.track != "" {
+		judgeAnswers(cmd.ErrOrStderr(), &rep, stateDirOrDefault(o.stateDir), o.track)
+	}
 	if o.report != "" {
 		if err := writeBenchReport(o, rep, host, raw); err != nil {
 			return failedErr(err)
@@ -200,6 +204,23 @@ func compareAndPrint(ctx context.Context, cmd *cobra.Command, o benchOptions, ru
 		fmt.Fprintf(out, "report: %s and %s\n", o.report, strings.TrimSuffix(o.report, ".md")+".json")
 	}
 	return err
+}
+
+// judgeAnswers refuses to call the speed of a track whose answers were
+// last found wrong normal, and notes when they were never checked.
+func judgeAnswers(stderr io.Writer, rep *bench.Report, stateDir, track string) {
+	last, ok, err := verify.ReadLast(stateDir, track)
+	switch {
+	case err != nil:
+		fmt.Fprintf(stderr, "note: the last check of this stack's answers cannot be read: %v\n", err)
+	case !ok:
+		fmt.Fprintf(stderr, "note: this stack's answers were never checked (haloforge serve --track %s checks them): a speed says nothing of whether it computes right\n", track)
+	case last.Verdict == verify.Wrong:
+		rep.Refuse(fmt.Sprintf("its answers were wrong when %s last checked them (%s): %s; a stack that computes wrong has no normal speed: fix it first",
+			last.By, last.At.Local().Format("2006-01-02 15:04"), last.Line))
+	case last.Verdict == verify.NotVerified:
+		fmt.Fprintf(stderr, "note: this stack's answers were not verified when %s last checked them: %s\n", last.By, last.Line)
+	}
 }
 
 // readBenchInput reads at most bench.MaxInput bytes of a file or stdin.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/haloforge/haloforge/steps/serve"
+	"github.com/haloforge/haloforge/steps/verify"
 )
 
 // BenchmarkBenchTrackOverhead is the issue's number for bench --track: what
@@ -76,4 +77,59 @@ func TestBenchHelpExitCodes(t *testing.T) {
 			t.Errorf("bench --help lacks %q", want)
 		}
 	}
+}
+
+// bench never calls a stack's speed normal when its answers were last
+// found wrong, and says why; it notes a stack whose answers were never
+// checked.
+func TestBenchRefusesAWrongStack(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(dir, "tiny-random.gguf")
+	if err := os.WriteFile(model, []byte("GGUF"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results, err := filepath.Abs("../../steps/bench/testdata/llama-bench-lavapipe.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("FX_RESULTS", results)
+	t.Setenv("FX_ENGINE_SECONDS", "0")
+	t.Setenv("NO_COLOR", "1")
+	defer func(p serve.Probe) { probeBuilt = p }(probeBuilt)
+	probeBuilt = func(string, string, bool) (bool, bool) { return true, true }
+	state := filepath.Join(dir, "state")
+	run := func() string {
+		root := newRoot()
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&out)
+		root.SetArgs([]string{"bench", "--track", "llamacpp-distro", "--model", model, "--scripts", "testdata/standin", "--state-dir", state})
+		if err := root.ExecuteContext(context.Background()); err != nil {
+			t.Fatalf("bench: %v\n%s", err, out.String())
+		}
+		return out.String()
+	}
+	t.Run("never checked: a note", func(t *testing.T) {
+		if out := run(); !strings.Contains(out, "note: this stack's answers were never checked (haloforge serve --track llamacpp-distro checks them)") {
+			t.Fatalf("no note:\n%s", out)
+		}
+	})
+	t.Run("answered wrong: not normal, and why", func(t *testing.T) {
+		res := verify.Result{Verdict: verify.Wrong, Reason: `prompt 1 (capital, "The capital of France is"): degenerate output`}
+		if err := verify.RecordLast(state, "llamacpp-distro", "serve", res, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		out := run()
+		if !regexp.MustCompile(`(?m)^verdict: not normal, whatever the figures: its answers were wrong when serve last checked them \([0-9-]+ [0-9:]+\): WRONG OUTPUT: prompt 1 .*; a stack that computes wrong has no normal speed: fix it first$`).MatchString(out) {
+			t.Fatalf("no refusal:\n%s", out)
+		}
+	})
+	t.Run("answered right: judged as usual", func(t *testing.T) {
+		if err := verify.RecordLast(state, "llamacpp-distro", "serve", verify.Result{Verdict: verify.Right, Reason: "ok"}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if out := run(); strings.Contains(out, "not normal") || strings.Contains(out, "never checked") {
+			t.Fatalf("a right stack refused:\n%s", out)
+		}
+	})
 }

@@ -36,6 +36,18 @@ type Report struct {
 	Verdict     string
 }
 
+// Refuse marks the report of a stack that answers wrong (haloforge
+// verify's verdict, why): its figures stay, but no verdict calls them
+// normal, since speed on a wrong computation is no speed of the model.
+func (rep *Report) Refuse(why string) {
+	for i, c := range rep.Comparisons {
+		if c.Reference != nil {
+			rep.Comparisons[i].Verdict = fmt.Sprintf("not judged (%.0f %% of %s): the stack answers wrong", c.Ratio*100, c.Reference.Label)
+		}
+	}
+	rep.Verdict = "not normal, whatever the figures: " + why
+}
+
 // withinBand is the share either side of the reference called normal.
 const withinBand = 0.10
 

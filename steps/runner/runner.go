@@ -379,6 +379,10 @@ type Verdict struct {
 	Why         string
 	Verified    []string
 	NotVerified []string
+	// Findings are what the consumer recognised besides the step's own
+	// output (a server's wrong answers): they join the step's findings in
+	// the report and in StepFinished.
+	Findings []diagnose.Finding
 }
 
 // Settle ends the running step with the consumer's verdict instead of its

@@ -180,6 +180,7 @@ func (r *Runner) execute(ctx context.Context, s steps.PlannedStep, logPath strin
 	if end.verdict != nil {
 		out = settled(*end.verdict, out)
 		out.left, out.started = end.left, true
+		res.findings = append(res.findings, end.verdict.Findings...)
 		return res, out
 	}
 	out.left, out.started = end.left, true

@@ -161,6 +161,12 @@ func (e *Engine) Serve(ctx context.Context, r tui.ServeRequest) (tui.Serving, er
 	wo := serve.WatchOptions{Smoke: true}
 	if e.Prober != nil {
 		wo.Prober = e.Prober()
+	} else {
+		// A real server: check its answers as `haloforge serve` does.
+		co := serve.CheckOptions{Request: e.request(r, p, e.noGPU(), e.ceiling().Unified), Run: e.runOptions(p), StateDir: e.StateDir}
+		wo.Check = func(ctx context.Context, progress func(string)) serve.AnswerCheck {
+			return serve.CheckAnswers(ctx, l, co, progress)
+		}
 	}
 	return serve.Start(ctx, l, e.runOptions(p), wo)
 }
