@@ -270,7 +270,7 @@ FAKE
   run grep '^verified' "$HALOFORGE_RESULT_FILE"
   [[ "$output" == *"$(printf 'verified\t')answers on Vulkan0: right: 6 prompts agree with the reference recorded on CPU by llama.cpp b11669"* ]]
   # no server is left running
-  ! pgrep -f "$T/bin/llama-server" >/dev/null
+  [ -z "$(pgrep -f "$T/bin/llama-server" || true)" ]
   # a second run finds the reference kept: no CPU server, no recording
   : >"$T/server-calls"
   : >"$HALOFORGE_RESULT_FILE"
@@ -289,7 +289,7 @@ FAKE
   [[ "$output" == *'WRONG OUTPUT: prompt 1 (capital, "The capital of France is"), position 0: expected " Paris"'* ]]
   run grep '^not-verified' "$HALOFORGE_RESULT_FILE"
   [[ "$output" == "$(printf 'not-verified\t')answers on Vulkan0: WRONG OUTPUT: prompt 1 "* ]]
-  ! pgrep -f "$T/bin/llama-server" >/dev/null
+  [ -z "$(pgrep -f "$T/bin/llama-server" || true)" ]
 }
 
 @test "verify: without a haloforge binary the answers are not verified, and it says why" {
