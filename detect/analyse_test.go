@@ -458,3 +458,26 @@ func TestHostileBundleNeverReachesTheReport(t *testing.T) {
 		t.Errorf("the kernel release is not shown:\n%s", out.String())
 	}
 }
+
+// strixKFD is a gfx1151 KFD node (values of the fixtures' prose, see INDEX.md).
+const strixKFD = "gfx_target_version 110501\nsimd_count 80\nsimd_per_cu 2\nvendor_id 4098\ndevice_id 5510\ndrm_render_minor 128\ncwsr_size 1\nctl_stack_size 1\n"
+
+// checkCase is one row of a check's table test: the files, the status, a
+// text the summary must hold and one the fix (or detail) must hold.
+type checkCase struct {
+	name   string
+	files  map[string]string
+	status Status
+	want   string
+	fix    string
+}
+
+// analyseStrix analyses a gfx1151 host (its KFD node) with these files added.
+func analyseStrix(t *testing.T, files map[string]string) *Report {
+	t.Helper()
+	all := map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": strixKFD}
+	for k, v := range files {
+		all[k] = v
+	}
+	return Analyse(bundleOf(t, all))
+}

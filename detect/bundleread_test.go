@@ -20,7 +20,7 @@ import (
 
 // member is one entry of a test archive. Data nil means size zero bytes,
 // written as precompressed gzip members so that a gigabyte costs a
-// megabyte, as in the reliability review's bombs.
+// megabyte, as archive bombs do.
 type member struct {
 	name string
 	size int64
@@ -125,8 +125,8 @@ func readBundleWithin(t testing.TB, p string, lim ...bundleLimits) (*Bundle, err
 	}
 }
 
-// hostileBundle is one of the reliability review's bundles (F1), or a new
-// variant of one, and the refusal it must get.
+// hostileBundle is a hostile bundle (links, devices, bombs, members that
+// leave the bundle) and the refusal it must get.
 type hostileBundle struct {
 	name string
 	make func(t testing.TB, dir string) string // returns the bundle path
@@ -513,7 +513,7 @@ func writeWorstBundle(t testing.TB, p string, fill func(int) []byte) {
 
 // TestReadBundlePeakRSS measures, in a child process, the peak memory of
 // reading and analysing each hostile bundle and the worst accepted ones: it
-// must stay under 256 MiB whatever the bundle (the review's bundle took 4.3 GB).
+// must stay under 256 MiB whatever the bundle (a 3.7 MB bomb once took 4.3 GB).
 func TestReadBundlePeakRSS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds gigabyte bombs")
@@ -559,7 +559,7 @@ func writeKFDBundle(t testing.TB, p string) {
 }
 
 // BenchmarkReadBundlePeakRSS reports the peak memory of reading and
-// analysing the worst accepted bundle and the review's 3.7 MB bomb against
+// analysing the worst accepted bundle and a 3.7 MB bomb against
 // the baseline of a real machine's bundle, each in its own child process.
 // The figures are memory, not time: the ratio is what to compare.
 func BenchmarkReadBundlePeakRSS(b *testing.B) {

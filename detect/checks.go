@@ -229,7 +229,7 @@ func checkGPU(f *facts, r *Report) Check {
 	sum := "no AMD GPU found; this machine has " + strings.Join(seen, ", ")
 	if len(foreign) == len(seen) {
 		// Only other vendors' GPUs: say plainly what haloforge is for, not
-		// BIOS advice that cannot help (issue 14: the NVIDIA H100 machine).
+		// BIOS advice that cannot help (an NVIDIA H100 machine got it).
 		return Check{Status: StatusFail, Summary: sum,
 			Remedy: advice("haloforge sets up AMD GPUs (Strix Halo, gfx1151, first); it cannot drive " + strings.Join(foreign, ", ") + ".\n" +
 				"To see what it does on a Strix Halo, run: haloforge demo\n" +

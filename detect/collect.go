@@ -259,7 +259,7 @@ func transcript(args []string, out []byte) []byte {
 // runCommand runs one command in its own process group with its output in
 // a file, not a pipe: a grandchild that keeps the pipe open, or a busy
 // machine slow to drain it, cannot then hold Wait up or cut the output
-// (ux-review finding 15: a 100 ms WaitDelay dropped distrobox.txt). A
+// (a 100 ms WaitDelay dropped distrobox.txt on a busy machine). A
 // command that outlives its budget is killed with its whole group.
 func runCommand(ctx context.Context, c command, budget time.Duration) commandResult {
 	path, err := exec.LookPath(c.args[0])

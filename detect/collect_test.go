@@ -24,7 +24,7 @@ func fakeTools(t *testing.T, scripts map[string]string) {
 	t.Setenv("PATH", bin)
 }
 
-// TestCollectSlowCommand is ux-review finding 15: on a busy machine doctor
+// TestCollectSlowCommand: on a busy machine doctor
 // dropped its distrobox check. A distrobox that hangs (a real script that
 // sleeps, with a child of its own) must yield a distrobox check that says it
 // could not be run in time, and leave no process behind.
@@ -168,7 +168,7 @@ func (s *sysfsRoot) pciDevice(parent, slot, driver string, attrs map[string]stri
 	}
 }
 
-// TestCollectPCISysfsNvidiaOnly is issue 14's machine: one NVIDIA H100, no
+// TestCollectPCISysfsNvidiaOnly: a machine with one NVIDIA H100, no
 // AMD GPU, no lspci. The live collector copies the GPU's PCI attributes
 // from sysfs (and nothing of the other devices), and doctor names the GPU
 // and says plainly what haloforge is for, instead of BIOS advice.

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestFirmwareRollbackIsAPair: the 7.2.x + 20260810 rollback goes back to a
@@ -148,5 +150,135 @@ func TestMESRulesForEveryRDNA35APU(t *testing.T) {
 	// The held gfx1150 bundle (a Radeon 890M) is judged now, not skipped as "for gfx1151".
 	if c, _ := Analyse(mustBundle(t, "gfx1150")).Check(CheckMESFirmware); strings.Contains(c.Summary, "is for gfx1151") {
 		t.Errorf("gfx1150: %s", c.Summary)
+	}
+}
+
+// TestParseFirmwarePackages reads every way the firmware package reaches a
+// bundle: the collector's transcript per package manager, and what users paste.
+func TestParseFirmwarePackages(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     []FirmwarePackage
+	}{
+		{"dpkg-query -W (collector)", "$ dpkg-query -W linux-firmware firmware-amd-graphics\nlinux-firmware\t20240318.git3b128b60-0ubuntu2.13\ndpkg-query: no packages found matching firmware-amd-graphics\n",
+			[]FirmwarePackage{{"linux-firmware", "20240318.git3b128b60-0ubuntu2.13", "20240318", "dpkg"}}},
+		{"rpm -q (collector, Fedora split)", fixture(t, "gfx1151-kernel72-fw20260810/firmware-package.txt"),
+			[]FirmwarePackage{{"linux-firmware", "20260810-1.fc44", "20260810", "rpm"}, {"amd-gpu-firmware", "20260810-1.fc44", "20260810", "rpm"}}},
+		{"pacman -Q (collector, Arch)", fixture(t, "gfx1151-fw20251125/firmware-package.txt"),
+			[]FirmwarePackage{{"linux-firmware", "20251125-2", "20251125", "pacman"}, {"linux-firmware-amdgpu", "20251125-2", "20251125", "pacman"}}},
+		{"pacman -Q pasted without the command (c0rb4c, ROCm issue)", "linux-firmware-amdgpu 20251125-2\n",
+			[]FirmwarePackage{{"linux-firmware-amdgpu", "20251125-2", "20251125", ""}}},
+		{"dnf list installed", "Installed Packages\namd-gpu-firmware.noarch              20251111-1.fc43            @updates\n",
+			[]FirmwarePackage{{"amd-gpu-firmware", "20251111-1.fc43", "20251111", "rpm"}}},
+		{"rpm -qa | grep firmware", "iwlwifi-mvm-firmware-20251111-1.fc43.noarch\namd-gpu-firmware-20251111-1.fc43.noarch\namd-ucode-firmware-20251111-1.fc43.noarch\n",
+			[]FirmwarePackage{{"amd-gpu-firmware", "20251111-1.fc43", "20251111", "rpm"}}},
+		{"dpkg -l (Debian, epoch)", "ii  firmware-amd-graphics 1:20230210-5 all Binary firmware for AMD/ATI graphics chips\n",
+			[]FirmwarePackage{{"firmware-amd-graphics", "1:20230210-5", "20230210", "dpkg"}}},
+		{"NixOS readlink (collector)", "$ readlink /nix/store/8d2d1bdpw2qkc1wh6d4wzy8mvmd39w9a-firmware/lib/firmware/amdgpu\n/nix/store/q0v3mxbzlqz8rk3d1cx8f9yjvn1y0dpa-linux-firmware-20260810-zstd/lib/firmware/amdgpu\n",
+			[]FirmwarePackage{{"linux-firmware", "20260810-zstd", "20260810", "nix"}}},
+		{"Gentoo qlist", "sys-kernel/linux-firmware-20251125\n", []FirmwarePackage{{"linux-firmware", "20251125", "20251125", "portage"}}},
+		{"not installed anywhere", "$ rpm -q linux-firmware\npackage linux-firmware is not installed\nerror: package 'linux-firmware-amdgpu' was not found\n", nil},
+		{"other packages only", "linux 6.18.1.arch1-2\nlinux-firmware-whence 20251125-2\namd-ucode 20251125-2\n", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if d := cmp.Diff(tc.want, ParseFirmwarePackages(tc.in)); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+	// Pasted as people paste it: prompts, ANSI, CRLF, trailing spaces, quotes.
+	// (A pasted prompt also names the manager; the rest must read the same.)
+	assertTolerant(t, "pacman", "linux-firmware-amdgpu 20251125-2\n", "pacman -Q linux-firmware-amdgpu", func(s string) []FirmwarePackage {
+		ps := ParseFirmwarePackages(s)
+		for i := range ps {
+			ps[i].Manager = ""
+		}
+		return ps
+	})
+	if p := amdgpuFirmwarePackage(ParseFirmwarePackages(fixture(t, "gfx1151-kernel72-fw20260810/firmware-package.txt"))); p == nil || p.Name != "amd-gpu-firmware" {
+		t.Errorf("the AMD-only package must win over linux-firmware: %+v", p)
+	}
+	for v, want := range map[string]string{"20251125": "20251125", "20240318.git3b128b60-0ubuntu2.13": "20240318", "1:20230210-5": "20230210",
+		"20251332-1": "", "2025112-1": "", "0.0.20251125": "", "202511250": ""} {
+		if got := FirmwareRelease(v); got != want {
+			t.Errorf("FirmwareRelease(%q) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// TestFirmwarePairCheck: 20251125 is flagged on gfx1151, kernel 7.2.x with
+// 20260810 warns (never fails), and the running MES version overrules the
+// package's date.
+func TestFirmwarePairCheck(t *testing.T) {
+	rpm := func(v string) string {
+		return "$ rpm -q linux-firmware amd-gpu-firmware\namd-gpu-firmware-" + v + ".noarch\n"
+	}
+	tests := []checkCase{
+		{"20251125 on gfx1151", map[string]string{"firmware-package.txt": rpm("20251125-1.fc43"), "uname.txt": "6.18.9-200.fc43.x86_64\n"},
+			StatusFail, "amd-gpu-firmware 20251125-1.fc43 is linux-firmware 20251125", "sudo dnf upgrade --refresh amd-gpu-firmware"},
+		{"20251125 but MES 0x80 running", map[string]string{"firmware-package.txt": rpm("20251125-2.fc43"), "sys/class/drm/card1/device/fw_version/mes_fw_version": "0x00000080\n"},
+			StatusOK, "the running MES is 0x80", ""},
+		{"MES 0x83 running, package unknown", map[string]string{"sys/class/drm/card1/device/fw_version/mes_fw_version": "0x00000083\n", "uname.txt": "6.18.9-200.fc43.x86_64\n"},
+			StatusFail, "the running MES firmware is 0x83", "Update the firmware to 20260110 or newer"},
+		{"kernel 7.2 with 20260810", map[string]string{"firmware-package.txt": rpm("20260810-1.fc44"), "uname.txt": "7.2.1-ogc4.1.fc44.x86_64\n"},
+			StatusWarn, "kernel 7.2.1-ogc4.1.fc44.x86_64 with linux-firmware 20260810", "downgrade amd-gpu-firmware-20260622"},
+		{"kernel 7.1 with 20260810", map[string]string{"firmware-package.txt": rpm("20260810-1.fc44"), "uname.txt": "7.1.5-ogc5.1.fc44.x86_64\n"},
+			StatusOK, "not a known-bad pair", ""},
+		{"kernel 7.2 with 20260622", map[string]string{"firmware-package.txt": rpm("20260622-1.fc44"), "uname.txt": "7.2.0-ogc4.1.fc44.x86_64\n"},
+			StatusOK, "not a known-bad pair", ""},
+		{"kernel 7.2, firmware unknown", map[string]string{"uname.txt": "7.2.0-ogc4.1.fc44.x86_64\n"},
+			StatusSkip, "firmware version is unknown", "rpm -q linux-firmware amd-gpu-firmware"},
+		{"unknown package, MES 0x80", map[string]string{"firmware.txt": fixture(t, "gfx1151-dkms-512m/firmware.txt"), "uname.txt": "6.18.9-200.fc43.x86_64\n"},
+			StatusOK, "MES firmware 0x80: not a known-bad pair", ""},
+		{"NixOS 7.2 + 20260810 (nix-amd-ai#105)", map[string]string{"uname.txt": "7.2.3\n",
+			"firmware-package.txt": "$ readlink /nix/store/8d2d1bdpw2qkc1wh6d4wzy8mvmd39w9a-firmware/lib/firmware/amdgpu\n/nix/store/q0v3mxbzlqz8rk3d1cx8f9yjvn1y0dpa-linux-firmware-20260810-zstd/lib/firmware/amdgpu\n"},
+			StatusWarn, "linux-firmware 20260810", "d7df67e2ba27de7e4ecd05bd15824b7c09d11831"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := analyseStrix(t, tc.files)
+			c := mustCheck(t, r, "firmware-kernel-pair", tc.status)
+			if !strings.Contains(c.Summary, tc.want) || !strings.Contains(c.Fix, tc.fix) {
+				t.Errorf("summary %q\nfix:\n%s\nwant %q / %q", c.Summary, c.Fix, tc.want, tc.fix)
+			}
+			if tc.status == StatusWarn && r.ROCmBroken() {
+				t.Error("a warning must not rule ROCm out")
+			}
+			if tc.status == StatusFail && !r.ROCmBroken() {
+				t.Error("the firmware that hangs gfx1151 rules ROCm out of the recommendation")
+			}
+		})
+	}
+	// Not an AMD machine: nothing to say.
+	mustCheck(t, Analyse(mustBundle(t, "nvidia-h100-sysfs")), "firmware-kernel-pair", StatusSkip)
+	// gfx1150 with 20251125: its MES 0x83 hangs gfx1150 as well (ROCm/legacy-rocm-build#5724,
+	// KL1RL; the gc_11_5_0 revert 3d5c8135 missed that release), so it fails as on gfx1151.
+	r := Analyse(bundleOf(t, map[string]string{"rocminfo.txt": fixture(t, "gfx1150/rocminfo.txt"), "firmware-package.txt": "linux-firmware-amdgpu 20251125-2\n"}))
+	mustCheck(t, r, "firmware-kernel-pair", StatusFail)
+	// gfx1103 (a 780M, RDNA3) with 20251125: reported with MES failures, a warning.
+	r = Analyse(bundleOf(t, map[string]string{"lspci.txt": "c4:00.0 VGA compatible controller [0300]: Advanced Micro Devices, Inc. [AMD/ATI] Phoenix1 [1002:15bf] (rev c4)\n", "firmware-package.txt": "linux-firmware-amdgpu 20251125-2\n"}))
+	mustCheck(t, r, "firmware-kernel-pair", StatusWarn)
+}
+
+// TestKernel72FirmwarePair: doctor on a snapshot of a kernel 7.2 box with
+// firmware 20260810 warns, with the facts a plan needs and a rollback in
+// its fix; a box with 20251125 is flagged and rules ROCm out.
+func TestKernel72FirmwarePair(t *testing.T) {
+	r := Analyse(mustBundle(t, "gfx1151-kernel72-fw20260810"))
+	c := mustCheck(t, r, "firmware-kernel-pair", StatusWarn)
+	if p := r.Firmware.Package; p == nil || p.Name != "amd-gpu-firmware" || p.Release != "20260810" || p.Manager != "rpm" || *r.Kernel.Release != "7.2.0-ogc4.1.fc44.x86_64" {
+		t.Errorf("facts a plan needs: %s %s", jsonOf(r.Firmware), jsonOf(r.Kernel.Release))
+	}
+	if len(r.Failed()) > 0 || r.ROCmBroken() {
+		t.Errorf("the pair warns, never blocks: failed %v", r.Failed())
+	}
+	if !strings.Contains(c.Fix, "noamsto/nix-amd-ai#105") || !strings.Contains(c.Fix, "sudo rpm-ostree rollback") {
+		t.Errorf("fix:\n%s", c.Fix)
+	}
+	old := Analyse(mustBundle(t, "gfx1151-fw20251125"))
+	mustCheck(t, old, "firmware-kernel-pair", StatusFail)
+	if !old.ROCmBroken() {
+		t.Error("20251125 on gfx1151 must rule ROCm out")
 	}
 }

@@ -298,7 +298,7 @@ func FuzzReadBundle(f *testing.F) {
 		f.Add(fixtureAt(f, p))
 	}
 	f.Add("\x1f\x8b\x08\x00\x00\x00\x00\x00")
-	// The reliability review's hostile archives (F1), small: links and
+	// Hostile archives, small: links and
 	// devices under known names, a header claiming a gigabyte, a member
 	// leaving the bundle, a dmesg over the line cap, many members.
 	for _, ms := range [][]member{

@@ -67,7 +67,7 @@ func writeLogFile(tb testing.TB, path string, write func(w io.Writer)) {
 
 // vllmBuildLog is one cycle of a healthy vLLM + flash-attention ROCm
 // wheel build (hipify, ninja, clang's loop-unroll and occupancy warnings,
-// setuptools' copying and adding lines): the log shape of issue 12.
+// setuptools' copying and adding lines): the shape of a real build log.
 const vllmBuildLog = "testdata/vllm-build.log"
 
 // ninjaProgress is ninja's "[n/N] " line prefix.

@@ -6,7 +6,7 @@ import "testing"
 // look-alikes next to them that must stay quiet: the tools' own messages
 // (llama.cpp's rpc-server.cpp and --rpc option, RCCL's and NCCL's INFO and
 // WARN lines, Ray's GCS client, vLLM's capture progress), written with the
-// families (issue 18); the real excerpts are rows c01–c13 of holdout.jsonl.
+// families; the real excerpts are rows c01–c13 of holdout.jsonl.
 func TestClusterWordings(t *testing.T) {
 	checkWordings(t, []wordingCase{
 		{"zsh's wording of the old name", []string{"zsh: command not found: rpc-server"}, []string{"rpc-server-renamed"}},

@@ -131,7 +131,7 @@ func symlink(t *testing.T, target, link string) {
 	}
 }
 
-// TestOpenInputDirReadsOnlyItsRegularFiles is the review's F7: a bundle
+// TestOpenInputDirReadsOnlyItsRegularFiles: a bundle
 // directory with links out of it (to a file holding a secret, to
 // /dev/zero), a FIFO, a socket and a broken link among its logs. Only the
 // regular files inside it are read, a link that stays inside is followed,

@@ -140,7 +140,7 @@ func (m *Matcher) eval(n int, line []byte) {
 	// One hit per literal: a pattern's check (its regexp, its exclusions)
 	// is about the whole line, so a literal that occurs again on the same
 	// line changes nothing, and checking it at each occurrence made a long
-	// line with many occurrences quadratic (issue 15 F6).
+	// line with many occurrences quadratic.
 	m.stamp++
 	hits := m.scratch[:0]
 	engine.set.each(line, func(id, at int) {

@@ -954,7 +954,7 @@ var rules = withSignals([]Rule{
 			{lit: "your requirements are unsatisfiable", unless: []string{"depends on torch=="}, unlessWithin: 5},
 		},
 	},
-	// Families of the serve wave (issue 17), from 2026 threads; each has its
+	// Families of serving (haloforge serve), from 2026 threads; each has its
 	// excerpts first in testdata/holdout.jsonl (h38-h49) with near misses
 	// that must stay quiet (n14-n19).
 	{
@@ -1071,7 +1071,7 @@ var rules = withSignals([]Rule{
 			{lit: "core engine proc(s) to start", marker: true},
 		},
 	},
-	// ---- clusters (issue 18: haloforge cluster; field research 2026-11 §2b) ----
+	// ---- clusters (haloforge cluster; field research 2026-11) ----
 	// One block, appended, so parallel additions to the table merge cleanly.
 	{
 		ID:      "rpc-server-renamed",

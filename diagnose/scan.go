@@ -35,7 +35,7 @@ func Scan(r io.Reader, o MatcherOptions) ([]Finding, error) {
 // archives return 4-64 KiB a read), and only the bytes after the carried
 // part of a line are searched for its end (the carried part has none).
 // Searching the whole buffer after each read made a 16 MiB line of a
-// gzip member cost hundreds of passes over it (issue 15 F6).
+// gzip member cost hundreds of passes over it.
 func (m *Matcher) scan(r io.Reader) error {
 	// buf is a window of store that starts at 1 MiB and doubles up to
 	// maxLine; store is kept for the next scan (scanBufs), so the window

@@ -88,7 +88,7 @@ func processCPU() time.Duration {
 // line without a newline searched the whole buffer again (a 16 MiB line
 // cost 32 GiB of searching), and a long line was checked against a rule
 // once per occurrence of its literal, each check reading the whole line
-// (issue 15 F6: 71 s for a 1 GiB NUL member of a 1 MB .tar.gz); that one
+// (71 s for a 1 GiB NUL member of a 1 MB .tar.gz); that one
 // does not finish N in a minute.
 func TestScanWorkIsLinear(t *testing.T) {
 	// 8n is maxLine: a line without newlines fills the buffer, which is
@@ -158,7 +158,7 @@ func TestScanFindsAcrossSmallReads(t *testing.T) {
 }
 
 // BenchmarkScanWithoutNewlines scans 256 MiB that hold no newline (NUL
-// bytes, as in the review's archive members) in the reads of a file
+// bytes, as in an archive bomb's members) in the reads of a file
 // (1 MiB) and of a pipe or an archive (64 KiB), beside the same bytes as
 // short lines: the per-byte cost must not depend on either.
 func BenchmarkScanWithoutNewlines(b *testing.B) {

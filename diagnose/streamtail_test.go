@@ -8,7 +8,7 @@ import (
 	"testing/iotest"
 )
 
-// Round 2, C2: standard input gets the suspect lines a file gets, numbered
+// TestStdinSuspects: standard input gets the suspect lines a file gets, numbered
 // as lines of the whole stream, from a tail of bounded size.
 func TestStdinSuspects(t *testing.T) {
 	in, err := OpenInput("-", strings.NewReader("foo\nerror: something broke badly\n"))

@@ -32,8 +32,8 @@ func loadWithin(t *testing.T, path string) (*File, error) {
 	}
 }
 
-// TestLoadRefusesSpecialFiles is the reliability review's F8: /dev/zero grew
-// memory until Go crashed, a FIFO hung. Only regular files are read, with a
+// TestLoadRefusesSpecialFiles: /dev/zero used to grow memory until Go
+// crashed, a FIFO hung. Only regular files are read, with a
 // bound, and the message says what the path really is.
 func TestLoadRefusesSpecialFiles(t *testing.T) {
 	dir := t.TempDir()

@@ -78,8 +78,12 @@ var specs = []Spec{
 	{Name: "LLAMACPP_ROCM_IMAGE", Kind: KindImage, Help: "llama.cpp ROCm toolbox image"},
 	{Name: "LLAMACPP_ROCM_NIGHTLY_IMAGE", Kind: KindImage, Help: "llama.cpp on a TheRock nightly"},
 	{Name: "LLAMA_STALL_TIMEOUT", Kind: KindInt, Help: "seconds without output before a ladder rung counts as hung"},
+	{Name: "LLAMACPP_ROCM_PREBUILT_URL", Kind: KindURL, Help: "prebuilt gfx1151 llama.cpp ROCm build (a release zip) the ladder's prebuilt rung runs"},
+	{Name: "LLAMACPP_ROCM_PREBUILT_SHA256", Kind: KindDigest, Help: "sha256 of LLAMACPP_ROCM_PREBUILT_URL's file, checked before it is unpacked"},
 	// ollama
+	{Name: "OLLAMA_BACKEND", Kind: KindName, Help: "Ollama's GPU engine: rocm (OLLAMA_IMAGE) or vulkan (OLLAMA_VULKAN_IMAGE)"},
 	{Name: "OLLAMA_IMAGE", Kind: KindImage, Help: "Ollama ROCm image"},
+	{Name: "OLLAMA_VULKAN_IMAGE", Kind: KindImage, Help: "Ollama image with the Vulkan engine (the plain, non -rocm one)"},
 	{Name: "OLLAMA_PORT", Kind: KindInt, Help: "Ollama API port"},
 	{Name: "OLLAMA_GPU_OVERHEAD", Kind: KindInt, Help: "bytes of GPU memory Ollama keeps free (OLLAMA_GPU_OVERHEAD)"},
 	// therock-aotriton
@@ -97,7 +101,7 @@ var specs = []Spec{
 	{Name: "GFX803_AUDIO_REF", Kind: KindRef, Help: "torchaudio tag"},
 	{Name: "GFX803_LOCAL_BASE_IMAGE", Kind: KindImage, Help: "name of the base image 00-build-base.sh makes"},
 	{Name: "GFX803_IMAGE", Kind: KindImage, Help: "name of the PyTorch image the gfx803 steps make"},
-	// llamacpp-distro (issue 17): llama.cpp from the distribution's packages, no build
+	// llamacpp-distro: llama.cpp from the distribution's packages, no build
 	{Name: "LLAMACPP_DISTRO_IMAGE", Kind: KindImage, Help: "image of the llamacpp-distro box (Debian sid, Ubuntu 26.04 or Fedora)"},
 	{Name: "LLAMACPP_DISTRO_BOX", Kind: KindName, Help: "distrobox name of the llamacpp-distro track"},
 	{Name: "LLAMACPP_DISTRO_BACKEND", Kind: KindName, Help: "ggml GPU backend: auto (HIP when it has code for the GPU, else Vulkan), vulkan or hip"},

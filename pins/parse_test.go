@@ -32,8 +32,9 @@ func TestParseRealVersionsEnv(t *testing.T) {
 	v := f.Values()
 	for name, want := range map[string]string{
 		"GPU_TARGET":        "gfx1151",
-		"PYTORCH_ROCM_ARCH": "gfx1151", // via ${GPU_TARGET}
-		"TORCH_VERSION":     "2.11.0+rocm7.14.0",
+		"PYTORCH_ROCM_ARCH": "gfx1151",           // via ${GPU_TARGET}
+		"TORCH_VERSION":     "2.11.0+rocm10.0.0", // the ROCm 10 set, via ${ROCM_VERSION}
+		"CK_REF":            "rocm-10.0.0",
 		"SPOOF_BASE_DIGEST": "sha256:a92fa9cb915027468e85e147f4dd1c87f026d7974610280546a2a1f94a146889",
 		"VLLM_IMAGE":        "docker.io/rocm/vllm:rocm10.0.0_ubuntu24.04_py3.14_pytorch_2.12.0_vllm_0.27.0@sha256:b8a082f346d069376d35784250e38b23a043efe979408ae3a33d7c6b62ee3276",
 	} {
@@ -129,7 +130,7 @@ func TestParseRejects(t *testing.T) {
 
 // TestParseQuoteLine: an unbalanced quote is reported where it opens, in a
 // file where the shell parser only notices it dozens of lines further down
-// (the reliability review's unbal-dq.env and unbal-sq.env), and alone.
+// (unbalanced double and single quotes), and alone.
 func TestParseQuoteLine(t *testing.T) {
 	real := repoVersionsEnv(t)
 	lines := strings.Split(string(real), "\n")
@@ -320,7 +321,7 @@ func TestDiff(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add(repoVersionsEnv(f))
 	for _, s := range []string{"A=$(x)", "GPU_TARGET=gfx1151\n", "VLLM_REF=\"${GPU_TARGET}\"\n", "x=`y`", "\x00", "'", "GPU_TARGET=gfx1151 # c\n",
-		// the reliability review's hostile inputs (F12)
+		// hostile inputs: quotes left open over lines
 		"ROCM_VERSION=\"7.14.0\nGPU_TARGET=\"gfx1151\"\n", "ROCM_VERSION='7.14.0\n# don't\n",
 		"THEROCK_INDEX_URL=https://r\u0435po.amd.com/rocm/\n", "THEROCK_INDEX_URL='https://repo.amd.com/x;id|y&z>w<v(u)'\n",
 		"THEROCK_INDEX_URL=https://xn--rpo-bed.amd.com/rocm/\n", "\ufeffGPU_TARGET=gfx1151\n"} {

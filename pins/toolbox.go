@@ -10,7 +10,7 @@ import (
 // toolboxSpecs are the build variables toolbox/toolbox.env may define: the
 // box's directories and GPU targets. The file is read by the same strict
 // parser as versions.env, against these names only, so that nothing in it
-// ever runs (reliability review F2: the step scripts used to eval it).
+// ever runs (the step scripts used to eval it).
 var toolboxSpecs = []Spec{
 	{Name: "WORK_DIR", Kind: KindPath, Help: "sources and build trees inside the box (an absolute path)"},
 	{Name: "VENV_DIR", Kind: KindPath, Help: "the Python venv inside the box (an absolute path)"},

@@ -33,7 +33,7 @@ func TestParseToolboxShippedFile(t *testing.T) {
 
 func TestParseToolboxRefuses(t *testing.T) {
 	for _, tc := range []struct{ name, text, want string }{
-		{"command substitution (review F2a)", "# harmless\nWORK_DIR=/workspace$(touch /tmp/pwned-tbx)\n", "toolbox.env:2:20: command substitution $(…) is not allowed"},
+		{"command substitution", "# harmless\nWORK_DIR=/workspace$(touch /tmp/pwned-tbx)\n", "toolbox.env:2:20: command substitution $(…) is not allowed"},
 		{"backticks", "VENV_DIR=`id`\n", "toolbox.env:1:10: backticks"},
 		{"a pin", "ROCM_VERSION=7.14.0\n", "toolbox.env:1:1: unknown name ROCM_VERSION: toolbox.env defines only WORK_DIR, VENV_DIR, GPU_TARGET, PYTORCH_ROCM_ARCH, GPU_ARCHS"},
 		{"an environment name", "LD_PRELOAD=/tmp/x.so\n", "unknown name LD_PRELOAD: toolbox.env defines only"},

@@ -20,6 +20,9 @@ const (
 	StatusStable          Status = "stable"
 	StatusExperimental    Status = "experimental"
 	StatusBlockedUpstream Status = "blocked-upstream"
+	// StatusHistory: kept runnable to reproduce or compare an old setup, not
+	// offered for new builds (`tracks` and the picker list it only when asked).
+	StatusHistory Status = "history"
 )
 
 // Track is one way to get from a bare box to a working stack.
@@ -27,12 +30,15 @@ type Track struct {
 	ID          string
 	Title       string
 	Status      Status
-	Description string   // what it does and when to pick it
-	Pros        []string // why someone picks it
-	Cons        []string // what it costs
-	GFX         []string // LLVM targets it supports
-	Requires    []string // host requirements, one line each
-	Source      string   // where the track's recipe comes from
+	Description string // what it does and when to pick it
+	// History says why a StatusHistory track is no longer offered ("" for
+	// the others): what replaced it and what it is still good for.
+	History  string
+	Pros     []string // why someone picks it
+	Cons     []string // what it costs
+	GFX      []string // LLVM targets it supports
+	Requires []string // host requirements, one line each
+	Source   string   // where the track's recipe comes from
 	// BlockingChecks are doctor check IDs whose `fail` stops `build`.
 	BlockingChecks []detect.CheckID
 	// Env holds track variables every step sees (besides the pins).
@@ -66,6 +72,30 @@ type ServeSpec struct {
 	ModelPin string
 	// Devices are the container flags that hand the GPU in (ImagePin only).
 	Devices []string
+	// Entrypoint sets the container's entrypoint to the engine command's
+	// first word (ImagePin only): vllm/vllm-openai-rocm starts `vllm serve`
+	// itself and rocm/vllm has no entrypoint; with --entrypoint vllm both run
+	// `serve MODEL …`, as scripts/vllm-image/launcher-body.sh does.
+	Entrypoint bool
+	// Env is what haloforge sets for the engine beyond the engine's own.
+	Env map[string]string
+	// Alt is the spec used instead when a pin holds a value: a backend the
+	// user chose in versions.env that runs another image with other devices.
+	Alt *ServeAlt
+}
+
+// ServeAlt is a ServeSpec chosen by a pin's value (ServeSpec.ForPins).
+type ServeAlt struct {
+	Pin, Value string
+	Spec       ServeSpec
+}
+
+// ForPins is the spec these pins choose: Alt's when its pin has its value.
+func (s ServeSpec) ForPins(pins map[string]string) ServeSpec {
+	if s.Alt != nil && pins[s.Alt.Pin] == s.Alt.Value {
+		return s.Alt.Spec
+	}
+	return s
 }
 
 // Where the engine of a ServeSpec runs, as `serve --dry-run --json` says it (mode).
@@ -119,6 +149,31 @@ func (t Track) MissingInputs(values map[string]string) []string {
 			if values[n] == "" && !slices.Contains(out, n) {
 				out = append(out, n)
 			}
+		}
+	}
+	return out
+}
+
+// InputExample is what a value of a needed pin looks like, for the hints
+// that ask for it (plan, build, the wizard): a path names a model file.
+func InputExample(name string) string {
+	if spec, ok := pins.Lookup(name); ok && spec.Kind == pins.KindPath {
+		return "/path/to/model.gguf"
+	}
+	return "VALUE"
+}
+
+// FailingChecks are the track's blocking checks that fail in r, in the
+// track's order: what stops `haloforge build` (unless --ignore-checks), and
+// what the wizard's plan asks a second Enter for. None when r is nil.
+func FailingChecks(t Track, r *detect.Report) []detect.Check {
+	if r == nil {
+		return nil
+	}
+	var out []detect.Check
+	for _, id := range t.BlockingChecks {
+		if c, ok := r.Check(id); ok && c.Status == detect.StatusFail {
+			out = append(out, c)
 		}
 	}
 	return out
@@ -198,8 +253,28 @@ func (t Track) Downstream(changed []string) []string {
 	return out
 }
 
-// Catalogue returns every track, in the order users see them.
-func Catalogue() []Track { return slices.Clone(catalogue) }
+// Catalogue returns every track, in the order users see them (pickOrder;
+// a track it does not name comes last, in catalogue order).
+func Catalogue() []Track {
+	out := slices.Clone(catalogue)
+	rank := func(id string) int {
+		if i := slices.Index(pickOrder, id); i >= 0 {
+			return i
+		}
+		return len(pickOrder)
+	}
+	slices.SortStableFunc(out, func(a, b Track) int { return rank(a.ID) - rank(b.ID) })
+	return out
+}
+
+// Offered is the tracks an owner picks from today, in catalogue order: the
+// ones kept as history are left out unless their ID is in keep (asked for by
+// name, e.g. `--track locked-spoof`).
+func Offered(tracks []Track, keep ...string) []Track {
+	return slices.DeleteFunc(slices.Clone(tracks), func(t Track) bool {
+		return t.Status == StatusHistory && !slices.Contains(keep, t.ID)
+	})
+}
 
 // Lookup finds a track by ID.
 func Lookup(id string) (Track, error) {
@@ -213,8 +288,9 @@ func Lookup(id string) (Track, error) {
 
 // TrackIDs lists every track ID.
 func TrackIDs() []string {
-	ids := make([]string, len(catalogue))
-	for i, t := range catalogue {
+	ts := Catalogue()
+	ids := make([]string, len(ts))
+	for i, t := range ts {
 		ids[i] = t.ID
 	}
 	return ids

@@ -50,7 +50,7 @@ func TestPinsUseWritesWithABackup(t *testing.T) {
 	if err := os.Symlink("real.env", link); err != nil {
 		t.Fatal(err)
 	}
-	set, err := sets.Lookup("rocm-10.0")
+	set, err := sets.Lookup("rocm-7.14")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,16 @@ func TestCatalogueIsConsistent(t *testing.T) {
 		}
 		switch tr.Status {
 		case StatusRecommended, StatusStable, StatusExperimental, StatusBlockedUpstream:
+			if tr.History != "" {
+				t.Errorf("%s: a history note on a %s track", tr.ID, tr.Status)
+			}
+		case StatusHistory:
+			if len(tr.History) < 60 {
+				t.Errorf("%s: a history track says why it is kept (History), got %q", tr.ID, tr.History)
+			}
+			if tr.RecommendWhen != nil {
+				t.Errorf("%s: history is never recommended", tr.ID)
+			}
 		default:
 			t.Errorf("%s: status %q", tr.ID, tr.Status)
 		}
@@ -55,6 +65,55 @@ func TestCatalogueIsConsistent(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestPickOrder: every track has its place in pickOrder, once; what is kept
+// as history comes after everything an owner should pick today, and
+// Offered leaves it out unless asked for by name.
+func TestPickOrder(t *testing.T) {
+	seen := map[string]bool{}
+	for _, id := range pickOrder {
+		if seen[id] {
+			t.Errorf("%s twice in pickOrder", id)
+		}
+		seen[id] = true
+		if _, err := Lookup(id); err != nil {
+			t.Error(err)
+		}
+	}
+	if len(seen) != len(catalogue) {
+		t.Errorf("pickOrder names %d tracks, the catalogue has %d", len(seen), len(catalogue))
+	}
+	history := false
+	for _, tr := range Catalogue() {
+		if tr.Status == StatusHistory {
+			history = true
+		} else if history {
+			t.Errorf("%s comes after a history track", tr.ID)
+		}
+	}
+	offered := Offered(Catalogue())
+	for _, tr := range offered {
+		if tr.Status == StatusHistory {
+			t.Errorf("Offered lists %s", tr.ID)
+		}
+	}
+	if len(offered) == len(catalogue) || len(offered) == 0 {
+		t.Errorf("Offered kept %d of %d tracks", len(offered), len(catalogue))
+	}
+	asked := Offered(Catalogue(), "locked-spoof")
+	if len(asked) != len(offered)+1 || !slices.ContainsFunc(asked, func(tr Track) bool { return tr.ID == "locked-spoof" }) {
+		t.Errorf("asked for locked-spoof: %v", trackIDsOf(asked))
+	}
+}
+
+// trackIDsOf lists the IDs of some tracks, for test messages.
+func trackIDsOf(ts []Track) []string {
+	out := make([]string, len(ts))
+	for i, tr := range ts {
+		out[i] = tr.ID
+	}
+	return out
 }
 
 // TestMissingInputs: the ladder of llamacpp-rocm cannot run without a model,

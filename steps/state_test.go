@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// TestLoadStateRefuses is the review's F15: a state.json of a newer format,
+// TestLoadStateRefuses: a state.json of a newer format,
 // or one whose last_run is a path, is refused with the file named.
 func TestLoadStateRefuses(t *testing.T) {
 	for _, tc := range []struct{ name, json, want string }{

@@ -13,7 +13,17 @@ var (
 	vulkanDevices = []string{"--device", "/dev/dri", "--group-add", "keep-groups"}
 )
 
-// catalogue is every track of the seeds, in the order the picker shows them.
+// pickOrder is the order an owner should consider the tracks in today
+// (Catalogue, `tracks`, the picker): the native build, the prebuilt image,
+// the numerically sound GGUF paths, the simple server, the experiments, the
+// tracks for other GPUs, and last what is kept as history.
+var pickOrder = []string{
+	"therock-toolbox", "vllm-image", "llamacpp-vulkan", "llamacpp-distro", "ollama",
+	"llamacpp-rocm", "therock-aotriton", "source-stable", "legacy-gfx803",
+	"nightly-spoof", "locked-spoof",
+}
+
+// catalogue is every track of the seeds (Catalogue orders them by pickOrder).
 // Step IDs and script names of therock-toolbox are part of the contract (docs/ids.md).
 var catalogue = []Track{
 	{
@@ -22,10 +32,13 @@ var catalogue = []Track{
 		Status: StatusRecommended,
 		Source: "the project's first build recipe: AITER, flash-attention and vLLM wheels on TheRock for gfx1151",
 		Description: "A distrobox toolbox on your host with TheRock's ROCm SDK wheels " +
-			"(rocm-sdk init) and torch for gfx1151, then flash-attention (ROCm fork, Triton AMD), " +
-			"an optional AITER and vLLM built as wheels against that torch. Native gfx1151 kernels, " +
-			"no spoofing, every wheel kept and reused. Pick it on a Strix Halo box: it is the path " +
-			"most owners take and the one haloforge knows best. Needs a few hours of compiling the first time.",
+			"(rocm-sdk init) and torch for gfx1151 from AMD's ROCm 10 index (the rocm-10.0 pin set; " +
+			"rocm-7.14 is the previous one), then an optional AITER (whose Triton flash attention is " +
+			"what vLLM's ROCm path imports from v0.26), a flash-attention wheel (ROCm fork, Triton AMD) " +
+			"for your own flash_attn code, which vLLM does not import, and vLLM built as wheels " +
+			"against that torch. Native gfx1151 kernels, no spoofing, every wheel " +
+			"kept and reused. Pick it on a Strix Halo box: it is the path most owners take and the " +
+			"one haloforge knows best. Needs a few hours of compiling the first time.",
 		Pros:           []string{"native gfx1151 kernels, no HSA override", "every pin reproducible, wheels cached", "runs by hand without the wizard"},
 		Cons:           []string{"hours of compiling on the first run", "gfx1151 is experimental in AITER; optional"},
 		GFX:            gfxStrixHalo,
@@ -38,7 +51,7 @@ var catalogue = []Track{
 			{ID: "rocm", Title: "Install TheRock ROCm SDK and torch", Script: "02-install-rocm.sh", Pins: []string{"THEROCK_INDEX_URL", "TORCH_INDEX_URL", "ROCM_VERSION", "TORCH_VERSION", "TORCHVISION_VERSION", "TORCHAUDIO_VERSION", "GPU_TARGET"}, DependsOn: []string{"tools"}},
 			{ID: "aiter", Title: "Build AITER", Script: "03-build-aiter.sh", Pins: []string{"AITER_REPO", "AITER_REF", "PYTORCH_ROCM_ARCH"}, DependsOn: []string{"rocm"}, Optional: true,
 				Why: "gfx1151 is experimental in AITER (v0.1.19; most of its CK and asm kernels are CDNA-only); optional: vLLM works without it"},
-			{ID: "flash-attention", Title: "Build flash-attention (Triton AMD)", Script: "04-build-fa.sh", Pins: []string{"FLASH_ATTENTION_REPO", "FLASH_ATTENTION_REF", "PYTORCH_ROCM_ARCH"}, DependsOn: []string{"rocm"}},
+			{ID: "flash-attention", Title: "Build flash-attention (for your code, not vLLM)", Script: "04-build-fa.sh", Pins: []string{"FLASH_ATTENTION_REPO", "FLASH_ATTENTION_REF", "PYTORCH_ROCM_ARCH"}, DependsOn: []string{"rocm"}},
 			{ID: "vllm", Title: "Build vLLM", Script: "05-build-vllm.sh", Pins: []string{"VLLM_REPO", "VLLM_REF", "PYTORCH_ROCM_ARCH", "GPU_TARGET"}, DependsOn: []string{"rocm"}},
 			{ID: "verify", Title: "Verify torch, attention and vLLM", Script: "06-verify.sh", Pins: []string{"GPU_TARGET", "VERIFY_MODEL"}, DependsOn: []string{"aiter", "flash-attention", "vllm"}},
 		},
@@ -54,15 +67,18 @@ var catalogue = []Track{
 	},
 	{
 		ID:     "vllm-image",
-		Title:  "AMD's prebuilt vLLM image",
+		Title:  "A prebuilt vLLM image (AMD's ROCm 10 image, or vLLM's own)",
 		Status: StatusStable,
-		Source: "the project's continuous-build spec, option A: AMD's prebuilt vLLM image",
-		Description: "Pulls AMD's pre-tested vLLM container at a pinned tag and runs it with the GPU " +
-			"devices, host IPC and the memory advice for the unified-memory APU. Zero build time: " +
-			"the fastest way to a working vLLM. Pick it to try vLLM today; you get the versions AMD " +
-			"shipped in the image, not the newest.",
-		Pros:           []string{"no build at all", "pre-tested by AMD"},
-		Cons:           []string{"versions are what the image has", "tag names are AMD's, not always kept"},
+		Source: "the project's continuous-build spec, option A: a prebuilt vLLM image",
+		Description: "Pulls a prebuilt vLLM container at a pinned digest or tag and runs it with the GPU " +
+			"devices, host IPC and the memory advice for the unified-memory APU. The default is AMD's " +
+			"rocm/vllm image on ROCm 10.0 (vLLM 0.27.0), pinned by the digest a third party verified on " +
+			"a Radeon 8060S; `haloforge pins use vllm-openai-rocm` switches to vLLM's own image, " +
+			"vllm/vllm-openai-rocm (built with gfx1151 kernels; its entrypoint is `vllm serve`, which " +
+			"the launcher handles), recorded by digest on the first pull. Zero build time: the fastest " +
+			"way to a working vLLM; you get the versions the image shipped, not the newest.",
+		Pros:           []string{"no build at all", "gfx1151 kernels in both images"},
+		Cons:           []string{"versions are what the image has", "rocm/vllm is deprecated upstream; vLLM's own image has no digest on record until you pull it"},
 		GFX:            []string{"gfx1151", "gfx1100", "gfx1101", "gfx942", "gfx90a"},
 		Requires:       []string{"podman or docker", "/dev/kfd and /dev/dri", "about 30 GB free disk"},
 		BlockingChecks: []detect.CheckID{detect.CheckGPU, detect.CheckKFDAccess, detect.CheckContainerEngine},
@@ -73,11 +89,11 @@ var catalogue = []Track{
 		},
 		RecommendWhen: &Recommendation{For: []string{"gfx1151", "gfx1100", "gfx1101", "gfx90a", "gfx942"}, Rank: 2, Unless: []Obstacle{ROCmBroken}},
 		Next:          []string{"haloforge serve --track vllm-image --model <model>", "$HALOFORGE_STATE_DIR/vllm-image/start-vllm.sh <model>"},
-		Serve:         &ServeSpec{Engine: "vllm", ImagePin: "VLLM_IMAGE", PortPin: "VLLM_PORT", ModelPin: "VERIFY_MODEL", Devices: rocmDevices},
+		Serve:         &ServeSpec{Engine: "vllm", ImagePin: "VLLM_IMAGE", PortPin: "VLLM_PORT", ModelPin: "VERIFY_MODEL", Devices: rocmDevices, Entrypoint: true},
 	},
 	{
 		ID:     "source-stable",
-		Title:  "Fedora source build with stable pins",
+		Title:  "Fedora source build with stable pins, for RDNA3/4 and Instinct (not Strix Halo)",
 		Status: StatusStable,
 		Source: "the project's continuous-build spec, option B: build from source with stable versions",
 		Description: "A Fedora 43 container (Red Hat aligned: dnf, podman, clean layers) that builds " +
@@ -104,9 +120,12 @@ var catalogue = []Track{
 	},
 	{
 		ID:     "nightly-spoof",
-		Title:  "Nightly vLLM image, spoofed as gfx1100",
-		Status: StatusExperimental,
+		Title:  "Nightly vLLM image, spoofed as gfx1100 (history)",
+		Status: StatusHistory,
 		Source: "the project's continuous-build spec, track C: the nightly spoof",
+		History: "the gfx1100 spoof was the 2025 workaround for images without gfx1151 kernels; vLLM's " +
+			"ROCm base image and TheRock's torch now carry gfx1151 code and rocm/vllm-dev is deprecated, " +
+			"so pick vllm-image or therock-toolbox. Kept to reproduce or compare a 2025 setup.",
 		Description: "Runs the floating rocm/vllm-dev:nightly image with HSA_OVERRIDE_GFX_VERSION=11.0.0, " +
 			"so the runtime treats the 8060S as a Navi31 (gfx1100). Zero build time and verified working " +
 			"once, but it relies on RDNA3 kernels running on RDNA3.5: illegal-instruction crashes are a " +
@@ -125,9 +144,12 @@ var catalogue = []Track{
 	},
 	{
 		ID:     "locked-spoof",
-		Title:  "Pinned-digest image with the spoof baked in",
-		Status: StatusExperimental,
+		Title:  "Pinned-digest image with the spoof baked in (history)",
+		Status: StatusHistory,
 		Source: "the project's continuous-build spec, track D: the locked spoof",
+		History: "the same 2025 gfx1100 spoof, frozen by digest: today's images carry gfx1151 kernels and " +
+			"rocm/vllm-dev is deprecated, so pick vllm-image or therock-toolbox. Kept to reproduce a " +
+			"setup that worked for you.",
 		Description: "Builds a small image FROM a pinned rocm/vllm-dev digest with the gfx1100 spoof " +
 			"variables baked in (Dockerfile.spoof_locked, build_spoof_locked.sh). The same trade-off as " +
 			"the nightly spoof, but reproducible: the digest never moves. Pick it when the spoof works " +
@@ -172,39 +194,51 @@ var catalogue = []Track{
 	},
 	{
 		ID:     "ollama",
-		Title:  "Ollama, the simple server",
+		Title:  "Ollama, the simple server (ROCm, or Vulkan)",
 		Status: StatusStable,
 		Source: "the project's continuous-build spec, track F: Ollama",
-		Description: "Runs the official Ollama ROCm container at a pinned release with the GPU devices " +
+		Description: "Runs the official Ollama container at a pinned release with the GPU devices " +
 			"and memory settings Ollama really reads (there is no OLLAMA_GPU_MEMORY: see TUTORIAL.md). " +
-			"gfx1151 is a built-in target, so no override is needed. The easiest deployment; less " +
-			"control than vLLM or llama.cpp.",
-		Pros:           []string{"easiest to run", "gfx1151 built in"},
+			"OLLAMA_BACKEND picks the engine: rocm (the default: the -rocm image, where gfx1151 is a " +
+			"built-in target that Ollama admits on its own) or vulkan (the plain image with " +
+			"OLLAMA_VULKAN=1 and OLLAMA_IGPU_ENABLE=1, which Ollama needs to keep an integrated GPU on " +
+			"Vulkan; only /dev/dri). The easiest deployment; less control than vLLM or llama.cpp.",
+		Pros:           []string{"easiest to run", "gfx1151 built in", "a Vulkan engine when ROCm misbehaves"},
 		Cons:           []string{"less control", "memory comes from GTT: size it on the host"},
 		GFX:            []string{"gfx1151", "gfx1150", "gfx1100", "gfx1101", "gfx1102", "gfx1030", "gfx90a", "gfx942"},
 		Requires:       []string{"podman or docker", "/dev/kfd and /dev/dri"},
 		BlockingChecks: []detect.CheckID{detect.CheckGPU, detect.CheckKFDAccess, detect.CheckContainerEngine},
 		Steps: []Step{
-			{ID: "pull", Title: "Pull the Ollama image", Script: "00-pull-image.sh", Pins: []string{"OLLAMA_IMAGE"}},
-			{ID: "serve", Title: "Start Ollama", Script: "run_ollama.sh", Pins: []string{"OLLAMA_IMAGE", "OLLAMA_PORT", "OLLAMA_GPU_OVERHEAD"}, DependsOn: []string{"pull"}},
-			{ID: "verify", Title: "Verify Ollama sees the GPU", Script: "02-verify.sh", Pins: []string{"OLLAMA_PORT"}, DependsOn: []string{"serve"}},
+			{ID: "pull", Title: "Pull the Ollama image", Script: "00-pull-image.sh", Pins: []string{"OLLAMA_BACKEND", "OLLAMA_IMAGE", "OLLAMA_VULKAN_IMAGE"}},
+			{ID: "serve", Title: "Start Ollama", Script: "run_ollama.sh", Pins: []string{"OLLAMA_BACKEND", "OLLAMA_IMAGE", "OLLAMA_VULKAN_IMAGE", "OLLAMA_PORT", "OLLAMA_GPU_OVERHEAD"}, DependsOn: []string{"pull"}},
+			{ID: "verify", Title: "Verify Ollama sees the GPU", Script: "02-verify.sh", Pins: []string{"OLLAMA_BACKEND", "OLLAMA_PORT"}, DependsOn: []string{"serve"}},
 		},
 		RecommendWhen: &Recommendation{For: []string{"gfx1150", "gfx1102", "gfx1030"}, Rank: 2, Unless: []Obstacle{ROCmBroken}},
 		Next:          []string{"haloforge serve --track ollama --model <model>", "podman exec -it haloforge-ollama ollama run <model>"},
-		Serve:         &ServeSpec{Engine: "ollama", ImagePin: "OLLAMA_IMAGE", PortPin: "OLLAMA_PORT", Devices: rocmDevices},
+		Serve: &ServeSpec{Engine: "ollama", ImagePin: "OLLAMA_IMAGE", PortPin: "OLLAMA_PORT", Devices: rocmDevices,
+			// Ollama on Vulkan (OLLAMA_BACKEND=vulkan) runs the plain image with
+			// /dev/dri only, as scripts/ollama's ollama_engine does: its Vulkan
+			// backend is opt-in, and it drops an integrated GPU from its Vulkan
+			// devices unless told (discover/runner.go at the pinned release).
+			Alt: &ServeAlt{Pin: "OLLAMA_BACKEND", Value: "vulkan", Spec: ServeSpec{
+				Engine: "ollama", ImagePin: "OLLAMA_VULKAN_IMAGE", PortPin: "OLLAMA_PORT", Devices: vulkanDevices,
+				Env: map[string]string{"OLLAMA_VULKAN": "1", "OLLAMA_IGPU_ENABLE": "1"}}}},
 	},
 	{
 		ID:     "therock-aotriton",
 		Title:  "TheRock PyTorch from source with AOTriton flash attention",
 		Status: StatusExperimental,
 		Source: "the project's TheRock + AOTriton build guide for gfx1151",
-		Description: "Sets up a Python 3.12 environment with TheRock's ROCm SDK, builds AOTriton at " +
+		Description: "For a custom AOTriton or PyTorch commit only: TheRock's own torch wheels (the " +
+			"therock-toolbox track) are already built with AOTriton flash attention for gfx11 " +
+			"(build_prod_wheels.py enables it for the gfx11 prefix) and that track's SDPA check proves " +
+			"it. This one sets up a Python 3.12 environment with TheRock's ROCm SDK, builds AOTriton at " +
 			"PyTorch's own pin, then PyTorch (TheRock flavour) for gfx1151 only with AOTriton and the " +
 			"FBGEMM GenAI patches, in stages that resume. Installs exactly the wheels built and checks " +
-			"that SDPA picks AOTriton flash attention. Pick it when you need PyTorch's own flash " +
-			"attention on gfx1151; the optional CK build does not change that on RDNA.",
-		Pros:           []string{"SDPA flash attention via AOTriton", "builds only gfx1151 (hours, not a day)"},
-		Cons:           []string{"long build", "needs TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL=1 at runtime"},
+			"that SDPA picks AOTriton flash attention. Pick it when you change PYTORCH_REF or " +
+			"AOTriton; the optional CK build does not change SDPA on RDNA.",
+		Pros:           []string{"your own AOTriton/PyTorch commit", "builds only gfx1151 (hours, not a day)"},
+		Cons:           []string{"long build for what TheRock's wheels already have", "needs TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL=1 at runtime"},
 		GFX:            gfxStrixHalo,
 		Requires:       []string{"64 GB RAM or more for the build", "about 100 GB free disk", "/dev/kfd for the checks"},
 		BlockingChecks: []detect.CheckID{detect.CheckGPU, detect.CheckDiskSpace, detect.CheckBuildMemory},
@@ -251,27 +285,30 @@ var catalogue = []Track{
 	},
 	{
 		ID:     "llamacpp-rocm",
-		Title:  "llama.cpp on ROCm (HIP): the strategy ladder",
+		Title:  "llama.cpp on ROCm (HIP): as shipped, prebuilt, then the 2025 workarounds",
 		Status: StatusExperimental,
-		Source: "the project's investigation of llama.cpp's ROCm backend on gfx1151 (2025-12)",
-		Description: "llama.cpp's HIP backend hangs on gfx1151 upstream (at async uploads, then at " +
-			"graph_reserve). This track runs the investigation's ladder as data: HSA_ENABLE_SDMA=0, " +
-			"flash attention off, CWSR off, a TheRock nightly, each with a stall timeout, recording " +
-			"every result and stopping at the first that loads and generates on the GPU (device " +
-			"evidence, not the backend name). Experimental: expect it to end with 'use Vulkan'.",
-		Pros:           []string{"tells you exactly which workaround works on your box", "every attempt recorded"},
-		Cons:           []string{"upstream hangs: often no strategy succeeds", "needs a GGUF model"},
+		Source: "the project's investigation of llama.cpp's ROCm backend on gfx1151 (2025-12), and 2026's prebuilt builds",
+		Description: "llama.cpp's HIP backend on gfx1151, tried in order until one loads your GGUF and " +
+			"generates on the GPU (device evidence, not the backend name): kyuz0's rocm-7.14 toolbox as " +
+			"shipped (his \"Recommended for Performance\" image; ROCm 7.14 runs the same model right in " +
+			"TheRock#7714), then lemonade-sdk's prebuilt gfx1151 build, downloaded and checked against " +
+			"its pinned sha256, then the 2025 hang workarounds as history (SDMA off, flash attention off, " +
+			"CWSR off, a TheRock nightly), each with a stall timeout and every result recorded. " +
+			"Experimental: a rung that runs is measured for speed and placement; its answers are not " +
+			"checked yet, and ROCm on gfx1151 has produced wrong tokens on some kernel/firmware pairs.",
+		Pros:           []string{"the first rung is the image as shipped: no workaround", "a prebuilt upstream build, checksum-verified", "every attempt recorded"},
+		Cons:           []string{"needs a GGUF model", "answers not checked yet: compare with llamacpp-vulkan"},
 		GFX:            gfxStrixHalo,
 		Requires:       []string{"podman or docker", "/dev/kfd and /dev/dri", "a GGUF model file"},
 		BlockingChecks: []detect.CheckID{detect.CheckGPU, detect.CheckKFDAccess, detect.CheckContainerEngine},
 		Steps: []Step{
-			{ID: "pull", Title: "Pull the candidate images", Script: "00-pull-images.sh", Pins: []string{"LLAMACPP_ROCM_IMAGE", "LLAMACPP_ROCM_NIGHTLY_IMAGE"}},
-			{ID: "ladder", Title: "Try each strategy with a stall timeout", Script: "01-run-ladder.sh", Pins: []string{"LLAMACPP_ROCM_IMAGE", "LLAMACPP_ROCM_NIGHTLY_IMAGE", "LLAMA_MODEL", "LLAMA_STALL_TIMEOUT"}, DependsOn: []string{"pull"}, Needs: []string{"LLAMA_MODEL"}},
+			{ID: "pull", Title: "Pull the images and fetch the prebuilt build", Script: "00-pull-images.sh", Pins: []string{"LLAMACPP_ROCM_IMAGE", "LLAMACPP_ROCM_NIGHTLY_IMAGE", "LLAMACPP_ROCM_PREBUILT_URL", "LLAMACPP_ROCM_PREBUILT_SHA256"}},
+			{ID: "ladder", Title: "Try each rung with a stall timeout", Script: "01-run-ladder.sh", Pins: []string{"LLAMACPP_ROCM_IMAGE", "LLAMACPP_ROCM_NIGHTLY_IMAGE", "LLAMACPP_ROCM_PREBUILT_SHA256", "LLAMA_MODEL", "LLAMA_STALL_TIMEOUT"}, DependsOn: []string{"pull"}, Needs: []string{"LLAMA_MODEL"}},
 			{ID: "verify", Title: "Report the ladder's result", Script: "02-verify.sh", DependsOn: []string{"ladder"}},
 		},
 		Next: []string{"cat $HALOFORGE_STATE_DIR/llamacpp-rocm/ladder.json"},
 	},
-	// llamacpp-distro (issue 17): appended; the distribution's own llama.cpp packages.
+	// llamacpp-distro: appended; the distribution's own llama.cpp packages.
 	{
 		ID:     "llamacpp-distro",
 		Title:  "llama.cpp from your distribution's packages (Vulkan or HIP)",

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"os/exec"
 	"strings"
 	"time"
@@ -20,19 +21,42 @@ const (
 )
 
 // common is what every screen shares (gh-dash's ProgramContext, soft-serve's
-// Common): size, styles and keys.
+// Common): size, styles and keys, the session's context, and its engine,
+// which a screen asks for in the role it needs (role).
 type common struct {
 	Width, Height int
 	Styles        Styles
 	Keys          KeyMap
 	Demo          bool             // the session runs on the demo's data
 	now           func() time.Time // the clock of elapsed times and ETAs; tests fix it
+	// ctx is the session's: cancelling it stops what the screens started.
+	ctx     context.Context
+	backend Backend
 	// commands writes the shell commands the screens suggest (Options.Commands).
 	commands func(Command) string
 	// pager opens a log at a line (Options.Pager); nil uses $PAGER or less.
 	pager func(path string, line int) *exec.Cmd
 	// sets are the pins the user set in this session (NAME=VALUE).
 	sets []string
+}
+
+// role is the session's engine in the role R a screen works with
+// (soft-serve's Common.Backend()): Detector, Planner or Runner, which
+// every engine is, or the interface a screen off the flow declares in its
+// own file. ok is false when this session's engine has no such role; the
+// screen then says so instead of offering it.
+func role[R any](c *common) (r R, ok bool) {
+	r, ok = c.backend.(R)
+	return r, ok
+}
+
+// context is the session's context (the background one in a test that
+// gave none).
+func (c *common) context() context.Context {
+	if c.ctx == nil {
+		return context.Background()
+	}
+	return c.ctx
 }
 
 // command is the shell command for c with the session's pins, "" when the

@@ -19,6 +19,15 @@ func testCommon() *common {
 	return &common{Width: 100, Height: 30, Styles: DefaultStyles(), Keys: DefaultKeyMap()}
 }
 
+// testCommonOn is testCommon with b as the session's engine.
+func testCommonOn(b Backend) *common { return withBackend(testCommon(), b) }
+
+// withBackend gives c the session's engine b.
+func withBackend(c *common, b Backend) *common {
+	c.backend = b
+	return c
+}
+
 // msgOf runs a command and returns its message (nil for none).
 func msgOf(cmd tea.Cmd) tea.Msg {
 	if cmd == nil {
@@ -38,7 +47,7 @@ func TestDetectScreenLoadsScrollsAndChooses(t *testing.T) {
 	}
 	det := strixHalo()
 	for i := range 12 {
-		det.Checks = append(det.Checks, Check{ID: "extra-" + itoa(i), Status: detect.StatusOK, Summary: "fine"})
+		det.Checks = append(det.Checks, detect.Check{ID: detect.CheckID("extra-" + itoa(i)), Status: detect.StatusOK, Summary: "fine"})
 	}
 	s.Update(detectedMsg{det: det})
 	v := ansi.Strip(s.View())
@@ -55,7 +64,7 @@ func TestDetectScreenLoadsScrollsAndChooses(t *testing.T) {
 	if got, ok := msgOf(s.Update(press("enter"))).(openPickerMsg); !ok || got.preselect != "therock-toolbox" {
 		t.Errorf("enter sent %#v, want the picker on the recommended track", got)
 	}
-	if _, ok := msgOf(s.Update(press("t"))).(openTroubleshootMsg); !ok {
+	if got, ok := msgOf(s.Update(press("t"))).(openMsg); !ok || got.s.Crumb() != "troubleshoot" {
 		t.Error("t did not open troubleshooting")
 	}
 }
@@ -63,11 +72,11 @@ func TestDetectScreenLoadsScrollsAndChooses(t *testing.T) {
 func TestDetectScreenShowsFixOnlyForWarnAndFail(t *testing.T) {
 	s := newDetectScreen(testCommon(), false)
 	s.SetSize(100, 30)
-	s.Update(detectedMsg{det: &Detection{GPU: &GPU{Gfx: "gfx1151"}, Checks: []Check{
+	s.Update(detectedMsg{det: &Detection{Report: &detect.Report{GPUs: []detect.GPU{{GFX: ptr("gfx1151")}}, Checks: []detect.Check{
 		{ID: "gpu", Status: detect.StatusOK, Summary: "ok", Fix: "never shown"},
 		{ID: "gtt-size", Status: detect.StatusWarn, Summary: "small", Fix: "raise ttm.pages_limit"},
 		{ID: "iommu", Status: detect.StatusSkip, Summary: "n/a", Fix: "never shown either"},
-	}}})
+	}}}})
 	v := ansi.Strip(s.View())
 	if strings.Contains(v, "never shown") || !strings.Contains(v, "fix: raise ttm.pages_limit") {
 		t.Errorf("fix lines:\n%s", v)
@@ -79,10 +88,10 @@ func TestDetectScreenShowsFixOnlyForWarnAndFail(t *testing.T) {
 
 func TestPlanScreenFlagsFloatingAndCached(t *testing.T) {
 	tr, _ := steps.Lookup("nightly-spoof")
-	p := &Plan{Track: tr, Floating: []string{"NIGHTLY_IMAGE"}, Steps: []PlanStep{
-		{ID: "pull", Title: "Pull", WillRun: true, Reason: "pins changed: NIGHTLY_IMAGE", Pins: map[string]string{"NIGHTLY_IMAGE": "rocm/vllm-dev:nightly"}},
-		{ID: "verify", Title: "Verify", WillRun: false, Reason: "up to date (last success 2026-11-20)"},
-	}}
+	p := &Plan{Plan: &steps.Plan{Track: tr, Floating: []string{"NIGHTLY_IMAGE"}, Steps: []steps.PlannedStep{
+		{Step: steps.Step{ID: "pull", Title: "Pull"}, WillRun: true, Reason: "pins changed: NIGHTLY_IMAGE", PinValues: map[string]string{"NIGHTLY_IMAGE": "rocm/vllm-dev:nightly"}},
+		{Step: steps.Step{ID: "verify", Title: "Verify"}, WillRun: false, Reason: "up to date (last success 2026-11-20)"},
+	}}}
 	s := newPlanScreen(testCommon(), p, nil)
 	s.SetSize(100, 25)
 	v := ansi.Strip(s.View())
@@ -102,12 +111,12 @@ func TestPlanScreenFlagsFloatingAndCached(t *testing.T) {
 
 func TestSummaryScreenAfterFailure(t *testing.T) {
 	tr, _ := steps.Lookup("therock-toolbox")
-	rs := newRunState(&Plan{Track: tr, Steps: []PlanStep{{ID: "rocm"}, {ID: "aiter", Optional: true}, {ID: "vllm"}}})
+	rs := newRunState(&Plan{Plan: &steps.Plan{Track: tr, Steps: []steps.PlannedStep{{Step: steps.Step{ID: "rocm"}}, {Step: steps.Step{ID: "aiter", Optional: true}}, {Step: steps.Step{ID: "vllm"}}}}})
 	rs.Apply(runner.RunStarted{Track: "therock-toolbox", RunDir: "/s/runs/r1", Total: 3})
 	rs.Apply(runner.Found{Step: "rocm", Finding: diagnose.Finding{Family: "therock-amdsmi-double-free", Summary: "double free at exit"}})
 	rs.Apply(runner.StepFinished{Step: "rocm", Status: steps.OutcomeFailed, ExitCode: 134, Log: "/s/runs/r1/rocm.log"})
 	rs.Apply(runner.RunFinished{Status: steps.OutcomeFailed})
-	s := newSummaryScreen(testCommon(), rs, &Plan{Track: tr}, "haloforge build --track therock-toolbox --resume")
+	s := newSummaryScreen(testCommon(), rs, &Plan{Plan: &steps.Plan{Track: tr}}, "haloforge build --track therock-toolbox --resume")
 	s.SetSize(100, 30)
 	v := ansi.Strip(s.View())
 	for _, want := range []string{"✗ therock-toolbox failed at rocm", "✗ rocm             failed: exit 134", "therock-amdsmi-double-free\n        double free at exit",

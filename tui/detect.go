@@ -19,6 +19,7 @@ import (
 // (fixRows); a row still wider than the screen scrolls sideways (←/→).
 type detectScreen struct {
 	*common
+	own     detectKeys
 	det     *Detection
 	err     error
 	demo    bool // d runs the demo (offered when there is no AMD GPU)
@@ -32,8 +33,13 @@ type detectScreen struct {
 	w, h    int
 }
 
+// detectKeys are the detection screen's own keys: d runs the demo where
+// there is no AMD GPU.
+type detectKeys struct{ Demo key.Binding }
+
 func newDetectScreen(c *common, demo bool) *detectScreen {
-	return &detectScreen{common: c, demo: demo, spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot))}
+	return &detectScreen{common: c, own: detectKeys{Demo: key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "run the demo"))},
+		demo: demo, spinner: spinner.New(spinner.WithSpinner(spinner.MiniDot))}
 }
 
 // Init starts the spinner that turns while detection runs.
@@ -73,7 +79,7 @@ func (s *detectScreen) ShortHelp() []key.Binding {
 		b = append(b, a)
 	}
 	if s.offerDemo() {
-		b = append(b, k.Demo)
+		b = append(b, s.own.Demo)
 	}
 	if len(s.checks) > s.room {
 		b = append(b, k.Down, k.Up)
@@ -93,7 +99,7 @@ func (s *detectScreen) FullHelp() [][]key.Binding {
 		more = append(more, a)
 	}
 	if s.offerDemo() {
-		more = append(more, k.Demo)
+		more = append(more, s.own.Demo)
 	}
 	return [][]key.Binding{{withHelp(k.Enter, "pick a track"), k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Left},
 		append(more, k.Troubleshoot, k.Help, k.Quit)}
@@ -127,8 +133,25 @@ func (s *detectScreen) hostFixOffer() string {
 	return ""
 }
 
+// report is the detection's report, nil when there was no detection.
+func (d *Detection) report() *detect.Report {
+	if d == nil {
+		return nil
+	}
+	return d.Report
+}
+
+// gfx is the detected GPU's target, "" when there was no detection or no
+// GPU, or its target is not known.
+func (d *Detection) gfx() string {
+	if d == nil {
+		return ""
+	}
+	return d.PrimaryGFX()
+}
+
 // offerDemo is true on a machine without an AMD GPU, when a demo can run.
-func (s *detectScreen) offerDemo() bool { return s.demo && s.det != nil && s.det.GPU == nil }
+func (s *detectScreen) offerDemo() bool { return s.demo && s.det != nil && s.det.Primary() == nil }
 
 func (s *detectScreen) Update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
@@ -164,17 +187,17 @@ func (s *detectScreen) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		s.xoff = max(s.xoff-s.w/2, 0)
 	case key.Matches(msg, k.Right) && s.wide:
 		s.xoff += s.w / 2
-	case key.Matches(msg, k.Demo) && s.offerDemo():
+	case key.Matches(msg, s.own.Demo) && s.offerDemo():
 		return send(runDemoMsg{})
 	case key.Matches(msg, k.Troubleshoot):
-		return openTroubleshoot
+		return troubleshootStep(s.common, nil)
 	case key.Matches(msg, k.Apply) && s.det != nil && s.det.HostFixes+s.det.HostFixesByHand > 0:
-		return send(openHostFixMsg{})
+		return open(newHostFixScreen(s.common))
 	case key.Matches(msg, k.Enter):
 		if s.det != nil || s.err != nil {
 			rec := ""
 			if s.det != nil {
-				rec = s.det.Recommended
+				rec = s.det.RecommendedTrack
 			}
 			return send(openPickerMsg{preselect: rec})
 		}
@@ -228,7 +251,7 @@ func (s *detectScreen) cut(l string) string {
 func (s *detectScreen) cardView() string {
 	d := s.det
 	width := min(s.w-2, 72)
-	if d.GPU == nil {
+	if d.Primary() == nil {
 		lines := []string{
 			s.Styles.Fail.Render("No AMD GPU found") + s.Styles.Subtle.Render("  ("+d.Source+")"),
 			"haloforge builds for AMD GPUs (Strix Halo, gfx1151, first of all).",
@@ -243,24 +266,24 @@ func (s *detectScreen) cardView() string {
 }
 
 func gpuCard(d *Detection, st Styles) string {
-	g := d.GPU
-	head := st.Bold.Render(cmp.Or(g.Name, "AMD GPU")) + "  " + st.Title.Render(cmp.Or(g.Gfx, "gfx unknown"))
+	g := d.Primary()
+	head := st.Bold.Render(cmp.Or(deref(g.Name), "AMD GPU")) + "  " + st.Title.Render(cmp.Or(deref(g.GFX), "gfx unknown"))
 	var facts []string
-	if g.PCIID != "" {
-		facts = append(facts, "PCI "+g.PCIID)
+	if g.PCIID != nil && *g.PCIID != "" {
+		facts = append(facts, "PCI "+*g.PCIID)
 	}
-	if g.Integrated {
+	if deref(g.Integrated) {
 		facts = append(facts, "integrated (unified memory)")
 	}
-	if g.ComputeUnits > 0 {
-		facts = append(facts, fmt.Sprintf("%d CUs", g.ComputeUnits))
+	if deref(g.ComputeUnits) > 0 {
+		facts = append(facts, fmt.Sprintf("%d CUs", *g.ComputeUnits))
 	}
 	var mem []string
-	if g.VRAMBytes > 0 {
-		mem = append(mem, "VRAM "+text.Bytes(g.VRAMBytes))
+	if deref(g.VRAMBytes) > 0 {
+		mem = append(mem, "VRAM "+text.Bytes(*g.VRAMBytes))
 	}
-	if g.GTTBytes > 0 {
-		mem = append(mem, "GTT "+text.Bytes(g.GTTBytes))
+	if deref(g.GTTBytes) > 0 {
+		mem = append(mem, "GTT "+text.Bytes(*g.GTTBytes))
 	}
 	lines := []string{head}
 	if len(facts) > 0 {
@@ -269,8 +292,8 @@ func gpuCard(d *Detection, st Styles) string {
 	if len(mem) > 0 {
 		lines = append(lines, strings.Join(mem, " · "))
 	}
-	if d.Kernel != "" {
-		lines = append(lines, "kernel "+d.Kernel)
+	if k := deref(d.Kernel.Release); k != "" {
+		lines = append(lines, "kernel "+k)
 	}
 	lines = append(lines, st.Subtle.Render(d.Source))
 	return strings.Join(lines, "\n")
@@ -299,7 +322,7 @@ func (s *detectScreen) checksView(width int) string {
 	for _, c := range s.det.Checks {
 		for i, l := range wrapWithPrefix(c.Summary, max(width-len(indent), 20), "") {
 			if i == 0 {
-				b.WriteString(" " + checkMark(c.Status, s.Styles) + " " + padRight(detect.CheckID(c.ID).Title(), checkNameWidth) + l + "\n")
+				b.WriteString(" " + checkMark(c.Status, s.Styles) + " " + padRight(c.ID.Title(), checkNameWidth) + l + "\n")
 			} else {
 				b.WriteString(indent + l + "\n")
 			}
@@ -318,7 +341,7 @@ func (s *detectScreen) checksView(width int) string {
 }
 
 func (s *detectScreen) footerLine() string {
-	rec := s.det.Recommended
+	rec := s.det.RecommendedTrack
 	line := s.Styles.Subtle.Render("No track fits this machine yet.   enter: see the tracks")
 	if rec != "" {
 		line = "Recommended track: " + s.Styles.Title.Render(rec) + s.Styles.Subtle.Render("   enter: pick a track")
@@ -330,7 +353,7 @@ func (s *detectScreen) footerLine() string {
 }
 
 // checkCounts sums the checks up, those that could not run included.
-func checkCounts(cs []Check) string {
+func checkCounts(cs []detect.Check) string {
 	var ok, warn, fail, skip int
 	for _, c := range cs {
 		switch c.Status {
@@ -365,3 +388,13 @@ func checkMark(status detect.Status, st Styles) string {
 }
 
 func lineCount(s string) int { return strings.Count(s, "\n") + 1 }
+
+// deref is what a fact of the report says, the zero value when no source
+// stated it.
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

@@ -48,7 +48,7 @@ func (f *fakeBackend) ServeSetup(_ context.Context, track string) (*ServeSetup, 
 	if err != nil {
 		return nil, err
 	}
-	gtt := strixHalo().GPU.GTTBytes
+	gtt := *strixHalo().Primary().GTTBytes
 	return &ServeSetup{Track: "llamacpp-distro", Engine: serve.EngineLlamaCpp, Model: model, Port: 8080,
 		Ceiling: serve.Ceiling{Bytes: uint64(gtt), Unified: true, Source: "the GTT of the integrated GPU"}}, nil
 }
@@ -59,7 +59,7 @@ func (f *fakeBackend) PlanServe(r ServeRequest) (serve.Launch, error) {
 	if err != nil {
 		return l, err
 	}
-	l.Estimate(req, serve.Ceiling{Bytes: uint64(strixHalo().GPU.GTTBytes), Unified: true, Source: "GTT"})
+	l.Estimate(req, serve.Ceiling{Bytes: uint64(*strixHalo().Primary().GTTBytes), Unified: true, Source: "GTT"})
 	return l, nil
 }
 

@@ -41,7 +41,7 @@ type fakeBackend struct {
 	pinSets    *PinSets
 	useErr     error
 	shell      *exec.Cmd // what Shell opens; nil: the track has no box
-	needs      []Need    // what Plan says the track needs until SetPin sets it
+	needs      []string  // what Plan says the track needs until SetPin sets it
 	serveErr   error     // what ServeSetup answers instead of a form
 
 	mu       sync.Mutex
@@ -73,18 +73,23 @@ func newFakeBackend(t testing.TB) *fakeBackend {
 func strixHalo() *Detection {
 	return &Detection{
 		Source: "fake: gfx1151 fixtures",
-		GPU: &GPU{Name: "Radeon 8060S Graphics", Gfx: "gfx1151", PCIID: "1002:1586", Integrated: true,
-			VRAMBytes: 512 << 20, GTTBytes: 124 << 30, ComputeUnits: 40},
-		Kernel: "6.18.9-200.fc43.x86_64",
-		Checks: []Check{
-			{ID: "gpu", Status: detect.StatusOK, Summary: "Radeon 8060S Graphics (gfx1151)"},
-			{ID: "kernel-version", Status: detect.StatusOK, Summary: "6.18.9 has the gfx1151 KFD/CWSR fixes"},
-			{ID: "gtt-size", Status: detect.StatusWarn, Summary: "GTT is 62 GiB, half of RAM", Fix: "add ttm.pages_limit=32505856 to the kernel command line"},
-			{ID: "render-groups", Status: detect.StatusFail, Summary: "user not in groups render and video", Fix: "sudo usermod -aG render,video $USER, then log in again"},
+		Report: &detect.Report{
+			GPUs: []detect.GPU{{Name: ptr("Radeon 8060S Graphics"), GFX: ptr("gfx1151"), PCIID: ptr("1002:1586"), Integrated: ptr(true),
+				VRAMBytes: ptr[int64](512 << 20), GTTBytes: ptr[int64](124 << 30), ComputeUnits: ptr(40), Vendor: "amd"}},
+			Kernel: detect.Kernel{Release: ptr("6.18.9-200.fc43.x86_64")},
+			Checks: []detect.Check{
+				{ID: detect.CheckGPU, Status: detect.StatusOK, Summary: "Radeon 8060S Graphics (gfx1151)"},
+				{ID: detect.CheckKernelVersion, Status: detect.StatusOK, Summary: "6.18.9 has the gfx1151 KFD/CWSR fixes"},
+				{ID: detect.CheckGTTSize, Status: detect.StatusWarn, Summary: "GTT is 62 GiB, half of RAM", Fix: "add ttm.pages_limit=32505856 to the kernel command line"},
+				{ID: detect.CheckRenderGroups, Status: detect.StatusFail, Summary: "user not in groups render and video", Fix: "sudo usermod -aG render,video $USER, then log in again"},
+			},
+			RecommendedTrack: "therock-toolbox",
 		},
-		Recommended: "therock-toolbox",
 	}
 }
+
+// ptr points at a copy of v, for the report's facts.
+func ptr[T any](v T) *T { return &v }
 
 func (f *fakeBackend) Detect(ctx context.Context) (*Detection, error) {
 	select {
@@ -104,7 +109,7 @@ func (f *fakeBackend) Plan(track string) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Track: t, PinWarning: f.pinWarning}
+	p := &Plan{Plan: &steps.Plan{Track: t}, Next: t.Next, PinWarning: f.pinWarning}
 	f.mu.Lock()
 	if len(f.used) > 0 { // a set was written: the plan reads its pins
 		p.PinWarning = nil
@@ -117,8 +122,8 @@ func (f *fakeBackend) Plan(track string) (*Plan, error) {
 		p.Box = "haloforge-therock"
 	}
 	for _, s := range t.Steps {
-		p.Steps = append(p.Steps, PlanStep{ID: s.ID, Title: s.Title, Optional: s.Optional, Why: s.Why, WillRun: true,
-			Reason: "never ran", Pins: map[string]string{"GPU_TARGET": "gfx1151"}})
+		p.Steps = append(p.Steps, steps.PlannedStep{Step: s, WillRun: true, Reason: "never ran",
+			PinValues: map[string]string{"GPU_TARGET": "gfx1151"}})
 	}
 	return p, nil
 }

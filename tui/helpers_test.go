@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/haloforge/haloforge/detect"
 )
 
 // updating reports whether -update was given; the flag itself is the one
@@ -23,9 +26,28 @@ func updating() bool {
 	return f != nil && f.Value.String() == "true"
 }
 
-// cmdTimeout drops commands that wait longer (spinner ticks, cursor
-// blinks), so direct tests only follow the commands that answer at once.
+// cmdTimeout drops commands that wait longer, so direct tests only follow
+// the commands that answer at once. Timers (a cursor's blink, a spinner's
+// tick) are not even waited for (isTimer).
 const cmdTimeout = 150 * time.Millisecond
+
+// timerPackages are the packages whose commands only wait and then animate:
+// a text field's cursor blink (every key typed into a prompt returns one,
+// 530 ms long) and a spinner's tick. Following them changes no state a test
+// reads; waiting cmdTimeout for each would cost 150 ms a key.
+var timerPackages = []string{"charm.land/bubbles/v2/cursor.", "charm.land/bubbles/v2/spinner."}
+
+// isTimer reports whether cmd is one of those timers, by the function that
+// made it (a command is a closure: its name is all there is to go by).
+func isTimer(cmd tea.Cmd) bool {
+	name := runtime.FuncForPC(reflect.ValueOf(cmd).Pointer()).Name()
+	for _, p := range timerPackages {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
 
 // runTimeout bounds the wait for a followed run's next batch of events. It
 // always comes (the fake runs end), but on a loaded machine it may take
@@ -130,8 +152,12 @@ func runWait(t testing.TB, cmd tea.Cmd) []tea.Msg {
 	return msgs
 }
 
-// run runs a command and drops it when it waits longer than cmdTimeout.
+// run runs a command and drops it when it is a timer or waits longer than
+// cmdTimeout.
 func run(cmd tea.Cmd) []tea.Msg {
+	if cmd != nil && isTimer(cmd) {
+		return nil
+	}
 	msgs, _ := runWithin(cmd, cmdTimeout)
 	return msgs
 }
@@ -183,7 +209,7 @@ func mustContain(t *testing.T, what, text string, wants ...string) {
 func manyChecks(n int) *Detection {
 	det := strixHalo()
 	for i := range n {
-		det.Checks = append(det.Checks, Check{ID: "extra-" + itoa(i), Summary: "fine"})
+		det.Checks = append(det.Checks, detect.Check{ID: detect.CheckID("extra-" + itoa(i)), Summary: "fine"})
 	}
 	return det
 }
@@ -226,4 +252,25 @@ func trimLines(s string) string {
 		lines[i] = strings.TrimRight(l, " ")
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// lastLine is the frame's last line: the footer.
+func lastLine(m *Model) string {
+	v := strings.TrimRight(plain(m), "\n")
+	return v[strings.LastIndex(v, "\n")+1:]
+}
+
+// commands is Options.Commands as the real wizard words them.
+func commands(c Command) string {
+	s := "haloforge build --track " + c.Track
+	if c.Resume {
+		s += " --resume"
+	}
+	if c.IgnoreChecks {
+		s += " --ignore-checks"
+	}
+	for _, v := range c.Sets {
+		s += " --set " + v
+	}
+	return s + " --state-dir /hf"
 }

@@ -16,6 +16,18 @@ import (
 	"github.com/haloforge/haloforge/internal/text"
 )
 
+// HostFixer makes and applies the host fixes, for the host-fix screen, as
+// doctor --plan and --apply make them.
+type HostFixer interface {
+	// HostFix plans the fixes for the detected machine, with what applying
+	// them changes now.
+	HostFix(ctx context.Context) (*HostFix, error)
+	// ApplyHostFix makes exactly the changes the user confirmed (fix.Changes),
+	// writing its progress to out; it runs with the terminal handed over,
+	// since sudo asks for a password there. It never reboots.
+	ApplyHostFix(ctx context.Context, fix *HostFix, out io.Writer) (*HostFixResult, error)
+}
+
 // HostFix is the host-fix plan as the host-fix screen shows it: the plan
 // `haloforge doctor --plan` makes for the detected machine, and what
 // applying it changes now, as `doctor --apply` shows it.
@@ -40,8 +52,6 @@ type HostFixResult struct {
 
 // Messages of the host-fix screen.
 type (
-	// openHostFixMsg opens the host-fix screen (the detection screen's a).
-	openHostFixMsg    struct{}
 	hostFixPlannedMsg struct {
 		fix *HostFix
 		err error
@@ -62,8 +72,6 @@ const confirmWord = "APPLY"
 // over, since sudo asks for its password there, and shows what it did.
 type hostFixScreen struct {
 	*common
-	ctx      context.Context
-	backend  Backend
 	fix      *HostFix
 	planning bool // the plan is being made
 	applied  bool // an apply ran: its result (or error) is shown
@@ -79,9 +87,11 @@ type hostFixScreen struct {
 	w, h   int
 }
 
-func newHostFixScreen(ctx context.Context, c *common, b Backend) *hostFixScreen {
+// newHostFixScreen opens on the detected machine's host fixes (the
+// detection screen's a).
+func newHostFixScreen(c *common) *hostFixScreen {
 	return &hostFixScreen{
-		common: c, ctx: ctx, backend: b, planning: true, exec: tea.Exec,
+		common: c, planning: true, exec: tea.Exec,
 		confirm: newPrompt("Type "+confirmWord+" to make these changes: ", confirmWord, "apply", "cancel"),
 	}
 }
@@ -92,7 +102,11 @@ func (s *hostFixScreen) Init() tea.Cmd { return s.plan() }
 func (s *hostFixScreen) plan() tea.Cmd {
 	s.planning = true
 	s.layout()
-	b, ctx := s.backend, s.ctx
+	b, ok := role[HostFixer](s.common)
+	if !ok {
+		return send(hostFixPlannedMsg{err: errors.New("this session makes no host fixes: haloforge doctor --plan shows them")})
+	}
+	ctx := s.context()
 	return func() tea.Msg {
 		fix, err := b.HostFix(ctx)
 		return hostFixPlannedMsg{fix: fix, err: err}
@@ -233,7 +247,8 @@ func (s *hostFixScreen) submit() tea.Cmd {
 	}
 	s.note = "Applying: the terminal is handed to the apply while it runs (sudo may ask for your password)."
 	s.layout()
-	a := &applyExec{ctx: context.WithoutCancel(s.ctx), backend: s.backend, fix: s.fix}
+	b, _ := role[HostFixer](s.common) // the plan came from it
+	a := &applyExec{ctx: context.WithoutCancel(s.context()), backend: b, fix: s.fix}
 	return s.exec(a, func(error) tea.Msg { return a.msg() })
 }
 
@@ -588,7 +603,7 @@ func commandLines(cmd string, width, indent int) []string {
 // result. Errors travel in the message, not as the exec's error.
 type applyExec struct {
 	ctx     context.Context
-	backend Backend
+	backend HostFixer
 	fix     *HostFix
 	out     io.Writer
 	log     tailBuffer

@@ -21,6 +21,10 @@ import (
 	"github.com/haloforge/haloforge/tui/demo"
 )
 
+func init() {
+	screenExamples["host fixes"] = func(c *common) screen { return newHostFixScreen(c) }
+}
+
 // refuseRunner runs nothing: a preview of GRUB and modprobe.d edits reads
 // files only.
 type refuseRunner struct{}
@@ -84,7 +88,7 @@ func inPlace(term io.Writer) func(tea.ExecCommand, tea.ExecCallback) tea.Cmd {
 // newHostFixFor opens the screen at w×h on the fake's plan, the plan made.
 func newHostFixFor(t *testing.T, f *fakeBackend, w, h int) *hostFixScreen {
 	t.Helper()
-	s := newHostFixScreen(context.Background(), testCommon(), f)
+	s := newHostFixScreen(testCommonOn(f))
 	s.SetSize(w, h)
 	s.exec = inPlace(io.Discard)
 	s.Update(msgOf(s.Init()))
@@ -100,7 +104,7 @@ func typeText(s screen, text string) {
 func TestHostFixScreenShowsThePlan(t *testing.T) {
 	f := newFakeBackend(t)
 	f.hostFix = grubHostFix(t)
-	s := newHostFixScreen(context.Background(), testCommon(), f)
+	s := newHostFixScreen(testCommonOn(f))
 	s.SetSize(100, 200)
 	if v := ansi.Strip(s.View()); !strings.Contains(v, "Planning the host fixes") {
 		t.Errorf("before the plan:\n%s", v)
@@ -395,7 +399,7 @@ func TestHostFixHostileText(t *testing.T) {
 func TestDetectionOffersHostFixes(t *testing.T) {
 	// Without a GPU (no plan, no fixes) ? lists neither a nor, on a real
 	// machine without the demo, d: only live keys are listed.
-	nogpu := &detectScreen{common: testCommon(), det: &Detection{}}
+	nogpu := &detectScreen{common: testCommon(), det: &Detection{Report: &detect.Report{}}}
 	for _, row := range nogpu.FullHelp() {
 		for _, b := range row {
 			if k := b.Help().Key; k == "a" || k == "d" {
@@ -419,13 +423,13 @@ func TestDetectionOffersHostFixes(t *testing.T) {
 	}
 	// At 80 columns, next to the demo machine's counts, the offer goes on
 	// its own line rather than being cut.
-	var checks []Check
+	var checks []detect.Check
 	for i, st := range []detect.Status{detect.StatusOK, detect.StatusWarn, detect.StatusFail, detect.StatusSkip} {
 		for range []int{13, 1, 1, 6}[i] {
-			checks = append(checks, Check{ID: "gpu", Status: st, Summary: "x"})
+			checks = append(checks, detect.Check{ID: "gpu", Status: st, Summary: "x"})
 		}
 	}
-	ds := &detectScreen{common: testCommon(), det: &Detection{Checks: checks, HostFixes: 2}}
+	ds := &detectScreen{common: testCommon(), det: &Detection{Report: &detect.Report{Checks: checks}, HostFixes: 2}}
 	cv := ansi.Strip(ds.checksView(80))
 	if !slices.ContainsFunc(strings.Split(cv, "\n"), func(l string) bool {
 		return strings.Contains(l, "a: apply these fixes (2 host changes)") && ansi.StringWidth(l) <= 80
@@ -433,7 +437,7 @@ func TestDetectionOffersHostFixes(t *testing.T) {
 		t.Errorf("at 80 columns the offer is cut:\n%s", cv)
 	}
 	// Only changes left to the user: a shows them, and says so.
-	ds.det = &Detection{Checks: checks, HostFixesByHand: 2}
+	ds.det = &Detection{Report: &detect.Report{Checks: checks}, HostFixesByHand: 2}
 	if cv := ansi.Strip(ds.checksView(80)); !strings.Contains(cv, "a: show the 2 host fixes (by hand)") || strings.Contains(cv, "apply") {
 		t.Errorf("by-hand fixes offered as applied:\n%s", cv)
 	}
@@ -482,8 +486,7 @@ func helpKeys(bs []key.Binding) []string {
 // The demo's machine: its bundle does not say how it boots. The screen says
 // plainly the bootloader could not be identified, lists the arguments to
 // set by hand with where the common bootloaders keep them (commands whole),
-// and offers no APPLY: there is nothing haloforge would change. (C5 of the
-// UX review.)
+// and offers no APPLY: there is nothing haloforge would change.
 func TestHostFixUnknownBootloaderSaysWhatToDoByHand(t *testing.T) {
 	b, err := demo.Bundle()
 	if err != nil {

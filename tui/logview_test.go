@@ -22,18 +22,20 @@ func TestLogBufferKeepsTheTail(t *testing.T) {
 	}{
 		{5, 0, 0, 0}, {5, 3, 0, 3}, {5, 5, 0, 5}, {5, 6, 1, 5}, {5, 12, 7, 5}, {1, 3, 2, 1},
 	} {
-		b := filled(tc.capacity, tc.n)
-		if b.First() != tc.first || b.Len() != tc.len || b.End() != tc.n {
-			t.Errorf("cap %d, %d lines: first %d len %d end %d, want %d %d %d", tc.capacity, tc.n, b.First(), b.Len(), b.End(), tc.first, tc.len, tc.n)
-		}
-		for abs := b.First(); abs < b.End(); abs++ {
-			if got := b.Line(abs); got != fmt.Sprintf("line %d", abs) {
-				t.Errorf("cap %d: Line(%d) = %q", tc.capacity, abs, got)
+		t.Run(fmt.Sprintf("cap %d, %d lines", tc.capacity, tc.n), func(t *testing.T) {
+			b := filled(tc.capacity, tc.n)
+			if b.First() != tc.first || b.Len() != tc.len || b.End() != tc.n {
+				t.Errorf("cap %d, %d lines: first %d len %d end %d, want %d %d %d", tc.capacity, tc.n, b.First(), b.Len(), b.End(), tc.first, tc.len, tc.n)
 			}
-		}
-		if tc.first > 0 && b.Line(tc.first-1) != "" {
-			t.Errorf("an evicted line is still returned")
-		}
+			for abs := b.First(); abs < b.End(); abs++ {
+				if got := b.Line(abs); got != fmt.Sprintf("line %d", abs) {
+					t.Errorf("cap %d: Line(%d) = %q", tc.capacity, abs, got)
+				}
+			}
+			if tc.first > 0 && b.Line(tc.first-1) != "" {
+				t.Errorf("an evicted line is still returned")
+			}
+		})
 	}
 }
 
@@ -89,7 +91,7 @@ func TestLogViewScrollClampsWhenRingRotates(t *testing.T) {
 	}
 }
 
-// TestLogViewSearchLikeLess is the review's finding 5: / searches forward
+// TestLogViewSearchLikeLess: / searches forward
 // from the top of the window and ? backward, n repeats the direction and N
 // reverses it, the search wraps round with vim's note, and the match is
 // counted ("match 2/3") and named by its line in the file.
@@ -104,7 +106,7 @@ func TestLogViewSearchLikeLess(t *testing.T) {
 	}
 	v := newLogView(b)
 	v.SetSize(60, 5)
-	v.Home() // g: the top of the log, as in the review's repro
+	v.Home() // g: the top of the log, where a search from the top starts
 	r := v.Search("hip ERROR", false)
 	if !r.found || v.match != 5 || r.index != 1 || r.total != 3 || r.no != 6 || r.wrapped {
 		t.Fatalf("/ from the top: %+v, match %d; want the first match, 1/3, file line 6", r, v.match)
@@ -150,7 +152,7 @@ func TestLogViewSearchLikeLess(t *testing.T) {
 
 // TestLogBufferKeepsFileLineNumbers: after a flood that the screen partly
 // dropped, the lines keep their numbers in the file, so "line 195000" on
-// screen is line 195000 of the log (finding 5).
+// screen is line 195000 of the log.
 func TestLogBufferKeepsFileLineNumbers(t *testing.T) {
 	b := newLogBuffer(5)
 	b.AppendAt(1, "a")
@@ -169,7 +171,7 @@ func TestLogBufferKeepsFileLineNumbers(t *testing.T) {
 }
 
 // TestLogViewWrapsAndScrollsSideways: w wraps long lines whole; without it
-// ←/→ shows what is past the edge (finding 3).
+// ←/→ shows what is past the edge.
 func TestLogViewWrapsAndScrollsSideways(t *testing.T) {
 	b := newLogBuffer(10)
 	long := "error: running as root: distrobox refuses that. Run haloforge as your normal user"
@@ -232,11 +234,13 @@ func TestHighlight(t *testing.T) {
 		{"none", "x", "none"},
 		{"İstanbul", "i", "[İstanbul]"}, // case folding changes byte offsets: mark the line
 	} {
-		got := highlight(tc.in, tc.q, st)
-		got = strings.ReplaceAll(strings.ReplaceAll(got, "\x1b[7m", "["), "\x1b[m", "]")
-		if got != tc.want {
-			t.Errorf("highlight(%q, %q) = %q, want %q", tc.in, tc.q, got, tc.want)
-		}
+		t.Run(tc.in+" "+tc.q, func(t *testing.T) {
+			got := highlight(tc.in, tc.q, st)
+			got = strings.ReplaceAll(strings.ReplaceAll(got, "\x1b[7m", "["), "\x1b[m", "]")
+			if got != tc.want {
+				t.Errorf("highlight(%q, %q) = %q, want %q", tc.in, tc.q, got, tc.want)
+			}
+		})
 	}
 }
 

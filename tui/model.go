@@ -39,7 +39,8 @@ type Model struct {
 
 // New builds the wizard's root model.
 func New(ctx context.Context, b Backend, opts Options) *Model {
-	c := &common{Styles: DefaultStyles(), Keys: DefaultKeyMap(), Demo: opts.Demo, commands: opts.Commands, pager: opts.Pager}
+	c := &common{Styles: DefaultStyles(), Keys: DefaultKeyMap(), Demo: opts.Demo, ctx: ctx, backend: b,
+		commands: opts.Commands, pager: opts.Pager}
 	m := &Model{common: c, ctx: ctx, backend: b, opts: opts, help: help.New()}
 	m.help.Styles.ShortKey = c.Styles.Key
 	m.help.Styles.FullKey = c.Styles.Key
@@ -48,7 +49,7 @@ func New(ctx context.Context, b Backend, opts Options) *Model {
 	m.result.Demo = opts.Demo
 	if opts.Plan != nil {
 		m.result.Track = opts.Plan.Track.ID
-		m.run = newRunScreen(ctx, c, b, opts.Plan, false)
+		m.run = newRunScreen(c, opts.Plan, false)
 		m.stack = []screen{m.run}
 	}
 	return m
@@ -129,8 +130,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, m.route(msg)
 }
 
-// route handles navigation messages and passes anything else to the top.
-// A new screen adds one case here that opens it.
+// route handles the flow's navigation and passes anything else to the
+// top. A screen off the flow comes as an openMsg from the screen that
+// offers it.
 func (m *Model) route(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case openPickerMsg:
@@ -150,14 +152,8 @@ func (m *Model) route(msg tea.Msg) tea.Cmd {
 		return m.runEnded(msg)
 	case openSummaryMsg:
 		return m.open(m.run.Summary())
-	case openTroubleshootMsg:
-		return m.open(newTroubleshootScreen(m.common, m.backend, msg.path, msg.findings))
-	case openHostFixMsg:
-		return m.open(newHostFixScreen(m.ctx, m.common, m.backend))
-	case openSetsMsg:
-		return m.open(newSetsScreen(m.common, m.backend, msg.track))
-	case openServeMsg:
-		return m.open(newServeScreen(m.ctx, m.common, m.backend, msg.track))
+	case openMsg:
+		return m.open(msg.s)
 	case closeScreenMsg:
 		m.pop()
 		return nil
@@ -204,11 +200,8 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	if m.top().TakesText() {
 		return m.top().Update(k)
 	}
-	if c, ok := m.top().(keyClaimer); ok && c.Claims(k) {
-		return m.top().Update(k)
-	}
 	switch {
-	case key.Matches(k, keys.Help):
+	case key.Matches(k, m.helpKey()):
 		m.help.ShowAll = !m.help.ShowAll
 		m.layout()
 		return nil
@@ -315,7 +308,7 @@ func (m *Model) startRun(msg startRunMsg) tea.Cmd {
 	if m.running() {
 		return nil
 	}
-	m.run = newRunScreen(m.ctx, m.common, m.backend, msg.plan, msg.ignoreChecks)
+	m.run = newRunScreen(m.common, msg.plan, msg.ignoreChecks)
 	return tea.Batch(m.open(m.run), m.run.Start(false))
 }
 
@@ -349,7 +342,7 @@ func (m *Model) footer() string {
 	if m.help.ShowAll {
 		f = m.help.FullHelpView(m.top().FullHelp())
 	} else {
-		f = fitHelp(m.top().ShortHelp(), m.common.Keys, m.common.Width, m.common.Styles)
+		f = fitHelp(m.top().ShortHelp(), m.helpKey(), m.common.Keys, m.common.Width, m.common.Styles)
 	}
 	if m.errNote != "" {
 		f = m.common.Styles.Fail.Render(ansiCut(m.errNote, m.common.Width)) + "\n" + f
@@ -357,18 +350,27 @@ func (m *Model) footer() string {
 	return f
 }
 
+// helpKey is the key that shows the help on the top screen: ? or h, or
+// the screen's own (the run screen's ? searches its log backwards).
+func (m *Model) helpKey() key.Binding {
+	if h, ok := m.top().(helpKeyer); ok {
+		return h.HelpKey()
+	}
+	return m.common.Keys.Help
+}
+
 // fitHelp renders a screen's short help on one line of width w. The
 // screen lists its keys most important first; help and quit always show,
 // at the end, and the other keys as many as fit, so that at 80 columns
 // the footer still says how to get help and how to leave.
-func fitHelp(bs []key.Binding, k KeyMap, w int, st Styles) string {
+func fitHelp(bs []key.Binding, help key.Binding, k KeyMap, w int, st Styles) string {
 	var keep, last []key.Binding
 	for _, b := range bs {
 		if !b.Enabled() {
 			continue
 		}
 		switch b.Help().Key {
-		case k.Help.Help().Key, k.LogHelp.Help().Key, k.Quit.Help().Key, k.ForceQuit.Help().Key:
+		case help.Help().Key, k.Quit.Help().Key, k.ForceQuit.Help().Key:
 			last = append(last, b)
 		default:
 			keep = append(keep, b)

@@ -2,9 +2,12 @@ package tui
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
 	"github.com/haloforge/haloforge/detect"
@@ -112,7 +116,7 @@ func TestQuitAsksThenStopsTheRunFakeRunner(t *testing.T) {
 	}
 }
 
-// TestQuitWithoutRunQuitsAtOnce is finding 9: q asks only while a step
+// TestQuitWithoutRunQuitsAtOnce: q asks only while a step
 // runs; elsewhere it quits at once, as TUTORIAL's key table says.
 func TestQuitWithoutRunQuitsAtOnce(t *testing.T) {
 	m := newSized(t, newFakeBackend(t), 80, 24)
@@ -129,16 +133,18 @@ func TestTooSmallTerminal(t *testing.T) {
 		w, h  int
 		small bool
 	}{{79, 24, true}, {80, 23, true}, {80, 24, false}, {200, 60, false}} {
-		m := newSized(t, newFakeBackend(t), tc.w, tc.h)
-		v := plain(m)
-		if got := strings.Contains(v, "needs a terminal of at least 80×24"); got != tc.small {
-			t.Errorf("%d×%d: too-small message = %v, want %v:\n%s", tc.w, tc.h, got, tc.small, v)
-		}
-		if !tc.small {
-			if n := strings.Count(v, "\n") + 1; n > tc.h {
-				t.Errorf("%d×%d: the frame has %d lines", tc.w, tc.h, n)
+		t.Run(fmt.Sprintf("%dx%d", tc.w, tc.h), func(t *testing.T) {
+			m := newSized(t, newFakeBackend(t), tc.w, tc.h)
+			v := plain(m)
+			if got := strings.Contains(v, "needs a terminal of at least 80×24"); got != tc.small {
+				t.Errorf("%d×%d: too-small message = %v, want %v:\n%s", tc.w, tc.h, got, tc.small, v)
 			}
-		}
+			if !tc.small {
+				if n := strings.Count(v, "\n") + 1; n > tc.h {
+					t.Errorf("%d×%d: the frame has %d lines", tc.w, tc.h, n)
+				}
+			}
+		})
 	}
 }
 
@@ -325,16 +331,18 @@ func TestTroubleshootShowsScanError(t *testing.T) {
 
 func TestPickerPreselectsTrack(t *testing.T) {
 	for _, tc := range []struct{ opt, want string }{{"", "therock-toolbox"}, {"ollama", "ollama"}} {
-		m := New(context.Background(), newFakeBackend(t), Options{Track: tc.opt})
-		drive(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
-		drive(t, m, m.Init()())
-		drive(t, m, press("enter"))
-		if got := m.picker.Hovered().ID; got != tc.want {
-			t.Errorf("Track %q: hovered %s, want %s", tc.opt, got, tc.want)
-		}
-		if !strings.Contains(plain(m), "> "+tc.want) {
-			t.Errorf("the cursor is not on %s:\n%s", tc.want, plain(m))
-		}
+		t.Run(cmp.Or(tc.opt, "recommended"), func(t *testing.T) {
+			m := New(context.Background(), newFakeBackend(t), Options{Track: tc.opt})
+			drive(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
+			drive(t, m, m.Init()())
+			drive(t, m, press("enter"))
+			if got := m.picker.Hovered().ID; got != tc.want {
+				t.Errorf("Track %q: hovered %s, want %s", tc.opt, got, tc.want)
+			}
+			if !strings.Contains(plain(m), "> "+tc.want) {
+				t.Errorf("the cursor is not on %s:\n%s", tc.want, plain(m))
+			}
+		})
 	}
 }
 
@@ -344,7 +352,7 @@ func TestPickerMovesAndEscGoesBack(t *testing.T) {
 	if got := m.picker.Hovered().ID; got != "vllm-image" {
 		t.Fatalf("hovered %s after down, want vllm-image", got)
 	}
-	if v := plain(m); !strings.Contains(v, "AMD's prebuilt vLLM image") {
+	if v := plain(m); !strings.Contains(v, "A prebuilt vLLM image") {
 		t.Errorf("details do not follow the cursor:\n%s", v)
 	}
 	drive(t, m, press("enter"))
@@ -356,7 +364,7 @@ func TestPickerMovesAndEscGoesBack(t *testing.T) {
 		t.Errorf("esc from the plan: top %T, hovered %s", m.top(), m.picker.Hovered().ID)
 	}
 	drive(t, m, press("down"))
-	if m.picker.Hovered().ID != "source-stable" {
+	if m.picker.Hovered().ID != "llamacpp-vulkan" {
 		t.Error("the picker is not live again after esc")
 	}
 }
@@ -364,7 +372,7 @@ func TestPickerMovesAndEscGoesBack(t *testing.T) {
 func TestNoGPUOffersDemo(t *testing.T) {
 	m := New(context.Background(), newFakeBackend(t), Options{})
 	drive(t, m, tea.WindowSizeMsg{Width: 100, Height: 30})
-	drive(t, m, detectedMsg{det: &Detection{Source: "this machine"}})
+	drive(t, m, detectedMsg{det: &Detection{Report: &detect.Report{}, Source: "this machine"}})
 	if v := plain(m); !strings.Contains(v, "No AMD GPU found") || !strings.Contains(v, "haloforge demo") {
 		t.Errorf("no-GPU card:\n%s", v)
 	}
@@ -444,10 +452,12 @@ func TestNoColorHonoured(t *testing.T) {
 		{[]string{"TERM=xterm-256color", "TTY_FORCE=1"}, true}, // so the test can fail
 		{[]string{"TERM=xterm-256color", "TTY_FORCE=1", "NO_COLOR=1"}, false},
 	} {
-		out, _ := runProgram(t, newFakeBackend(t), tc.env, func(b *syncBuffer) bool { return strings.Contains(b.String(), "Recommended") })
-		if got := sgrColour.MatchString(out.String()); got != tc.colour {
-			t.Errorf("env %v: colour sequences = %v, want %v", tc.env, got, tc.colour)
-		}
+		t.Run(strings.Join(tc.env, " "), func(t *testing.T) {
+			out, _ := runProgram(t, newFakeBackend(t), tc.env, func(b *syncBuffer) bool { return strings.Contains(b.String(), "Recommended") })
+			if got := sgrColour.MatchString(out.String()); got != tc.colour {
+				t.Errorf("env %v: colour sequences = %v, want %v", tc.env, got, tc.colour)
+			}
+		})
 	}
 }
 
@@ -483,7 +493,7 @@ func TestBlockingCheckNeedsASecondEnter(t *testing.T) {
 	m := New(context.Background(), newFakeBackend(t), Options{})
 	drive(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})
 	det := strixHalo()
-	det.Checks = append(det.Checks, Check{ID: "kfd-access", Status: detect.StatusFail, Summary: "/dev/kfd is missing", Fix: "sudo modprobe amdgpu"})
+	det.Checks = append(det.Checks, detect.Check{ID: "kfd-access", Status: detect.StatusFail, Summary: "/dev/kfd is missing", Fix: "sudo modprobe amdgpu"})
 	drive(t, m, detectedMsg{det: det}, press("enter"), press("enter"))
 	v := plain(m)
 	if !strings.Contains(v, "✗ Blocking checks fail: /dev/kfd (kfd-access). The build stops at them") || !strings.Contains(v, "/dev/kfd: /dev/kfd is missing") {
@@ -517,7 +527,7 @@ func TestShellWithoutToolboxSaysWhy(t *testing.T) {
 }
 
 // TestPlanModeRunsAndEndsOnTheSummaryFakeRunner is the TUI of `haloforge
-// build` (finding 1): it starts at the run screen and, once the run
+// build`: it starts at the run screen and, once the run
 // succeeds, shows the summary with the next commands instead of vanishing;
 // q then quits at once, and the result carries the recap.
 func TestPlanModeRunsAndEndsOnTheSummaryFakeRunner(t *testing.T) {
@@ -543,8 +553,8 @@ func TestPlanModeRunsAndEndsOnTheSummaryFakeRunner(t *testing.T) {
 	}
 }
 
-// At 80 columns a long log path in the troubleshoot header is wrapped
-// whole: no row is cut with "…" (UX round 3, item 7).
+// TestTroubleshootHeaderWrapsALongPath: at 80 columns a long log path in
+// the troubleshoot header is wrapped whole: no row is cut with "…".
 func TestTroubleshootHeaderWrapsALongPath(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state", "runs", "20261124-194234-60a434-a-long-run-directory-name")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -568,5 +578,98 @@ func TestTroubleshootHeaderWrapsALongPath(t *testing.T) {
 		if strings.Contains(l, path[:20]) && strings.HasSuffix(strings.TrimRight(l, " "), "…") {
 			t.Errorf("row cut: %q", l)
 		}
+	}
+}
+
+// TestQuittingGivesTheNextCommands: leaving the wizard hands cmd a recap: the
+// next commands after a build, the exact resume command (with --track and the
+// user's flags) after a stop, in the stop note too.
+func TestQuittingGivesTheNextCommands(t *testing.T) {
+	f := newFakeBackend(t)
+	f.fixed = true
+	m := New(context.Background(), f, Options{Commands: commands})
+	drive(t, m, tea.WindowSizeMsg{Width: 120, Height: 40}, m.Init()(), press("enter"), press("enter"), press("enter"))
+	if !drive(t, m, press("q")) {
+		t.Fatal("q on the summary did not quit")
+	}
+	r := m.Result()
+	if len(r.Next) != 3 || !strings.HasPrefix(r.Next[0], "haloforge serve --track therock-toolbox") || len(r.RunDirs) != 1 {
+		t.Errorf("result after a build: %+v", r)
+	}
+
+	f = newFakeBackend(t)
+	f.lineGap = 20 * time.Millisecond
+	f.extra = 1000
+	m = New(context.Background(), f, Options{Commands: commands})
+	drive(t, m, tea.WindowSizeMsg{Width: 120, Height: 40}, m.Init()(), press("enter"), press("enter"))
+	driveHeld(t, m, press("enter"))
+	pump(t, m)
+	driveHeld(t, m, press("q"))
+	if v := plain(m); !strings.Contains(v, "Resume it later with: haloforge build --track therock-toolbox --resume --state-dir /hf") {
+		t.Errorf("the quit question does not say how to resume:\n%s", v)
+	}
+	driveHeld(t, m, press("y"))
+	drive(t, m, waitEvents(m.run.ch)())
+	r = m.Result()
+	if r.Stopped != "toolbox" || r.Resume != "haloforge build --track therock-toolbox --resume --state-dir /hf" || !r.Interrupted {
+		t.Errorf("result after a quit mid-run: %+v", r)
+	}
+}
+
+// TestCtrlCIsAnInterruption: q quits at once when nothing runs; Ctrl-C on an
+// idle screen is an interruption (exit 130); after a run ended its outcome
+// stands.
+func TestCtrlCIsAnInterruption(t *testing.T) {
+	m := newSized(t, newFakeBackend(t), 100, 30)
+	if !drive(t, m, press("ctrl+c")) || !m.Result().Interrupted {
+		t.Errorf("ctrl+c on detection: result %+v, want interrupted", m.Result())
+	}
+	f := newFakeBackend(t)
+	m = toRun(t, f, 100, 30) // the run failed
+	if !drive(t, m, press("ctrl+c")) || m.Result().Interrupted || m.Result().Status != steps.OutcomeFailed {
+		t.Errorf("ctrl+c after a failed run: result %+v, want its failure", m.Result())
+	}
+}
+
+// TestFooterAlwaysShowsHelpAndQuit: at 80 and 120 columns, on every screen
+// and state, the footer fits one line and ends with help and quit.
+func TestFooterAlwaysShowsHelpAndQuit(t *testing.T) {
+	for _, w := range []int{80, 120} {
+		f := newFakeBackend(t)
+		f.shell = exec.Command("true")
+		m := newSized(t, f, w, 30)
+		check := func(where string) {
+			t.Helper()
+			foot := lastLine(m)
+			if ansi.StringWidth(foot) > w || !strings.Contains(foot, "help") || !strings.HasSuffix(foot, "q quit") {
+				t.Errorf("%d columns, %s: footer %q", w, where, foot)
+			}
+		}
+		check("detect")
+		drive(t, m, press("enter"))
+		check("picker")
+		drive(t, m, press("enter"))
+		check("plan")
+		drive(t, m, press("enter"))
+		check("run, failed")
+		drive(t, m, press("enter"))
+		check("summary")
+	}
+}
+
+// TestSizeGuardWraps: the size guard's words wrap to the window; during a run
+// it does not offer --plain, which cannot help then.
+func TestSizeGuardWraps(t *testing.T) {
+	msg := tooSmall(40, 10, false)
+	for _, l := range strings.Split(msg, "\n") {
+		if ansi.StringWidth(l) > 40 {
+			t.Errorf("row %q is wider than the 40-column window", l)
+		}
+	}
+	if !strings.Contains(strings.ReplaceAll(msg, "\n", " "), "at least 80×24") {
+		t.Errorf("message: %q", msg)
+	}
+	if run := tooSmall(60, 20, true); strings.Contains(run, "--plain") || !strings.Contains(run, "the run goes on") {
+		t.Errorf("mid-run: %q", run)
 	}
 }

@@ -25,6 +25,7 @@ const pickerListWidth = 38
 // only Esc without one goes back.
 type pickerScreen struct {
 	*common
+	own    pickerKeys
 	tracks []steps.Track
 	det    *Detection
 	choice string
@@ -34,8 +35,15 @@ type pickerScreen struct {
 	w, h   int
 }
 
+// pickerKeys are the picker's own keys: / filters the list (huh's select
+// takes the key; the binding is its help).
+type pickerKeys struct{ Filter key.Binding }
+
 func newPickerScreen(c *common, tracks []steps.Track, preselect string, det *Detection) *pickerScreen {
-	p := &pickerScreen{common: c, tracks: tracks, choice: preselect, det: det}
+	// Tracks kept as history are listed only when asked for (--track ID).
+	tracks = steps.Offered(tracks, preselect)
+	p := &pickerScreen{common: c, own: pickerKeys{Filter: key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter"))},
+		tracks: tracks, choice: preselect, det: det}
 	p.buildForm()
 	return p
 }
@@ -68,19 +76,19 @@ func (p *pickerScreen) intro() string {
 	switch {
 	case p.det == nil:
 		return "No detection: see each track's needs."
-	case p.det.GPU == nil:
+	case p.det.Primary() == nil:
 		return "No AMD GPU here: plans can be read, builds stop at the GPU check."
-	case p.det.Recommended == "":
+	case p.det.RecommendedTrack == "":
 		return "No track fits " + gfxOf(p.det) + " yet."
 	}
 	return "★ is the best fit for this " + gfxOf(p.det) + "."
 }
 
 func gfxOf(d *Detection) string {
-	if d == nil || d.GPU == nil || d.GPU.Gfx == "" {
-		return "machine"
+	if gfx := d.gfx(); gfx != "" {
+		return gfx
 	}
-	return d.GPU.Gfx
+	return "machine"
 }
 
 // label is the option text: ID and a badge in brackets, so that it reads
@@ -89,10 +97,10 @@ func gfxOf(d *Detection) string {
 func (p *pickerScreen) label(t steps.Track) string {
 	badge := badgeText(t.Status)
 	switch {
-	case p.det != nil && t.ID == p.det.Recommended:
+	case p.det != nil && t.ID == p.det.RecommendedTrack:
 		badge = "★ for this box"
-	case p.det != nil && p.det.GPU != nil && p.det.GPU.Gfx != "" && !slices.Contains(t.GFX, p.det.GPU.Gfx):
-		badge = "not for " + p.det.GPU.Gfx
+	case p.det.gfx() != "" && !slices.Contains(t.GFX, p.det.gfx()):
+		badge = "not for " + p.det.gfx()
 	}
 	return fmt.Sprintf("%-17s %s", t.ID, badge)
 }
@@ -144,16 +152,16 @@ func (p *pickerScreen) ShortHelp() []key.Binding {
 	case filtering:
 		return []key.Binding{withHelp(k.Enter, "plan"), withHelp(k.Back, "keep the filter"), k.Up, k.Down, k.ForceQuit}
 	case filtered:
-		return []key.Binding{withHelp(k.Enter, "plan"), withHelp(k.Back, "clear the filter"), k.Filter, k.Up, k.Down, k.Help, k.Quit}
+		return []key.Binding{withHelp(k.Enter, "plan"), withHelp(k.Back, "clear the filter"), p.own.Filter, k.Up, k.Down, k.Help, k.Quit}
 	}
-	return []key.Binding{withHelp(k.Enter, "plan"), k.Filter, k.Up, k.Down, withHelp(k.PageDown, "details"), k.Back, k.Help, k.Quit}
+	return []key.Binding{withHelp(k.Enter, "plan"), p.own.Filter, k.Up, k.Down, withHelp(k.PageDown, "details"), k.Back, k.Help, k.Quit}
 }
 
 func (p *pickerScreen) FullHelp() [][]key.Binding {
 	k := p.Keys
 	return [][]key.Binding{
 		{withHelp(k.Enter, "plan"), k.Up, k.Down, withHelp(k.PageDown, "scroll the details"), withHelp(k.PageUp, "scroll back")},
-		{k.Filter, withHelp(k.Back, "keep, then clear the filter; back"), k.Help, k.Quit},
+		{p.own.Filter, withHelp(k.Back, "keep, then clear the filter; back"), k.Help, k.Quit},
 	}
 }
 
@@ -258,8 +266,8 @@ func trackDetails(t steps.Track, det *Detection, st Styles, width int) string {
 	var b strings.Builder
 	b.WriteString(st.Bold.Render(wrap(t.Title, width)) + "\n" + badge + "\n")
 	b.WriteString(st.Subtle.Render(wrap("gfx: "+strings.Join(t.GFX, ", "), width)) + "\n")
-	if det != nil && det.GPU != nil && det.GPU.Gfx != "" && !slices.Contains(t.GFX, det.GPU.Gfx) {
-		b.WriteString(st.Warn.Render(wrap("Not for this machine's "+det.GPU.Gfx+".", width)) + "\n")
+	if gfx := det.gfx(); gfx != "" && !slices.Contains(t.GFX, gfx) {
+		b.WriteString(st.Warn.Render(wrap("Not for this machine's "+gfx+".", width)) + "\n")
 	}
 	b.WriteString("\n" + wrap(t.Description, width) + "\n")
 	section := func(title string, items []string, mark string) {
@@ -291,10 +299,8 @@ func blockingView(t steps.Track, det *Detection, st Styles, width int) string {
 	b.WriteString(st.Subtle.Render("On this machine (build stops at a ✗):") + "\n")
 	for _, id := range t.BlockingChecks {
 		status, summary := detect.StatusSkip, "not checked"
-		for _, c := range det.Checks {
-			if c.ID == string(id) {
-				status, summary = c.Status, c.Summary
-			}
+		if c, ok := det.Check(id); ok {
+			status, summary = c.Status, c.Summary
 		}
 		b.WriteString(ansiCutTail(" "+checkMark(status, st)+" "+id.Title()+": "+summary, width) + "\n")
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/pins"
+	"github.com/haloforge/haloforge/steps"
 )
 
 // planScreen shows what a run will do: each step with whether it runs and
@@ -21,33 +22,22 @@ import (
 // build, a value the track needs (asked for here). Enter starts.
 type planScreen struct {
 	*common
+	own      planKeys
 	plan     *Plan
-	blocking []Check  // the track's blocking checks that fail on this machine
-	warned   bool     // Enter was pressed once despite them
-	input    prompt   // asks for a value the plan needs
-	asking   string   // the pin the input is for
-	lines    []string // the whole plan at the current width
+	blocking []detect.Check // the track's blocking checks that fail on this machine
+	warned   bool           // Enter was pressed once despite them
+	input    prompt         // asks for a value the plan needs
+	asking   string         // the pin the input is for
+	lines    []string       // the whole plan at the current width
 	offset   int
 	w, h     int
 }
 
-func newPlanScreen(c *common, p *Plan, det *Detection) *planScreen {
-	return &planScreen{common: c, plan: p, blocking: failingBlocking(p.Track.BlockingChecks, det)}
-}
+// planKeys are the plan's own keys: p opens the known-good pin sets.
+type planKeys struct{ Sets key.Binding }
 
-// failingBlocking returns the checks among ids whose status is fail: the
-// ones that would stop `haloforge build`.
-func failingBlocking(ids []detect.CheckID, det *Detection) []Check {
-	if det == nil {
-		return nil
-	}
-	var out []Check
-	for _, c := range det.Checks {
-		if c.Status == detect.StatusFail && slices.Contains(ids, detect.CheckID(c.ID)) {
-			out = append(out, c)
-		}
-	}
-	return out
+func newPlanScreen(c *common, p *Plan, det *Detection) *planScreen {
+	return &planScreen{common: c, own: planKeys{Sets: key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pin sets"))}, plan: p, blocking: steps.FailingChecks(p.Track, det.report())}
 }
 
 // Replan shows the plan again after a value it needed was set.
@@ -83,11 +73,11 @@ func (s *planScreen) ShortHelp() []key.Binding {
 	case s.plan.ReadOnly != "" || s.plan.Busy != "":
 		enter = key.NewBinding(key.WithDisabled())
 	case len(s.plan.Needs) > 0:
-		enter = withHelp(k.Enter, "set "+s.plan.Needs[0].Name)
+		enter = withHelp(k.Enter, "set "+s.plan.Needs[0])
 	case len(s.blocking) > 0 && s.warned:
 		enter = withHelp(k.Enter, "run anyway")
 	}
-	b := []key.Binding{enter, withHelp(k.Back, "pick another track"), k.Sets}
+	b := []key.Binding{enter, withHelp(k.Back, "pick another track"), s.own.Sets}
 	if len(s.lines) > s.room() {
 		b = append(b, k.Down, k.Up)
 	}
@@ -109,8 +99,8 @@ func (s *planScreen) Update(msg tea.Msg) tea.Cmd {
 		return s.enter()
 	case key.Matches(k, s.Keys.Back):
 		return closeScreen
-	case key.Matches(k, s.Keys.Sets):
-		return send(openSetsMsg{track: s.plan.Track.ID})
+	case key.Matches(k, s.own.Sets):
+		return open(newSetsScreen(s.common, s.plan.Track.ID))
 	case scrollBy(s.Keys, k, &s.offset, s.room()):
 		s.offset = clampOffset(s.offset, len(s.lines), s.room())
 	}
@@ -126,8 +116,8 @@ func (s *planScreen) enter() tea.Cmd {
 		return nil
 	case len(p.Needs) > 0:
 		n := p.Needs[0]
-		s.asking = n.Name
-		s.input = newPrompt(n.Name+"=", n.Example, "set it", "cancel").completingPaths()
+		s.asking = n
+		s.input = newPrompt(n+"=", steps.InputExample(n), "set it", "cancel").completingPaths()
 		s.input.SetWidth(max(s.w-30, 10))
 		return s.input.Open()
 	case len(s.blocking) > 0 && !s.warned:
@@ -161,7 +151,7 @@ func (s *planScreen) View() string {
 	case s.plan.Busy != "":
 		foot = s.Styles.Fail.Render("Another build runs: enter starts nothing until it ends.") + s.Styles.Subtle.Render("   esc: back")
 	case len(s.plan.Needs) > 0:
-		foot = s.Styles.Warn.Render("enter: set "+s.plan.Needs[0].Name+" first") + s.Styles.Subtle.Render("   esc: pick another track")
+		foot = s.Styles.Warn.Render("enter: set "+s.plan.Needs[0]+" first") + s.Styles.Subtle.Render("   esc: pick another track")
 	case s.warned:
 		foot = s.Styles.Warn.Render("enter again: run anyway (like build --ignore-checks)") + s.Styles.Subtle.Render("   esc: pick another track")
 	default:
@@ -191,16 +181,16 @@ func (s *planScreen) stopLines() []string {
 		add(st.Warn.Render, "! "+p.ReadOnly)
 	}
 	for _, n := range p.Needs {
-		add(st.Warn.Render, fmt.Sprintf("! %s needs %s (%s), which is empty: enter asks for it.", p.Track.ID, n.Name, n.Help))
+		add(st.Warn.Render, fmt.Sprintf("! %s needs %s (%s), which is empty: enter asks for it.", p.Track.ID, n, pinHelp(n)))
 	}
 	if len(s.blocking) > 0 {
 		names := make([]string, len(s.blocking))
 		for i, c := range s.blocking {
-			names[i] = detect.CheckID(c.ID).Label()
+			names[i] = c.ID.Label()
 		}
 		add(st.Fail.Render, "✗ Blocking checks fail: "+strings.Join(names, ", ")+". The build stops at them; the detection screen has the fixes.")
 		for _, c := range s.blocking {
-			add(st.Subtle.Render, "  "+detect.CheckID(c.ID).Title()+": "+c.Summary)
+			add(st.Subtle.Render, "  "+c.ID.Title()+": "+c.Summary)
 		}
 	}
 	for _, n := range p.Notes {
@@ -238,7 +228,7 @@ func planText(p *Plan, st Styles, width int) string {
 		}
 		b.WriteString(ansiCutTail(fmt.Sprintf("%d. %s %s %s", i+1, mark, padRight(st.Bold.Render(s.ID), 16), title), width) + "\n")
 		b.WriteString("              " + st.Subtle.Render(ansiCutTail(s.Reason, width-14)) + "\n")
-		for _, l := range pinRows(s.Pins, p.Floating, st, width-14) {
+		for _, l := range pinRows(s.PinValues, p.Floating, st, width-14) {
 			b.WriteString("              " + l + "\n")
 		}
 	}
@@ -271,8 +261,8 @@ func costLines(p *Plan) []string {
 		if !s.WillRun {
 			continue
 		}
-		if s.Last > 0 {
-			sum += s.Last
+		if last := p.Last[s.ID]; last > 0 {
+			sum += last
 		} else {
 			unknown++
 		}
@@ -292,6 +282,12 @@ func costLines(p *Plan) []string {
 		}
 	}
 	return parts
+}
+
+// pinHelp is what a pin is, from its spec.
+func pinHelp(name string) string {
+	spec, _ := pins.Lookup(name)
+	return spec.Help
 }
 
 // shortPin is pins.Short marked with "…" when it shortened the value (a

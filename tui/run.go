@@ -35,15 +35,14 @@ const noteLife = 4 * time.Second
 // runview.go draws it, steplist.go and hint.go are its parts.
 type runScreen struct {
 	*common
-	backend Backend
-	parent  context.Context
-	plan    *Plan
-	rs      *runState
-	steps   stepList
-	log     logView
-	spin    spinner.Model
-	search  prompt
-	now     func() time.Time
+	own    runKeys // the keys only this screen has
+	plan   *Plan
+	rs     *runState
+	steps  stepList
+	log    logView
+	spin   spinner.Model
+	search prompt
+	now    func() time.Time
 
 	ch       <-chan runner.Event
 	cancel   context.CancelFunc
@@ -65,17 +64,42 @@ type runScreen struct {
 	w, h     int
 }
 
-func newRunScreen(ctx context.Context, c *common, b Backend, p *Plan, ignoreChecks bool) *runScreen {
+func newRunScreen(c *common, p *Plan, ignoreChecks bool) *runScreen {
 	rs := newRunState(p)
 	rs.now = c.clock
 	s := &runScreen{
-		common: c, backend: b, parent: ctx, plan: p, rs: rs, steps: stepList{rs: rs},
+		common: c, own: newRunKeys(), plan: p, rs: rs, steps: stepList{rs: rs},
 		spin:   spinner.New(spinner.WithSpinner(spinner.MiniDot)),
 		search: newPrompt("/", "", "find", "cancel"),
 		now:    c.clock, autoView: true, focus: paneLog, ignore: ignoreChecks,
 	}
 	s.log = newLogView(rs.Steps[0].buf)
 	return s
+}
+
+// runKeys are the run screen's own keys: its log reads like less (/ and ?
+// search forward and back, n and N repeat, f follows the tail, w wraps, v
+// opens the pager), then the run's actions. Its help is h, since ? is taken.
+type runKeys struct {
+	Search, SearchBack, NextMatch, PrevMatch, Follow, Wrap, Pager key.Binding
+	HideHint, Shell, Retry, Skip, Help                            key.Binding
+}
+
+func newRunKeys() runKeys {
+	return runKeys{
+		Search:     key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search")),
+		SearchBack: key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "search back")),
+		NextMatch:  key.NewBinding(key.WithKeys("n"), key.WithHelp("n/N", "next/prev match")),
+		PrevMatch:  key.NewBinding(key.WithKeys("N")),
+		Follow:     key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "follow/pause")),
+		Wrap:       key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "wrap lines")),
+		Pager:      key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "open log in $PAGER")),
+		HideHint:   key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "hide/show hint")),
+		Shell:      key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "shell in the box")),
+		Retry:      key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "retry")),
+		Skip:       key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "skip optional step")),
+		Help:       key.NewBinding(key.WithKeys("h"), key.WithHelp("h", "help")),
+	}
 }
 
 // Running reports whether a run is in progress (or being stopped).
@@ -99,7 +123,7 @@ func (s *runScreen) expireNote() {
 
 // Start begins a run of the plan; resume continues after a failure.
 func (s *runScreen) Start(resume bool) tea.Cmd {
-	ctx, cancel := context.WithCancel(s.parent)
+	ctx, cancel := context.WithCancel(s.context())
 	s.cancel, s.running = cancel, true
 	req := RunRequest{Track: s.plan.Track.ID, Resume: resume, Skip: append([]string(nil), s.skip...)}
 	b := s.backend
@@ -151,13 +175,12 @@ func (s *runScreen) SetSize(w, h int) {
 
 func (s *runScreen) Crumb() string { return "run" }
 
-func (s *runScreen) TakesText() bool { return s.search.IsOpen() }
+// TakesText is true while the search is typed, and while the skip question
+// is up, so that every key answers it (q is "no" then, not quit).
+func (s *runScreen) TakesText() bool { return s.search.IsOpen() || s.askSkip != "" }
 
-// Claims takes ? from the root: in the log it searches backwards, as in
-// less; h is the help here.
-func (s *runScreen) Claims(k tea.KeyPressMsg) bool {
-	return key.Matches(k, s.Keys.SearchBack) || s.askSkip != ""
-}
+// HelpKey is h: ? searches the log backwards here, as in less.
+func (s *runScreen) HelpKey() key.Binding { return s.own.Help }
 
 // ShortHelp lists the keys that apply now, most useful first; the footer
 // shows as many as fit, help and quit always.
@@ -171,33 +194,33 @@ func (s *runScreen) ShortHelp() []key.Binding {
 	}
 	var b []key.Binding
 	if s.canRetry() {
-		b = append(b, k.Retry, k.Troubleshoot)
+		b = append(b, s.own.Retry, k.Troubleshoot)
 	}
 	if s.rs.Finished && !s.running {
 		b = append(b, withHelp(k.Enter, "summary"))
 	}
 	if s.canSkip() != "" {
-		b = append(b, k.Skip)
+		b = append(b, s.own.Skip)
 	}
 	if s.plan.Box != "" {
-		b = append(b, k.Shell)
+		b = append(b, s.own.Shell)
 	}
-	b = append(b, k.Search, k.Pager, k.Follow, k.Tab, k.Wrap)
+	b = append(b, s.own.Search, s.own.Pager, s.own.Follow, k.Tab, s.own.Wrap)
 	if s.hint != "" || s.hideHint {
-		b = append(b, k.HideHint)
+		b = append(b, s.own.HideHint)
 	}
 	if s.hint != "" {
 		b = append(b, k.Copy)
 	}
-	return append(b, k.LogHelp, k.Quit)
+	return append(b, s.own.Help, k.Quit)
 }
 
 func (s *runScreen) FullHelp() [][]key.Binding {
 	k := s.Keys
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Left},
-		{k.Search, k.SearchBack, k.NextMatch, k.Follow, k.Wrap, k.Pager, k.Tab},
-		{k.Retry, k.Skip, k.Troubleshoot, k.Shell, k.HideHint, k.Copy, withHelp(k.Enter, "summary"), k.LogHelp, k.Quit},
+		{s.own.Search, s.own.SearchBack, s.own.NextMatch, s.own.Follow, s.own.Wrap, s.own.Pager, k.Tab},
+		{s.own.Retry, s.own.Skip, k.Troubleshoot, s.own.Shell, s.own.HideHint, k.Copy, withHelp(k.Enter, "summary"), s.own.Help, k.Quit},
 	}
 }
 
@@ -354,31 +377,31 @@ func (s *runScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
 		s.log.ScrollX(-s.log.width / 2)
 	case key.Matches(k, keys.Right):
 		s.log.ScrollX(s.log.width / 2)
-	case key.Matches(k, keys.Wrap):
+	case key.Matches(k, s.own.Wrap):
 		s.log.ToggleWrap()
-	case key.Matches(k, keys.Follow):
+	case key.Matches(k, s.own.Follow):
 		s.follow()
-	case key.Matches(k, keys.Search), key.Matches(k, keys.SearchBack):
-		return s.openSearch(key.Matches(k, keys.SearchBack))
-	case key.Matches(k, keys.NextMatch), key.Matches(k, keys.PrevMatch):
-		s.nextMatch(key.Matches(k, keys.PrevMatch))
-	case key.Matches(k, keys.HideHint):
+	case key.Matches(k, s.own.Search), key.Matches(k, s.own.SearchBack):
+		return s.openSearch(key.Matches(k, s.own.SearchBack))
+	case key.Matches(k, s.own.NextMatch), key.Matches(k, s.own.PrevMatch):
+		s.nextMatch(key.Matches(k, s.own.PrevMatch))
+	case key.Matches(k, s.own.HideHint):
 		s.hideHint = !s.hideHint
 	case key.Matches(k, keys.Copy):
 		if st := s.steps.Selected(); len(st.Findings) > 0 && st.Findings[0].Fix != "" {
 			s.setNote("Copied the fix of "+st.Findings[0].Family+" (OSC 52: the terminal must allow it).", "")
 			return tea.SetClipboard(st.Findings[0].Fix)
 		}
-	case key.Matches(k, keys.Pager):
+	case key.Matches(k, s.own.Pager):
 		return s.openPager()
-	case key.Matches(k, keys.Retry):
+	case key.Matches(k, s.own.Retry):
 		return s.retry()
-	case key.Matches(k, keys.Skip):
+	case key.Matches(k, s.own.Skip):
 		s.askToSkip()
-	case key.Matches(k, keys.Shell):
+	case key.Matches(k, s.own.Shell):
 		return s.shell()
 	case key.Matches(k, keys.Troubleshoot):
-		return troubleshootStep(s.troubleStep())
+		return troubleshootStep(s.common, s.troubleStep())
 	case key.Matches(k, keys.Enter) && s.rs.Finished && !s.running:
 		return openSummary
 	}
@@ -398,12 +421,12 @@ func (s *runScreen) troubleStep() *stepRun {
 }
 
 // troubleshootStep opens troubleshooting on a step: its findings at once,
-// else a scan of its log.
-func troubleshootStep(st *stepRun) tea.Cmd {
+// else a scan of its log; without a step, it asks for a log.
+func troubleshootStep(c *common, st *stepRun) tea.Cmd {
 	if st == nil {
-		return openTroubleshoot
+		return open(newTroubleshootScreen(c, "", nil))
 	}
-	return send(openTroubleshootMsg{path: st.Log, findings: append([]diagnose.Finding(nil), st.Findings...)})
+	return open(newTroubleshootScreen(c, st.Log, append([]diagnose.Finding(nil), st.Findings...)))
 }
 
 // olderOnlyInFile says so when the top of the kept lines is not the top
@@ -498,7 +521,7 @@ func (s *runScreen) retry() tea.Cmd {
 	if len(failed.Findings) > 0 {
 		f = &failed.Findings[0]
 	}
-	b, ctx, id := s.backend, s.parent, failed.ID
+	b, ctx, id := s.backend, s.context(), failed.ID
 	s.setNote("Preparing to retry "+id+"…", id)
 	return func() tea.Msg {
 		note, err := b.PrepareRetry(ctx, id, f)
@@ -660,6 +683,6 @@ func (s *runScreen) fillResult(res *Result) {
 		res.Resume = s.resumeCommand(res.Failed + res.Stopped)
 	}
 	if rs.Finished && rs.Failed() == nil && rs.Err == nil && !s.stopping {
-		res.Next = s.plan.Track.Next
+		res.Next = s.plan.Next
 	}
 }

@@ -15,7 +15,7 @@ import (
 )
 
 func testPlan() *Plan {
-	return &Plan{Steps: []PlanStep{{ID: "rocm"}, {ID: "aiter", Optional: true}, {ID: "vllm"}}}
+	return &Plan{Plan: &steps.Plan{Steps: []steps.PlannedStep{{Step: steps.Step{ID: "rocm"}}, {Step: steps.Step{ID: "aiter", Optional: true}}, {Step: steps.Step{ID: "vllm"}}}}}
 }
 
 func TestRunStateApply(t *testing.T) {
@@ -115,7 +115,7 @@ func TestSummaryTellsNotVerified(t *testing.T) {
 	rs.Apply(runner.StepFinished{Step: "rocm", Status: steps.OutcomeSucceeded})
 	rs.Apply(runner.StepFinished{Step: "vllm", Status: steps.OutcomeNotVerified, NotVerified: []string{"offline: no model", "no GPU"}})
 	rs.Apply(runner.RunFinished{Status: steps.OutcomeNotVerified})
-	got := ansi.Strip(summaryText(rs, &Plan{Track: steps.Track{ID: "therock-toolbox"}}, "", false, DefaultStyles(), 120))
+	got := ansi.Strip(summaryText(rs, &Plan{Plan: &steps.Plan{Track: steps.Track{ID: "therock-toolbox"}}}, "", false, DefaultStyles(), 120))
 	for _, want := range []string{"⚠ therock-toolbox is built, not verified: vllm", "⚠ vllm             not verified: offline: no model; no GPU"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary lacks %q:\n%s", want, got)

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/haloforge/haloforge/diagnose"
@@ -12,8 +13,10 @@ import (
 // says which keys apply, and answers the root's questions about itself, so
 // that the root never reads a screen's fields.
 //
-// To add a screen: one file with its type, constructor and the message
-// that opens it, plus one case in Model.route that opens it.
+// To add a screen: one file with its type, its constructor and, when it
+// needs the engine for something new, the role it asks for (common's
+// role); the screen that offers it opens it with open(newXScreen(…)).
+// ARCHITECTURE.md ("A screen") has the whole list.
 type screen interface {
 	help.KeyMap
 	Update(msg tea.Msg) tea.Cmd
@@ -35,9 +38,9 @@ type (
 	initer interface{ Init() tea.Cmd }
 	// revealer is told when the screen above it closed and it is on top again.
 	revealer interface{ Revealed() }
-	// keyClaimer takes some of the root's global keys for itself (the run
-	// screen's ? searches backwards, as in less; h is its help).
-	keyClaimer interface{ Claims(tea.KeyPressMsg) bool }
+	// helpKeyer has a help key of its own, where the root's ? means
+	// something else (the run screen's ? searches backwards, as in less).
+	helpKeyer interface{ HelpKey() key.Binding }
 )
 
 // flowCrumbs are the steps of the wizard's flow, shown left to right in the
@@ -89,12 +92,9 @@ type (
 		suspects []diagnose.Suspect // when nothing is known: lines that look like the error
 		err      error
 	}
-	// openTroubleshootMsg opens troubleshooting on a log; findings already
-	// known for it are shown without a scan, an empty path asks for one.
-	openTroubleshootMsg struct {
-		path     string
-		findings []diagnose.Finding
-	}
+	// openMsg puts a screen on top, which the screen offering it made: a
+	// screen off the flow needs no case of its own in Model.route.
+	openMsg        struct{ s screen }
 	openSummaryMsg struct{}
 	closeScreenMsg struct{}
 	noteMsg        string
@@ -108,8 +108,8 @@ func closeScreen() tea.Msg { return closeScreenMsg{} }
 // openSummary opens the summary of the run.
 func openSummary() tea.Msg { return openSummaryMsg{} }
 
-// openTroubleshoot opens troubleshooting with nothing known yet: it asks for a path.
-func openTroubleshoot() tea.Msg { return openTroubleshootMsg{} }
+// open puts s on top of the screens.
+func open(s screen) tea.Cmd { return send(openMsg{s: s}) }
 
 // send returns a command that delivers msg.
 func send(msg tea.Msg) tea.Cmd { return func() tea.Msg { return msg } }

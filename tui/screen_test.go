@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"context"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -13,31 +12,42 @@ import (
 	"strings"
 	"testing"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/steps"
 )
 
-// everyScreen builds one of each screen. A new screen adds a row here;
-// TestEveryScreenIsInTheTable fails until it does.
+// screenExamples build one of each screen, by its crumb, on c (whose
+// engine is the fake). The flow's screens are listed here; a screen off
+// the flow adds its own from its test file (an init), so that a new screen
+// brings its row with it: TestEveryScreenIsInTheTable fails until then.
+var screenExamples = map[string]func(c *common) screen{
+	"detect":       func(c *common) screen { return newDetectScreen(c, false) },
+	"track":        func(c *common) screen { return newPickerScreen(c, steps.Catalogue(), "", nil) },
+	"plan":         func(c *common) screen { return newPlanScreen(c, examplePlan(), nil) },
+	"run":          func(c *common) screen { return newRunScreen(c, examplePlan(), false) },
+	"summary":      func(c *common) screen { p := examplePlan(); return newSummaryScreen(c, newRunState(p), p, "") },
+	"troubleshoot": func(c *common) screen { return newTroubleshootScreen(c, "", nil) },
+}
+
+// examplePlan is a one-step plan of therock-toolbox.
+func examplePlan() *Plan {
+	tr, _ := steps.Lookup("therock-toolbox")
+	return &Plan{Plan: &steps.Plan{Track: tr, Steps: []steps.PlannedStep{{Step: steps.Step{ID: "toolbox", Title: "Toolbox"}, WillRun: true, Reason: "never ran"}}}}
+}
+
+// everyScreen builds one of each screen (screenExamples) on the fake.
 func everyScreen(t *testing.T) map[string]screen {
 	t.Helper()
-	c, f := testCommon(), newFakeBackend(t)
-	tr, _ := steps.Lookup("therock-toolbox")
-	plan := &Plan{Track: tr, Steps: []PlanStep{{ID: "toolbox", Title: "Toolbox", WillRun: true, Reason: "never ran"}}}
-	rs := newRunState(plan)
-	return map[string]screen{
-		"detect":       newDetectScreen(c, false),
-		"track":        newPickerScreen(c, steps.Catalogue(), "", nil),
-		"plan":         newPlanScreen(c, plan, nil),
-		"run":          newRunScreen(context.Background(), c, f, plan, false),
-		"summary":      newSummaryScreen(c, rs, plan, ""),
-		"troubleshoot": newTroubleshootScreen(c, f, "", nil),
-		"host fixes":   newHostFixScreen(context.Background(), c, f),
-		"pin sets":     newSetsScreen(c, f, tr.ID),
-		"serve":        newServeScreen(context.Background(), c, f, "llamacpp-distro"),
+	c := testCommonOn(newFakeBackend(t))
+	out := map[string]screen{}
+	for name, build := range screenExamples {
+		out[name] = build(c)
 	}
+	return out
 }
 
 // TestEveryScreenHasACrumb: each screen names itself, and the header shows
@@ -140,11 +150,11 @@ func TestScrollIsClampedInUpdate(t *testing.T) {
 	}
 
 	tr, _ := steps.Lookup("therock-toolbox")
-	var ps []PlanStep
+	var ps []steps.PlannedStep
 	for i := range 30 {
-		ps = append(ps, PlanStep{ID: "step" + itoa(i), Title: "Step", WillRun: true, Reason: "never ran"})
+		ps = append(ps, steps.PlannedStep{Step: steps.Step{ID: "step" + itoa(i), Title: "Step"}, WillRun: true, Reason: "never ran"})
 	}
-	sum := newSummaryScreen(testCommon(), newRunState(&Plan{Track: tr, Steps: ps}), &Plan{Track: tr, Steps: ps}, "")
+	sum := newSummaryScreen(testCommon(), newRunState(&Plan{Plan: &steps.Plan{Track: tr, Steps: ps}}), &Plan{Plan: &steps.Plan{Track: tr, Steps: ps}}, "")
 	sum.SetSize(100, 10)
 	top := ansi.Strip(sum.View())
 	sum.Update(press("pgdown"))
@@ -178,5 +188,87 @@ func TestPrompt(t *testing.T) {
 	}
 	if h := p.Help(k); len(h) != 3 || h[0].Help().Desc != "find" || h[1].Help().Desc != "cancel" || h[2].Help().Key != "ctrl+c" {
 		t.Errorf("help %v", h)
+	}
+}
+
+// TestKeysMeanOneThingPerScreen: on each screen, in the states the flow
+// leaves it in, neither its short nor its full help lists a key twice with
+// two meanings, the root's keys (help, quit) included. A key that means
+// something else on one screen belongs to that screen's own keys (its
+// file), not to a second meaning of a shared binding.
+func TestKeysMeanOneThingPerScreen(t *testing.T) {
+	check := func(t *testing.T, where string, m *Model) {
+		t.Helper()
+		root := []key.Binding{m.helpKey(), m.common.Keys.Quit, m.common.Keys.ForceQuit}
+		lists := map[string][]key.Binding{"short help": append(slices.Clone(root), m.top().ShortHelp()...)}
+		full := slices.Clone(root)
+		for _, row := range m.top().FullHelp() {
+			full = append(full, row...)
+		}
+		lists["full help"] = full
+		for list, bindings := range lists {
+			meaning := map[string]string{}
+			for _, b := range bindings {
+				if !b.Enabled() {
+					continue
+				}
+				for _, k := range b.Keys() {
+					if had, ok := meaning[k]; ok && had != b.Help().Desc {
+						t.Errorf("%s, %s: %q means %q and %q", where, list, k, had, b.Help().Desc)
+					}
+					meaning[k] = b.Help().Desc
+				}
+			}
+		}
+	}
+	for name, build := range screenExamples {
+		t.Run(name, func(t *testing.T) {
+			m := newSized(t, newFakeBackend(t), 100, 30)
+			drive(t, m, openMsg{s: build(m.common)})
+			check(t, name, m)
+		})
+	}
+	t.Run("the flow to a failed run", func(t *testing.T) {
+		m := newSized(t, newFakeBackend(t), 100, 30)
+		check(t, "detect", m)
+		drive(t, m, press("enter"))
+		check(t, "picker", m)
+		drive(t, m, press("enter"))
+		check(t, "plan", m)
+		drive(t, m, press("enter"))
+		check(t, "run, failed", m)
+		drive(t, m, press("enter"))
+		check(t, "summary", m)
+	})
+}
+
+// TestKeyboardGaps: j/k scroll the log; the detection screen has g/G; d runs
+// the demo where there is no AMD GPU.
+func TestKeyboardGaps(t *testing.T) {
+	f := newFakeBackend(t)
+	f.extra = 100
+	m := toRun(t, f, 120, 40)
+	drive(t, m, press("k"))
+	if m.run.log.follow {
+		t.Error("k did not scroll the log up")
+	}
+	drive(t, m, press("j"))
+	s := newDetectScreen(testCommon(), true)
+	s.SetSize(100, 14)
+	s.Update(detectedMsg{det: manyChecks(30)})
+	s.Update(press("G"))
+	if s.offset == 0 {
+		t.Error("G did not go to the end of the checks")
+	}
+	s.Update(press("g"))
+	if s.offset != 0 {
+		t.Error("g did not go back to the top")
+	}
+	if msgOf(s.Update(press("d"))) != nil {
+		t.Error("d ran the demo on a machine with a GPU")
+	}
+	s.Update(detectedMsg{det: &Detection{Report: &detect.Report{}, Source: "this machine"}})
+	if _, ok := msgOf(s.Update(press("d"))).(runDemoMsg); !ok || !strings.Contains(ansi.Strip(s.View()), "(press d)") {
+		t.Error("d does not run the demo on a machine without an AMD GPU")
 	}
 }

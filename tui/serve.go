@@ -22,6 +22,49 @@ import (
 	"github.com/haloforge/haloforge/steps/verify"
 )
 
+// Server serves and benchmarks a built track, for the serve screen.
+type Server interface {
+	// ServeSetup is where the serve screen starts for a built track.
+	ServeSetup(ctx context.Context, track string) (*ServeSetup, error)
+	// PlanServe decides a launch and its fit without starting anything;
+	// it is quick (a model header at most), for a live estimate.
+	PlanServe(req ServeRequest) (serve.Launch, error)
+	// Serve starts the server of a request and follows it.
+	Serve(ctx context.Context, req ServeRequest) (Serving, error)
+	// Bench runs the track's benchmark; the channel closes after RunFinished,
+	// whose RunDir holds the results for BenchReport.
+	Bench(ctx context.Context, req ServeRequest) (<-chan runner.Event, error)
+	// BenchReport compares the results of a bench run with the references.
+	BenchReport(runDir string) (*bench.Report, error)
+}
+
+// ServeSetup is where the serve screen starts: the engine the track serves
+// with, its defaults, and how much GPU memory this machine has.
+type ServeSetup struct {
+	Track, Engine string
+	Model         string // the default model ("" when none is known)
+	Context       uint64
+	Util          float64
+	Port          int
+	Ceiling       serve.Ceiling
+	Note          string // said above the form (the demo names what it replays)
+}
+
+// ServeRequest is what the serve screen's form holds.
+type ServeRequest struct {
+	Track, Model string
+	Context      uint64
+	Util         float64
+	Port         int
+}
+
+// Serving is a server the backend started: its events (the runner's and
+// the server's own) close after RunFinished; Stop is the user's stop.
+type Serving interface {
+	Events() <-chan runner.Event
+	Stop()
+}
+
 // serveScreen serves a model of a built track: a form (model, context,
 // utilisation, port) with the fit estimate recomputed as the values
 // change, then the server's start-up phase by phase, its readiness and the
@@ -29,9 +72,9 @@ import (
 // references.
 type serveScreen struct {
 	*common
-	ctx     context.Context
-	backend Backend
-	track   string
+	own    serveKeys
+	server Server // nil when this session serves nothing
+	track  string
 
 	setup    *ServeSetup
 	setupErr error
@@ -92,8 +135,6 @@ const engineTailLines = 6
 
 // Messages of the serve screen.
 type (
-	// openServeMsg opens the serve screen for a track.
-	openServeMsg  struct{ track string }
 	serveSetupMsg struct {
 		setup *ServeSetup
 		err   error
@@ -114,14 +155,33 @@ type (
 	}
 )
 
-func newServeScreen(ctx context.Context, c *common, b Backend, track string) *serveScreen {
-	return &serveScreen{common: c, ctx: ctx, backend: b, track: track,
+// serveKeys are the serve screen's own keys: x stops the server, b
+// benchmarks, e edits the focused field, ←/→ step its number.
+type serveKeys struct{ Stop, Bench, Edit, Less, More key.Binding }
+
+func newServeKeys() serveKeys {
+	return serveKeys{
+		Stop:  key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "stop the server")),
+		Bench: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "benchmark")),
+		Edit:  key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit")),
+		Less:  key.NewBinding(key.WithKeys("left"), key.WithHelp("←/→", "less/more")),
+		More:  key.NewBinding(key.WithKeys("right")),
+	}
+}
+
+// newServeScreen opens the serve screen for a built track (the summary's s).
+func newServeScreen(c *common, track string) *serveScreen {
+	server, _ := role[Server](c)
+	return &serveScreen{common: c, own: newServeKeys(), server: server, track: track,
 		edit: newPrompt("", "", "set", "cancel"), resultEnd: -1, shownResult: -1}
 }
 
 // Init asks the backend for the track's defaults and the machine's memory.
 func (s *serveScreen) Init() tea.Cmd {
-	b, ctx, track := s.backend, s.ctx, s.track
+	b, ctx, track := s.server, s.context(), s.track
+	if b == nil {
+		return send(serveSetupMsg{err: errors.New("this session serves nothing: haloforge serve --track " + track + " does")})
+	}
 	return func() tea.Msg {
 		setup, err := b.ServeSetup(ctx, track)
 		return serveSetupMsg{setup: setup, err: err}
@@ -144,9 +204,9 @@ func (s *serveScreen) ShortHelp() []key.Binding {
 	case s.edit.IsOpen():
 		return s.edit.Help(k)
 	case s.running:
-		b := []key.Binding{k.Stop}
+		b := []key.Binding{s.own.Stop}
 		if s.run.ready != nil && !s.benching {
-			b = append(b, k.Bench)
+			b = append(b, s.own.Bench)
 		}
 		return append(b, k.Up, k.Down)
 	case s.benching:
@@ -155,9 +215,9 @@ func (s *serveScreen) ShortHelp() []key.Binding {
 		// No form (not built, or still reading): only leaving works.
 		return []key.Binding{k.Back, withHelp(k.Quit, "quit")}
 	}
-	b := []key.Binding{withHelp(k.Enter, "start the server"), k.Edit, k.Less, withHelp(k.Tab, "next field")}
+	b := []key.Binding{withHelp(k.Enter, "start the server"), s.own.Edit, s.own.Less, withHelp(k.Tab, "next field")}
 	if ok, needsServer := serve.CanBench(s.serveTrack()); ok && !needsServer {
-		b = append(b, k.Bench) // a benchmark of the engine alone: no server needed
+		b = append(b, s.own.Bench) // a benchmark of the engine alone: no server needed
 	}
 	return append(b, k.Back, withHelp(k.Quit, "quit"))
 }
@@ -205,10 +265,10 @@ func (s *serveScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
 	}
 	keys := s.Keys
 	switch {
-	case key.Matches(k, keys.Stop) && s.running:
+	case key.Matches(k, s.own.Stop) && s.running:
 		s.serving.Stop()
 		return nil
-	case key.Matches(k, keys.Bench) && !s.benching && (s.run.ready != nil || (!s.running && s.setup != nil)):
+	case key.Matches(k, s.own.Bench) && !s.benching && (s.run.ready != nil || (!s.running && s.setup != nil)):
 		return s.startBench()
 	case s.running || s.benching:
 		if scrollBy(keys, k, &s.offset, s.h) {
@@ -225,11 +285,11 @@ func (s *serveScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
 		s.focus = (s.focus + len(serveFields) - 1) % len(serveFields)
 	case key.Matches(k, keys.Down), key.Matches(k, keys.Tab):
 		s.focus = (s.focus + 1) % len(serveFields)
-	case key.Matches(k, keys.Less):
+	case key.Matches(k, s.own.Less):
 		s.adjust(-1)
-	case key.Matches(k, keys.More):
+	case key.Matches(k, s.own.More):
 		s.adjust(1)
-	case key.Matches(k, keys.Edit):
+	case key.Matches(k, s.own.Edit):
 		s.edit.SetValue(s.fieldValue(s.focus))
 		return s.edit.Open()
 	}
@@ -321,7 +381,7 @@ func (s *serveScreen) fieldValue(i int) string {
 
 // replan asks the backend for the launch of the form's values: the live fit.
 func (s *serveScreen) replan() {
-	s.launch, s.planErr = s.backend.PlanServe(s.req)
+	s.launch, s.planErr = s.server.PlanServe(s.req)
 }
 
 // start starts the server when the estimate lets it.
@@ -336,7 +396,7 @@ func (s *serveScreen) start() tea.Cmd {
 	s.run = serverRun{started: true, phases: serve.PhasesOf(s.launch.Engine), reached: map[serve.PhaseID]serve.StartupPhase{}}
 	s.bench = benchRun{}
 	s.running = true
-	b, ctx, req := s.backend, s.ctx, s.req
+	b, ctx, req := s.server, s.context(), s.req
 	return func() tea.Msg {
 		sv, err := b.Serve(ctx, req)
 		return serveStartedMsg{serving: sv, err: err}
@@ -397,7 +457,7 @@ func (s *serveScreen) serverEvents(msg eventsMsg) tea.Cmd {
 // startBench runs the track's benchmark.
 func (s *serveScreen) startBench() tea.Cmd {
 	s.benching, s.bench = true, benchRun{started: true}
-	b, ctx, req := s.backend, s.ctx, s.req
+	b, ctx, req := s.server, s.context(), s.req
 	return func() tea.Msg {
 		ch, err := b.Bench(ctx, req)
 		return benchStartedMsg{ch: ch, err: err}
@@ -432,7 +492,7 @@ func (s *serveScreen) benchEvents(msg eventsMsg) tea.Cmd {
 		s.bench.err = fmt.Errorf("the benchmark %s; its log is in %s", s.bench.status, s.bench.runDir)
 		return nil
 	}
-	b, dir := s.backend, s.bench.runDir
+	b, dir := s.server, s.bench.runDir
 	return func() tea.Msg {
 		rep, err := b.BenchReport(dir)
 		return benchReportMsg{report: rep, err: err}

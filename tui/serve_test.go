@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,6 +15,10 @@ import (
 	"github.com/haloforge/haloforge/steps/serve"
 	"github.com/haloforge/haloforge/tui/linemode"
 )
+
+func init() {
+	screenExamples["serve"] = func(c *common) screen { return newServeScreen(c, "llamacpp-distro") }
+}
 
 // follow sends msg to the screen and then every message its commands
 // return, until none is left or one does not answer within d.
@@ -39,7 +42,7 @@ func follow(t *testing.T, s *serveScreen, msg tea.Msg, d time.Duration) {
 func newServeTest(t *testing.T) (*serveScreen, *fakeBackend) {
 	t.Helper()
 	f := newFakeBackend(t)
-	s := newServeScreen(context.Background(), testCommon(), f, "therock-toolbox")
+	s := newServeScreen(testCommonOn(f), "therock-toolbox")
 	s.SetSize(110, 60)
 	follow(t, s, s.Init()(), time.Second)
 	return s, f
@@ -176,9 +179,9 @@ func TestSummaryOpensServe(t *testing.T) {
 	f := newFakeBackend(t)
 	m := newSized(t, f, 110, 40)
 	tr, _ := steps.Lookup("llamacpp-distro")
-	plan := &Plan{Track: tr, Steps: []PlanStep{{ID: "toolbox", Title: "Toolbox", WillRun: true}}}
+	plan := &Plan{Plan: &steps.Plan{Track: tr, Steps: []steps.PlannedStep{{Step: steps.Step{ID: "toolbox", Title: "Toolbox"}, WillRun: true}}}}
 	rs := newRunState(plan)
-	m.open(newSummaryScreen(m.common, rs, &Plan{Track: tr}, ""))
+	m.open(newSummaryScreen(m.common, rs, &Plan{Plan: &steps.Plan{Track: tr}}, ""))
 	if !strings.Contains(plain(m), "s serve a model") {
 		t.Fatalf("the summary does not offer serving:\n%s", plain(m))
 	}
@@ -189,11 +192,11 @@ func TestSummaryOpensServe(t *testing.T) {
 }
 
 // A track that is not built gets no form: one line says so and what builds
-// it, and Enter starts nothing (C3 of the UX review).
+// it, and Enter starts nothing.
 func TestServeScreenRefusesUnbuiltTrack(t *testing.T) {
 	f := newFakeBackend(t)
 	f.serveErr = &serve.NotBuiltError{Track: "llamacpp-distro", Why: "llamacpp-distro is not built yet", Next: "haloforge build --track llamacpp-distro"}
-	s := newServeScreen(context.Background(), testCommon(), f, "llamacpp-distro")
+	s := newServeScreen(testCommonOn(f), "llamacpp-distro")
 	s.SetSize(80, 24)
 	follow(t, s, s.Init()(), time.Second)
 	text := screenText(s)
@@ -226,7 +229,7 @@ func TestServeScreenImageGone(t *testing.T) {
 	f := newFakeBackend(t)
 	f.serveErr = &serve.NotBuiltError{Track: "vllm-image", Why: "the image " + image + " of vllm-image does not exist (removed since the build?)",
 		Next: "haloforge build --track vllm-image --from pull --state-dir /tmp/st"}
-	s := newServeScreen(context.Background(), testCommon(), f, "vllm-image")
+	s := newServeScreen(testCommonOn(f), "vllm-image")
 	s.SetSize(80, 24)
 	follow(t, s, s.Init()(), time.Second)
 	text := screenText(s)
@@ -251,12 +254,12 @@ func TestServeScreenImageGone(t *testing.T) {
 // way to the result once it is ready. On a smaller terminal the screen
 // scrolls to the result by itself. Long lines wrap instead of being cut:
 // the fit line, the command (between its words), the bench verdicts; the
-// model's path keeps its file name. (C9, C10 of the UX review.)
+// model's path keeps its file name.
 func TestServeScreenFitsAndWraps(t *testing.T) {
 	for _, size := range [][2]int{{80, 22}, {60, 13}} {
 		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
 			f := newFakeBackend(t)
-			s := newServeScreen(context.Background(), testCommon(), f, "llamacpp-distro")
+			s := newServeScreen(testCommonOn(f), "llamacpp-distro")
 			s.SetSize(size[0], size[1])
 			follow(t, s, s.Init()(), time.Second)
 			form := screenText(s)
@@ -306,15 +309,17 @@ func TestPathTail(t *testing.T) {
 		{"/tmp/ux/state/demo-123/models/tiny-random.gguf", 26, "…/models/tiny-random.gguf"},
 		{"/a/b.gguf", 5, "/a/b.gguf"}, // too narrow to shorten usefully
 	} {
-		if got := pathTail(tc.in, tc.w); got != tc.want || (tc.w >= 8 && ansi.StringWidth(got) > tc.w) {
-			t.Errorf("pathTail(%q, %d) = %q, want %q", tc.in, tc.w, got, tc.want)
-		}
+		t.Run(fmt.Sprintf("%s at %d", tc.in, tc.w), func(t *testing.T) {
+			if got := pathTail(tc.in, tc.w); got != tc.want || (tc.w >= 8 && ansi.StringWidth(got) > tc.w) {
+				t.Errorf("pathTail(%q, %d) = %q, want %q", tc.in, tc.w, got, tc.want)
+			}
+		})
 	}
 }
 
-// The serve screen says what `haloforge serve` prints (C11 of the UX
-// review: the demo's serve act is this screen, and it must match the real
-// command): the same ready and first-answer sentences, and the answer.
+// TestServeScreenSaysWhatServePrints: the serve screen says what `haloforge
+// serve` prints (the demo's serve act is this screen, and it must match the
+// real command): the same ready and first-answer sentences, and the answer.
 func TestServeScreenSaysWhatServePrints(t *testing.T) {
 	s, _ := newServeTest(t)
 	msgs, _ := runWithin(s.Update(press("enter")), time.Second)

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -13,6 +14,16 @@ import (
 
 	"github.com/haloforge/haloforge/internal/text"
 )
+
+// PinSetter lists the known-good pin sets and writes one into the pins
+// file, for the sets screen, as pins sets and pins use do.
+type PinSetter interface {
+	// PinSets lists the sets against the pins file, with what each changes.
+	PinSets() (*PinSets, error)
+	// UsePinSet writes a set into the pins file (the user said yes), keeping
+	// a backup, and plans from the new pins afterwards.
+	UsePinSet(id string) (*PinSetUsed, error)
+}
 
 // PinSets are the known-good pin sets (`haloforge pins sets`) as the sets
 // view shows them, compared with the pins file this session uses.
@@ -54,9 +65,7 @@ type PinSetUsed struct {
 
 // Messages of the sets view.
 type (
-	// openSetsMsg opens the sets view from the plan of a track.
-	openSetsMsg struct{ track string }
-	setsMsg     struct {
+	setsMsg struct {
 		sets *PinSets
 		err  error
 	}
@@ -72,7 +81,7 @@ type (
 // use` asks on a terminal. After a write, the track is planned again.
 type setsScreen struct {
 	*common
-	backend  Backend
+	own      setsKeys
 	track    string // the plan's track, shown first among the rebuilds
 	sets     *PinSets
 	err      error
@@ -85,13 +94,20 @@ type setsScreen struct {
 	w, h     int
 }
 
-func newSetsScreen(c *common, b Backend, track string) *setsScreen {
-	return &setsScreen{common: c, backend: b, track: track}
+// setsKeys are the sets' own keys: u writes the selected set.
+type setsKeys struct{ Use key.Binding }
+
+// newSetsScreen opens the sets from the plan of track (the plan's p).
+func newSetsScreen(c *common, track string) *setsScreen {
+	return &setsScreen{common: c, own: setsKeys{Use: key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "use this set"))}, track: track}
 }
 
 // Init lists the sets.
 func (s *setsScreen) Init() tea.Cmd {
-	b := s.backend
+	b, ok := role[PinSetter](s.common)
+	if !ok {
+		return send(setsMsg{err: errors.New("this session has no pin sets: haloforge pins sets lists them")})
+	}
 	return func() tea.Msg {
 		sets, err := b.PinSets()
 		return setsMsg{sets: sets, err: err}
@@ -116,7 +132,7 @@ func (s *setsScreen) ShortHelp() []key.Binding {
 	case s.used != nil:
 		return []key.Binding{withHelp(s.Keys.Enter, "see the new plan"), s.Keys.Quit}
 	}
-	return []key.Binding{withHelp(s.Keys.Up, "previous set"), withHelp(s.Keys.Down, "next set"), s.Keys.Use, s.Keys.Back, s.Keys.Help, s.Keys.Quit}
+	return []key.Binding{withHelp(s.Keys.Up, "previous set"), withHelp(s.Keys.Down, "next set"), s.own.Use, s.Keys.Back, s.Keys.Help, s.Keys.Quit}
 }
 
 func (s *setsScreen) FullHelp() [][]key.Binding {
@@ -168,7 +184,7 @@ func (s *setsScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
 		if s.sets != nil {
 			s.selected, s.offset, s.note = min(s.selected+1, max(len(s.sets.Sets)-1, 0)), 0, ""
 		}
-	case key.Matches(k, s.Keys.Use):
+	case key.Matches(k, s.own.Use):
 		s.ask()
 	case key.Matches(k, s.Keys.PageUp), key.Matches(k, s.Keys.PageDown):
 		scrollBy(s.Keys, k, &s.offset, s.room())
@@ -204,7 +220,8 @@ func (s *setsScreen) answer(k tea.KeyPressMsg) tea.Cmd {
 		s.layout()
 		return nil
 	}
-	b, id := s.backend, s.current().ID
+	b, _ := role[PinSetter](s.common) // the sets came from it
+	id := s.current().ID
 	s.note = "Writing…"
 	s.layout()
 	return func() tea.Msg {

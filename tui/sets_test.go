@@ -9,6 +9,10 @@ import (
 	"github.com/charmbracelet/x/ansi"
 )
 
+func init() {
+	screenExamples["pin sets"] = func(c *common) screen { return newSetsScreen(c, "therock-toolbox") }
+}
+
 // twoSets are the shapes of `pins sets` on the shipped versions.env: the
 // recommended set matches, the ROCm 10 candidate changes six pins.
 func twoSets() *PinSets {
@@ -27,7 +31,7 @@ func twoSets() *PinSets {
 
 func newSetsFor(t *testing.T, f *fakeBackend, w, h int) *setsScreen {
 	t.Helper()
-	s := newSetsScreen(testCommon(), f, "vllm-image")
+	s := newSetsScreen(testCommonOn(f), "vllm-image")
 	s.SetSize(w, h)
 	s.Update(msgOf(s.Init()))
 	return s
@@ -48,7 +52,7 @@ func TestPlanScreenWarnsAndOffersTheSets(t *testing.T) {
 			t.Errorf("the plan lacks %q:\n%s", want, v)
 		}
 	}
-	if got, ok := msgOf(s.Update(press("p"))).(openSetsMsg); !ok || got.track != "therock-toolbox" {
+	if got, ok := msgOf(s.Update(press("p"))).(openMsg); !ok || got.s.(*setsScreen).track != "therock-toolbox" {
 		t.Errorf("p sent %#v", got)
 	}
 	if k := helpKeys(s.ShortHelp()); !slices.Contains(k, "p") {
@@ -147,7 +151,7 @@ func TestSetsScreenCannotWrite(t *testing.T) {
 	if v := ansi.Strip(s.View()); !strings.Contains(v, "Not written: versions.env:3: bad line") {
 		t.Errorf("a failed write:\n%s", v)
 	}
-	// Built-in pins: u asks to create ./versions.env, as pins use does (C4).
+	// Built-in pins: u asks to create ./versions.env, as pins use does.
 	f.useErr = nil
 	f.pinSets.Creates = "/home/u/versions.env"
 	s = newSetsFor(t, f, 80, 24)
@@ -192,7 +196,7 @@ func TestWizardWritesASetAndPlansAgain(t *testing.T) {
 
 // An evidence URL too long for its line goes on lines of its own from the
 // first column, never behind an indent, so its pieces join back into the
-// URL; a short one stays on the evidence line. (C9 of the UX review.)
+// URL; a short one stays on the evidence line.
 func TestSetsScreenKeepsURLsWhole(t *testing.T) {
 	long := "https://github.com/kyuz0/amd-strix-halo-vllm-toolboxes/blob/ecbe4bf404b7aef5cf37ade5d7f0f395335df185/tests/test_rocm_release_config.py"
 	f := newFakeBackend(t)

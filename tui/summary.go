@@ -19,6 +19,7 @@ import (
 // what to type next.
 type summaryScreen struct {
 	*common
+	own    summaryKeys
 	rs     *runState
 	plan   *Plan
 	resume string   // the command that continues after a failure ("" in the demo)
@@ -27,8 +28,12 @@ type summaryScreen struct {
 	w, h   int
 }
 
+// summaryKeys are the summary's own keys: s serves what the run built.
+type summaryKeys struct{ Serve key.Binding }
+
 func newSummaryScreen(c *common, rs *runState, p *Plan, resume string) *summaryScreen {
-	return &summaryScreen{common: c, rs: rs, plan: p, resume: resume}
+	return &summaryScreen{common: c, own: summaryKeys{Serve: key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "serve a model"))},
+		rs: rs, plan: p, resume: resume}
 }
 
 func (s *summaryScreen) SetSize(w, h int) {
@@ -50,7 +55,7 @@ func (s *summaryScreen) ShortHelp() []key.Binding {
 	k := s.Keys
 	b := []key.Binding{withHelp(k.Back, "back to the run"), k.Troubleshoot}
 	if s.canServe() {
-		b = append(b, k.Serve)
+		b = append(b, s.own.Serve)
 	}
 	if len(s.lines) > s.h {
 		b = append(b, k.Up, k.Down)
@@ -75,16 +80,16 @@ func (s *summaryScreen) Update(msg tea.Msg) tea.Cmd {
 		return closeScreen
 	case key.Matches(k, s.Keys.Troubleshoot):
 		if f := s.rs.Failed(); f != nil {
-			return troubleshootStep(f)
+			return troubleshootStep(s.common, f)
 		}
 		for _, st := range s.rs.Steps {
 			if len(st.Findings) > 0 {
-				return troubleshootStep(st)
+				return troubleshootStep(s.common, st)
 			}
 		}
-		return openTroubleshoot
-	case key.Matches(k, s.Keys.Serve) && s.canServe():
-		return send(openServeMsg{track: s.plan.Track.ID})
+		return troubleshootStep(s.common, nil)
+	case key.Matches(k, s.own.Serve) && s.canServe():
+		return open(newServeScreen(s.common, s.plan.Track.ID))
 	case scrollBy(s.Keys, k, &s.offset, s.h):
 		s.offset = clampOffset(s.offset, len(s.lines), s.h)
 	}
@@ -163,9 +168,9 @@ func nextBlock(rs *runState, p *Plan, resume string, demo bool, st Styles, width
 			cmdLine(resume)
 		}
 		cmdLine("haloforge diagnose " + cmp.Or(failed.Log, rs.RunDir))
-	case rs.Err == nil && len(p.Track.Next) > 0:
+	case rs.Err == nil && len(p.Next) > 0:
 		b.WriteString("\n" + st.Bold.Render("Next") + "\n")
-		for _, c := range p.Track.Next {
+		for _, c := range p.Next {
 			cmdLine(c)
 		}
 		if hint := modelHint(p); hint != "" {
@@ -186,7 +191,7 @@ func nextBlock(rs *runState, p *Plan, resume string, demo bool, st Styles, width
 // put there, and a small model the track's verify step already used.
 func modelHint(p *Plan) string {
 	uses := false
-	for _, c := range p.Track.Next {
+	for _, c := range p.Next {
 		uses = uses || strings.Contains(c, "<model>")
 	}
 	if !uses {
@@ -194,7 +199,7 @@ func modelHint(p *Plan) string {
 	}
 	hint := "<model>: a Hugging Face model ID or a local path"
 	for _, s := range p.Steps {
-		if m := s.Pins["VERIFY_MODEL"]; m != "" {
+		if m := s.PinValues["VERIFY_MODEL"]; m != "" {
 			return hint + ", e.g. " + m + " (the small model verify used); start small, then raise the context"
 		}
 	}

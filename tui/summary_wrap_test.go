@@ -10,7 +10,7 @@ import (
 
 // The summary wraps what it says of a step under its column and breaks a
 // long next command between words with " \": nothing is cut with "…" at
-// 80 columns (the review's d80-summary capture cut "exit 1 afte…").
+// 80 columns (an 80-column summary once cut "exit 1 afte…").
 func TestSummaryWrapsInsteadOfCutting(t *testing.T) {
 	st := testCommon().Styles
 	s := &stepRun{ID: "aiter", Optional: true, State: stateFailed, ExitCode: 1, Duration: 3 * time.Second}

@@ -16,11 +16,17 @@ import (
 	"github.com/haloforge/haloforge/internal/text"
 )
 
+// Diagnoser scans a log, a run directory or a bundle for known failures,
+// for the troubleshoot screen, as `haloforge diagnose` does.
+type Diagnoser interface {
+	Diagnose(path string) ([]diagnose.Finding, error)
+}
+
 // troubleshootScreen opens a log or a diagnostics bundle, lists what it
 // recognises, and walks the ladder for hang families.
 type troubleshootScreen struct {
 	*common
-	backend  Backend
+	own      troubleshootKeys
 	path     prompt // the log or bundle to open
 	scanned  bool   // findings (or an error) are there to show
 	scanning bool   // a scan is under way
@@ -35,11 +41,15 @@ type troubleshootScreen struct {
 	w, h     int
 }
 
+// troubleshootKeys are troubleshooting's own keys: o opens another log.
+type troubleshootKeys struct{ Open key.Binding }
+
 // newTroubleshootScreen opens on path: findings already known for it are
 // shown at once, a path alone is scanned at once, and no path asks for one.
-func newTroubleshootScreen(c *common, b Backend, path string, findings []diagnose.Finding) *troubleshootScreen {
+func newTroubleshootScreen(c *common, path string, findings []diagnose.Finding) *troubleshootScreen {
 	s := &troubleshootScreen{
-		common: c, backend: b, source: path, climbed: map[string]int{},
+		common: c, own: troubleshootKeys{Open: key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "open another"))},
+		source: path, climbed: map[string]int{},
 		path: newPrompt("log or bundle: ", "/path/to/step.log or a doctor --collect directory (tab completes)", "scan", "back").completingPaths(),
 	}
 	s.path.SetValue(path)
@@ -89,7 +99,7 @@ func (s *troubleshootScreen) ShortHelp() []key.Binding {
 	if s.lines > s.h {
 		b = append(b, k.PageDown)
 	}
-	return append(b, k.Open, k.Help, k.Quit)
+	return append(b, s.own.Open, k.Help, k.Quit)
 }
 
 func (s *troubleshootScreen) FullHelp() [][]key.Binding { return [][]key.Binding{s.ShortHelp()} }
@@ -174,8 +184,11 @@ func globEscape(p string) string {
 // scan diagnoses path; when nothing is known, it points at the lines that
 // look like the error.
 func (s *troubleshootScreen) scan(path string) tea.Cmd {
-	b := s.backend
+	b, ok := role[Diagnoser](s.common)
 	s.scanning, s.source = true, path
+	if !ok {
+		return send(diagnosedMsg{path: path, err: errors.New("this session scans nothing: haloforge diagnose " + path + " does")})
+	}
 	return func() tea.Msg {
 		f, err := b.Diagnose(path)
 		msg := diagnosedMsg{path: path, findings: f, err: readable(path, err)}
@@ -203,7 +216,7 @@ func readable(path string, err error) error {
 func (s *troubleshootScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
 	keys := s.Keys
 	switch {
-	case key.Matches(k, keys.Open):
+	case key.Matches(k, s.own.Open):
 		return s.path.Open()
 	case key.Matches(k, keys.Back):
 		return closeScreen

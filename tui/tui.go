@@ -1,8 +1,9 @@
 // Package tui is haloforge's wizard: Bubble Tea v2 screens for detection,
 // track picking, plan review, the live run with its hint panel, the summary
 // and troubleshooting. It is the only package that imports bubbletea, huh,
-// bubbles and lipgloss; everything it shows comes through a Backend, so the
-// screens know nothing about how detection, plans or runs are made.
+// bubbles and lipgloss; everything it shows comes from the session's
+// engine (Backend and the screens' own roles), so the screens know nothing
+// about how detection, plans or runs are made.
 package tui
 
 import (
@@ -19,19 +20,59 @@ import (
 	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/steps"
-	"github.com/haloforge/haloforge/steps/bench"
 	"github.com/haloforge/haloforge/steps/runner"
-	"github.com/haloforge/haloforge/steps/serve"
 )
 
-// Detection is what the detection screen shows: one GPU card and the doctor
-// checks. GPU is nil when no AMD GPU was found.
+// Backend is the session's engine as the wizard's flow uses it: look at
+// the machine, plan a track, run it. The CLI wires session.Engine (the
+// demo wraps it); tests use fakes. The screens reach it through their
+// common, each in the role it needs (common.go's role): the flow's roles
+// are these three; a screen off the flow declares its own in its file
+// (Diagnoser, HostFixer, PinSetter, Server), which the engine implements
+// beside, so that a new screen never widens Backend.
+type Backend interface {
+	Detector
+	Planner
+	Runner
+}
+
+// Detector looks at the machine, for the detection screen.
+type Detector interface {
+	// Detect collects and analyses the machine (or the demo's bundle).
+	Detect(ctx context.Context) (*Detection, error)
+}
+
+// Planner offers the tracks and plans one, for the picker and the plan.
+type Planner interface {
+	// Tracks lists the tracks the picker offers, in order.
+	Tracks() []steps.Track
+	// Plan computes the plan for a track against the current state.
+	Plan(track string) (*Plan, error)
+	// SetPin sets a pin for the rest of the session (NAME=VALUE, validated
+	// like --set), as the plan screen does for a value the track needs.
+	SetPin(assign string) error
+}
+
+// Runner runs a plan, for the run screen.
+type Runner interface {
+	// Start begins a run; the channel is closed after runner.RunFinished.
+	// Cancelling ctx stops the running step cleanly.
+	Start(ctx context.Context, req RunRequest) (<-chan runner.Event, error)
+	// PrepareRetry runs before a failed step is retried; it returns a note
+	// to show (the demo applies its fix here; the real wizard changes nothing).
+	PrepareRetry(ctx context.Context, step string, f *diagnose.Finding) (string, error)
+	// Shell returns the command that opens a shell in the track's own box,
+	// or nil and the reason there is none (the track has no box, it does
+	// not exist yet: then how to create it). It never creates a box.
+	Shell(track string) (*exec.Cmd, string)
+}
+
+// Detection is what the detection screen shows: doctor's report of the
+// machine, with the track it recommends (Report.RecommendedTrack), and
+// what the session adds to it.
 type Detection struct {
-	Source      string // where the facts came from: "this machine", "demo bundle …"
-	GPU         *GPU
-	Kernel      string
-	Checks      []Check
-	Recommended string // track ID
+	*detect.Report
+	Source string // where the facts came from: "this machine", "demo bundle …"
 	// HostFixes counts the host changes haloforge can make for the checks
 	// (doctor --plan's actions it applies); HostFixesByHand the ones it
 	// leaves to the user (a bootloader it does not edit, advice). The
@@ -39,36 +80,23 @@ type Detection struct {
 	HostFixes, HostFixesByHand int
 }
 
-// GPU is the card at the top of the detection screen.
-type GPU struct {
-	Name         string
-	Gfx          string
-	PCIID        string
-	Integrated   bool
-	VRAMBytes    int64 // 0 when unknown
-	GTTBytes     int64 // 0 when unknown
-	ComputeUnits int   // 0 when unknown
-}
-
-// Check is one doctor check with its fix line.
-type Check struct {
-	ID           string
-	Status       detect.Status
-	Summary, Fix string
-}
-
-// Plan is a track's plan as the plan screen shows it.
+// Plan is a track's plan as the plan and run screens show it: the plan
+// itself, and what the session knows that stops or qualifies it.
 type Plan struct {
-	Track    steps.Track
-	Steps    []PlanStep
-	Floating []string // pin names whose values float
+	*steps.Plan
+	// Next are the track's next commands with the plan's values and the
+	// user's flags, ready to paste once the track is built.
+	Next []string
+	// Last is how long each step's last success took, by step ID (absent:
+	// never), for the plan's estimate.
+	Last map[string]time.Duration
 	// PinWarning is what the last `pins status` found retired or moved
 	// among the track's pins, and how old that is (upstream.Warning's
 	// lines); nil when nothing (tui/sets.go offers the known-good sets).
 	PinWarning []string
 	// Needs are the pins the track cannot run without that are empty now
 	// (a model to load): the plan screen asks for them before it starts.
-	Needs []Need
+	Needs []string
 	// Busy says another build holds the state dir ("" when free): the run
 	// cannot start until it ends.
 	Busy string
@@ -83,26 +111,6 @@ type Plan struct {
 	Box string
 }
 
-// Need is a pin a plan needs a value for, as the plan screen asks it.
-type Need struct {
-	Name    string // the pin, e.g. LLAMA_MODEL
-	Help    string // what it is, from the pin's spec
-	Example string // what a value looks like
-}
-
-// PlanStep is one step of a plan, with what the cache says about it.
-type PlanStep struct {
-	ID, Title string
-	Optional  bool
-	WillRun   bool
-	Reason    string            // "first run", "pins changed: VLLM_REF", "up to date …"
-	Pins      map[string]string // the pins this step reads, resolved
-	Why       string            // why an optional step is optional
-	// Last is how long the step's last success took (0: never), for the
-	// plan's estimate.
-	Last time.Duration
-}
-
 // RunRequest asks the backend for a run of the chosen track.
 type RunRequest struct {
 	Track string
@@ -112,87 +120,6 @@ type RunRequest struct {
 	Resume bool
 	// Skip lists optional steps the user chose to skip.
 	Skip []string
-}
-
-// Backend is everything the wizard needs from the rest of haloforge. The
-// CLI wires the real one; the demo wires built-in data; tests use fakes.
-type Backend interface {
-	// Detect collects and analyses the machine (or the demo bundle).
-	Detect(ctx context.Context) (*Detection, error)
-	// Tracks lists the tracks the picker offers, in order.
-	Tracks() []steps.Track
-	// Plan computes the plan for a track against the current state.
-	Plan(track string) (*Plan, error)
-	// SetPin sets a pin for the rest of the session (NAME=VALUE, validated
-	// like --set), as the plan screen does for a value the track needs.
-	SetPin(assign string) error
-	// Start begins a run; the channel is closed after EventRunFinished.
-	// Cancelling ctx stops the running step cleanly.
-	Start(ctx context.Context, req RunRequest) (<-chan runner.Event, error)
-	// PrepareRetry runs before a failed step is retried; it returns a note
-	// to show (the demo applies its fix here; the real wizard changes nothing).
-	PrepareRetry(ctx context.Context, step string, f *diagnose.Finding) (string, error)
-	// Shell returns the command that opens a shell in the track's own box,
-	// or nil and the reason there is none (the track has no box, it does
-	// not exist yet: then how to create it). It never creates a box.
-	Shell(track string) (*exec.Cmd, string)
-	// Diagnose scans a log file or a diagnostics bundle for known failures.
-	Diagnose(path string) ([]diagnose.Finding, error)
-
-	// Host fixes (tui/hostfix.go), as doctor --plan and --apply make them.
-	// HostFix plans the fixes for the detected machine, with what applying
-	// them changes now.
-	HostFix(ctx context.Context) (*HostFix, error)
-	// ApplyHostFix makes exactly the changes the user confirmed (fix.Changes),
-	// writing its progress to out; it runs with the terminal handed over,
-	// since sudo asks for a password there. It never reboots.
-	ApplyHostFix(ctx context.Context, fix *HostFix, out io.Writer) (*HostFixResult, error)
-
-	// Known-good pin sets (tui/sets.go), as pins sets and pins use make them.
-	// PinSets lists the sets against the pins file, with what each changes.
-	PinSets() (*PinSets, error)
-	// UsePinSet writes a set into the pins file (the user said yes), keeping
-	// a backup, and plans from the new pins afterwards.
-	UsePinSet(id string) (*PinSetUsed, error)
-	// ServeSetup is where the serve screen starts for a built track.
-	ServeSetup(ctx context.Context, track string) (*ServeSetup, error)
-	// PlanServe decides a launch and its fit without starting anything;
-	// it is quick (a model header at most), for a live estimate.
-	PlanServe(req ServeRequest) (serve.Launch, error)
-	// Serve starts the server of a request and follows it.
-	Serve(ctx context.Context, req ServeRequest) (Serving, error)
-	// Bench runs the track's benchmark; the channel closes after RunFinished,
-	// whose RunDir holds the results for BenchReport.
-	Bench(ctx context.Context, req ServeRequest) (<-chan runner.Event, error)
-	// BenchReport compares the results of a bench run with the references.
-	BenchReport(runDir string) (*bench.Report, error)
-}
-
-// ServeSetup is where the serve screen starts: the engine the track serves
-// with, its defaults, and how much GPU memory this machine has.
-type ServeSetup struct {
-	Track, Engine string
-	Model         string // the default model ("" when none is known)
-	Context       uint64
-	Util          float64
-	Port          int
-	Ceiling       serve.Ceiling
-	Note          string // said above the form (the demo names what it replays)
-}
-
-// ServeRequest is what the serve screen's form holds.
-type ServeRequest struct {
-	Track, Model string
-	Context      uint64
-	Util         float64
-	Port         int
-}
-
-// Serving is a server the backend started: its events (the runner's and
-// the server's own) close after RunFinished; Stop is the user's stop.
-type Serving interface {
-	Events() <-chan runner.Event
-	Stop()
 }
 
 // Command asks for a command line the wizard prints for the shell (the

@@ -10,7 +10,7 @@ import (
 )
 
 // gttFix is the gtt-size fix doctor computes for a 125 GiB Strix Halo
-// (detect.kernelArgsFix): the one the review found cut mid-command.
+// (its Remedy.Text): a fix the detection screen once cut mid-command.
 const gttFix = `Let the GPU use 117 GiB (RAM 125.1 GiB minus 8 GiB kept for the OS): ttm.pages_limit=30670848 (= 117 GiB x 262144 pages of 4 KiB).
 Fedora (grubby):
   sudo grubby --update-kernel=ALL --args="ttm.pages_limit=30670848 ttm.page_pool_size=30670848"
@@ -57,7 +57,7 @@ func parsed(t *testing.T, script string) string {
 	return strings.Join(out, "\n")
 }
 
-// TestFixRowsCopyAndRun is finding 4: at any width, the rows of a fix that
+// TestFixRowsCopyAndRun: at any width, the rows of a fix that
 // hold commands, copied as they are on screen (with their indentation),
 // run exactly the commands of the fix; no command is cut inside a word or
 // a quoted string, and prose wraps without losing a word.

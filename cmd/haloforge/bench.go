@@ -29,12 +29,11 @@ type benchOptions struct {
 	track, model, url string
 	depths            []int
 	dryRun            bool
-	scripts, stateDir string
-	pins              pinFlags
+	*globalOptions    // with --track: the pins, scripts and state dir the track was built with
 }
 
-func newBenchCmd(g *globalOpts) *cobra.Command {
-	var o benchOptions
+func newBenchCmd(g *globalOptions) *cobra.Command {
+	o := benchOptions{globalOptions: g}
 	cmd := &cobra.Command{
 		Use:   "bench --track ID [--model M] | --from FILE  [--json] [--report FILE.md]",
 		Short: "Say whether benchmark speeds are normal for a Strix Halo, against published references",
@@ -64,7 +63,6 @@ func newBenchCmd(g *globalOpts) *cobra.Command {
 			"  haloforge bench --from bench.jsonl --report bench.md --command 'llama-bench -m model.gguf -o jsonl'",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.scripts, o.stateDir, o.pins = g.scripts, g.stateDir, g.pins // the global flags
 			return runBench(cmd.Context(), cmd, o)
 		},
 	}

@@ -3,7 +3,7 @@ package main
 import "testing"
 
 // sameDevice decides whether a benchmark file's run is this machine's
-// (then --report records this machine's facts) (C12).
+// (then --report records this machine's facts).
 func TestSameDevice(t *testing.T) {
 	for _, tc := range []struct {
 		run, live string
@@ -16,8 +16,10 @@ func TestSameDevice(t *testing.T) {
 		{"", "Radeon 8060S Graphics", false},
 		{"AMD Radeon RX 7900 XTX (RADV NAVI31)", "Radeon 8060S Graphics", false},
 	} {
-		if got := sameDevice(tc.run, tc.live); got != tc.want {
-			t.Errorf("sameDevice(%q, %q) = %v, want %v", tc.run, tc.live, got, tc.want)
-		}
+		t.Run(tc.run+" vs "+tc.live, func(t *testing.T) {
+			if got := sameDevice(tc.run, tc.live); got != tc.want {
+				t.Errorf("sameDevice(%q, %q) = %v, want %v", tc.run, tc.live, got, tc.want)
+			}
+		})
 	}
 }

@@ -22,8 +22,7 @@ import (
 // runBenchTrack runs the track's benchmark in its environment, then
 // compares its results as bench --from does.
 func runBenchTrack(cmd *cobra.Command, o benchOptions) error {
-	o.stateDir = stateDirOrDefault(o.stateDir)
-	s, err := setupServe(cmd, o.track, o.pins, o.scripts, o.stateDir)
+	s, err := setupServe(cmd, o.globalOptions, o.track)
 	if err != nil {
 		return err
 	}
@@ -32,12 +31,11 @@ func runBenchTrack(cmd *cobra.Command, o benchOptions) error {
 		url = serve.DefaultURL(o.track, s.plan.Env) // the server `haloforge serve --track` starts
 	}
 	req := serve.BenchRequest{Track: o.track, Pins: s.plan.Env, Model: o.model, URL: url, Depths: o.depths,
-		Tiny: serve.TinyModel(o.stateDir, o.track), Root: os.Getenv("HALOFORGE_DISTROBOX_ROOT") == "1", NoGPU: s.noGPU}
+		Tiny: serve.TinyModel(s.ws.StateDir, o.track), Root: os.Getenv("HALOFORGE_DISTROBOX_ROOT") == "1", NoGPU: s.noGPU}
 	var built serve.Built
 	if !o.dryRun {
 		// Not built is said before a missing model is.
-		g := globalOpts{stateDir: o.stateDir, scripts: o.scripts, pins: o.pins}
-		if built, err = checkBuilt(s, &g, req.Root); err != nil {
+		if built, err = checkBuilt(s, o.globalOptions, req.Root); err != nil {
 			return err
 		}
 	}
@@ -56,10 +54,10 @@ func runBenchTrack(cmd *cobra.Command, o benchOptions) error {
 	if built.Note != "" {
 		fmt.Fprintf(cmd.ErrOrStderr(), "note: %s\n", built.Note)
 	}
-	if err := runner.CheckStateDir(o.stateDir); err != nil {
+	if err := runner.CheckStateDir(s.ws.StateDir); err != nil {
 		return usageErr(err)
 	}
-	ro, err := runOptions(cmd, s, o.scripts, o.stateDir, o.pins)
+	ro, err := runOptions(cmd, o.globalOptions, s)
 	if err != nil {
 		return err
 	}

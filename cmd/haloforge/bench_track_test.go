@@ -70,7 +70,7 @@ func BenchmarkBenchTrackOverhead(b *testing.B) {
 
 // bench --help gives the exit codes of both modes, not only --from's.
 func TestBenchHelpExitCodes(t *testing.T) {
-	long := newBenchCmd(&globalOpts{}).Long
+	long := newBenchCmd(&globalOptions{}).Long
 	for _, want := range []string{"with --from, 0 when the file was read, 2 when it could not be",
 		"with --track, 0 when the benchmark ran and was compared, 1 when it failed", "2 when nothing ran", "130 when interrupted"} {
 		if !strings.Contains(long, want) {

@@ -21,16 +21,15 @@ import (
 	"github.com/haloforge/haloforge/tui/session"
 )
 
-type buildOpts struct {
+type buildOptions struct {
+	*globalOptions
 	track, from, report                 string
 	only                                []string
 	plain, dryRun, resume, ignoreChecks bool
-	g                                   *globalOpts
-	stateDir                            string // resolved: --state-dir or the default
 }
 
-func newBuildCmd(g *globalOpts) *cobra.Command {
-	o := buildOpts{g: g}
+func newBuildCmd(g *globalOptions) *cobra.Command {
+	o := buildOptions{globalOptions: g}
 	cmd := &cobra.Command{
 		Use:   "build --track ID",
 		Short: "Run a track's steps, each in its own pty, with full logs, resume and diagnosis",
@@ -64,22 +63,26 @@ func newBuildCmd(g *globalOpts) *cobra.Command {
 	return cmd
 }
 
-func runBuild(cmd *cobra.Command, o buildOpts) error {
+func runBuild(cmd *cobra.Command, o buildOptions) error {
 	if err := checkBuildFlags(o); err != nil {
 		return err
 	}
-	g := o.g
-	o.stateDir = g.stateDirOr()
-	if err := runner.CheckStateDir(o.stateDir); err != nil {
+	g := o.globalOptions
+	stateDir := g.stateDirOr()
+	if err := runner.CheckStateDir(stateDir); err != nil {
 		return usageErr(err)
 	}
 	if !o.dryRun {
-		if err := stateDirBusy(o.stateDir); err != nil {
+		if err := stateDirBusy(stateDir); err != nil {
 			return err
 		}
 	}
 	printNotes(cmd.ErrOrStderr(), localNotes(g, true))
-	plan, pf, err := planFor(o.track, g.pins.pins, g.pins.sets, g.scripts, o.stateDir)
+	w, err := g.workspace()
+	if err != nil {
+		return err
+	}
+	plan, err := planFor(w, o.track)
 	if err != nil {
 		var missing *steps.MissingScriptError
 		if errors.As(err, &missing) {
@@ -88,31 +91,37 @@ func runBuild(cmd *cobra.Command, o buildOpts) error {
 		return err
 	}
 	out := cmd.OutOrStdout()
-	if err := missingInputs(out, plan.Track, pf, o.dryRun); err != nil {
+	if err := missingInputs(out, plan.Track, w.Pins, o.dryRun); err != nil {
 		return err
 	}
 	// A dry run changes nothing, so a failed check only warns there.
-	if err := blockingChecks(cmdContext(cmd), out, plan.Track, o.stateDir, o.ignoreChecks || o.dryRun); err != nil {
+	if err := blockingChecks(cmdContext(cmd), out, plan.Track, stateDir, o.ignoreChecks || o.dryRun); err != nil {
 		return err
 	}
+	// Before hours of building: do the pins the track needs still resolve?
+	up := checkPinsUpstream(cmdContext(cmd), plan.Track, w.Pins, stateDir)
+	if up.Blocks() && !o.dryRun {
+		return pinsGoneErr(out, up, buildAgain(o, false, ""))
+	}
+	printPinsUpstream(out, up)
 	// The full screen is for watching a build; a dry run's output is the
 	// commands themselves, which must stay on the terminal to be read and
 	// copied, so it prints in line mode like --plain.
 	if !o.plain && !o.dryRun && o.report == "" && stdoutIsTerminal(cmd) {
-		return runBuildTUI(cmd, o, pf)
+		return runBuildTUI(cmd, o, w)
 	}
-	r, err := newBuildRunner(plan, pinsFileOnDisk(pf), o, colorOut(cmd))
+	r, err := newBuildRunner(plan, w, o, colorOut(cmd))
 	if err != nil {
 		return usageErr(err)
 	}
-	next := session.PlanView(plan, o.stateDir, nil, g.args()...).Track.Next
+	next := session.NextCommands(plan, stateDir, g.args()...)
 	return runAndPrint(cmdContext(cmd), cmd.InOrStdin(), out, r, o, next, colorOut(cmd))
 }
 
 // checkBuildFlags answers bad usage before anything is collected or
 // planned: a track, steps that exist, flags that go together, a report
 // file that can be written.
-func checkBuildFlags(o buildOpts) error {
+func checkBuildFlags(o buildOptions) error {
 	if err := requireTrack(o.track); err != nil {
 		return err
 	}
@@ -141,7 +150,7 @@ func missingInputs(w io.Writer, t steps.Track, pf *pins.File, dryRun bool) error
 	}
 	sets := make([]string, len(missing))
 	for i, n := range missing {
-		sets[i] = "--set " + n + "=" + inputExample(n)
+		sets[i] = "--set " + n + "=" + steps.InputExample(n)
 	}
 	msg := fmt.Sprintf("%s needs %s, which is empty: run again with %s", t.ID, strings.Join(missing, " and "), strings.Join(sets, " "))
 	if dryRun {
@@ -155,13 +164,13 @@ func missingInputs(w io.Writer, t steps.Track, pf *pins.File, dryRun bool) error
 // with the step list, the log pane and the hint panel. It ends on the
 // summary; leaving it prints the recap (the outcome, the logs, the next or
 // the resume command) on the normal screen.
-func runBuildTUI(cmd *cobra.Command, o buildOpts, pf *pins.File) error {
-	e, err := newEngine(pf, o.g.scripts, o.stateDir, true)
-	if err != nil {
+func runBuildTUI(cmd *cobra.Command, o buildOptions, w steps.Workspace) error {
+	if err := o.onDisk(&w); err != nil {
 		return usageErr(err)
 	}
-	e.Flags = o.g.args()
-	e.Tune = func(ro *runner.Options) { ro.From, ro.Only, ro.DryRun, ro.Resume = o.from, o.only, o.dryRun, o.resume }
+	e := &session.Engine{Workspace: w}
+	e.Flags = o.args()
+	e.Run = runner.Options{From: o.from, Only: o.only, DryRun: o.dryRun, Resume: o.resume}
 	p, err := e.Plan(o.track)
 	if err != nil {
 		return usageErr(err)
@@ -174,33 +183,28 @@ func runBuildTUI(cmd *cobra.Command, o buildOpts, pf *pins.File) error {
 			if c.Resume {
 				return resumeCommand(o, c.Step)
 			}
-			return buildCommand(o.track, o.g)
+			return buildCommand(o.track, o.globalOptions)
 		},
 	})
 	printRecap(cmd.OutOrStdout(), res)
 	return outcomeErr(ctx, res.Status, res.Interrupted, err)
 }
 
-// newBuildRunner materialises the scripts and toolbox trees and checks the
+// newBuildRunner puts the scripts and toolbox trees on disk and checks the
 // run before anything starts.
-func newBuildRunner(plan *steps.Plan, pinsFile string, o buildOpts, color bool) (*runner.Runner, error) {
-	scripts, err := scriptsRoot(o.g.scripts, o.stateDir)
-	if err != nil {
-		return nil, err
-	}
-	toolbox, err := toolboxRoot(o.stateDir)
-	if err != nil {
+func newBuildRunner(plan *steps.Plan, w steps.Workspace, o buildOptions, color bool) (*runner.Runner, error) {
+	if err := o.onDisk(&w); err != nil {
 		return nil, err
 	}
 	return runner.New(runner.Options{
-		Plan: plan, StateDir: o.stateDir, ScriptsDir: scripts, ToolboxDir: toolbox, PinsFile: pinsFile,
+		Plan: plan, Workspace: w,
 		DryRun: o.dryRun, From: o.from, Only: o.only, Resume: o.resume, KeepColor: color, Analyzer: runner.Diagnosis,
 	})
 }
 
 // runAndPrint runs the build in line mode (the TUI takes over when it
 // exists) and maps its outcome to docs/cli.md's exit codes.
-func runAndPrint(parent context.Context, in io.Reader, out io.Writer, r *runner.Runner, o buildOpts, next []string, color bool) error {
+func runAndPrint(parent context.Context, in io.Reader, out io.Writer, r *runner.Runner, o buildOptions, next []string, color bool) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	stopSignals := onInterrupt(out, "the step", runner.DefaultGrace, cancel, r.Kill)
@@ -243,14 +247,7 @@ func failedBlockingChecks(ctx context.Context, t steps.Track, stateDir string) (
 	if err != nil {
 		return nil, fmt.Errorf("doctor checks: %w", err)
 	}
-	rep := detect.Analyse(b)
-	var failed []detect.Check
-	for _, id := range t.BlockingChecks {
-		if c, ok := rep.Check(id); ok && c.Status == detect.StatusFail {
-			failed = append(failed, c)
-		}
-	}
-	return failed, nil
+	return steps.FailingChecks(t, detect.Analyse(b)), nil
 }
 
 // warnBlockingChecks says, as the wizard's plan screen does, which of the
@@ -274,8 +271,19 @@ func warnBlockingChecks(ctx context.Context, w io.Writer, t steps.Track, stateDi
 // failed or stopped: the flags the user gave (pins, scripts, state dir,
 // --ignore-checks), and a --from or --only narrowed to what is left, so
 // that the steps that succeeded before the failure do not run again.
-func resumeCommand(o buildOpts, step string) string {
-	parts := []string{"haloforge", "build", "--track", o.track, "--resume"}
+func resumeCommand(o buildOptions, step string) string {
+	return buildAgain(o, true, step)
+}
+
+// buildAgain is this build's command line with the flags the user gave;
+// resume adds --resume and narrows --from or --only to step and after.
+func buildAgain(o buildOptions, resume bool, step string) string {
+	parts := []string{"haloforge", "build", "--track", o.track}
+	if resume {
+		parts = append(parts, "--resume")
+	} else {
+		step = ""
+	}
 	switch {
 	case o.from != "" && step != "":
 		parts = append(parts, "--from", step)
@@ -291,7 +299,7 @@ func resumeCommand(o buildOpts, step string) string {
 	if o.ignoreChecks {
 		parts = append(parts, "--ignore-checks")
 	}
-	return strings.Join(append(parts, o.g.args()...), " ")
+	return strings.Join(append(parts, o.args()...), " ")
 }
 
 func writeJUnit(path string, rep *runner.Report) error {

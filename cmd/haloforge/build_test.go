@@ -49,24 +49,27 @@ func TestBlockingChecksStopTheBuild(t *testing.T) {
 // again when they were ignored, and narrows --from and --only to what is
 // left after the step that failed (the steps before it succeeded).
 func TestResumeCommandRepeatsTheFlagsThatMatter(t *testing.T) {
-	g := &globalOpts{scripts: "s", stateDir: "/x/state", pins: pinFlags{pins: "p.env", sets: []string{"VLLM_PORT=9000", "LLAMA_MODEL=/m/a b.gguf"}}}
+	g := &globalOptions{scripts: "s", stateDir: "/x/state", pins: pinFlags{pins: "p.env", sets: []string{"VLLM_PORT=9000", "LLAMA_MODEL=/m/a b.gguf"}}}
 	flags := " --pins p.env --set VLLM_PORT=9000 --set 'LLAMA_MODEL=/m/a b.gguf' --scripts s --state-dir /x/state"
 	for _, tc := range []struct {
-		o    buildOpts
+		name string
+		o    buildOptions
 		step string
 		want string
 	}{
-		{buildOpts{track: "vllm-image", g: g}, "launcher", "haloforge build --track vllm-image --resume" + flags},
-		{buildOpts{track: "therock-toolbox", ignoreChecks: true, from: "rocm", g: g}, "vllm",
+		{"plain", buildOptions{track: "vllm-image", globalOptions: g}, "launcher", "haloforge build --track vllm-image --resume" + flags},
+		{"--from, narrowed to the failed step", buildOptions{track: "therock-toolbox", ignoreChecks: true, from: "rocm", globalOptions: g}, "vllm",
 			"haloforge build --track therock-toolbox --resume --from vllm --ignore-checks" + flags},
-		{buildOpts{track: "therock-toolbox", only: []string{"tools", "rocm", "vllm"}, g: g}, "rocm",
+		{"--only, from the failed step on", buildOptions{track: "therock-toolbox", only: []string{"tools", "rocm", "vllm"}, globalOptions: g}, "rocm",
 			"haloforge build --track therock-toolbox --resume --only rocm,vllm" + flags},
-		{buildOpts{track: "therock-toolbox", from: "rocm", g: g}, "",
+		{"--from, no step known", buildOptions{track: "therock-toolbox", from: "rocm", globalOptions: g}, "",
 			"haloforge build --track therock-toolbox --resume --from rocm" + flags},
 	} {
-		if got := resumeCommand(tc.o, tc.step); got != tc.want {
-			t.Errorf("resumeCommand(%+v, %q) = %q\nwant %q", tc.o, tc.step, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := resumeCommand(tc.o, tc.step); got != tc.want {
+				t.Errorf("resumeCommand(%+v, %q) = %q\nwant %q", tc.o, tc.step, got, tc.want)
+			}
+		})
 	}
 }
 

@@ -22,8 +22,8 @@ import (
 	"github.com/haloforge/haloforge/steps/cluster"
 )
 
-// clusterOpts are the flags every `cluster` subcommand shares.
-type clusterOpts struct {
+// clusterOptions are the flags every `cluster` subcommand shares.
+type clusterOptions struct {
 	inventory string
 	engine    string
 	sshConfig string
@@ -35,15 +35,15 @@ type clusterOpts struct {
 	ctx           int
 	apiHost       string
 	allowWildcard bool
-	// node-facts
-	pins string
+	// node-facts reads the global --pins
+	*globalOptions
 }
 
 // nodeScriptPath is node.sh inside the embedded scripts tree.
 const nodeScriptPath = "scripts/cluster/node.sh"
 
-func newClusterCmd(g *globalOpts) *cobra.Command {
-	o := &clusterOpts{}
+func newClusterCmd(g *globalOptions) *cobra.Command {
+	o := &clusterOptions{globalOptions: g}
 	cmd := &cobra.Command{
 		Use:   "cluster",
 		Short: "Check, start and stop llama.cpp RPC or vLLM with Ray across 2–4 boxes",
@@ -57,11 +57,11 @@ func newClusterCmd(g *globalOpts) *cobra.Command {
 	pf.StringVar(&o.inventory, "inventory", "", "the cluster inventory (TOML)")
 	pf.StringVar(&o.engine, "engine", "", "rpc (llama.cpp RPC) or ray (vLLM on Ray); default: the inventory's engine, else rpc")
 	pf.StringVar(&o.sshConfig, "ssh-config", os.Getenv("HALOFORGE_SSH_CONFIG"), "ssh_config file to use instead of ~/.ssh/config (ssh -F; default $HALOFORGE_SSH_CONFIG)")
-	cmd.AddCommand(newClusterCheckCmd(o), newClusterUpCmd(o), newClusterDownCmd(o), newClusterNodeFactsCmd(o, g))
+	cmd.AddCommand(newClusterCheckCmd(o), newClusterUpCmd(o), newClusterDownCmd(o), newClusterNodeFactsCmd(o))
 	return cmd
 }
 
-func newClusterCheckCmd(o *clusterOpts) *cobra.Command {
+func newClusterCheckCmd(o *clusterOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check --inventory FILE [--engine rpc|ray] [--json]",
 		Short: "Compare the nodes and test the paths between them; exit 1 when a check fails",
@@ -74,7 +74,7 @@ func newClusterCheckCmd(o *clusterOpts) *cobra.Command {
 	return cmd
 }
 
-func newClusterUpCmd(o *clusterOpts) *cobra.Command {
+func newClusterUpCmd(o *clusterOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "up --inventory FILE [--engine rpc|ray] [--model M] [--dry-run]",
 		Short: "Start the engines on every node and wait until the head's server answers",
@@ -102,7 +102,7 @@ func newClusterUpCmd(o *clusterOpts) *cobra.Command {
 	return cmd
 }
 
-func newClusterDownCmd(o *clusterOpts) *cobra.Command {
+func newClusterDownCmd(o *clusterOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "down --inventory FILE",
 		Short:   "Stop everything haloforge started on every node, and check nothing is left",
@@ -116,22 +116,19 @@ func newClusterDownCmd(o *clusterOpts) *cobra.Command {
 
 // newClusterNodeFactsCmd is what `cluster check` runs on a node that has
 // haloforge: the pins it would use and its doctor's verdicts, as one JSON line.
-func newClusterNodeFactsCmd(o *clusterOpts, g *globalOpts) *cobra.Command {
+func newClusterNodeFactsCmd(o *clusterOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:    "node-facts [--pins FILE]",
 		Short:  "This node's pins hash and doctor checks, as one JSON line (run by cluster check over SSH)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.pins = g.pins.pins // the global --pins
-			return runClusterNodeFacts(cmd, o)
-		},
+		RunE:   func(cmd *cobra.Command, _ []string) error { return runClusterNodeFacts(cmd, o) },
 	}
 	return cmd
 }
 
 // clusterSetup loads the inventory and builds the SSH side.
-func clusterSetup(o *clusterOpts) (*cluster.Inventory, *cluster.Cluster, error) {
+func clusterSetup(o *clusterOptions) (*cluster.Inventory, *cluster.Cluster, error) {
 	if o.inventory == "" {
 		return nil, nil, usageErr(errors.New("--inventory FILE is required (a TOML file with one [[node]] table per box; see TUTORIAL.md, two boxes)"))
 	}
@@ -163,7 +160,7 @@ func describeFor(c *cluster.Cluster) func(cluster.Node) string {
 	return func(n cluster.Node) string { return c.Remote.T.Describe(n) }
 }
 
-func runClusterCheck(cmd *cobra.Command, o *clusterOpts) error {
+func runClusterCheck(cmd *cobra.Command, o *clusterOptions) error {
 	inv, c, err := clusterSetup(o)
 	if err != nil {
 		return err
@@ -221,7 +218,7 @@ func writeClusterReport(w io.Writer, inv *cluster.Inventory, rep *cluster.Report
 	io.WriteString(w, b.String())
 }
 
-func runClusterUp(cmd *cobra.Command, o *clusterOpts) error {
+func runClusterUp(cmd *cobra.Command, o *clusterOptions) error {
 	inv, c, err := clusterSetup(o)
 	if err != nil {
 		return err
@@ -350,7 +347,7 @@ type clusterDownJSON struct {
 	Clean bool `json:"clean"`
 }
 
-func runClusterDown(cmd *cobra.Command, o *clusterOpts) error {
+func runClusterDown(cmd *cobra.Command, o *clusterOptions) error {
 	inv, c, err := clusterSetup(o)
 	if err != nil {
 		return err
@@ -398,15 +395,15 @@ func runClusterDown(cmd *cobra.Command, o *clusterOpts) error {
 	return nil
 }
 
-func runClusterNodeFacts(cmd *cobra.Command, o *clusterOpts) error {
+func runClusterNodeFacts(cmd *cobra.Command, o *clusterOptions) error {
 	var nf cluster.NodeFacts
 	nf.Version = version
-	pf, err := loadPinsFlags(o.pins, nil)
+	pf, err := loadPinsFlags(o.pins.pins, nil) // --set is for this machine's builds, not its pins file
 	var data []byte
 	switch {
 	case err != nil:
 		nf.Pins.Error = err.Error()
-		nf.Pins.Path = o.pins
+		nf.Pins.Path = o.pins.pins
 	case pf.Path == embeddedPinsName:
 		data = haloforge.VersionsEnv
 		nf.Pins.Path = embeddedPinsName

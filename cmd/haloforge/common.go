@@ -21,18 +21,18 @@ import (
 
 // Flags several commands share, each declared once.
 
-// globalOpts are the global flags (docs/cli.md) (--state-dir, --pins, --set,
+// globalOptions are the global flags (docs/cli.md) (--state-dir, --pins, --set,
 // --scripts): persistent flags of the root, so that they work before or
 // after any command (an alias `haloforge --state-dir ~/hf` works for every
 // command). A command that has no use for one accepts it and ignores it.
-type globalOpts struct {
+type globalOptions struct {
 	stateDir string
 	scripts  string
 	pins     pinFlags
 }
 
 // bind declares the global flags on the root.
-func (g *globalOpts) bind(root *cobra.Command) {
+func (g *globalOptions) bind(root *cobra.Command) {
 	f := root.PersistentFlags()
 	f.StringVar(&g.stateDir, "state-dir", "", "keep runs, logs and state in DIR (default $XDG_STATE_HOME/haloforge)")
 	f.StringVar(&g.scripts, "scripts", "", "run the step scripts of DIR (default ./scripts when it is a haloforge tree, else the built-in copy)")
@@ -45,12 +45,12 @@ func (g *globalOpts) bind(root *cobra.Command) {
 }
 
 // stateDirOr is the state dir these flags name, or the default.
-func (g *globalOpts) stateDirOr() string { return stateDirOrDefault(g.stateDir) }
+func (g *globalOptions) stateDirOr() string { return stateDirOrDefault(g.stateDir) }
 
 // args are the global flags as the user gave them, for the commands
 // haloforge prints (resume, build): pasted, they use the same pins,
 // scripts and state. The default state dir is left out.
-func (g *globalOpts) args() []string {
+func (g *globalOptions) args() []string {
 	var out []string
 	if g.pins.pins != "" {
 		out = append(out, "--pins", shellWord(g.pins.pins))
@@ -312,32 +312,48 @@ func materialise(fsys fs.FS, root, parent string) (string, error) {
 	return dest, nil
 }
 
-// planFor builds a track's plan from the pins and scripts flags and the
-// state dir's history. Missing scripts are returned with the plan.
-func planFor(trackID, pinsPath string, sets []string, scriptsFlag, stateDir string) (*steps.Plan, *pins.File, error) {
+// workspace is what the global flags name: the pins (--pins, --set), the
+// scripts tree (--scripts, ./scripts or the built-in copy) and the state
+// dir (--state-dir or the default). Nothing is written: onDisk puts the
+// trees on disk when something runs. Bad flags are usage errors (exit 2).
+func (g *globalOptions) workspace() (steps.Workspace, error) {
+	pf, err := loadPinsFlags(g.pins.pins, g.pins.sets)
+	if err != nil {
+		return steps.Workspace{}, err
+	}
+	sfs, _, err := scriptsFS(g.scripts)
+	if err != nil {
+		return steps.Workspace{}, err
+	}
+	return steps.Workspace{StateDir: g.stateDirOr(), Scripts: sfs, Pins: pf, PinsFile: pinsFileOnDisk(pf)}, nil
+}
+
+// onDisk gives the workspace the scripts and container definitions on
+// disk, for the runner: --scripts DIR, ./scripts and ./toolbox as they
+// are, the built-in trees once per content under the state dir.
+func (g *globalOptions) onDisk(w *steps.Workspace) error {
+	var err error
+	if w.ScriptsDir, err = scriptsRoot(g.scripts, w.StateDir); err != nil {
+		return err
+	}
+	w.ToolboxDir, err = toolboxRoot(w.StateDir)
+	return err
+}
+
+// planFor plans a track in the workspace. An unknown track or unreadable
+// state is bad usage; missing scripts are returned with the plan.
+func planFor(w steps.Workspace, trackID string) (*steps.Plan, error) {
 	t, err := steps.Lookup(trackID)
 	if err != nil {
-		return nil, nil, usageErr(err)
+		return nil, usageErr(err)
 	}
-	pf, err := loadPinsFlags(pinsPath, sets)
-	if err != nil {
-		return nil, nil, err
-	}
-	sfs, _, err := scriptsFS(scriptsFlag)
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := steps.LoadState(stateDir)
-	if err != nil {
-		return nil, nil, usageErr(err)
-	}
-	p, err := steps.NewPlan(t, pf, sfs, st)
+	p, err := w.Plan(t)
 	if err != nil {
 		var mse *steps.MissingScriptError
 		if errors.As(err, &mse) {
-			return p, pf, err
+			return p, err
 		}
-		return nil, nil, usageErr(err)
+		return nil, usageErr(err)
 	}
-	return p, pf, nil
+	return p, nil
 }

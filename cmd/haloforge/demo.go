@@ -13,13 +13,13 @@ import (
 	"github.com/haloforge/haloforge/tui/session"
 )
 
-type demoOpts struct {
-	plain bool
-	g     *globalOpts // the demo writes only in <state-dir>/demo-XXXXXXXX, removed when it ends
+type demoOptions struct {
+	*globalOptions // the demo writes only in <state-dir>/demo-XXXXXXXX, removed when it ends
+	plain          bool
 }
 
-func newDemoCmd(g *globalOpts) *cobra.Command {
-	o := demoOpts{g: g}
+func newDemoCmd(g *globalOptions) *cobra.Command {
+	o := demoOptions{globalOptions: g}
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "The wizard on built-in sample data: no GPU needed, nothing installed",
@@ -37,9 +37,9 @@ func newDemoCmd(g *globalOpts) *cobra.Command {
 // runDemo starts the demo from scratch in a directory of its own under the
 // state dir (demo.NewWorkDir), so that the story begins with the failure
 // every time, and removes that directory, and only it, when it ends.
-func runDemo(cmd *cobra.Command, o demoOpts) (err error) {
+func runDemo(cmd *cobra.Command, o demoOptions) (err error) {
 	lineMode := o.plain || !stdoutIsTerminal(cmd)
-	wd, err := demo.NewWorkDir(o.g.stateDirOr())
+	wd, err := demo.NewWorkDir(o.stateDirOr())
 	if err != nil {
 		return usageErr(err)
 	}
@@ -57,7 +57,7 @@ func runDemo(cmd *cobra.Command, o demoOpts) (err error) {
 	if lineMode {
 		out := cmd.OutOrStdout()
 		fmt.Fprintln(out, "haloforge demo: sample data from a real Strix Halo box; nothing is installed.")
-		res, err := e.Story(ctx, out, session.StoryOptions{Run: true, Retries: 1, Demo: true})
+		res, err := session.Story(ctx, e, out, session.StoryOptions{Run: true, Retries: 1, Demo: true})
 		fmt.Fprintf(out, "== the demo's files (%s) are removed now\n", wd.Path())
 		return outcomeErr(ctx, res.Status, res.Interrupted, err)
 	}

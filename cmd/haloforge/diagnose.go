@@ -16,11 +16,11 @@ import (
 	"github.com/haloforge/haloforge/diagnose"
 )
 
-type diagnoseOpts struct {
-	json   bool
-	last   bool
-	inputs []string    // files, run dirs, bundles, or - for standard input
-	g      *globalOpts // --state-dir: where the last run is
+type diagnoseOptions struct {
+	*globalOptions // --state-dir: where the last run is
+	json           bool
+	last           bool
+	inputs         []string // files, run dirs, bundles, or - for standard input
 }
 
 // tutorialURL is TUTORIAL.md where the code is published: its troubleshooting
@@ -31,8 +31,8 @@ const tutorialURL = "https://github.com/haloforge/haloforge/blob/main/TUTORIAL.m
 // diagnoseJSONSchema names the shape of diagnose --json.
 const diagnoseJSONSchema = "haloforge/diagnose/v1"
 
-func newDiagnoseCmd(g *globalOpts) *cobra.Command {
-	o := diagnoseOpts{g: g}
+func newDiagnoseCmd(g *globalOptions) *cobra.Command {
+	o := diagnoseOptions{globalOptions: g}
 	cmd := &cobra.Command{
 		Use:   "diagnose [--json] [FILE|-|RUN-DIR|BUNDLE ...]",
 		Short: "Recognise known failures in build logs, runs and bundles",
@@ -59,7 +59,7 @@ func newDiagnoseCmd(g *globalOpts) *cobra.Command {
 
 // defaultInputs is what diagnose reads when no input is named: standard
 // input when it is a pipe or a file (as grep reads it), else the last run.
-func defaultInputs(cmd *cobra.Command, o diagnoseOpts) ([]string, error) {
+func defaultInputs(cmd *cobra.Command, o diagnoseOptions) ([]string, error) {
 	if len(o.inputs) > 0 {
 		if o.last {
 			return nil, usageErr(errors.New("--last names the input itself: give it without files"))
@@ -69,7 +69,7 @@ func defaultInputs(cmd *cobra.Command, o diagnoseOpts) ([]string, error) {
 	if !o.last && stdinIsData(cmd) {
 		return []string{"-"}, nil
 	}
-	dir := o.g.stateDirOr()
+	dir := o.stateDirOr()
 	runs := runDirsNewestFirst(dir)
 	if len(runs) == 0 {
 		return nil, usageErr(fmt.Errorf("no log given, and no run under %s: give a log, a run directory or a bundle, or - for standard input (some-build 2>&1 | haloforge diagnose -)",
@@ -138,7 +138,7 @@ func hasStepLog(dir string) bool {
 
 // runDiagnose reads every input before printing anything: an unreadable
 // input is exit 2 with no partial findings claimed.
-func runDiagnose(cmd *cobra.Command, o diagnoseOpts) error {
+func runDiagnose(cmd *cobra.Command, o diagnoseOptions) error {
 	args, err := defaultInputs(cmd, o)
 	var none nothingToDiagnose
 	if errors.As(err, &none) {

@@ -17,17 +17,17 @@ import (
 	"github.com/haloforge/haloforge/steps"
 )
 
-type doctorOpts struct {
-	json    bool
-	verbose bool
-	bundle  string
-	collect string
-	g       *globalOpts // --state-dir: where builds write, whose free space disk-space judges; host-fix backups
-	host    hostfixOpts // --plan, --apply, --verify, --rollback (doctor_plan.go)
+type doctorOptions struct {
+	*globalOptions // --state-dir: where builds write, whose free space disk-space judges; host-fix backups
+	json           bool
+	verbose        bool
+	bundle         string
+	collect        string
+	host           hostfixOptions // --plan, --apply, --verify, --rollback (doctor_plan.go)
 }
 
-func newDoctorCmd(g *globalOpts) *cobra.Command {
-	o := doctorOpts{g: g}
+func newDoctorCmd(g *globalOptions) *cobra.Command {
+	o := doctorOptions{globalOptions: g}
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the GPU, kernel and host, and print the exact fixes",
@@ -55,7 +55,7 @@ func newDoctorCmd(g *globalOpts) *cobra.Command {
 	return cmd
 }
 
-func runDoctor(cmd *cobra.Command, o doctorOpts) error {
+func runDoctor(cmd *cobra.Command, o doctorOptions) error {
 	if o.bundle != "" && o.collect != "" {
 		return usageErr(errors.New("--bundle reads a bundle and --collect writes this machine's: give one of them"))
 	}
@@ -194,7 +194,7 @@ func writeDoctorJSON(w io.Writer, r *detect.Report) error {
 	return err
 }
 
-func doctorBundle(ctx context.Context, o doctorOpts) (*detect.Bundle, error) {
+func doctorBundle(ctx context.Context, o doctorOptions) (*detect.Bundle, error) {
 	if o.bundle != "" {
 		b, err := detect.ReadBundle(o.bundle)
 		if err != nil {
@@ -202,7 +202,7 @@ func doctorBundle(ctx context.Context, o doctorOpts) (*detect.Bundle, error) {
 		}
 		return b, nil
 	}
-	b, err := detect.Collect(ctx, collectOptions(o.g.stateDirOr()))
+	b, err := detect.Collect(ctx, collectOptions(o.stateDirOr()))
 	if err != nil {
 		return nil, failedErr(err)
 	}

@@ -21,9 +21,9 @@ import (
 	"github.com/haloforge/haloforge/internal/safefile"
 )
 
-// hostfixOpts are doctor's host-fix modes: --plan, --apply, --verify and
+// hostfixOptions are doctor's host-fix modes: --plan, --apply, --verify and
 // --rollback, and what they share.
-type hostfixOpts struct {
+type hostfixOptions struct {
 	plan     bool
 	apply    string
 	verify   bool
@@ -35,9 +35,9 @@ type hostfixOpts struct {
 	dmesg    string
 }
 
-func (h *hostfixOpts) active() bool { return h.plan || h.apply != "" || h.verify || h.rollback }
+func (h *hostfixOptions) active() bool { return h.plan || h.apply != "" || h.verify || h.rollback }
 
-func addHostfixFlags(cmd *cobra.Command, h *hostfixOpts) {
+func addHostfixFlags(cmd *cobra.Command, h *hostfixOptions) {
 	f := cmd.Flags()
 	f.BoolVar(&h.plan, "plan", false, "print the host changes that fix the warnings (kernel arguments, modprobe.d, groups, advice) for this machine's bootloader")
 	f.StringVar(&h.apply, "apply", "", "apply a plan written by --plan --json: shows every change, asks you to type APPLY, backs up each file, never reboots")
@@ -53,7 +53,7 @@ func addHostfixFlags(cmd *cobra.Command, h *hostfixOpts) {
 
 // hostfixArgs accepts one argument only after --verify (PLAN.json) or
 // --rollback (BACKUP_DIR); plain doctor takes none.
-func hostfixArgs(h *hostfixOpts) cobra.PositionalArgs {
+func hostfixArgs(h *hostfixOptions) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		switch {
 		case len(args) == 0:
@@ -67,7 +67,7 @@ func hostfixArgs(h *hostfixOpts) cobra.PositionalArgs {
 	}
 }
 
-func runHostfix(cmd *cobra.Command, o doctorOpts, args []string) error {
+func runHostfix(cmd *cobra.Command, o doctorOptions, args []string) error {
 	h := o.host
 	if h.bundleless() && o.bundle != "" {
 		return usageErr(errors.New("--bundle goes with --plan and --verify: --apply and --rollback change this machine (or --root DIR)"))
@@ -91,11 +91,11 @@ func runHostfix(cmd *cobra.Command, o doctorOpts, args []string) error {
 	return runRollback(cmd, o, args)
 }
 
-func (h *hostfixOpts) bundleless() bool { return h.apply != "" || h.rollback }
+func (h *hostfixOptions) bundleless() bool { return h.apply != "" || h.rollback }
 
 // hostFacts analyses this machine (or the bundle) and reads how it boots:
 // from --root when given, else from the bundle, else from /.
-func hostFacts(cmd *cobra.Command, o doctorOpts) (*detect.Report, *hostfix.Evidence, string, error) {
+func hostFacts(cmd *cobra.Command, o doctorOptions) (*detect.Report, *hostfix.Evidence, string, error) {
 	b, err := doctorBundle(cmdContext(cmd), o)
 	if err != nil {
 		return nil, nil, "", err
@@ -125,7 +125,7 @@ func hostFacts(cmd *cobra.Command, o doctorOpts) (*detect.Report, *hostfix.Evide
 	return r, ev, source, nil
 }
 
-func runHostPlan(cmd *cobra.Command, o doctorOpts) error {
+func runHostPlan(cmd *cobra.Command, o doctorOptions) error {
 	r, ev, source, err := hostFacts(cmd, o)
 	if err != nil {
 		return err
@@ -161,7 +161,7 @@ func isTerminal(r io.Reader) bool {
 }
 
 // hostOf is the system to change: --root DIR, else this machine.
-func hostOf(cmd *cobra.Command, h hostfixOpts) *hostfix.Host {
+func hostOf(cmd *cobra.Command, h hostfixOptions) *hostfix.Host {
 	root := h.root
 	if root == "" {
 		root = "/"
@@ -170,7 +170,7 @@ func hostOf(cmd *cobra.Command, h hostfixOpts) *hostfix.Host {
 }
 
 // confirmer asks for the typed word on the terminal, or takes --confirm.
-func confirmer(cmd *cobra.Command, h hostfixOpts) func(word string) error {
+func confirmer(cmd *cobra.Command, h hostfixOptions) func(word string) error {
 	return func(word string) error {
 		out := cmd.OutOrStdout()
 		if h.confirm != "" {
@@ -209,8 +209,8 @@ func hostfixErr(err error) error {
 	return failedErr(err)
 }
 
-func runApply(cmd *cobra.Command, o doctorOpts) error {
-	stateDir := o.g.stateDirOr() // backups live in <state-dir>/host-backups
+func runApply(cmd *cobra.Command, o doctorOptions) error {
+	stateDir := o.stateDirOr() // backups live in <state-dir>/host-backups
 	// A regular file only: a FIFO named as the plan hung --apply.
 	f, _, err := safefile.OpenRegular(o.host.apply, safefile.Follow)
 	if err != nil {
@@ -239,8 +239,8 @@ func runApply(cmd *cobra.Command, o doctorOpts) error {
 	return hostfixErr(err)
 }
 
-func runRollback(cmd *cobra.Command, o doctorOpts, args []string) error {
-	stateDir := o.g.stateDirOr() // backups live in <state-dir>/host-backups
+func runRollback(cmd *cobra.Command, o doctorOptions, args []string) error {
+	stateDir := o.stateDirOr() // backups live in <state-dir>/host-backups
 	dir := ""
 	if len(args) == 1 {
 		dir = args[0]
@@ -256,8 +256,8 @@ func runRollback(cmd *cobra.Command, o doctorOpts, args []string) error {
 	return hostfixErr(err)
 }
 
-func runVerify(cmd *cobra.Command, o doctorOpts, args []string) error {
-	stateDir := o.g.stateDirOr() // backups live in <state-dir>/host-backups
+func runVerify(cmd *cobra.Command, o doctorOptions, args []string) error {
+	stateDir := o.stateDirOr() // backups live in <state-dir>/host-backups
 	var p *hostfix.Plan
 	var err error
 	if len(args) == 1 {

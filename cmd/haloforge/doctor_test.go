@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,7 +15,7 @@ import (
 
 // TestDoctorJSONIsTheReport: doctor --json is detect's report (its golden
 // file, field for field) with the schema name and the summary counts in
-// front (finding 20), so a script knows what it reads and how it went.
+// front, so a script knows what it reads and how it went.
 func TestDoctorJSONIsTheReport(t *testing.T) {
 	b, err := detect.ReadBundle("../../detect/testdata/bundles/gfx1151-intree-npu")
 	if err != nil {
@@ -52,5 +53,20 @@ func TestDoctorJSONIsTheReport(t *testing.T) {
 	}
 	if !bytes.HasPrefix(out.Bytes(), []byte("{\n  \"schema\": ")) {
 		t.Errorf("the schema does not come first:\n%.200s", out.String())
+	}
+}
+
+// TestDoctorColoursItsMarks: on a terminal doctor's marks
+// are coloured as flutter doctor's; nothing else is.
+func TestDoctorColoursItsMarks(t *testing.T) {
+	in := "Doctor summary\n[✓] GPU: ok\n[!] GTT size: small\n    fix [✗] in text\n[✗] /dev/kfd: missing\n[-] Groups: unknown\n"
+	got := colorMarks(in)
+	for _, want := range []string{"\x1b[32m[✓]\x1b[0m GPU", "\x1b[33m[!]\x1b[0m GTT", "\x1b[31m[✗]\x1b[0m /dev/kfd", "\x1b[2m[-]\x1b[0m Groups", "    fix [✗] in text"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("coloured output lacks %q:\n%q", want, got)
+		}
+	}
+	if strings.HasPrefix(got, "\n") {
+		t.Errorf("a newline was added: %q", got)
 	}
 }

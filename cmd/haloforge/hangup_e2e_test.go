@@ -17,7 +17,7 @@ import (
 // TestTmuxKillWindowRecordsInterrupted closes the terminal of a TUI build
 // (tmux kill-window: the pane's pty hangs up and haloforge gets SIGHUP) while
 // a step runs: the step and what it started must stop, and state.json must
-// say interrupted, not "running" forever (reliability review F9, E4b).
+// say interrupted, not "running" forever.
 func TestTmuxKillWindowRecordsInterrupted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and drives it in tmux")

@@ -35,7 +35,7 @@ func promptTree(t *testing.T, body string) string {
 	return root
 }
 
-// TestPlainModeSaysAStepWaitsForInput is the review's F5 attempt: a step
+// TestPlainModeSaysAStepWaitsForInput: a step
 // prints a sudo prompt and reads its terminal, haloforge's stdin is a pipe
 // (`echo typed-by-user | haloforge build --plain`). The wait is announced
 // with the question and what to do, the piped text never reaches the step,

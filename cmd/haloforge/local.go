@@ -39,7 +39,7 @@ func looksLike(dir, marker string) bool {
 // localNotes are the lines that announce the implicit local copies a
 // command uses; runs says whether it also runs scripts (./toolbox matters
 // only then).
-func localNotes(g *globalOpts, runs bool) []string {
+func localNotes(g *globalOptions, runs bool) []string {
 	var notes []string
 	if g.pins.pins == "" && localPins() {
 		notes = append(notes, fmt.Sprintf("using the pins in ./versions.env (%s), not the built-in ones; --pins FILE names a file on purpose", abs("versions.env")))

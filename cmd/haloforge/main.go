@@ -63,7 +63,7 @@ func main() {
 // newRoot is the whole CLI in one place: the bare command is the wizard,
 // and every subcommand is listed here.
 func newRoot() *cobra.Command {
-	g := &globalOpts{}
+	g := &globalOptions{}
 	root := newWizardCmd(g)
 	root.SilenceUsage, root.SilenceErrors = true, true
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })

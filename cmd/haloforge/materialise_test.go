@@ -8,8 +8,8 @@ import (
 )
 
 // TestMaterialiseLeavesOnlyItsCopy: the embedded tree is copied to
-// parent/<hash>/ through a staging dir that is removed afterwards; the
-// reliability review found an empty toolbox-tmp/ in every state dir.
+// parent/<hash>/ through a staging dir that is removed afterwards, not
+// left empty (toolbox-tmp/) in every state dir.
 func TestMaterialiseLeavesOnlyItsCopy(t *testing.T) {
 	state := t.TempDir()
 	fsys := fstest.MapFS{"toolbox/toolbox.env": {Data: []byte("WORK_DIR=/w\n")}, "toolbox/run.sh": {Data: []byte("#!/bin/sh\n")}}

@@ -12,7 +12,7 @@ import (
 	"github.com/haloforge/haloforge/steps"
 )
 
-func newPinsCmd(g *globalOpts) *cobra.Command {
+func newPinsCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pins",
 		Short: "Check versions.env and see what a pin bump rebuilds",
@@ -21,13 +21,13 @@ func newPinsCmd(g *globalOpts) *cobra.Command {
 	return cmd
 }
 
-type pinsCheckOpts struct {
+type pinsCheckOptions struct {
 	file string // "" means ./versions.env, else the built-in copy
 	json bool
 }
 
 func newPinsCheckCmd() *cobra.Command {
-	var o pinsCheckOpts
+	var o pinsCheckOptions
 	cmd := &cobra.Command{
 		Use:   "check [FILE]",
 		Short: "Parse and validate a pins file strictly (default ./versions.env, else the built-in copy)",
@@ -45,7 +45,7 @@ func newPinsCheckCmd() *cobra.Command {
 	return cmd
 }
 
-func runPinsCheck(cmd *cobra.Command, o pinsCheckOpts) error {
+func runPinsCheck(cmd *cobra.Command, o pinsCheckOptions) error {
 	pf, err := loadPinsFlags(o.file, nil)
 	if err != nil {
 		return err
@@ -97,14 +97,14 @@ type diffJSON struct {
 	Rerun   map[string][]string    `json:"rerun"`
 }
 
-type pinsDiffOpts struct {
+type pinsDiffOptions struct {
 	oldFile, newFile string
 	track            string // only this track; "" means all
 	json             bool
 }
 
 func newPinsDiffCmd() *cobra.Command {
-	var o pinsDiffOpts
+	var o pinsDiffOptions
 	cmd := &cobra.Command{
 		Use:   "diff OLD NEW",
 		Short: "Show the changed pins and, per track, exactly the steps a rebuild re-runs",
@@ -125,7 +125,7 @@ func newPinsDiffCmd() *cobra.Command {
 	return cmd
 }
 
-func runPinsDiff(cmd *cobra.Command, o pinsDiffOpts) error {
+func runPinsDiff(cmd *cobra.Command, o pinsDiffOptions) error {
 	tracks := steps.Catalogue()
 	if o.track != "" {
 		t, err := steps.Lookup(o.track)

@@ -14,13 +14,14 @@ import (
 	"github.com/haloforge/haloforge/steps/runner"
 )
 
-type pinsLockOpts struct {
-	run, output, stateDir string
-	force                 bool
+type pinsLockOptions struct {
+	*globalOptions // --state-dir: where the run is
+	run, output    string
+	force          bool
 }
 
-func newPinsLockCmd(g *globalOpts) *cobra.Command {
-	var o pinsLockOpts
+func newPinsLockCmd(g *globalOptions) *cobra.Command {
+	o := pinsLockOptions{globalOptions: g}
 	cmd := &cobra.Command{
 		Use:   "lock RUN",
 		Short: "Write a versions.env that reproduces a build: its pins, images by digest, git refs by commit",
@@ -39,7 +40,7 @@ func newPinsLockCmd(g *globalOpts) *cobra.Command {
 			"  haloforge build --track therock-toolbox --pins versions.lock.env   # the same build again",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.run, o.stateDir = args[0], g.stateDir // the global --state-dir
+			o.run = args[0]
 			return runPinsLock(o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -48,8 +49,8 @@ func newPinsLockCmd(g *globalOpts) *cobra.Command {
 	return cmd
 }
 
-func runPinsLock(o pinsLockOpts, stdout, stderr io.Writer) error {
-	stateDir := stateDirOrDefault(o.stateDir)
+func runPinsLock(o pinsLockOptions, stdout, stderr io.Writer) error {
+	stateDir := o.stateDirOr()
 	id := o.run
 	switch {
 	case id == "last":

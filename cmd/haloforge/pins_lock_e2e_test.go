@@ -37,9 +37,10 @@ run python3 -m pip install -q --no-cache-dir --disable-pip-version-check --no-in
 hf_fact_pip_report "$report"
 `
 
-// TestPinsLockOfARealBuild is issue 16's "a successful build's report.json
-// lists the digests, wheel hashes and SHAs it used": a build through the
-// real runner pulls an image from a registry on the loopback interface,
+// TestPinsLockOfARealBuild: a successful build's report.json lists the
+// digests, wheel hashes and SHAs it used, and pins lock makes them a
+// versions.env. A build through the real runner pulls an image from a
+// registry on the loopback interface,
 // clones from a git daemon and installs a wheel served over HTTP;
 // its report.json holds the digest, the commit and the wheel's sha256;
 // `pins lock` of the run pins the image by digest and the branch by commit,
@@ -111,7 +112,7 @@ func TestPinsLockOfARealBuild(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := runner.New(runner.Options{Plan: plan, StateDir: state, ScriptsDir: scripts, PinsFile: pinsFile, Grace: time.Second})
+		r, err := runner.New(runner.Options{Plan: plan, Workspace: steps.Workspace{StateDir: state, ScriptsDir: scripts, PinsFile: pinsFile}, Grace: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,15 +28,15 @@ import (
 // ---- pins status ------------------------------------------------------------
 
 type pinsStatusOptions struct {
-	file     string
-	json     bool
-	offline  bool
-	stateDir string
-	timeout  time.Duration
+	*globalOptions // --state-dir: where the last status is kept
+	file           string
+	json           bool
+	offline        bool
+	timeout        time.Duration
 }
 
-func newPinsStatusCmd(g *globalOpts) *cobra.Command {
-	var o pinsStatusOptions
+func newPinsStatusCmd(g *globalOptions) *cobra.Command {
+	o := pinsStatusOptions{globalOptions: g}
 	cmd := &cobra.Command{
 		Use:   "status [FILE]",
 		Short: "Does each pin still resolve upstream? (read-only: nothing is installed or pulled)",
@@ -52,7 +52,6 @@ func newPinsStatusCmd(g *globalOpts) *cobra.Command {
 			if len(args) == 1 {
 				o.file = args[0]
 			}
-			o.stateDir = g.stateDir // the global --state-dir
 			return runPinsStatus(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -79,10 +78,8 @@ func runPinsStatus(ctx context.Context, o pinsStatusOptions, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	if o.stateDir == "" {
-		o.stateDir = defaultStateDir()
-	}
-	prev, err := upstream.LoadCache(o.stateDir)
+	stateDir := o.stateDirOr()
+	prev, err := upstream.LoadCache(stateDir)
 	if err != nil {
 		fmt.Fprintf(stderr, "warning: the last status is unreadable and is ignored: %v\n", err)
 		prev = nil
@@ -104,7 +101,7 @@ func runPinsStatus(ctx context.Context, o pinsStatusOptions, stdout, stderr io.W
 	if !o.offline {
 		c := upstream.NewCache(rep, pf.Path, prev)
 		if data, err := c.Marshal(); err == nil {
-			if err := steps.WriteFileAtomic(upstream.CachePath(o.stateDir), data); err != nil {
+			if err := steps.WriteFileAtomic(upstream.CachePath(stateDir), data); err != nil {
 				fmt.Fprintf(stderr, "warning: could not keep this status for `moved` and `plan`: %v\n", err)
 			}
 		}
@@ -185,39 +182,20 @@ func resultNames(rs []upstream.Result) []string {
 	return out
 }
 
-// warnStalePins is what `plan` says about the last `pins status`: the pins
-// of the plan it found retired or moved, how old that is, and the sets.
-func warnStalePins(w io.Writer, stateDir string, pf *pins.File, names []string) {
-	warn, err := upstream.LastWarning(stateDir, pf, names, time.Now())
-	if err != nil {
-		fmt.Fprintf(w, "warning: the last pins status is unreadable: %v\n", err)
-		return
-	}
-	if warn == nil {
-		return
-	}
-	for _, l := range warn.Lines() {
-		fmt.Fprintln(w, l)
-	}
-}
-
 // ---- pins sets ----------------------------------------------------------------
 
 type pinsSetsOptions struct {
-	json bool
-	pins string
+	*globalOptions // --pins: the file to compare with
+	json           bool
 }
 
-func newPinsSetsCmd(g *globalOpts) *cobra.Command {
-	var o pinsSetsOptions
+func newPinsSetsCmd(g *globalOptions) *cobra.Command {
+	o := pinsSetsOptions{globalOptions: g}
 	cmd := &cobra.Command{
 		Use:   "sets",
 		Short: "The known-good pin sets, with their evidence, and how your versions.env differs",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.pins = g.pins.pins // the global --pins: the file to compare with
-			return runPinsSets(o, cmd.OutOrStdout())
-		},
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runPinsSets(o, cmd.OutOrStdout()) },
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print JSON")
 	return cmd
@@ -240,7 +218,7 @@ func runPinsSets(o pinsSetsOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	pf, err := loadPinsFlags(o.pins, nil)
+	pf, err := loadPinsFlags(o.pins.pins, nil)
 	if err != nil {
 		return err
 	}
@@ -287,16 +265,16 @@ func runPinsSets(o pinsSetsOptions, w io.Writer) error {
 // ---- pins use -------------------------------------------------------------------
 
 type pinsUseOptions struct {
-	set    string
-	pins   string
-	dryRun bool
-	yes    bool
-	json   bool
-	now    func() time.Time
+	*globalOptions // --pins: the file to rewrite
+	set            string
+	dryRun         bool
+	yes            bool
+	json           bool
+	now            func() time.Time
 }
 
-func newPinsUseCmd(g *globalOpts) *cobra.Command {
-	var o pinsUseOptions
+func newPinsUseCmd(g *globalOptions) *cobra.Command {
+	o := pinsUseOptions{globalOptions: g}
 	cmd := &cobra.Command{
 		Use:   "use SET",
 		Short: "Write a known-good set into versions.env, after showing what it changes and what rebuilds",
@@ -309,7 +287,7 @@ func newPinsUseCmd(g *globalOpts) *cobra.Command {
 			"from the built-in pins with the set's values, after the same question.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.set, o.pins = args[0], g.pins.pins // the global --pins: the file to rewrite
+			o.set = args[0]
 			return runPinsUse(o, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -327,7 +305,7 @@ func runPinsUse(o pinsUseOptions, stdin io.Reader, stdout, stderr io.Writer) err
 	if err != nil {
 		return usageErr(err)
 	}
-	path := o.pins
+	path := o.pins.pins
 	if path == "" {
 		path = "versions.env"
 	}

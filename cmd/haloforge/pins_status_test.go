@@ -46,7 +46,7 @@ func TestPinsUseAsksOnATerminal(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out, errOut bytes.Buffer
-			if err := runPinsUse(pinsUseOptions{set: "rocm-10.0", pins: path}, tty, &out, &errOut); err != nil {
+			if err := runPinsUse(pinsUseOptions{globalOptions: &globalOptions{pins: pinFlags{pins: path}}, set: "rocm-10.0"}, tty, &out, &errOut); err != nil {
 				t.Fatal(err)
 			}
 			// The count follows the built-in set; the question's wording does not.
@@ -84,16 +84,16 @@ func TestPinsStatusRealServers(t *testing.T) {
 	gd := upstreamtest.StartGitDaemon(t)
 	wheelDir := t.TempDir()
 	torch := func(content string) upstreamtest.Wheel {
-		return upstreamtest.Wheel{Name: "torch", Version: "2.11.0+rocm7.14.0", Tag: "cp312-cp312-linux_x86_64", Content: content}
+		return upstreamtest.Wheel{Name: "torch", Version: "2.11.0+rocm10.0.0", Tag: "cp312-cp312-linux_x86_64", Content: content}
 	}
 	upstreamtest.BuildWheels(t, wheelDir,
-		upstreamtest.Wheel{Name: "rocm", Version: "7.14.0", Tag: "py3-none-linux_x86_64", Content: "rocm"},
-		upstreamtest.Wheel{Name: "rocm-sdk-device-gfx1151", Version: "7.14.0", Tag: "py3-none-linux_x86_64", Content: "device"},
+		upstreamtest.Wheel{Name: "rocm", Version: "10.0.0", Tag: "py3-none-linux_x86_64", Content: "rocm"},
+		upstreamtest.Wheel{Name: "rocm-sdk-device-gfx1151", Version: "10.0.0", Tag: "py3-none-linux_x86_64", Content: "device"},
 		torch("one"),
-		upstreamtest.Wheel{Name: "amd-torch-device-gfx1151", Version: "2.11.0+rocm7.14.0", Tag: "py3-none-linux_x86_64", Content: "torch device"},
-		upstreamtest.Wheel{Name: "torchvision", Version: "0.26.0+rocm7.14.0", Tag: "cp312-cp312-linux_x86_64", Content: "vision"},
-		upstreamtest.Wheel{Name: "amd-torchvision-device-gfx1151", Version: "0.26.0+rocm7.14.0", Tag: "py3-none-linux_x86_64", Content: "vision device"},
-		upstreamtest.Wheel{Name: "torchaudio", Version: "2.11.0+rocm7.14.0", Tag: "cp312-cp312-linux_x86_64", Content: "audio"},
+		upstreamtest.Wheel{Name: "amd-torch-device-gfx1151", Version: "2.11.0+rocm10.0.0", Tag: "py3-none-linux_x86_64", Content: "torch device"},
+		upstreamtest.Wheel{Name: "torchvision", Version: "0.26.0+rocm10.0.0", Tag: "cp312-cp312-linux_x86_64", Content: "vision"},
+		upstreamtest.Wheel{Name: "amd-torchvision-device-gfx1151", Version: "0.26.0+rocm10.0.0", Tag: "py3-none-linux_x86_64", Content: "vision device"},
+		upstreamtest.Wheel{Name: "torchaudio", Version: "2.11.0+rocm10.0.0", Tag: "cp312-cp312-linux_x86_64", Content: "audio"},
 	)
 	ix := upstreamtest.StartIndex(t, wheelDir)
 	ix.HTMLOnly(true) // AMD's indexes are static PEP 503 pages
@@ -170,7 +170,7 @@ func TestPinsStatusRealServers(t *testing.T) {
 				llama.Git("tag", "-f", "b10590", llamaNew)
 				llama.Git("push", "--quiet", "--force", "origin", "refs/tags/b10590")
 				upstreamtest.BuildWheels(t, wheelDir, torch("two"))
-				ts.Check(os.Remove(filepath.Join(wheelDir, "amd_torchvision_device_gfx1151-0.26.0+rocm7.14.0-py3-none-linux_x86_64.whl")))
+				ts.Check(os.Remove(filepath.Join(wheelDir, "amd_torchvision_device_gfx1151-0.26.0+rocm10.0.0-py3-none-linux_x86_64.whl")))
 			},
 		},
 	})

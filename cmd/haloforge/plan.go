@@ -10,15 +10,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/tui"
 )
 
-type planOpts struct {
+type planOptions struct {
+	*globalOptions
 	track         string
 	json, verbose bool
-	g             *globalOpts
 }
 
 type planStepJSON struct {
@@ -45,8 +44,8 @@ type planJSON struct {
 	MissingInputs []string `json:"missing_inputs,omitempty"`
 }
 
-func newPlanCmd(g *globalOpts) *cobra.Command {
-	o := planOpts{g: g}
+func newPlanCmd(g *globalOptions) *cobra.Command {
+	o := planOptions{globalOptions: g}
 	cmd := &cobra.Command{
 		Use:   "plan --track ID",
 		Short: "Show a track's steps, the pins each uses, and what will run since last time",
@@ -59,20 +58,30 @@ func newPlanCmd(g *globalOpts) *cobra.Command {
 	return cmd
 }
 
-func runPlan(cmd *cobra.Command, o planOpts) error {
+func runPlan(cmd *cobra.Command, o planOptions) error {
 	if err := requireTrack(o.track); err != nil {
 		return err
 	}
-	g := o.g
+	g := o.globalOptions
 	printNotes(cmd.ErrOrStderr(), localNotes(g, false))
-	stateDir := g.stateDirOr()
-	p, pinsFile, err := planFor(o.track, g.pins.pins, g.pins.sets, g.scripts, stateDir)
+	w, err := g.workspace()
+	if err != nil {
+		return err
+	}
+	stateDir, pinsFile := w.StateDir, w.Pins
+	p, err := planFor(w, o.track)
 	var missing *steps.MissingScriptError
 	if err != nil && !errors.As(err, &missing) {
 		return err
 	}
-	warnStalePins(cmd.ErrOrStderr(), stateDir, pinsFile, p.Track.PinNames())
 	warnBlockingChecks(cmdContext(cmd), cmd.ErrOrStderr(), p.Track, stateDir)
+	// The pins the track needs, asked upstream (or the last status): build
+	// stops before step 1 when one is gone.
+	up := checkPinsUpstream(cmdContext(cmd), p.Track, pinsFile, stateDir)
+	printPinsUpstream(cmd.ErrOrStderr(), up)
+	if up.Blocks() {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: build will refuse to start until the pins above resolve (haloforge pins use SET)\n")
+	}
 	pj := toPlanJSON(p, pinsFile.Path)
 	pj.MissingInputs = p.Track.MissingInputs(pinsFile.Values())
 	if missing != nil {
@@ -137,7 +146,7 @@ func printPlan(w io.Writer, p *steps.Plan, pj planJSON, verbose bool, build stri
 		fmt.Fprintf(w, "floating pins (not reproducible; pin a digest or commit): %s\n", strings.Join(p.Floating, ", "))
 	}
 	for _, n := range pj.MissingInputs {
-		fmt.Fprintf(w, "! %s is empty, and %s cannot run without it: add --set %s=%s\n", n, t.ID, n, inputExample(n))
+		fmt.Fprintf(w, "! %s is empty, and %s cannot run without it: add --set %s=%s\n", n, t.ID, n, steps.InputExample(n))
 	}
 	switch {
 	case len(pj.Missing) > 0:
@@ -145,7 +154,7 @@ func printPlan(w io.Writer, p *steps.Plan, pj planJSON, verbose bool, build stri
 	case len(pj.MissingInputs) > 0:
 		fmt.Fprintf(w, "next: %s", build)
 		for _, n := range pj.MissingInputs {
-			fmt.Fprintf(w, " --set %s=%s", n, inputExample(n))
+			fmt.Fprintf(w, " --set %s=%s", n, steps.InputExample(n))
 		}
 		fmt.Fprintln(w)
 	case run == 0:
@@ -157,23 +166,14 @@ func printPlan(w io.Writer, p *steps.Plan, pj planJSON, verbose bool, build stri
 
 func missingMark(pj planJSON, name string) string {
 	if slices.Contains(pj.MissingInputs, name) {
-		return "  ! needed: set it with --set " + name + "=" + inputExample(name)
+		return "  ! needed: set it with --set " + name + "=" + steps.InputExample(name)
 	}
 	return ""
 }
 
-// inputExample is what a needed pin looks like, for the hint that asks
-// for it.
-func inputExample(name string) string {
-	if spec, ok := pins.Lookup(name); ok && spec.Kind == pins.KindPath {
-		return "/path/to/model.gguf"
-	}
-	return "VALUE"
-}
-
 // buildCommand is the build command line for a track with the global flags
 // the user gave, so that pasting it uses the same pins, scripts and state.
-func buildCommand(track string, g *globalOpts) string {
+func buildCommand(track string, g *globalOptions) string {
 	parts := []string{"haloforge", "build", "--track", track}
 	return strings.Join(append(parts, g.args()...), " ")
 }

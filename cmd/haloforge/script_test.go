@@ -21,6 +21,12 @@ func TestMain(m *testing.M) {
 	if runner.IsSupervise(os.Args) {
 		os.Exit(runner.Supervise(os.Args[2:]))
 	}
+	// No test here reaches AMD's indexes or the registries: plan and build
+	// skip their upstream check of the pins, except in the tests of that
+	// check, which serve the upstreams themselves and set it to 0.
+	if _, set := os.LookupEnv(offlineEnv); !set {
+		os.Setenv(offlineEnv, "1")
+	}
 	testscript.Main(m, map[string]func(){
 		"haloforge": func() { os.Exit(run(os.Args[1:])) },
 	})

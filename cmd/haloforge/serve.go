@@ -34,12 +34,11 @@ type serveOptions struct {
 	expose, force      bool
 	noSmoke, noVerify  bool
 	reference          string
-	scripts, stateDir  string
-	pins               pinFlags
+	*globalOptions     // the pins, scripts and state dir the track was built with
 }
 
-func newServeCmd(g *globalOpts) *cobra.Command {
-	var o serveOptions
+func newServeCmd(g *globalOptions) *cobra.Command {
+	o := serveOptions{globalOptions: g}
 	cmd := &cobra.Command{
 		Use:   "serve --track ID [--model M]",
 		Short: "Serve a model with the track's engine, prove it answers, and time its first tokens",
@@ -66,10 +65,7 @@ func newServeCmd(g *globalOpts) *cobra.Command {
 			"  haloforge serve --track vllm-image --model Qwen/Qwen3-0.6B --dry-run --json\n" +
 			"  haloforge serve --track ollama --model qwen3:8b --port 11434",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.scripts, o.stateDir, o.pins = g.scripts, g.stateDir, g.pins // the global flags
-			return runServe(cmd, o)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, o) },
 	}
 	f := cmd.Flags()
 	trackFlag(cmd, &o.track)
@@ -92,6 +88,7 @@ func newServeCmd(g *globalOpts) *cobra.Command {
 
 // serveSetup is what serve and bench learn before anything runs.
 type serveSetup struct {
+	ws      steps.Workspace // what the global flags name
 	plan    *steps.Plan
 	report  *detect.Report
 	ceiling serve.Ceiling
@@ -99,18 +96,21 @@ type serveSetup struct {
 }
 
 // setupServe reads the track's pins and this machine's GPU memory.
-func setupServe(cmd *cobra.Command, track string, pf pinFlags, scriptsFlag, stateDir string) (serveSetup, error) {
+func setupServe(cmd *cobra.Command, g *globalOptions, track string) (serveSetup, error) {
 	if err := requireTrack(track); err != nil {
 		return serveSetup{}, err
 	}
-	plan, _, err := planFor(track, pf.pins, pf.sets, scriptsFlag, stateDir)
+	w, err := g.workspace()
+	if err != nil {
+		return serveSetup{}, err
+	}
+	plan, err := planFor(w, track)
 	var missing *steps.MissingScriptError
 	if err != nil && !errors.As(err, &missing) {
 		return serveSetup{}, err
 	}
-	var s serveSetup
-	s.plan = plan
-	b, err := detect.Collect(cmdContext(cmd), collectOptions(stateDir))
+	s := serveSetup{ws: w, plan: plan}
+	b, err := detect.Collect(cmdContext(cmd), collectOptions(w.StateDir))
 	if err == nil {
 		s.report = detect.Analyse(b)
 	}
@@ -124,8 +124,7 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	if o.util < 0 || o.util > 1 {
 		return usageErr(fmt.Errorf("--util %g: a share of the GPU memory, between 0 and 1", o.util))
 	}
-	o.stateDir = stateDirOrDefault(o.stateDir)
-	s, err := setupServe(cmd, o.track, o.pins, o.scripts, o.stateDir)
+	s, err := setupServe(cmd, o.globalOptions, o.track)
 	if err != nil {
 		return err
 	}
@@ -139,8 +138,7 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	if !o.dryRun {
 		// A track that is not built is said first: asking for a model it
 		// cannot serve yet would send the user the wrong way.
-		g := globalOpts{stateDir: o.stateDir, scripts: o.scripts, pins: o.pins}
-		if built, err = checkBuilt(s, &g, req.Root); err != nil {
+		if built, err = checkBuilt(s, o.globalOptions, req.Root); err != nil {
 			return err
 		}
 	}
@@ -171,7 +169,7 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	if err := portFree(l.Host, l.Port); err != nil {
 		return usageErr(err)
 	}
-	if err := runner.CheckStateDir(o.stateDir); err != nil {
+	if err := runner.CheckStateDir(s.ws.StateDir); err != nil {
 		return usageErr(err)
 	}
 	return serveRun(cmd, o, s, l)
@@ -189,7 +187,7 @@ var probeBuilt serve.Probe = serve.ProbeContainers
 // checkBuilt refuses to start the engine of a track that is not built
 // (exit 2: nothing ran), unless its box or image exists anyway: then the
 // returned note says so.
-func checkBuilt(s serveSetup, g *globalOpts, root bool) (serve.Built, error) {
+func checkBuilt(s serveSetup, g *globalOptions, root bool) (serve.Built, error) {
 	stateDir := g.stateDirOr()
 	st, err := steps.LoadState(stateDir)
 	if err != nil {
@@ -202,40 +200,32 @@ func checkBuilt(s serveSetup, g *globalOpts, root bool) (serve.Built, error) {
 	return b, nil
 }
 
-// runOptions are the runner's inputs of a serve or bench run: the scripts
-// and container definitions on disk, the pins file, the track's plan.
-func runOptions(cmd *cobra.Command, s serveSetup, scriptsFlag, stateDir string, pf pinFlags) (serve.RunOptions, error) {
-	scripts, err := scriptsRoot(scriptsFlag, stateDir)
-	if err != nil {
+// runOptions are the runner's inputs of a serve or bench run: the
+// workspace with its scripts and container definitions on disk, the
+// track's plan.
+func runOptions(cmd *cobra.Command, g *globalOptions, s serveSetup) (serve.RunOptions, error) {
+	w := s.ws
+	if err := g.onDisk(&w); err != nil {
 		return serve.RunOptions{}, err
 	}
-	toolbox, err := toolboxRoot(stateDir)
-	if err != nil {
-		return serve.RunOptions{}, err
-	}
-	pins, err := loadPinsFlags(pf.pins, pf.sets)
-	if err != nil {
-		return serve.RunOptions{}, err
-	}
-	return serve.RunOptions{Plan: s.plan, StateDir: stateDir, ScriptsDir: scripts, ToolboxDir: toolbox,
-		PinsFile: pinsFileOnDisk(pins), KeepColor: colorOut(cmd)}, nil
+	return serve.RunOptions{Plan: s.plan, Workspace: w, KeepColor: colorOut(cmd)}, nil
 }
 
 // serveRun starts the server and follows it until it is stopped or fails.
 func serveRun(cmd *cobra.Command, o serveOptions, s serveSetup, l serve.Launch) error {
-	ro, err := runOptions(cmd, s, o.scripts, o.stateDir, o.pins)
+	ro, err := runOptions(cmd, o.globalOptions, s)
 	if err != nil {
 		return err
 	}
 	wo := serve.WatchOptions{Smoke: !o.noSmoke}
 	if !o.noVerify {
 		req := serveRequest(o, s)
-		co := serve.CheckOptions{Request: req, Run: ro, Reference: o.reference, StateDir: o.stateDir, Version: version}
+		co := serve.CheckOptions{Request: req, Run: ro, Reference: o.reference, StateDir: s.ws.StateDir, Version: version}
 		wo.Check = func(ctx context.Context, progress func(string)) serve.AnswerCheck {
 			c := serve.CheckAnswers(ctx, l, co, progress)
 			if c.Result != nil {
 				// What bench reads before it calls this stack's speed normal.
-				_ = verify.RecordLast(o.stateDir, o.track, "serve", *c.Result, time.Now())
+				_ = verify.RecordLast(s.ws.StateDir, o.track, "serve", *c.Result, time.Now())
 			}
 			return c
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/pins/sets"
 	"github.com/haloforge/haloforge/pins/upstream"
+	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/tui"
 	"github.com/haloforge/haloforge/tui/demo"
 	"github.com/haloforge/haloforge/tui/session"
@@ -296,7 +297,7 @@ func waitReport(t *testing.T, state string, limit time.Duration) runReport {
 	return runReport{}
 }
 
-// TestTmuxThroughput is issue 8's performance bar: in the wizard under tmux,
+// TestTmuxThroughput is the wizard's performance bar: under tmux,
 // a step that streams 200 MB keeps at least half the raw pty throughput
 // (`script` running `cat`, output to /dev/null), and the run screen answers a
 // key while it streams.
@@ -414,7 +415,7 @@ func newDemoTmux(t *testing.T, width, height int) *tmuxSession {
 // TestTmuxDemoHostFixes: in the demo at 80×24, the detection screen offers
 // the host fixes; a opens them: the demo's bundle does not say how it
 // boots, so the screen says the bootloader could not be identified and
-// what to set by hand first (C5), then each action, scrolled with the
+// what to set by hand first, then each action, scrolled with the
 // arrows; haloforge would change nothing there, so a asks for no APPLY.
 func TestTmuxDemoHostFixes(t *testing.T) {
 	if testing.Short() {
@@ -469,7 +470,7 @@ func TestHelperHostFixWizard(t *testing.T) {
 	if root == "" {
 		t.Skip("run by TestTmuxHostFixSudo")
 	}
-	e := &session.Engine{StateDir: os.Getenv("HALOFORGE_TEST_STATE"), HostRoot: root, Version: "test",
+	e := &session.Engine{Workspace: steps.Workspace{StateDir: os.Getenv("HALOFORGE_TEST_STATE")}, HostRoot: root, Version: "test",
 		Source: "the demo's facts, booting like " + root,
 		Detector: func(context.Context) (*detect.Report, error) {
 			b, err := demo.Bundle()
@@ -582,7 +583,7 @@ func TestTmuxHostFixSudo(t *testing.T) {
 // TestTmuxPlanPinSets: the real wizard, in a directory with a versions.env
 // and a `pins status` of ten days ago that found ROCM_VERSION retired. The
 // plan warns (with the status's age), p opens the known-good sets, u on
-// rocm-10.0 asks y/N, y writes versions.env with a backup, and enter plans
+// rocm-7.14 (the previous set) asks y/N, y writes versions.env with a backup, and enter plans
 // the track again from the new pins, without the warning.
 func TestTmuxPlanPinSets(t *testing.T) {
 	if testing.Short() {
@@ -626,15 +627,15 @@ func TestTmuxPlanPinSets(t *testing.T) {
 
 	tm.keys("p")
 	tm.waitFor("Known-good pin sets", 5*time.Second)
-	for i := 0; i < 6 && !strings.Contains(tm.screen(), "› rocm-10.0"); i++ {
+	for i := 0; i < 6 && !strings.Contains(tm.screen(), "› rocm-7.14"); i++ {
 		tm.keys("Down")
 	}
-	tm.waitFor("haloforge pins use rocm-10.0 changes", 2*time.Second)
+	tm.waitFor("haloforge pins use rocm-7.14 changes", 2*time.Second)
 	if scr := tm.screen(); !regexp.MustCompile(`therock-toolbox +rocm, aiter`).MatchString(scr) || !strings.Contains(scr, "Steps to re-run:") {
 		t.Errorf("no rebuild set:\n%s", scr)
 	}
 	tm.keys("u")
-	tm.waitFor("Write 5 changed pins into versions.env, keeping a backup? y yes  N no", 2*time.Second)
+	tm.waitFor("Write 6 changed pins into versions.env, keeping a backup? y yes  N no", 2*time.Second)
 	tm.keys("y")
 	tm.waitFor("✓ Wrote", 5*time.Second)
 
@@ -642,7 +643,7 @@ func TestTmuxPlanPinSets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := sets.Lookup("rocm-10.0")
+	set, err := sets.Lookup("rocm-7.14")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/spf13/cobra"
 
@@ -15,16 +18,18 @@ import (
 
 // trackJSON is one entry of `tracks --json` (the fields docs/json.md names).
 type trackJSON struct {
-	ID          string            `json:"id"`
-	Title       string            `json:"title"`
-	Status      string            `json:"status"`
-	Description string            `json:"description"`
-	GFX         []string          `json:"gfx"`
-	Pros        []string          `json:"pros"`
-	Cons        []string          `json:"cons"`
-	Requires    []string          `json:"requires"`
-	Steps       []stepJSON        `json:"steps"`
-	Pins        map[string]string `json:"pins"`
+	ID          string   `json:"id"`
+	Title       string   `json:"title"`
+	Status      string   `json:"status"`
+	Description string   `json:"description"`
+	GFX         []string `json:"gfx"`
+	// History says why a track with status history is no longer offered.
+	History  string            `json:"history,omitempty"`
+	Pros     []string          `json:"pros"`
+	Cons     []string          `json:"cons"`
+	Requires []string          `json:"requires"`
+	Steps    []stepJSON        `json:"steps"`
+	Pins     map[string]string `json:"pins"`
 	// LastRun is the track's last build with this state dir, null when
 	// it never ran.
 	LastRun *lastRunJSON `json:"last_run"`
@@ -49,40 +54,102 @@ type stepJSON struct {
 	Optional  bool     `json:"optional"`
 }
 
-type tracksOpts struct {
-	json bool
-	g    *globalOpts // --pins and --set for the values, --state-dir for the last runs
+type tracksOptions struct {
+	*globalOptions // --pins and --set for the values, --state-dir for the last runs
+	json, all      bool
 }
 
-func newTracksCmd(g *globalOpts) *cobra.Command {
-	o := tracksOpts{g: g}
+func newTracksCmd(g *globalOptions) *cobra.Command {
+	o := tracksOptions{globalOptions: g}
 	cmd := &cobra.Command{
 		Use:   "tracks",
-		Short: "List every track: what it does, its status, its steps and how its last build ended",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return runTracks(cmd, o) },
+		Short: "List the tracks to pick from today: what each does, its status, its steps and how its last build ended",
+		Long: "tracks lists the tracks in the order an owner should consider them today. Tracks kept " +
+			"as history (status history: still runnable with build --track ID, not offered for new " +
+			"builds) are listed only with --all, each with the reason.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runTracks(cmd, o) },
 	}
 	jsonFlag(cmd, &o.json, "print JSON")
+	cmd.Flags().BoolVar(&o.all, "all", false, "also the tracks kept as history")
 	return cmd
 }
 
-func runTracks(cmd *cobra.Command, o tracksOpts) error {
-	pinsFile, err := loadPinsFlags(o.g.pins.pins, o.g.pins.sets)
+func runTracks(cmd *cobra.Command, o tracksOptions) error {
+	pinsFile, err := loadPinsFlags(o.pins.pins, o.pins.sets)
 	if err != nil {
 		return err
 	}
 	values := pinsFile.Values()
-	dir := o.g.stateDirOr()
+	dir := o.stateDirOr()
 	st, err := steps.LoadState(dir)
 	if err != nil {
 		return usageErr(err)
 	}
 	last := lastRuns(st, dir)
-	if o.json {
-		return writeJSON(cmd.OutOrStdout(), map[string]any{"schema": tracksJSONSchema, "tracks": tracksJSON(steps.Catalogue(), values, last)})
+	all := steps.Catalogue()
+	shown := all
+	var other []string // tracks that do not build for this machine's GPU
+	gfx := hostTargets(os.Getenv("HALOFORGE_SYSFS_ROOT"))
+	if !o.all {
+		shown = steps.Offered(all)
+		if len(gfx) > 0 {
+			shown = slices.DeleteFunc(shown, func(t steps.Track) bool {
+				if slices.ContainsFunc(gfx, func(g string) bool { return slices.Contains(t.GFX, g) }) {
+					return false
+				}
+				other = append(other, t.ID)
+				return true
+			})
+		}
 	}
-	printTracks(cmd.OutOrStdout(), steps.Catalogue(), values, last)
+	if o.json {
+		return writeJSON(cmd.OutOrStdout(), map[string]any{"schema": tracksJSONSchema, "tracks": tracksJSON(shown, values, last)})
+	}
+	printTracks(cmd.OutOrStdout(), shown, values, last)
+	if len(other) > 0 {
+		fmt.Fprintf(cmd.OutOrStdout(), "\nfor other GPUs, not this %s: %s\n", strings.Join(gfx, ", "), strings.Join(other, ", "))
+	}
+	if hidden := len(all) - len(shown) - len(other); hidden > 0 {
+		var ids []string
+		for _, t := range all {
+			if t.Status == steps.StatusHistory {
+				ids = append(ids, t.ID)
+			}
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "\nkept as history, not listed: %s (haloforge tracks --all shows them and why)\n", strings.Join(ids, ", "))
+	}
 	return nil
+}
+
+// hostTargets reads the LLVM targets of this machine's GPUs from the KFD
+// topology under root ("/" when empty): none without a GPU or a KFD. Read
+// only, at most 64 nodes of 64 KiB each.
+func hostTargets(root string) []string {
+	if root == "" {
+		root = "/"
+	}
+	files, _ := filepath.Glob(filepath.Join(root, "sys/class/kfd/kfd/topology/nodes/*/properties"))
+	var out []string
+	for i, f := range files {
+		if i == 64 {
+			break
+		}
+		fh, err := os.Open(f)
+		if err != nil {
+			continue
+		}
+		data, _ := io.ReadAll(io.LimitReader(fh, 64<<10))
+		fh.Close()
+		n := detect.KFDNode{Props: detect.ParseKFDProperties(string(data))}
+		if !n.IsGPU() {
+			continue
+		}
+		if g, ok := detect.GFXFromTarget(n.Props["gfx_target_version"]); ok && !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // lastRuns says, per track, how its last build with the state dir ended:
@@ -115,7 +182,7 @@ func lastRuns(st *steps.State, dir string) map[string]*lastRunJSON {
 func tracksJSON(ts []steps.Track, values map[string]string, last map[string]*lastRunJSON) []trackJSON {
 	out := make([]trackJSON, 0, len(ts))
 	for _, t := range ts {
-		tj := trackJSON{ID: t.ID, Title: t.Title, Status: string(t.Status), Description: t.Description,
+		tj := trackJSON{ID: t.ID, Title: t.Title, Status: string(t.Status), Description: t.Description, History: t.History,
 			GFX: nonNil(t.GFX), Pros: nonNil(t.Pros), Cons: nonNil(t.Cons), Requires: nonNil(t.Requires),
 			Pins: map[string]string{}, LastRun: last[t.ID]}
 		for _, name := range t.PinNames() {
@@ -144,6 +211,13 @@ func printTracks(w io.Writer, ts []steps.Track, values map[string]string, last m
 		}
 		fmt.Fprintf(w, "%s  [%s]\n  %s\n", t.ID, t.Status, t.Title)
 		fmt.Fprintf(w, "  gfx: %s · steps: %s\n", strings.Join(t.GFX, " "), strings.Join(stepLabels(t), " → "))
+		for i, l := range wrap(t.History, 76-len("history: ")) {
+			label := "history: "
+			if i > 0 {
+				label = "         "
+			}
+			fmt.Fprintf(w, "  %s%s\n", label, l)
+		}
 		for _, l := range wrap(t.Description, 76) {
 			fmt.Fprintf(w, "  %s\n", l)
 		}

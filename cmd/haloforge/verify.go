@@ -31,7 +31,7 @@ type verifyOptions struct {
 	stateDir                string
 }
 
-func newVerifyCmd(g *globalOpts) *cobra.Command {
+func newVerifyCmd(g *globalOptions) *cobra.Command {
 	var o verifyOptions
 	cmd := &cobra.Command{
 		Use:   "verify --url URL [--model ID] [--record FILE | --reference FILE] [--json]",

@@ -18,21 +18,22 @@ import (
 	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/preflight"
 	"github.com/haloforge/haloforge/tui"
 	"github.com/haloforge/haloforge/tui/session"
 )
 
-// wizardOpts are the bare command's flags.
-type wizardOpts struct {
+// wizardOptions are the bare command's flags.
+type wizardOptions struct {
+	*globalOptions
 	plain bool
 	track string
-	g     *globalOpts
 }
 
 // newWizardCmd is the bare `haloforge`: the wizard, and the root of every
 // other command.
-func newWizardCmd(g *globalOpts) *cobra.Command {
-	o := wizardOpts{g: g}
+func newWizardCmd(g *globalOptions) *cobra.Command {
+	o := wizardOptions{globalOptions: g}
 	cmd := &cobra.Command{
 		Use:   "haloforge",
 		Short: "From a bare Linux box to PyTorch and vLLM on ROCm, for AMD Strix Halo (gfx1151)",
@@ -63,16 +64,16 @@ func unknownCommand(cmd *cobra.Command, args []string) error {
 	return usageErr(errors.New(msg + " (haloforge --help lists the commands)"))
 }
 
-func runWizard(cmd *cobra.Command, o wizardOpts) error {
+func runWizard(cmd *cobra.Command, o wizardOptions) error {
 	if o.track != "" && !slices.Contains(steps.TrackIDs(), o.track) {
 		return usageErr(fmt.Errorf("unknown track %q (known: %s)", o.track, strings.Join(steps.TrackIDs(), ", ")))
 	}
-	g := o.g
+	g := o.globalOptions
 	stateDir := g.stateDirOr()
 	lineMode := o.plain || !stdoutIsTerminal(cmd)
 	notes := localNotes(g, !lineMode)
 	printNotes(cmd.ErrOrStderr(), notes)
-	e, err := wizardEngine(g, stateDir, !lineMode)
+	e, err := wizardEngine(g, !lineMode)
 	if err != nil {
 		return err
 	}
@@ -84,7 +85,7 @@ func runWizard(cmd *cobra.Command, o wizardOpts) error {
 		// building: haloforge never starts a build nobody asked for.
 		so := session.StoryOptions{Track: o.track,
 			Build: func(track string) string { return commands(tui.Command{Track: track}) }}
-		if _, err := e.Story(ctx, cmd.OutOrStdout(), so); err != nil {
+		if _, err := session.Story(ctx, e, cmd.OutOrStdout(), so); err != nil {
 			return failedErr(err)
 		}
 		return nil
@@ -101,7 +102,7 @@ func runWizard(cmd *cobra.Command, o wizardOpts) error {
 
 // wizardCommands writes the commands the wizard suggests (build, resume)
 // with the flags the user gave and the pins set in the session.
-func wizardCommands(g *globalOpts) func(tui.Command) string {
+func wizardCommands(g *globalOptions) func(tui.Command) string {
 	return func(c tui.Command) string {
 		parts := []string{"haloforge", "build", "--track", c.Track}
 		if c.Resume {
@@ -119,7 +120,7 @@ func wizardCommands(g *globalOpts) func(tui.Command) string {
 
 // demoCommand runs `haloforge demo` with the same state dir, for the
 // detection screen of a machine without an AMD GPU.
-func demoCommand(g *globalOpts) func() *exec.Cmd {
+func demoCommand(g *globalOptions) func() *exec.Cmd {
 	return func() *exec.Cmd {
 		self, err := os.Executable()
 		if err != nil {
@@ -135,18 +136,21 @@ func demoCommand(g *globalOpts) func() *exec.Cmd {
 
 // wizardEngine wires the real packages; the scripts and container
 // definitions go on disk only when a run can start (the TUI).
-func wizardEngine(g *globalOpts, stateDir string, runs bool) (*session.Engine, error) {
-	pf, err := loadPinsFlags(g.pins.pins, g.pins.sets)
+func wizardEngine(g *globalOptions, runs bool) (*session.Engine, error) {
+	w, err := g.workspace()
 	if err != nil {
 		return nil, err
 	}
-	e, err := newEngine(pf, g.scripts, stateDir, runs)
-	var bad *exitError
-	if errors.As(err, &bad) {
-		return nil, err // a bad --scripts is usage (exit 2)
+	if runs {
+		if err := g.onDisk(&w); err != nil {
+			return nil, failedErr(err) // the state dir would not take the scripts
+		}
 	}
-	if err != nil {
-		return nil, failedErr(err) // the state dir would not take the scripts
+	stateDir := w.StateDir
+	e := &session.Engine{Workspace: w}
+	// The plan screen asks upstream about the track's pins, as plan and build do.
+	e.Preflight = func(ctx context.Context, t steps.Track, f *pins.File) *preflight.Result {
+		return checkPinsUpstream(ctx, t, f, stateDir)
 	}
 	e.Detector = func(ctx context.Context) (*detect.Report, error) {
 		b, err := detect.Collect(ctx, collectOptions(stateDir))
@@ -166,27 +170,6 @@ func wizardEngine(g *globalOpts, stateDir string, runs bool) (*session.Engine, e
 		if abs, err := filepath.Abs("versions.env"); err == nil {
 			e.CreatePins = &session.PinsCreate{Path: abs, BaseName: embeddedPinsName, Base: haloforge.VersionsEnv}
 		}
-	}
-	return e, nil
-}
-
-// newEngine is the session backend over the real runner, shared by the
-// wizard and `build` on a terminal. With runs, the scripts and container
-// definitions are put on disk for the runner.
-func newEngine(pf *pins.File, scriptsFlag, stateDir string, runs bool) (*session.Engine, error) {
-	sfs, _, err := scriptsFS(scriptsFlag)
-	if err != nil {
-		return nil, err
-	}
-	e := &session.Engine{StateDir: stateDir, Scripts: sfs, Pins: pf, PinsFile: pinsFileOnDisk(pf)}
-	if !runs {
-		return e, nil
-	}
-	if e.ScriptsDir, err = scriptsRoot(scriptsFlag, stateDir); err != nil {
-		return nil, err
-	}
-	if e.ToolboxDir, err = toolboxRoot(stateDir); err != nil {
-		return nil, err
 	}
 	return e, nil
 }

@@ -31,6 +31,9 @@ type Status string
 const (
 	// Recommended: validated on gfx1151 by its evidence, and what haloforge ships.
 	Recommended Status = "recommended"
+	// Previous: the set haloforge recommended before the current one, kept for
+	// as long as its upstream still serves it; its note says until when.
+	Previous Status = "previous"
 	// Validated: run on gfx1151 by its evidence.
 	Validated Status = "validated"
 	// Candidate: upstream's current line, not yet validated on gfx1151 in the evidence.
@@ -39,7 +42,7 @@ const (
 	History Status = "history"
 )
 
-var statusRank = map[Status]int{Recommended: 0, Validated: 1, Candidate: 2, History: 3}
+var statusRank = map[Status]int{Recommended: 0, Previous: 1, Validated: 2, Candidate: 3, History: 4}
 
 // Set is one known-good set.
 type Set struct {
@@ -113,7 +116,7 @@ func Parse(name string, data []byte) (Set, error) {
 			s.Title = val
 		case "status":
 			if _, ok := statusRank[Status(val)]; !ok || s.Status != "" {
-				return s, bad("want one of recommended, validated, candidate, history")
+				return s, bad("want one of recommended, previous, validated, candidate, history")
 			}
 			s.Status = Status(val)
 		case "evidence":

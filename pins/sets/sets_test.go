@@ -47,24 +47,35 @@ func TestBuiltinSets(t *testing.T) {
 			t.Errorf("no set %s", id)
 		}
 	}
-	if all[0].Status != Recommended {
-		t.Errorf("the recommended set comes first, got %s", all[0].ID)
+	if all[0].ID != "rocm-10.0" || all[0].Status != Recommended {
+		t.Errorf("the recommended set, rocm-10.0, comes first; got %s [%s]", all[0].ID, all[0].Status)
 	}
-	// the 7.14 set is the community-validated stack (kyuz0's VLLM_PATCH_MANIFEST.md)
-	v := ids["rocm-7.14"].Values()
-	for name, want := range map[string]string{
-		"ROCM_VERSION": "7.14.0", "TORCH_VERSION": "2.11.0+rocm7.14.0", "TORCHVISION_VERSION": "0.26.0+rocm7.14.0",
-		"TORCHAUDIO_VERSION": "2.11.0+rocm7.14.0", "AITER_REF": "31350226161346314b3d8882c8085bd31dce6a34",
-		"VLLM_REF": "6e448d0ea9bf3d88d898b65449ca6dc2aec170ac", "PYTHON_VERSION": "3.12",
+	// The ROCm 10 set is the default: the same torch/vLLM/AITER as the 7.14 stack on ROCm 10.0.0
+	// from the stable stream's central index; the 7.14 set is kept as previous, with its archive note.
+	for id, want := range map[string]map[string]string{
+		"rocm-10.0": {"ROCM_VERSION": "10.0.0", "TORCH_VERSION": "2.11.0+rocm10.0.0", "TORCHVISION_VERSION": "0.26.0+rocm10.0.0",
+			"TORCHAUDIO_VERSION": "2.11.0+rocm10.0.0", "THEROCK_INDEX_URL": "https://stable.repo.amd.com/rocm/whl-next/",
+			"AITER_REF": "31350226161346314b3d8882c8085bd31dce6a34", "VLLM_REF": "6e448d0ea9bf3d88d898b65449ca6dc2aec170ac",
+			"PYTHON_VERSION": "3.12", "CK_REF": "rocm-10.0.0"},
+		"rocm-7.14": {"ROCM_VERSION": "7.14.0", "TORCH_VERSION": "2.11.0+rocm7.14.0", "TORCHVISION_VERSION": "0.26.0+rocm7.14.0",
+			"TORCHAUDIO_VERSION": "2.11.0+rocm7.14.0", "THEROCK_INDEX_URL": "https://repo.amd.com/rocm/whl-multi-arch/",
+			"AITER_REF": "31350226161346314b3d8882c8085bd31dce6a34", "VLLM_REF": "6e448d0ea9bf3d88d898b65449ca6dc2aec170ac",
+			"PYTHON_VERSION": "3.12", "CK_REF": "rocm-7.14.0"},
 	} {
-		if v[name] != want {
-			t.Errorf("rocm-7.14 %s = %q, want %q", name, v[name], want)
+		v := ids[id].Values()
+		for name, w := range want {
+			if v[name] != w {
+				t.Errorf("%s %s = %q, want %q", id, name, v[name], w)
+			}
 		}
+	}
+	if s := ids["rocm-7.14"]; s.Status != Previous || !strings.Contains(s.Note, "archives.repo.amd.com") || !strings.Contains(s.Note, "mid-December 2026") {
+		t.Errorf("rocm-7.14 is %s with note %q; want previous, with the archive note", s.Status, s.Note)
 	}
 	if _, err := Lookup("rocm-7.14"); err != nil {
 		t.Error(err)
 	}
-	if _, err := Lookup("nope"); err == nil || !strings.Contains(err.Error(), "known sets: rocm-7.14") {
+	if _, err := Lookup("nope"); err == nil || !strings.Contains(err.Error(), "known sets: rocm-10.0, rocm-7.14") {
 		t.Errorf("Lookup(nope) = %v", err)
 	}
 }

@@ -91,6 +91,11 @@ var localWhy = map[string]string{
 	"SOURCE_ROCM_VERSION": "ROCm series Fedora's own packages must ship; checked by the build (dnf), not here",
 	"SPOOF_GFX_VERSION":   "local setting (HSA_OVERRIDE_GFX_VERSION)",
 	"LLAMA_MODEL":         "a local file",
+	// a GitHub release asset: the download itself is the check (00-pull-images.sh
+	// compares its sha256 before unpacking), no index or registry answers for it
+	"LLAMACPP_ROCM_PREBUILT_URL":    "a release asset: 00-pull-images.sh downloads it and checks its sha256",
+	"LLAMACPP_ROCM_PREBUILT_SHA256": "the sha256 of LLAMACPP_ROCM_PREBUILT_URL's file, checked at its download",
+	"OLLAMA_BACKEND":                "local setting (rocm or vulkan)",
 }
 
 // plan is how one pin will be checked.
@@ -210,6 +215,9 @@ func planPin(p pins.Pin, values map[string]string, repoOf map[string][]string, d
 		pl.run = func(ctx context.Context, c *checker) Result { return checkImage(ctx, c, pl, ref) }
 		return pl
 	case pins.KindDigest:
+		if why, ok := localWhy[p.Name]; ok {
+			return none(why)
+		}
 		repoPin, ok := DigestRepos[p.Name]
 		if !ok {
 			repoPin = strings.TrimSuffix(p.Name, "_DIGEST") + "_IMAGE"

@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -75,6 +76,10 @@ type Options struct {
 	Previous *Cache
 	// Now is the clock (tests); nil = time.Now.
 	Now func() time.Time
+	// Only restricts the run to these pins (a track's, for the plan); the
+	// other pins of the file are still read for context (the index a wheel is
+	// on, PYTHON_VERSION) but not asked about. nil = every pin.
+	Only []string
 }
 
 func (o *Options) defaults() {
@@ -124,6 +129,9 @@ func Check(ctx context.Context, f *pins.File, opts Options) *Report {
 	start := opts.Now()
 	rep := &Report{CheckedAt: start.UTC().Truncate(time.Second), Offline: opts.Offline}
 	plans := planAll(f)
+	if opts.Only != nil {
+		plans = slices.DeleteFunc(plans, func(p plan) bool { return !slices.Contains(opts.Only, p.pin.Name) })
+	}
 	rep.Pins = make([]Result, len(plans))
 	if opts.Offline {
 		for i, p := range plans {

@@ -4,30 +4,24 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/haloforge/haloforge/pins"
+	"github.com/haloforge/haloforge/pins/upstream/upstreamtest"
 )
 
 // blackhole accepts connections and never answers: a host that hangs.
 func blackhole(t *testing.T) (addr string, conns *atomic.Int32) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, track := upstreamtest.Listen(t)
 	conns = &atomic.Int32{}
-	var mu sync.Mutex
-	var open []net.Conn
 	go func() {
 		for {
 			c, err := l.Accept()
@@ -35,19 +29,9 @@ func blackhole(t *testing.T) (addr string, conns *atomic.Int32) {
 				return
 			}
 			conns.Add(1)
-			mu.Lock()
-			open = append(open, c)
-			mu.Unlock()
+			track(c)
 		}
 	}()
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range open {
-			c.Close()
-		}
-		mu.Unlock()
-	})
 	return l.Addr().String(), conns
 }
 
@@ -143,6 +127,32 @@ func TestOfflineTouchesNothing(t *testing.T) {
 	}
 	if rep.NoNetwork != "" {
 		t.Errorf("NoNetwork offline: %q", rep.NoNetwork)
+	}
+}
+
+// TestOnlyAsksAboutThoseNames: Only restricts the run to some pins (a
+// track's), while the others still give them their context: TORCH_VERSION is
+// looked up on THEROCK_INDEX_URL, which is not asked about itself, and the
+// images of other tracks are never contacted.
+func TestOnlyAsksAboutThoseNames(t *testing.T) {
+	addr, conns := blackhole(t)
+	f, gitEnv := hungPins(t, addr)
+	rep := Check(context.Background(), f, Options{Only: []string{"TORCH_VERSION", "GPU_TARGET"}, GitEnv: gitEnv,
+		Deadline: 3 * time.Second, RequestTimeout: time.Second})
+	var names []string
+	for _, r := range rep.Pins {
+		names = append(names, r.Name)
+	}
+	if strings.Join(names, " ") != "TORCH_VERSION GPU_TARGET" {
+		t.Fatalf("pins checked: %v", names)
+	}
+	if r := find(rep, "TORCH_VERSION"); r.Upstream != "https://"+addr+"/simple/" || r.State != Unreachable {
+		t.Errorf("TORCH_VERSION: %s on %q (%s)", r.State, r.Upstream, r.Detail)
+	}
+	// the two project pages of torch[device-gfx1151] at most: the images and the
+	// git repository on the same address were not asked
+	if n := conns.Load(); n > 2 {
+		t.Errorf("%d connections, want at most the index's two", n)
 	}
 }
 

@@ -220,12 +220,37 @@ report_gtt() {
   log_info "GTT size unknown here (no /sys/class/drm/card*/device/mem_info_gtt_total)"
 }
 
-# ollama_gpu_line: read Ollama's server log on stdin; print the last line that reports a
-# ROCm GPU in use (msg="inference compute" … library=rocm, "ROCm" in newer releases); fail
-# when there is none, e.g. only "id=cpu library=cpu" (it fell back to the CPU).
+# ollama_gpu_line [LIBRARY]: read Ollama's server log on stdin; print the last line that
+# reports a GPU of LIBRARY in use (msg="inference compute" … library=ROCm, or Vulkan: the
+# names of ml.DeviceInfo.Library; default ROCm); fail when there is none, e.g. only
+# "id=cpu library=cpu" (it fell back to the CPU).
 ollama_gpu_line() {
-  awk '
-		/inference compute/ && tolower($0) ~ /library=rocm/ { line = $0 }
+  awk -v lib="$(tr '[:upper:]' '[:lower:]' <<<"${1:-rocm}")" '
+		/inference compute/ && tolower($0) ~ ("library=\"?" lib "([\" ]|$)") { line = $0 }
 		END { if (line == "") exit 1; print line }
 	'
+}
+
+# ollama_engine: the image, device flags and variables of OLLAMA_BACKEND, in the globals
+# OLLAMA_RUN_IMAGE, OLLAMA_DEVICE_FLAGS (array) and OLLAMA_ENGINE_ENV (array of NAME=VALUE).
+# rocm: the -rocm image with /dev/kfd and /dev/dri. vulkan: the plain image, which carries
+# the Vulkan engine (the -rocm one does not: Ollama's Dockerfile, stages amd64 and rocm),
+# with /dev/dri only, OLLAMA_VULKAN=1 and OLLAMA_IGPU_ENABLE=1: Ollama v0.32.15 drops an
+# integrated GPU found through Vulkan unless asked ("dropping integrated GPU; to enable, set
+# OLLAMA_IGPU_ENABLE=1", discover/runner.go), while it admits gfx1151 on ROCm by default.
+ollama_engine() {
+  # shellcheck disable=SC2034 # read by the callers
+  case ${OLLAMA_BACKEND:-rocm} in
+    rocm)
+      require_env OLLAMA_IMAGE
+      OLLAMA_RUN_IMAGE=$OLLAMA_IMAGE OLLAMA_ENGINE_ENV=()
+      mapfile -t OLLAMA_DEVICE_FLAGS < <(gpu_flags)
+      ;;
+    vulkan)
+      require_env OLLAMA_VULKAN_IMAGE
+      OLLAMA_RUN_IMAGE=$OLLAMA_VULKAN_IMAGE OLLAMA_ENGINE_ENV=(OLLAMA_VULKAN=1 OLLAMA_IGPU_ENABLE=1)
+      mapfile -t OLLAMA_DEVICE_FLAGS < <(dri_flags)
+      ;;
+    *) die "OLLAMA_BACKEND must be rocm or vulkan, got '$OLLAMA_BACKEND'" 2 ;;
+  esac
 }

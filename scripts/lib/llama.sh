@@ -28,6 +28,24 @@ llama_gpu_evidence() {
   return 0
 }
 
+# llama_nommap_flags: read a llama.cpp tool's --help on stdin and print, one a line, the switch
+# that loads the model without memory mapping: llama-server's --no-mmap; llama-bench's -mmp 0
+# on builds that list -mmp, -lm none (--load-mode) on newer ones that renamed it (Debian sid's
+# build 11669 rejects -mmp); nothing when none is listed. Strix Halo owners run with flash
+# attention and without mmap (kyuz0's toolboxes README: "Always use flash attention (-fa 1)
+# and no-mmap (--no-mmap) on Strix Halo to avoid crashes/slowdowns").
+llama_nommap_flags() {
+  local help
+  help=$(cat)
+  if grep -q -- '--no-mmap' <<<"$help"; then
+    printf '%s\n' --no-mmap
+  elif grep -q -- '-mmp' <<<"$help"; then
+    printf '%s\n' -mmp 0
+  elif grep -q -- '--load-mode' <<<"$help"; then
+    printf '%s\n' -lm none
+  fi
+}
+
 # The answers check of the llama.cpp tracks (haloforge verify, steps/verify): llama-server
 # with the backend under test answers haloforge verify's prompt set, and its answers are
 # compared position by position with haloforge's reference for the same GGUF: recorded from
@@ -37,23 +55,6 @@ llama_gpu_evidence() {
 # A container track runs llama-server through LLAMA_SERVER_PREFIX (an array: the podman run
 # words up to the image, --network host and the model's directory mounted; the word {name}
 # becomes the container's name, which the stop uses); empty runs llama-server here (the box).
-
-# llama_nommap HELP: the switch that turns mmap off, as a llama.cpp tool's --help text HELP
-# names it, in the array NOMMAP: llama-server's --no-mmap; llama-bench's -mmp 0 on older
-# builds, -lm none (--load-mode) on newer ones (Debian sid's build 11669 rejects -mmp); empty
-# when the help names none. Strix Halo owners load without mmap: with it a large GGUF crawls
-# or the load is taken for a hang.
-# shellcheck disable=SC2034 # NOMMAP is read by the caller
-llama_nommap() {
-  NOMMAP=()
-  if grep -q -- '--no-mmap' <<<"$1"; then
-    NOMMAP=(--no-mmap)
-  elif grep -q -- '-mmp' <<<"$1"; then
-    NOMMAP=(-mmp 0)
-  elif grep -q -- '--load-mode' <<<"$1"; then
-    NOMMAP=(-lm none)
-  fi
-}
 
 declare -p LLAMA_SERVER_PREFIX >/dev/null 2>&1 || LLAMA_SERVER_PREFIX=()
 

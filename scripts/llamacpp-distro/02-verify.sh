@@ -90,13 +90,11 @@ else
   [[ -n $DEV ]] || not_verified "llama-bench sees no $PREFIX device (is /dev/dri in the box, and are you in the render and video groups?)"
 fi
 
-# The no-mmap switch changed name (lib/llama.sh's llama_nommap).
+# The no-mmap switch changed name (lib/llama.sh's llama_nommap_flags).
 nommap=(-lm none) server_nommap=(--no-mmap)
 if ! is_dry_run; then
-  llama_nommap "$(llama-bench --help 2>&1 || true)"
-  nommap=("${NOMMAP[@]}")
-  llama_nommap "$(llama-server --help 2>&1 || true)"
-  server_nommap=("${NOMMAP[@]}")
+  mapfile -t nommap < <(llama-bench --help 2>&1 | llama_nommap_flags || true)
+  mapfile -t server_nommap < <(llama-server --help 2>&1 | llama_nommap_flags || true)
 fi
 
 if ((tiny)); then

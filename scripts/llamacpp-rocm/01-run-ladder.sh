@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
-# llamacpp-rocm, step "ladder": try each strategy of ladder.tsv with a stall timeout, record
+# llamacpp-rocm, step "ladder": try each rung of ladder.tsv with a stall timeout, record
 # every result in $HALOFORGE_STATE_DIR/llamacpp-rocm/ladder.json, and stop at the first one
-# that loads the model and generates tokens on the GPU (the investigation's success criteria).
-# llama-bench runs with -dev ROCm0 -o jsonl -v: its rows must carry device evidence, not just
-# "ROCm" among the backends compiled in (lib/llama_gpu_evidence.py), and the -v lines
-# ("offloaded N/M layers to GPU") must not say the layers stayed on the CPU.
-#
-# Experimental and honest about it: upstream llama.cpp's HIP backend hangs on gfx1151 at
-# the time of the seed, and the likely end of this ladder is "use the llamacpp-vulkan track".
+# that loads the model and generates tokens on the GPU. First the image as shipped, then the
+# prebuilt build step "pull" checked, then the 2025 workarounds. llama-bench runs with -dev
+# ROCm0 -o jsonl -v: its rows must carry device evidence, not just "ROCm" among the backends
+# compiled in (lib/llama_gpu_evidence.py), and the -v lines ("offloaded N/M layers to GPU")
+# must not say the layers stayed on the CPU. After that, rung_answers (ladder.sh) is where a
+# rung's answers are checked: the ladder records what it says.
 set -Eeuo pipefail
 # shellcheck source=../lib/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
@@ -20,7 +19,7 @@ set -Eeuo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/ladder.sh"
 hf_init "$@"
 
-require_env LLAMACPP_ROCM_IMAGE LLAMACPP_ROCM_NIGHTLY_IMAGE LLAMA_STALL_TIMEOUT
+require_env LLAMACPP_ROCM_IMAGE LLAMACPP_ROCM_NIGHTLY_IMAGE LLAMACPP_ROCM_PREBUILT_SHA256 LLAMA_STALL_TIMEOUT
 [[ "$LLAMA_STALL_TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "LLAMA_STALL_TIMEOUT must be seconds, got '$LLAMA_STALL_TIMEOUT'" 2
 model=${LLAMA_MODEL:-}
 if [[ -z "$model" ]]; then
@@ -33,7 +32,7 @@ model_dir=$(dirname "$model")
 [[ -d "$model_dir" ]] && model_dir=$(cd "$model_dir" && pwd)
 is_dry_run || require python3
 
-log_warn "experimental: llama.cpp's ROCm backend hangs on gfx1151 on many kernel/ROCm pairs; each rung gets ${LLAMA_STALL_TIMEOUT}s of silence after a hang-prone line before it counts as hung"
+log_warn "experimental: each rung gets ${LLAMA_STALL_TIMEOUT}s of silence after a hang-prone line before it counts as hung, and its answers are not compared with a reference yet"
 need_gpu_devices
 mapfile -t rungs < <(ladder_rungs "$HF_SCRIPT_DIR/ladder.tsv")
 mapfile -t gpu < <(gpu_flags)
@@ -48,22 +47,35 @@ is_dry_run || {
 winner='' n=0
 for rung in "${rungs[@]}"; do
   n=$((n + 1))
-  IFS=$'\t' read -r id image_pin envs flags host_check why <<<"$rung"
+  IFS=$'\t' read -r id image_pin envs flags host_check runs why <<<"$rung"
   image=${!image_pin:?pin $image_pin of rung $id is not set}
+  what=$image bench=llama-bench
   log_step "Rung $n/${#rungs[@]} $id: $why"
   if ! have=$(host_check_ok "$host_check"); then
     detail="needs host change: ${host_check%%=*} is $have, the rung needs ${host_check#*=}; run: $(host_change_hint "$host_check")"
     log_warn "$detail"
-    is_dry_run || ladder_record "$tsv" "$id" skipped 0 "$image" "$detail" -
+    is_dry_run || ladder_record "$tsv" "$id" skipped 0 "$image" "$detail" - -
     continue
   fi
   cmd=("$eng" run --rm --name "haloforge-ladder-$id" "${gpu[@]}")
+  if [[ "$runs" == prebuilt ]]; then
+    pre=$(prebuilt_dir)
+    if ! is_dry_run && [[ ! -x "$pre/llama-bench" ]]; then
+      detail="the prebuilt build is not unpacked at $pre: run the pull step (haloforge build --track llamacpp-rocm --from pull)"
+      log_warn "$detail"
+      ladder_record "$tsv" "$id" skipped 0 "$image" "$detail" - -
+      continue
+    fi
+    # The build's own libraries first: it may carry a newer ROCm than the image's.
+    cmd+=(-v "$pre:/opt/llamacpp-prebuilt:ro,z" -e LD_LIBRARY_PATH=/opt/llamacpp-prebuilt)
+    what="$image + $(basename "$LLAMACPP_ROCM_PREBUILT_URL")" bench=/opt/llamacpp-prebuilt/llama-bench
+  fi
   if [[ "$envs" != - ]]; then
     read -r -a kvs <<<"$envs"
     for kv in "${kvs[@]}"; do cmd+=(-e "$kv"); done
   fi
   cmd+=(-v "$model_dir:/models:ro,z" "$image"
-    llama-bench -m "/models/$(basename "$model")" -ngl 99 -p 64 -n 16 -r 1 -v -o jsonl -dev ROCm0)
+    "$bench" -m "/models/$(basename "$model")" -ngl 99 -p 64 -n 16 -r 1 -v -o jsonl -dev ROCm0)
   if [[ "$flags" != - ]]; then
     read -r -a extra <<<"$flags"
     cmd+=("${extra[@]}")
@@ -88,15 +100,19 @@ for rung in "${rungs[@]}"; do
     status=failed detail="exit $WATCH_EXIT: $why"
   elif ((evidence)) && bench_generated "$EVIDENCE_RESULTS"; then
     status=success detail=$EVIDENCE_SUMMARY
+    rung_answers "$id" "$log"
   elif grep -q '"avg_ts"' "$log"; then
     status=failed detail="not on the GPU: $EVIDENCE_WHY"
   else
     status=failed detail="the model ran but generated no tokens"
   fi
-  ladder_record "$tsv" "$id" "$status" "$secs" "$image" "$detail" "$log"
+  answers=-
+  [[ "$status" == success ]] && answers="$ANSWERS: $ANSWERS_DETAIL"
+  ladder_record "$tsv" "$id" "$status" "$secs" "$what" "$detail" "$answers" "$log"
   ladder_json "$tsv" | write_file "$json"
   if [[ "$status" == success ]]; then
     log_ok "$id works: $detail"
+    log_info "answers: $answers"
     winner=$id
     break
   fi
@@ -109,6 +125,6 @@ if [[ -n "$winner" ]]; then
   log_ok "strategy '$winner' loads and generates on this box; every attempt is in $json"
   exit 0
 fi
-log_error "no strategy loaded the model and generated tokens on this box (every attempt: $json)"
-log_info "the honest answer today: use the llamacpp-vulkan track (RADV), which does not touch ROCm"
+log_error "no rung loaded the model and generated tokens on this box (every attempt: $json)"
+log_info "use the llamacpp-vulkan track (RADV), which does not touch ROCm, and see the failing rung's log"
 exit 1

@@ -17,14 +17,15 @@ if is_dry_run; then
   exit 0
 fi
 [[ -s "$tsv" ]] || die "no ladder results yet: run the ladder step first (haloforge build --track llamacpp-rocm)"
-winner='' proof=''
-while IFS=$'\t' read -r id status secs image detail _; do
+winner='' proof='' answers=''
+while IFS=$'\t' read -r id status secs image detail ans _; do
   printf '  %-18s %-8s %5ss  %s\n' "$id" "$status" "$secs" "$detail"
   if [[ "$status" == success && -z "$winner" ]]; then
-    winner="$id ($image)" proof=$detail
+    winner="$id ($image)" proof=$detail answers=$ans
   fi
 done <"$tsv"
-[[ -n "$winner" ]] || die "no strategy worked on this box; llama.cpp's ROCm backend stays experimental here: use the llamacpp-vulkan track"
+[[ -n "$winner" ]] || die "no rung worked on this box; llama.cpp's ROCm backend stays experimental here: use the llamacpp-vulkan track"
 log_ok "works on this box: $winner"
-hf_verified "llama.cpp generated tokens on the GPU with strategy $winner: $proof (ladder.json)"
+log_info "answers: $answers"
+hf_verified "llama.cpp generated tokens on the GPU with rung $winner: $proof (ladder.json; answers: ${answers%%:*})"
 log_info "experimental: re-run the ladder after a kernel, firmware or image update; the result can change"

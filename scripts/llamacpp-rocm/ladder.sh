@@ -10,15 +10,81 @@ LADDER_MARKERS=(
   'graph_reserve: reserving a graph for ubatch'
 )
 
-# ladder_rungs FILE: the rungs, comments and blank lines dropped, each checked for six
-# tab-separated fields; prints them unchanged.
+# ladder_rungs FILE: the rungs, comments and blank lines dropped, each checked for seven
+# tab-separated fields and a "runs" of image or prebuilt; prints them unchanged.
 ladder_rungs() {
   awk -F '\t' '
 		/^[ \t]*(#|$)/ { next }
-		NF != 6 { printf "%s:%d: want 6 tab-separated fields, got %d\n", FILENAME, FNR, NF > "/dev/stderr"; bad = 1; next }
+		NF != 7 { printf "%s:%d: want 7 tab-separated fields, got %d\n", FILENAME, FNR, NF > "/dev/stderr"; bad = 1; next }
+		$6 != "image" && $6 != "prebuilt" { printf "%s:%d: runs is \"%s\", want image or prebuilt\n", FILENAME, FNR, $6 > "/dev/stderr"; bad = 1; next }
 		{ print }
 		END { exit bad }
 	' "$1"
+}
+
+# prebuilt_dir: where the checked prebuilt build is unpacked, one directory per sha256 of
+# LLAMACPP_ROCM_PREBUILT_SHA256 (a new pin is a new directory; the old one is never reused).
+prebuilt_dir() {
+  local sum=${LLAMACPP_ROCM_PREBUILT_SHA256#sha256:}
+  printf '%s/llamacpp-rocm/prebuilt/%s\n' "$HALOFORGE_STATE_DIR" "${sum:0:16}"
+}
+
+# prebuilt_fetch: download LLAMACPP_ROCM_PREBUILT_URL over HTTPS only, refuse it unless its
+# sha256 is LLAMACPP_ROCM_PREBUILT_SHA256, unpack it (python3's zipfile: no unzip needed) and
+# keep it in prebuilt_dir with llama-bench at its top. Nothing is unpacked or run before the
+# checksum matches; an unpacked build that is already there is reused.
+prebuilt_fetch() {
+  local url=$LLAMACPP_ROCM_PREBUILT_URL want=${LLAMACPP_ROCM_PREBUILT_SHA256#sha256:}
+  local dir zip got tmp top
+  dir=$(prebuilt_dir)
+  [[ "$want" =~ ^[0-9a-f]{64}$ ]] || die "LLAMACPP_ROCM_PREBUILT_SHA256 must be sha256:<64 hex>, got '$LLAMACPP_ROCM_PREBUILT_SHA256'" 2
+  [[ "${url%%:*}" == https ]] || die "LLAMACPP_ROCM_PREBUILT_URL must be an https URL, got '$url'" 2
+  if ! is_dry_run && [[ -x "$dir/llama-bench" && -f "$dir/.sha256" && "$(cat "$dir/.sha256")" == "$want" ]]; then
+    log_ok "prebuilt build already unpacked and checked: $dir"
+    return 0
+  fi
+  zip=$dir.zip
+  is_dry_run || mkdir -p "$(dirname "$dir")"
+  run curl -fL --proto '=https' --tlsv1.2 --retry 3 --connect-timeout 20 -o "$zip.part" "$url"
+  if is_dry_run; then
+    printf '[dry-run] sha256sum %s must be %s, else the download is refused\n' "$zip.part" "$want"
+    run python3 -m zipfile -e "$zip.part" "$dir.tmp"
+    return 0
+  fi
+  got=$(sha256sum "$zip.part" | cut -d' ' -f1)
+  if [[ "$got" != "$want" ]]; then
+    rm -f "$zip.part"
+    die "the download of $url has sha256 $got, not the pinned $want: refused, nothing unpacked. If upstream replaced the file on purpose, pin the new sum with --set LLAMACPP_ROCM_PREBUILT_SHA256=sha256:<sum> after checking where it comes from" 3
+  fi
+  log_ok "sha256 $got matches LLAMACPP_ROCM_PREBUILT_SHA256"
+  tmp=$dir.tmp
+  rm -rf "$tmp"
+  run python3 -m zipfile -e "$zip.part" "$tmp"
+  # A zip with one top directory (llama-bNNNN-…/) is unpacked one level down.
+  top=$tmp
+  if [[ ! -e "$tmp/llama-bench" ]] && (($(find "$tmp" -mindepth 1 -maxdepth 1 | wc -l) == 1)); then
+    top=$(find "$tmp" -mindepth 1 -maxdepth 1 -type d)
+  fi
+  [[ -f "$top/llama-bench" ]] || {
+    rm -rf "$tmp"
+    die "the prebuilt build from $url has no llama-bench at its top: refused" 3
+  }
+  chmod +x "$top"/llama-* 2>/dev/null || true
+  printf '%s\n' "$want" >"$top/.sha256"
+  rm -rf "$dir"
+  mv "$top" "$dir"
+  rm -rf "$tmp" "$zip.part"
+  log_ok "prebuilt build unpacked: $dir"
+}
+
+# rung_answers ID LOG: the call point for checking a rung's answers, after its speed and
+# placement passed. It sets ANSWERS (verified, wrong or not-verified) and ANSWERS_DETAIL, which
+# ladder.json records per rung. The ladder does not compare tokens with a reference yet, so it
+# says so: a rung counts as working on speed and placement alone, and gfx1151 ROCm builds have
+# produced wrong tokens on some kernel/firmware pairs (noamsto/nix-amd-ai#105).
+rung_answers() {
+  # shellcheck disable=SC2034 # read by the caller
+  ANSWERS=not-verified ANSWERS_DETAIL="the rung's answers are not compared with a reference yet: compare its output with the llamacpp-vulkan track on the same prompt"
 }
 
 # ladder_marker LINE: print the hang-prone marker LINE contains, if any.
@@ -109,7 +175,7 @@ json_str() {
   printf '"%s"' "$s"
 }
 
-# ladder_record TSV ID STATUS SECONDS IMAGE DETAIL LOG: append one result row.
+# ladder_record TSV ID STATUS SECONDS IMAGE DETAIL ANSWERS LOG: append one result row.
 ladder_record() {
   local tsv=$1
   shift
@@ -119,14 +185,14 @@ ladder_record() {
 
 # ladder_json TSV: the recorded rows as the ladder.json document.
 ladder_json() {
-  local id status secs image detail log first=1
+  local id status secs image detail answers log first=1
   printf '{\n  "track": "llamacpp-rocm",\n  "status": "experimental",\n  "results": ['
-  while IFS=$'\t' read -r id status secs image detail log; do
+  while IFS=$'\t' read -r id status secs image detail answers log; do
     ((first)) || printf ','
     first=0
-    printf '\n    {"id": %s, "status": %s, "seconds": %s, "image": %s, "detail": %s, "log": %s}' \
+    printf '\n    {"id": %s, "status": %s, "seconds": %s, "image": %s, "detail": %s, "answers": %s, "log": %s}' \
       "$(json_str "$id")" "$(json_str "$status")" "${secs:-0}" "$(json_str "$image")" \
-      "$(json_str "$detail")" "$(json_str "$log")"
+      "$(json_str "$detail")" "$(json_str "$answers")" "$(json_str "$log")"
   done <"$1"
   printf '\n  ]\n}\n'
 }

@@ -77,10 +77,21 @@ fi
 [[ -f "$model" ]] || is_dry_run || die "LLAMA_MODEL=$model: no such file"
 model_dir=$(dirname "$model")
 [[ -d "$model_dir" ]] && model_dir=$(cd "$model_dir" && pwd)
-log_step "llama-bench on $(basename "$model") (Vulkan, all layers on the GPU)"
+log_step "llama-bench on $(basename "$model") (Vulkan, all layers on the GPU, flash attention, no mmap)"
 out=$HALOFORGE_RUN_DIR/llama-bench.json
+# Flash attention on and no memory mapping, as Strix Halo owners run it (kyuz0's toolboxes
+# README), so the numbers compare with theirs; the no-mmap switch is the one this build's
+# llama-bench lists (-mmp 0, or -lm none on builds that renamed it).
+if is_dry_run; then
+  run "$eng" run --rm "$VULKAN_IMAGE" llama-bench --help
+  nommap=(-mmp 0)
+  log_info "[dry-run] the no-mmap switch is the one llama-bench --help lists: -mmp 0, or -lm none on newer builds"
+else
+  mapfile -t nommap < <("$eng" run --rm "$VULKAN_IMAGE" llama-bench --help 2>&1 | llama_nommap_flags || true)
+  ((${#nommap[@]} > 0)) || log_warn "this llama-bench lists no no-mmap switch: the model is memory-mapped"
+fi
 bench=("$eng" run --rm "${dri[@]}" -v "$model_dir:/models:ro,z" "$VULKAN_IMAGE"
-  llama-bench -m "/models/$(basename "$model")" -ngl 99 -p 512 -n 128 -o json -dev Vulkan0)
+  llama-bench -m "/models/$(basename "$model")" -ngl 99 -fa 1 "${nommap[@]}" -p 512 -n 128 -o json -dev Vulkan0)
 if is_dry_run; then
   run "${bench[@]}"
   exit 0

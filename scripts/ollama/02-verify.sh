@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
-# ollama, step "verify": the API answers, and Ollama's own log says it found the ROCm GPU
-# (its "inference compute" line with library=ROCm). What it proved, or why not, goes to the
+# ollama, step "verify": the API answers, and Ollama's own log says it found the GPU through
+# the engine of OLLAMA_BACKEND (its "inference compute" line with library=ROCm, or Vulkan). What it proved, or why not, goes to the
 # runner's report (hf_verified / hf_not_verified), like every verify step.
 set -Eeuo pipefail
 # shellcheck source=../lib/common.sh
@@ -12,6 +12,11 @@ hf_init "$@"
 
 name=haloforge-ollama
 require_env OLLAMA_PORT
+case ${OLLAMA_BACKEND:-rocm} in
+  rocm) library=ROCm ;;
+  vulkan) library=Vulkan ;;
+  *) die "OLLAMA_BACKEND must be rocm or vulkan, got '$OLLAMA_BACKEND'" 2 ;;
+esac
 url=http://127.0.0.1:$OLLAMA_PORT/api/version
 eng=$(engine)
 log_step "Ask $url"
@@ -39,12 +44,12 @@ version=$(sed -n 's/.*"version" *: *"\([^"]*\)".*/\1/p' <<<"$version")
 
 log_step "Look for the GPU in Ollama's log"
 logs=$("$eng" logs "$name" 2>&1 || true)
-if gpu_line=$(ollama_gpu_line <<<"$logs"); then
+if gpu_line=$(ollama_gpu_line "$library" <<<"$logs"); then
   log_ok "Ollama found the GPU: $gpu_line"
   # The fields after the message: library=ROCm compute=gfx1151 … name=… total=… available=…
-  hf_verified "Ollama ${version:-?} runs on the ROCm GPU: ${gpu_line#*msg=\"inference compute\" }"
+  hf_verified "Ollama ${version:-?} runs on the $library GPU: ${gpu_line#*msg=\"inference compute\" }"
 else
-  grep -iE 'no compatible GPUs|unable to open /dev/kfd|rocm.*(error|unsupported)' <<<"$logs" | tail -n 5 >&2 || true
-  not_verified "Ollama runs on the CPU only: no ROCm GPU in its log (see: $eng logs $name)"
+  grep -iE 'no compatible GPUs|unable to open /dev/kfd|rocm.*(error|unsupported)|vulkan|dropping integrated GPU' <<<"$logs" | tail -n 5 >&2 || true
+  not_verified "Ollama runs on the CPU only: no $library GPU in its log (see: $eng logs $name)"
 fi
 hf_verify_end

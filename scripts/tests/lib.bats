@@ -199,7 +199,7 @@ snapshot() {
   HALOFORGE_PINS_FILE=$LIB/../../versions.env run hf 'load_pins'
   [ "$status" -eq 1 ]
   [[ "$output" == *"is not a snapshot haloforge wrote"* ]]
-  # a line appended after haloforge wrote it (review F2b): refused, nothing runs
+  # a line appended after haloforge wrote it: refused, nothing runs
   echo "HF_EVIL=\$(touch $T/pwned-toctou; echo x)" >>"$T/pins.env"
   HALOFORGE_PINS_FILE=$T/pins.env run hf 'load_pins; echo "HF_EVIL=${HF_EVIL-unset}"'
   [ "$status" -eq 1 ]

@@ -71,23 +71,29 @@ FAKE
 
 lib() { bash -c ". \"$S/lib/common.sh\"; . \"$S/lib/container.sh\"; . \"$S/llamacpp-rocm/ladder.sh\"; $1"; }
 
-@test "the ladder is data: four rungs in the investigation's order, each naming a real pin" {
+@test "the ladder is data: the image as shipped first, the prebuilt build, then the 2025 workarounds" {
   run lib "ladder_rungs '$S/llamacpp-rocm/ladder.tsv' | cut -f1"
   [ "$status" -eq 0 ]
   # no-rocwmma is gone: its image has no llama-bench and is built with rocWMMA; N8:
   # gfx1100-override is gone: kyuz0's images carry gfx1151 kernels only.
-  [ "$output" = "$(printf '%s\n' sdma-off flash-attn-off cwsr-off therock-nightly)" ]
+  [ "$output" = "$(printf '%s\n' as-shipped prebuilt sdma-off flash-attn-off cwsr-off therock-nightly)" ]
   run lib "ladder_rungs '$S/llamacpp-rocm/ladder.tsv' | cut -f2 | sort -u"
   for pin in $output; do grep -q "^$pin=" "$S/../versions.env"; done
+  # the first rung has no workaround at all: no environment, no flags, no host change
+  run lib "ladder_rungs '$S/llamacpp-rocm/ladder.tsv' | awk -F '\t' 'NR == 1 { print \$3 \$4 \$5 \$6 }'"
+  [ "$output" = "---image" ]
+  run lib "ladder_rungs '$S/llamacpp-rocm/ladder.tsv' | awk -F '\t' '\$1 == \"prebuilt\" { print \$6 }'"
+  [ "$output" = prebuilt ]
   run lib "ladder_rungs '$S/llamacpp-rocm/ladder.tsv' | awk -F '\t' '\$1 == \"sdma-off\" { print \$3 }'"
   [[ "$output" == *HSA_ENABLE_SDMA=0* ]]
 }
 
 @test "a malformed ladder line is refused with its line number" {
-  printf 'ok\tLLAMACPP_ROCM_IMAGE\t-\t-\t-\twhy\nbroken\tonly-two\n' >"$T/l.tsv"
+  printf 'ok\tLLAMACPP_ROCM_IMAGE\t-\t-\t-\timage\twhy\nbroken\tonly-two\nodd\tLLAMACPP_ROCM_IMAGE\t-\t-\t-\tsomewhere\twhy\n' >"$T/l.tsv"
   run lib "ladder_rungs '$T/l.tsv'"
   [ "$status" -ne 0 ]
-  [[ "$output" == *"l.tsv:2: want 6 tab-separated fields, got 2"* ]]
+  [[ "$output" == *"l.tsv:2: want 7 tab-separated fields, got 2"* ]]
+  [[ "$output" == *'l.tsv:3: runs is "somewhere", want image or prebuilt'* ]]
 }
 
 @test "stall_watch passes a healthy run through, marker lines included" {
@@ -119,7 +125,8 @@ differs, host has 1" ]
   [[ "$output" == *"amdgpu.cwsr_enable=0"*reboot* ]]
 }
 
-@test "the ladder records a hang and a crash, stops at the first rung that generates on the GPU" {
+@test "the ladder records a crash, a hang and a skip, stops at the first rung that generates on the GPU" {
+  echo crash >"$T/outcome/as-shipped"
   echo crash >"$T/outcome/sdma-off"
   echo bench >"$T/outcome/cwsr-off"
   export HALOFORGE_SYSFS_ROOT=$T/sys
@@ -127,43 +134,139 @@ differs, host has 1" ]
   echo 0 >"$T/sys/sys/module/amdgpu/parameters/cwsr_enable"
   run bash "$S/llamacpp-rocm/01-run-ladder.sh"
   [ "$status" -eq 0 ]
-  [[ "$output" == *"sdma-off: failed: exit 132: Illegal instruction (core dumped)"* ]]
+  [[ "$output" == *"as-shipped: failed: exit 132: Illegal instruction (core dumped)"* ]]
+  [[ "$output" == *"the prebuilt build is not unpacked at $HALOFORGE_STATE_DIR/llamacpp-rocm/prebuilt/726250806fb8ee00: run the pull step"* ]]
   [[ "$output" == *"flash-attn-off: hung: hung at graph_reserve: reserving a graph for ubatch"* ]]
   [[ "$output" == *"cwsr-off works: llama.cpp Debian (build 11669) on ROCm device ROCm0 (AMD Radeon Graphics), offloaded 17/17 layers: pp64: 768.8 t/s, tg16: 337.1 t/s"* ]]
+  [[ "$output" == *"answers: not-verified: the rung's answers are not compared with a reference yet"* ]]
   json=$HALOFORGE_STATE_DIR/llamacpp-rocm/ladder.json
-  [ "$(grep -c '"id":' "$json")" -eq 3 ]
+  [ "$(grep -c '"id":' "$json")" -eq 5 ]
+  grep -q '"id": "prebuilt", "status": "skipped"' "$json"
   grep -q '"id": "flash-attn-off", "status": "hung"' "$json"
-  grep -q '"id": "cwsr-off", "status": "success"' "$json"
+  grep -q '"id": "cwsr-off", "status": "success", .*"answers": "not-verified: ' "$json"
   run grep -q therock-nightly "$json"
   [ "$status" -ne 0 ]
-  # Every rung ran with the strategy's environment and flags, on ROCm0 with JSONL rows, and
-  # nothing after the winner.
+  # The first rung ran as shipped (no -e, no extra flags); the workaround rungs with their
+  # environment and flags, on ROCm0 with JSONL rows; nothing after the winner.
+  grep -q -- '--name haloforge-ladder-as-shipped --device /dev/kfd --device /dev/dri --group-add keep-groups --security-opt seccomp=unconfined -v [^ ]*:/models:ro,z docker.io/kyuz0/amd-strix-halo-toolboxes:rocm-7.14 llama-bench -m /models/tiny.gguf -ngl 99 -p 64 -n 16 -r 1 -v -o jsonl -dev ROCm0$' "$T/calls"
   grep -q -- '--name haloforge-ladder-flash-attn-off.*-e HSA_ENABLE_SDMA=0.*llama-bench -m /models/tiny.gguf.* -v -o jsonl -dev ROCm0 -fa 0' "$T/calls"
   run grep -q 'haloforge-ladder-therock-nightly' "$T/calls"
   [ "$status" -ne 0 ]
   run bash "$S/llamacpp-rocm/02-verify.sh"
   [ "$status" -eq 0 ]
   [[ "$output" == *"works on this box: cwsr-off (docker.io/kyuz0/amd-strix-halo-toolboxes:rocm-7.14)"* ]]
-  [[ "$output" == *"verified: llama.cpp generated tokens on the GPU with strategy cwsr-off (docker.io/kyuz0/amd-strix-halo-toolboxes:rocm-7.14): llama.cpp Debian (build 11669) on ROCm device ROCm0"* ]]
+  [[ "$output" == *"verified: llama.cpp generated tokens on the GPU with rung cwsr-off (docker.io/kyuz0/amd-strix-halo-toolboxes:rocm-7.14): llama.cpp Debian (build 11669) on ROCm device ROCm0"*"answers: not-verified)"* ]]
   [ "$(cut -f1 "$HALOFORGE_RESULT_FILE")" = verified ]
 }
 
-@test "when no rung works the ladder says so and points to Vulkan; verify fails too" {
-  export HALOFORGE_SYSFS_ROOT=$T/nosys
-  for id in sdma-off flash-attn-off therock-nightly; do echo crash >"$T/outcome/$id"; done
+@test "the image as shipped is the first rung: when it works, no workaround runs" {
+  echo bench >"$T/outcome/as-shipped"
   run bash "$S/llamacpp-rocm/01-run-ladder.sh"
-  [ "$status" -eq 1 ]
-  [[ "$output" == *"needs host change: /sys/module/amdgpu/parameters/cwsr_enable is unknown"* ]]
-  [[ "$output" == *"use the llamacpp-vulkan track"* ]]
-  json=$HALOFORGE_STATE_DIR/llamacpp-rocm/ladder.json
-  [ "$(grep -c '"id":' "$json")" -eq 4 ]
-  grep -q '"id": "cwsr-off", "status": "skipped"' "$json"
-  run bash "$S/llamacpp-rocm/02-verify.sh"
-  [ "$status" -eq 1 ]
-  [[ "$output" == *"no strategy worked on this box"* ]]
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"as-shipped works: "* ]]
+  [ "$(grep -c 'run --rm --name' "$T/calls")" -eq 1 ]
+  grep -q '"id": "as-shipped", "status": "success"' "$HALOFORGE_STATE_DIR/llamacpp-rocm/ladder.json"
+}
+
+@test "the prebuilt rung runs the checked build mounted read-only, its libraries first" {
+  echo crash >"$T/outcome/as-shipped"
+  echo bench >"$T/outcome/prebuilt"
+  pre=$HALOFORGE_STATE_DIR/llamacpp-rocm/prebuilt/726250806fb8ee00
+  mkdir -p "$pre"
+  printf '#!/bin/sh\n' >"$pre/llama-bench"
+  chmod +x "$pre/llama-bench"
+  run bash "$S/llamacpp-rocm/01-run-ladder.sh"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"prebuilt works: "* ]]
+  grep -q -- "--name haloforge-ladder-prebuilt .* -v $pre:/opt/llamacpp-prebuilt:ro,z -e LD_LIBRARY_PATH=/opt/llamacpp-prebuilt -v [^ ]*:/models:ro,z docker.io/kyuz0/amd-strix-halo-toolboxes:rocm-7.14 /opt/llamacpp-prebuilt/llama-bench -m /models/tiny.gguf" "$T/calls"
+  grep -q '"id": "prebuilt", "status": "success", "seconds": [0-9]*, "image": "docker.io/kyuz0/amd-strix-halo-toolboxes:rocm-7.14 + llama-b1342-ubuntu-rocm-gfx1151-x64.zip"' "$HALOFORGE_STATE_DIR/llamacpp-rocm/ladder.json"
+}
+
+# standin_curl: $T/bin/curl plays the release server (no internet here): it copies
+# $T/served/<file name of the URL> to the -o file, or fails like curl -f on a 404.
+standin_curl() {
+  mkdir -p "$T/served"
+  cat >"$T/bin/curl" <<'CURL'
+#!/usr/bin/env bash
+# stand-in curl for the bats tests
+printf '%s\n' "$*" >>"$(dirname "$0")/../curl-calls"
+out='' url=''
+while (($#)); do
+  case $1 in
+    -o) out=$2; shift ;;
+    https://*) url=$1 ;;
+  esac
+  shift
+done
+src=$(dirname "$0")/../served/${url##*/}
+[[ -f "$src" ]] || { echo "curl: (22) The requested URL returned error: 404" >&2; exit 22; }
+cp "$src" "$out"
+CURL
+  chmod +x "$T/bin/curl"
+}
+
+# zip_build DIR ZIP: a zip of DIR (a llama.cpp build with a top directory), made by python3.
+zip_build() {
+  python3 -c 'import os, sys, zipfile
+d, z = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(z, "w") as f:
+    for root, _, files in os.walk(d):
+        for n in files:
+            p = os.path.join(root, n)
+            f.write(p, os.path.relpath(p, os.path.dirname(d)))' "$1" "$2"
+}
+
+@test "the pull step fetches the prebuilt build, refuses a checksum that differs, unpacks one that matches" {
+  standin_curl
+  export PATH=$T/bin:$PATH LLAMACPP_ROCM_PREBUILT_URL=https://github.com/lemonade-sdk/llamacpp-rocm/releases/download/b1342/llama-b1342-ubuntu-rocm-gfx1151-x64.zip
+  mkdir -p "$T/build/llama-b1342-ubuntu-rocm-gfx1151-x64"
+  printf '#!/bin/sh\necho bench\n' >"$T/build/llama-b1342-ubuntu-rocm-gfx1151-x64/llama-bench"
+  echo lib >"$T/build/llama-b1342-ubuntu-rocm-gfx1151-x64/libggml-hip.so"
+  zip_build "$T/build/llama-b1342-ubuntu-rocm-gfx1151-x64" "$T/served/llama-b1342-ubuntu-rocm-gfx1151-x64.zip"
+  sum=$(sha256sum "$T/served/llama-b1342-ubuntu-rocm-gfx1151-x64.zip" | cut -d' ' -f1)
+  # a pinned sum that differs: refused, nothing unpacked
+  zeros=$(printf '0%.0s' {1..64})
+  export LLAMACPP_ROCM_PREBUILT_SHA256=sha256:$zeros
+  run lib "prebuilt_fetch"
+  [ "$status" -eq 3 ]
+  [[ "$output" == *"has sha256 $sum, not the pinned 0000000000000000000000000000000000000000000000000000000000000000: refused, nothing unpacked"* ]]
+  [ -z "$(find "$HALOFORGE_STATE_DIR/llamacpp-rocm/prebuilt" -mindepth 1 2>/dev/null)" ]
+  # the right sum: unpacked one level down, llama-bench at the top, the sum recorded
+  export LLAMACPP_ROCM_PREBUILT_SHA256=sha256:$sum
+  run lib "prebuilt_fetch"
+  [ "$status" -eq 0 ]
+  pre=$HALOFORGE_STATE_DIR/llamacpp-rocm/prebuilt/${sum:0:16}
+  [ -x "$pre/llama-bench" ]
+  [ -f "$pre/libggml-hip.so" ]
+  [ "$(cat "$pre/.sha256")" = "$sum" ]
+  [ ! -e "$pre.zip.part" ] && [ ! -e "$pre.tmp" ]
+  grep -q -- "--proto =https --tlsv1.2 .*-o $pre.zip.part https://github.com/lemonade-sdk/" "$T/curl-calls"
+  # again: reused, not downloaded
+  run lib "prebuilt_fetch"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"already unpacked and checked"* ]]
+  [ "$(wc -l <"$T/curl-calls")" -eq 2 ]
+  # a zip without llama-bench is refused after its checksum matched
+  rm -rf "$T/build/llama-b1342-ubuntu-rocm-gfx1151-x64/llama-bench" "$pre"
+  zip_build "$T/build/llama-b1342-ubuntu-rocm-gfx1151-x64" "$T/served/llama-b1342-ubuntu-rocm-gfx1151-x64.zip"
+  sum=$(sha256sum "$T/served/llama-b1342-ubuntu-rocm-gfx1151-x64.zip" | cut -d' ' -f1)
+  export LLAMACPP_ROCM_PREBUILT_SHA256=sha256:$sum
+  run lib "prebuilt_fetch"
+  [ "$status" -eq 3 ]
+  [[ "$output" == *"has no llama-bench at its top: refused"* ]]
+}
+
+@test "the pull step's dry run shows the download, the checksum and the unpack" {
+  export HALOFORGE_DRY_RUN=1 LLAMACPP_ROCM_PREBUILT_URL=https://github.com/lemonade-sdk/llamacpp-rocm/releases/download/b1342/llama-b1342-ubuntu-rocm-gfx1151-x64.zip
+  run bash "$S/llamacpp-rocm/00-pull-images.sh"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"[dry-run] curl -fL --proto =https --tlsv1.2 --retry 3 --connect-timeout 20 -o $HALOFORGE_STATE_DIR/llamacpp-rocm/prebuilt/726250806fb8ee00.zip.part https://github.com/lemonade-sdk/llamacpp-rocm/releases/download/b1342/llama-b1342-ubuntu-rocm-gfx1151-x64.zip"* ]]
+  [[ "$output" == *"must be 726250806fb8ee008c1e054c7ce17f2c0004771461af67f2c1783d3f43c46b59, else the download is refused"* ]]
+  [[ "$output" == *"[dry-run] python3 -m zipfile -e "* ]]
 }
 
 @test "BREAKS N2: a rung that generated on the CPU (real: its backend column still says ROCm) is no success" {
+  echo crash >"$T/outcome/as-shipped"
   echo cpubench >"$T/outcome/sdma-off"
   echo nodev >"$T/outcome/flash-attn-off"
   echo bench >"$T/outcome/therock-nightly"

@@ -30,6 +30,7 @@ printf '%s\n' "\$*" >>"$T/calls"
 case "\$*" in
 *vulkaninfo*) printf '%s\n' 'Devices:' '========' 'GPU0:' '	apiVersion         = 1.4.318' '	deviceType         = PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU' '	deviceName         = Radeon 8060S Graphics (RADV GFX1151)' '	driverName         = radv' ;;
 *test-backend-ops*) cat "$ops" ;;
+*'llama-bench --help'*) echo '  -lm, --load-mode <auto|none|mmap|mlock|mmap+mlock|dio> (default: auto)' ;;
 *'llama-bench'*'-o json'*) cat "$bench" ;;
 *llama-bench*) cat "\${BENCH_MD:-/dev/null}" ;;
 esac
@@ -57,7 +58,8 @@ FAKE
   [[ "$output" == *"prompt processing (pp64): 773.34 tokens/s"* ]]
   [[ "$output" == *"generation (tg16): 241.01 tokens/s"* ]]
   [[ "$output" == *"verified: llama-bench ran m.gguf: llama.cpp Debian (build 11669) on Vulkan device Vulkan0 (Radeon 8060S Graphics (RADV GFX1151)): pp64: 773.3 t/s, tg16: 241.0 t/s"* ]]
-  grep -q -- "-v $T/models:/models:ro,z .* llama-bench -m /models/m.gguf -ngl 99 -p 512 -n 128 -o json -dev Vulkan0" "$T/calls"
+  # flash attention on and no mmap, with the switch this llama-bench lists (build 11669: -lm)
+  grep -q -- "-v $T/models:/models:ro,z .* llama-bench -m /models/m.gguf -ngl 99 -fa 1 -lm none -p 512 -n 128 -o json -dev Vulkan0" "$T/calls"
   [ "$(cut -f2- "$HALOFORGE_STATE_DIR/llamacpp-vulkan/bench.tsv" | head -n 1)" = "$(printf 'm.gguf\tpp64\t773.34')" ]
 }
 
@@ -99,4 +101,17 @@ FAKE
   [[ "$output" == *"build -f "*"/toolbox/Dockerfile.vulkan -t localhost/haloforge/llamacpp-vulkan:b10590"* ]]
   [[ "$output" == *"--build-arg LLAMACPP_REF=b10590"* ]]
   grep -q 'DGGML_VULKAN=ON' "$S/../toolbox/Dockerfile.vulkan"
+}
+
+@test "llama_nommap_flags: -mmp 0 where llama-bench lists -mmp, -lm none where it lists --load-mode, else nothing" {
+  lb() { bash -c ". '$S/lib/common.sh'; . '$S/lib/llama.sh'; $1"; }
+  run lb "printf '  -mmp, --mmap <0|1>                        (default: 1)\n' | llama_nommap_flags | paste -sd' '"
+  [ "$output" = "-mmp 0" ]
+  run lb "printf '  -lm, --load-mode <auto|none|mmap|mlock|mmap+mlock|dio> (default: auto)\n' | llama_nommap_flags | paste -sd' '"
+  [ "$output" = "-lm none" ]
+  run lb "printf 'usage: llama-bench [options]\n' | llama_nommap_flags"
+  [ -z "$output" ]
+  # llama-server's own switch
+  run lb "printf '  --mmap, --no-mmap    whether to memory-map the model\n' | llama_nommap_flags | paste -sd' '"
+  [ "$output" = "--no-mmap" ]
 }

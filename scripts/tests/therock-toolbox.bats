@@ -575,6 +575,20 @@ standin_torch() {
   [ "$status" -eq 0 ]
 }
 
+@test "the next vLLM's run-time setuptools>=83.0.0 stops at the pins before the build, named, with python-pins.txt" {
+  fresh_venv
+  "$T/venv/bin/python" -m pip install -q --no-index --find-links "$T/wheels" packaging==23.0
+  mkdir -p "$T/v/requirements"
+  # vllm-project/vllm requirements/rocm.txt @027281ae's shape: an include and setuptools>=83.0.0
+  printf 'regex\n' >"$T/v/requirements/common.txt"
+  printf -- '-r common.txt\nsetuptools>=83.0.0\npeft\n' >"$T/v/requirements/rocm.txt"
+  export VENV_DIR=$T/venv HF_PYTHON_PINS=$LIB/python-pins.txt
+  run box_lib 'activate_venv; check_reqs_pins '"$T/v/requirements/rocm.txt"' "run-time requirements"'
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"rocm.txt:2: 'setuptools>=83.0.0' is not satisfied by the pin setuptools==79.0.1"* ]]
+  [[ "$output" == *"the run-time requirements of vLLM at "*" ask for versions "*"python-pins.txt does not allow"* ]]
+}
+
 @test "U1: python-pins.txt satisfies vLLM's 2026 [build-system] requires (0.26.1.dev0, the nearest to v0.27.1 read)" {
   fresh_venv
   "$T/venv/bin/python" -m pip install -q --constraint "$T/pins.txt" packaging==23.0

@@ -2,7 +2,7 @@
 # Tests of the image tracks' shared helpers (lib/container.sh) and of the vllm-image,
 # nightly-spoof, locked-spoof and ollama scripts. No GPU, engine or registry here: engine
 # calls are checked in dry runs, or against a stand-in engine where a reply is needed.
-# shellcheck disable=SC2016
+# shellcheck disable=SC2016,SC2030,SC2031
 
 setup() {
   S=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
@@ -47,7 +47,22 @@ ct() { bash -c ". '$S/lib/common.sh'; . '$S/lib/container.sh'; $1"; }
   [ "$status" -eq 0 ]
   image=$(sed -n 's/^VLLM_IMAGE=//p' "$S/../versions.env")
   [[ "$output" == *"run --rm -it --device /dev/kfd --device /dev/dri --group-add keep-groups --security-opt seccomp=unconfined --ipc=host -p 8000:8000 "* ]]
-  [[ "$output" == *" $image vllm serve Qwen/Qwen3-8B --host 0.0.0.0 --port 8000 --gpu-memory-utilization 0.85 --max-model-len 8192"* ]]
+  [[ "$output" == *" --entrypoint vllm $image serve Qwen/Qwen3-8B --host 0.0.0.0 --port 8000 --gpu-memory-utilization 0.85 --max-model-len 8192"* ]]
+}
+
+@test "vLLM's own image (entrypoint vllm serve) runs the same way: the launcher sets the entrypoint" {
+  VLLM_IMAGE=docker.io/vllm/vllm-openai-rocm:v0.19.0 bash "$S/vllm-image/01-write-launcher.sh"
+  run env START_VLLM_DRY_RUN=1 HOME="$T" "$T/state/vllm-image/start-vllm.sh" Qwen/Qwen3-0.6B
+  [ "$status" -eq 0 ]
+  # `podman run IMAGE ARGS` would give vllm serve vllm serve …: the entrypoint is vllm, then serve MODEL
+  [[ "$output" == *" --entrypoint vllm docker.io/vllm/vllm-openai-rocm:v0.19.0 serve Qwen/Qwen3-0.6B --host 0.0.0.0 --port 8000 "* ]]
+  [[ "$output" != *"vllm serve"* ]]
+  VLLM_IMAGE=docker.io/vllm/vllm-openai-rocm:v0.19.0 HALOFORGE_DRY_RUN=1 run bash "$S/vllm-image/02-verify.sh"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"--entrypoint python3 docker.io/vllm/vllm-openai-rocm:v0.19.0 /haloforge/verify_torch.py"* ]]
+  VLLM_IMAGE=docker.io/vllm/vllm-openai-rocm:v0.19.0 HALOFORGE_DRY_RUN=1 run bash "$S/vllm-image/00-pull-image.sh"
+  [[ "$output" == *"pinned by tag: the digest it resolves to is recorded now, and haloforge pins lock writes it"* ]]
+  [[ "$output" == *"[dry-run] podman pull docker.io/vllm/vllm-openai-rocm:v0.19.0"* ]]
 }
 
 @test "the launcher refuses more than 0.90 of the unified memory and explains why" {
@@ -65,7 +80,7 @@ ct() { bash -c ". '$S/lib/common.sh'; . '$S/lib/container.sh'; $1"; }
 @test "vllm-image verify checks torch, the target, vLLM's platform and a generation in the pinned image" {
   HALOFORGE_DRY_RUN=1 run bash "$S/vllm-image/02-verify.sh"
   [ "$status" -eq 0 ]
-  [[ "$output" == *"/haloforge/verify_vllm.py:ro,z -e HALOFORGE_CHECK_VLLM=1 -e HALOFORGE_VERIFY_MODEL=Qwen/Qwen3-0.6B -e HF_TOKEN -v "*"/.cache/huggingface:/root/.cache/huggingface:z -e HALOFORGE_EXPECT_ARCH=gfx1151 docker.io/rocm/vllm:rocm10.0.0_"*"python3 /haloforge/verify_torch.py"* ]]
+  [[ "$output" == *"/haloforge/verify_vllm.py:ro,z -e HALOFORGE_CHECK_VLLM=1 -e HALOFORGE_VERIFY_MODEL=Qwen/Qwen3-0.6B -e HF_TOKEN -v "*"/.cache/huggingface:/root/.cache/huggingface:z -e HALOFORGE_EXPECT_ARCH=gfx1151 --entrypoint python3 docker.io/rocm/vllm:rocm10.0.0_"*" /haloforge/verify_torch.py"* ]]
 }
 
 @test "run_nightly_spoof.sh shows the illegal-instruction risk before the spoofed command" {
@@ -127,6 +142,40 @@ ct() { bash -c ". '$S/lib/common.sh'; . '$S/lib/container.sh'; $1"; }
   [ "$status" -eq 2 ]
 }
 
+@test "ollama_gpu_line LIBRARY: a Vulkan line passes for vulkan only; a ROCm line for rocm only" {
+  vk='time=2026-11-29T10:00:00.000Z level=INFO source=types.go:42 msg="inference compute" id=0 filter_id="" library=Vulkan compute=0.0 name=Vulkan0 description="AMD Radeon Graphics (RADV GFX1151)" libdirs=ollama,vulkan type=iGPU total="96.0 GiB" available="95.2 GiB"'
+  rocm='time=2026-01-10T10:00:00.000Z level=INFO source=types.go:42 msg="inference compute" id=0 library=ROCm compute=gfx1151 name="Radeon 8060S Graphics" total="96.0 GiB"'
+  run ct "ollama_gpu_line Vulkan <<<'$vk'"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *RADV* ]]
+  run ct "ollama_gpu_line <<<'$vk'"
+  [ "$status" -eq 1 ]
+  run ct "ollama_gpu_line Vulkan <<<'$rocm'"
+  [ "$status" -eq 1 ]
+  run ct "ollama_gpu_line rocm <<<'$rocm'"
+  [ "$status" -eq 0 ]
+}
+
+@test "ollama on Vulkan: the plain image, /dev/dri only, OLLAMA_VULKAN=1 and OLLAMA_IGPU_ENABLE=1" {
+  export HALOFORGE_DRY_RUN=1 OLLAMA_BACKEND=vulkan HALOFORGE_CONTAINER_ENGINE=podman
+  run bash "$S/ollama/run_ollama.sh"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"[dry-run] podman run -d --name haloforge-ollama --restart unless-stopped --device /dev/dri --group-add keep-groups -p 127.0.0.1:11434:11434 -v haloforge-ollama:/root/.ollama -e OLLAMA_GPU_OVERHEAD=0 -e OLLAMA_VULKAN=1 -e OLLAMA_IGPU_ENABLE=1 docker.io/ollama/ollama:0.32.15"* ]]
+  [[ "$output" != *"/dev/kfd"* ]]
+  [[ "$output" != *"0.32.15-rocm"* ]]
+  run bash "$S/ollama/00-pull-image.sh"
+  [[ "$output" == *"[dry-run] podman pull docker.io/ollama/ollama:0.32.15"* ]]
+  [[ "$output" != *"-rocm"* ]]
+  # the default is ROCm, with both device nodes and no Vulkan variables
+  unset OLLAMA_BACKEND
+  run bash "$S/ollama/run_ollama.sh"
+  [[ "$output" == *"--device /dev/kfd --device /dev/dri "*" docker.io/ollama/ollama:0.32.15-rocm"* ]]
+  [[ "$output" != *OLLAMA_VULKAN* ]]
+  OLLAMA_BACKEND=metal run bash "$S/ollama/run_ollama.sh"
+  [ "$status" -eq 2 ]
+  [[ "$output" == *"OLLAMA_BACKEND must be rocm or vulkan, got 'metal'"* ]]
+}
+
 # ollama_standins LOG: a real HTTP server on the loopback answering Ollama's /api/version
 # (python3 -m http.server over a file, standing in for Ollama itself), and a stand-in engine
 # whose `logs` prints LOG; exports what 02-verify.sh reads.
@@ -164,6 +213,19 @@ teardown() {
   run bash "$S/ollama/02-verify.sh"
   [ "$status" -eq 1 ]
   [[ "$(cat "$T/results.tsv")" == "$(printf 'not-verified\t')Ollama runs on the CPU only: no ROCm GPU in its log"* ]]
+}
+
+@test "ollama's verify on Vulkan wants a Vulkan GPU line: a ROCm or CPU line is not it" {
+  ollama_standins 'time=2026-11-29T10:00:00.000Z level=INFO source=types.go:42 msg="inference compute" id=0 library=Vulkan compute=0.0 name=Vulkan0 description="AMD Radeon Graphics (RADV GFX1151)" type=iGPU total="96.0 GiB" available="95.2 GiB"'
+  OLLAMA_BACKEND=vulkan run bash "$S/ollama/02-verify.sh"
+  [ "$status" -eq 0 ]
+  [[ "$(cat "$T/results.tsv")" == "$(printf 'verified\t')Ollama 0.32.15 runs on the Vulkan GPU: id=0 library=Vulkan"* ]]
+  printf '%s\n' 'time=2026-11-29T10:00:00.000Z level=INFO source=runner.go:445 msg="dropping integrated GPU; to enable, set OLLAMA_IGPU_ENABLE=1" id=0 library=Vulkan' \
+    'time=2026-11-29T10:00:00.000Z level=INFO source=types.go:42 msg="inference compute" id=cpu library=cpu compute="" name=cpu total="123.0 GiB"' >"$T/ollama.log"
+  OLLAMA_BACKEND=vulkan run bash "$S/ollama/02-verify.sh"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *"dropping integrated GPU"* ]]
+  [[ "$(cat "$T/results.tsv")" == *"$(printf 'not-verified\t')Ollama runs on the CPU only: no Vulkan GPU in its log"* ]]
 }
 
 @test "row 22: nightly-spoof says its rocm/vllm-dev image is deprecated upstream, and what replaces it" {

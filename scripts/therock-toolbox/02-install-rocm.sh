@@ -6,7 +6,8 @@
 # Pins: THEROCK_INDEX_URL, TORCH_INDEX_URL (optional: torch's own index, default
 # THEROCK_INDEX_URL), ROCM_VERSION, TORCH_VERSION, TORCHVISION_VERSION, TORCHAUDIO_VERSION,
 # GPU_TARGET.
-# TheRock RELEASES.md (therock-7.14): rocm[libraries,devel,device-<gfx>] plus the device
+# TheRock RELEASES.md (therock-7.14, and the same on ROCm 10's whl-next index):
+# rocm[libraries,devel,device-<gfx>] plus the device
 # wheel rocm-sdk-device-<gfx> by name (known issue #5347: the extra may be missing from the
 # rocm metadata), then torch[device-<gfx>], torchvision[device-<gfx>], torchaudio; PyPI stays
 # an extra index for their plain dependencies (sympy, filelock, …), as kyuz0's
@@ -61,12 +62,21 @@ check_index() {
   fi
   log_error "wheel index unreachable: $THEROCK_INDEX_URL (no HTTP answer within ${index_timeout}s)"
   run "${PIP[@]}" install --retries 0 --timeout "$index_timeout" --index-url "$THEROCK_INDEX_URL" "${rocm_specs[@]}" || true
-  die "cannot reach TheRock's wheel index $THEROCK_INDEX_URL, so no ROCm or torch wheels can be installed. Check the network, then the THEROCK_INDEX_URL pin in versions.env: the per-family indexes (…/v2/gfx1151/, …/whl/gfx1151/) are retired, and repo.amd.com/rocm/ is AMD's legacy folder (TheRock RFC0012); versions.env lists the ROCm 10 set on https://stable.repo.amd.com/rocm/whl-next/" 3
+  die "cannot reach TheRock's wheel index $THEROCK_INDEX_URL, so no ROCm or torch wheels can be installed. Check the network, then the THEROCK_INDEX_URL pin in versions.env: the per-family indexes (…/v2/gfx1151/, …/whl/gfx1151/) are retired, and repo.amd.com/rocm/ is AMD's legacy folder (TheRock RFC0012); $(other_set)" 3
 }
 
 # unresolved WHAT: the pins answer no wheel on an index that answers: say what to do.
 unresolved() {
-  die "pip could not install $1 (its message is above: look for \"No matching distribution found\"). The index answers, so the pinned versions are not on it for Python $PYTHON_VERSION: AMD retires old wheels (a report of 2026-10-07 no longer found the exact 7.14.0 torch wheels on the whl-next indexes). Switch to the other known-good set in versions.env (the ROCm 10 set: ROCM_VERSION=10.0.0 on https://stable.repo.amd.com/rocm/whl-next/), or check the pins against the index" 3
+  die "pip could not install $1 (its message is above: look for \"No matching distribution found\"). The index answers, so the pinned versions are not on it for Python $PYTHON_VERSION: AMD retires old wheels (a report of 2026-10-07 no longer found the exact 7.14.0 torch wheels on the whl-next indexes). $(other_set), or check the pins against the index (haloforge pins status)" 3
+}
+
+# other_set: the known-good set to switch to when this one does not resolve: the ROCm 10 set
+# (the default) and the 7.14 set it replaced (kept while AMD serves its index).
+other_set() {
+  case $ROCM_VERSION in
+    7.*) printf 'Switch to the ROCm 10 set: haloforge pins use rocm-10.0 (ROCM_VERSION=10.0.0 on https://stable.repo.amd.com/rocm/whl-next/)' ;;
+    *) printf 'Switch to the previous known-good set while AMD still serves it: haloforge pins use rocm-7.14 (haloforge pins sets lists every set)' ;;
+  esac
 }
 
 install_wheels() {

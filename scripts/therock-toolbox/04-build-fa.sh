@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
 # therock-toolbox step "flash-attention": ROCm's flash-attention fork with the Triton AMD
-# backend, as a wheel built against the venv's torch. Runs inside the box.
+# backend, as a wheel built against the venv's torch, for your own flash_attn code. vLLM does
+# not import it on ROCm: from v0.26 its ViT attention imports AITER's Triton kernels
+# (aiter.ops.triton._triton_kernels.flash_attn_triton_amd, step "aiter") and its text
+# attention is its own Triton/ROCm backends. Runs inside the box.
 #
 # Pins: FLASH_ATTENTION_REPO, FLASH_ATTENTION_REF (main_perf), PYTORCH_ROCM_ARCH.
 # FLASH_ATTENTION_TRITON_AMD_ENABLE=TRUE makes setup.py skip the CK kernels (CDNA) and use
@@ -21,6 +24,7 @@ require_env FLASH_ATTENTION_REPO FLASH_ATTENTION_REF PYTORCH_ROCM_ARCH
 activate_venv
 
 log_step "flash-attention at $FLASH_ATTENTION_REF (Triton AMD)"
+log_info "for your own flash_attn code: vLLM does not use this wheel on ROCm (its vision attention imports AITER's Triton flash attention, the aiter step; its text attention is vLLM's own)"
 if ! is_dry_run && ! "$PY" -c 'import triton' 2>/dev/null; then
   log_warn "triton is not importable in the venv: flash-attention's Triton AMD backend needs it at run time (TheRock's torch normally brings it)"
 fi

@@ -60,6 +60,13 @@ fi
 log_step "Build requirements (torch stays the venv's)"
 constraints=$VENV_DIR/haloforge-constraints.txt
 check_reqs_pins "$reqs"
+# The wheel's run-time requirements are installed with the same pins after the build: a ref
+# whose requirements/rocm.txt wants setuptools>=83.0.0 (vllm-project/vllm @027281ae) would stop
+# there, hours later, so it stops here.
+runtime=$src/requirements/rocm.txt
+if is_dry_run || [[ -f "$runtime" ]]; then
+  check_reqs_pins "$runtime" "run-time requirements"
+fi
 pip_install_recorded "$PY" --constraint "$constraints" --constraint "$HF_PYTHON_PINS" -r "$reqs"
 pip_install_pinned "$PY" setuptools-scm setuptools-rust
 if [[ -e "$VENV_DIR/bin/cmake" ]]; then

@@ -186,17 +186,18 @@ check_rock_torch() {
   esac
 }
 
-# check_reqs_pins FILE: FILE (a build requirements file, with its -r includes) against
-# python-pins.txt before pip: a floor or cap that a pin does not satisfy (a newer ref's
-# setuptools>=83.0.0 against setuptools==79.0.1) stops here with the file, the line and the
-# pin to change, instead of pip's raw ResolutionImpossible.
+# check_reqs_pins FILE [WHAT]: FILE (a requirements file, with its -r includes; WHAT says
+# which, default "build requirements") against python-pins.txt before pip: a floor or cap
+# that a pin does not satisfy (a newer ref's setuptools>=83.0.0 against setuptools==79.0.1)
+# stops here with the file, the line and the pin to change, instead of pip's raw
+# ResolutionImpossible.
 check_reqs_pins() {
-  local file=$1
+  local file=$1 what=${2:-build requirements}
   if is_dry_run; then
-    log_info "[dry-run] $file and its -r includes are checked against $HF_PYTHON_PINS before pip"
+    log_info "[dry-run] $file ($what) and its -r includes are checked against $HF_PYTHON_PINS before pip"
     return 0
   fi
   "$PY" "$HF_LIB_DIR/reqs_check.py" "$file" --pins "$HF_PYTHON_PINS" \
-    || die "the build requirements of vLLM at ${VLLM_REF:-?} ($file) ask for versions $HF_PYTHON_PINS does not allow (the lines above): a pin set made for this ref carries the build pins it needs; change the pin only with the torch it must work with"
-  log_ok "$file: every pinned build tool satisfies it"
+    || die "the $what of vLLM at ${VLLM_REF:-?} ($file) ask for versions $HF_PYTHON_PINS does not allow (the lines above): a pin set made for this ref carries the pins it needs; change the pin only with the torch it must work with"
+  log_ok "$file ($what): every pinned tool satisfies it"
 }

@@ -18,8 +18,9 @@ hf_verify_begin
 mapfile -t gpu < <(gpu_flags)
 mapfile -t check < <(torch_check_flags)
 mapfile -t vchk < <(vllm_check_flags)
+# --entrypoint python3: vllm/vllm-openai-rocm would otherwise run `vllm serve` on the arguments.
 hf_run_checks "$(engine)" run --rm "${gpu[@]}" --ipc=host "${check[@]}" "${vchk[@]}" \
   -e HALOFORGE_EXPECT_ARCH="$GPU_TARGET" \
-  "$VLLM_IMAGE" python3 /haloforge/verify_torch.py
+  --entrypoint python3 "$VLLM_IMAGE" /haloforge/verify_torch.py
 hf_verify_end
 is_dry_run || log_ok "vLLM image works: start it with $HALOFORGE_STATE_DIR/vllm-image/start-vllm.sh <model>"

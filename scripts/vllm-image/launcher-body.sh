@@ -7,6 +7,8 @@
 #   HF_HOME                      Hugging Face cache on the host (default ~/.cache/huggingface)
 #   START_VLLM_DRY_RUN=1         print the command instead of running it
 # shellcheck disable=SC2154 # LAUNCH_IMAGE, LAUNCH_PORT, LAUNCH_ENGINE come from the header.
+# --entrypoint vllm: vllm/vllm-openai-rocm's own entrypoint is `vllm serve` (arguments after the
+# image would follow it), rocm/vllm has none; with vllm as the entrypoint both run `serve MODEL`.
 set -Eeuo pipefail
 
 usage() {
@@ -59,8 +61,8 @@ cmd=("$LAUNCH_ENGINE" run --rm -it
   -p "$LAUNCH_PORT:8000"
   -v "$cache:/root/.cache/huggingface:z"
   -e HF_TOKEN
-  "$LAUNCH_IMAGE"
-  vllm serve "$model" --host 0.0.0.0 --port 8000 --gpu-memory-utilization "$util" "$@")
+  --entrypoint vllm "$LAUNCH_IMAGE"
+  serve "$model" --host 0.0.0.0 --port 8000 --gpu-memory-utilization "$util" "$@")
 if [[ "${START_VLLM_DRY_RUN:-0}" == 1 ]]; then
   printf '%q ' "${cmd[@]}"
   printf '\n'

@@ -17,7 +17,7 @@ import (
 	"github.com/haloforge/haloforge/internal/text"
 )
 
-// The benchmarks of issue 4, run by `make bench` (-benchtime=1x). Each
+// The runner's benchmarks, run by `make bench` (-benchtime=1x). Each
 // reports its figure as a ratio measured in the same run, so that the load
 // of the machine cancels out:
 //

@@ -14,7 +14,7 @@ import (
 
 // A step that waits for an answer on its terminal (a sudo password, a
 // [y/N], git asking for a user name) would hang silently: nobody types into
-// its pty (reliability review F5). The stream's processor watches for it:
+// its pty. The stream's processor watches for it:
 // once the step has printed nothing for Options.InputQuiet, it looks for a
 // process of the step blocked in read(2) on the step's terminal
 // (/proc/PID/syscall, readable by haloforge as the processes' ancestor),

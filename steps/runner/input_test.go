@@ -48,7 +48,7 @@ func runAnswering(t *testing.T, o Options, answer string) (*Report, []Event, []W
 	return rep, evs, waits
 }
 
-// TestAStepWaitingForInputIsAnnounced is the review's F5: a step that asks
+// TestAStepWaitingForInputIsAnnounced: a step that asks
 // for a password and reads its terminal is announced with its question, and
 // an answer handed to Input reaches it.
 func TestAStepWaitingForInputIsAnnounced(t *testing.T) {

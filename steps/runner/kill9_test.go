@@ -42,7 +42,7 @@ func helperBuild() int {
 	if err != nil {
 		return 2
 	}
-	r, err := New(Options{Plan: p, StateDir: dir, ScriptsDir: "testdata/scripts", Grace: 300 * time.Millisecond})
+	r, err := New(Options{Plan: p, Workspace: steps.Workspace{StateDir: dir, ScriptsDir: "testdata/scripts"}, Grace: 300 * time.Millisecond})
 	if err != nil {
 		return 2
 	}

@@ -15,7 +15,7 @@ import (
 
 // Leftover is a process a step started that was still running when the
 // step's script ended by itself: a nohup, a setsid or double-forked daemon,
-// a child that ignores the hang-up (reliability review F4).
+// a child that ignores the hang-up.
 type Leftover struct {
 	PID     int    `json:"pid"`
 	Command string `json:"command"` // its command line, sanitised and cut short

@@ -93,7 +93,7 @@ func checkLeftovers(left []Leftover, tag, want string) []string {
 	return problems
 }
 
-// TestLeftoversOfAFailedStepAreKilledAndListed is the review's E6c (F4): a
+// TestLeftoversOfAFailedStepAreKilledAndListed: a
 // step that fails leaves a nohup, a setsid, a double-forked and a
 // TERM-ignoring daemon; they are listed in the step's summary, report and
 // log, and none survives the run.
@@ -126,7 +126,7 @@ func TestLeftoversOfAFailedStepAreKilledAndListed(t *testing.T) {
 	}
 }
 
-// TestLeftoversOfASucceededStepLiveUntilTheRunEnds is E6b: a later step of
+// TestLeftoversOfASucceededStepLiveUntilTheRunEnds: a later step of
 // the run may use what an earlier one started, and nothing survives the run.
 func TestLeftoversOfASucceededStepLiveUntilTheRunEnds(t *testing.T) {
 	tag := daemonTag(t)

@@ -71,16 +71,16 @@ func (a matcher) all(first *diagnose.Finding) []diagnose.Finding {
 
 // Options configure a run. Plan, StateDir and ScriptsDir are required.
 type Options struct {
-	Plan       *steps.Plan
-	StateDir   string // state.json, runs/<run-id>/, cache/<track>/
-	ScriptsDir string // root of the scripts tree on disk (scripts are <dir>/<track>/<file>)
-	ToolboxDir string // container definitions and toolbox.env (validated), passed to the scripts
-	PinsFile   string // the pins file on disk, named in the report; "" if built in
-	DryRun     bool   // HALOFORGE_DRY_RUN=1: scripts print commands; cache and state untouched
-	From       string // run this step and every later one, cached or not
-	Only       []string
-	Skip       []string // steps the user chose to skip (optional ones, in the wizard)
-	Resume     bool     // continue the last failed or interrupted run of the track
+	Plan *steps.Plan
+	// Workspace is where the run reads and writes: the state dir, the
+	// scripts on disk, the container definitions (toolbox.env, validated,
+	// is passed to the scripts), the pins file named in the report.
+	steps.Workspace
+	DryRun bool   // HALOFORGE_DRY_RUN=1: scripts print commands; cache and state untouched
+	From   string // run this step and every later one, cached or not
+	Only   []string
+	Skip   []string // steps the user chose to skip (optional ones, in the wizard)
+	Resume bool     // continue the last failed or interrupted run of the track
 	// NoHistory runs without the track's history: state.json is neither
 	// written nor locked, nothing is cached as done. For runs that are not
 	// builds (a server, a benchmark), which go beside builds of any track.

@@ -74,7 +74,7 @@ func fxPlan(t testing.TB, track steps.Track, pinsText, scriptsDir, stateDir stri
 }
 
 func fxOptions(p *steps.Plan, stateDir string) Options {
-	return Options{Plan: p, StateDir: stateDir, ScriptsDir: "testdata/scripts", ToolboxDir: "/nonexistent-toolbox",
+	return Options{Plan: p, Workspace: steps.Workspace{StateDir: stateDir, ScriptsDir: "testdata/scripts", ToolboxDir: "/nonexistent-toolbox"},
 		Grace: 300 * time.Millisecond, StallCheck: 50 * time.Millisecond}
 }
 

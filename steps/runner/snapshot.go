@@ -20,7 +20,7 @@ import (
 // scripts/lib/common.sh reads only these files when the runner started it
 // (HALOFORGE_PINS_FILE, HALOFORGE_TOOLBOX_ENV_FILE), refuses one that does
 // not begin with SnapshotHead and end with SnapshotEnd, and assigns values
-// without ever evaluating them (reliability review F2).
+// without ever evaluating them: a value is never code.
 //
 // A snapshot is a valid pins file: comment lines and NAME='value' lines, a
 // ' inside a value written as '"'"'.

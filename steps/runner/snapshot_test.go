@@ -12,7 +12,7 @@ import (
 	"github.com/haloforge/haloforge/steps"
 )
 
-// TestStepsReadOnlyTheValidatedPins is the review's TOCTOU attempt (F2b)
+// TestStepsReadOnlyTheValidatedPins is a time-of-check to time-of-use attempt
 // through the real runner and the real scripts/lib/common.sh: a step appends
 // a command substitution to the pins and toolbox files it was handed; the
 // next step loads them as every real step does, and must get the validated
@@ -51,7 +51,7 @@ func TestStepsReadOnlyTheValidatedPins(t *testing.T) {
 	}
 }
 
-// TestToolboxEnvIsValidatedBeforeAnythingRuns is the review's F2a: a
+// TestToolboxEnvIsValidatedBeforeAnythingRuns: a
 // toolbox.env holding a command substitution (a ./toolbox in the current
 // directory) is refused with its file and line before any step, dry run or
 // not.

@@ -42,6 +42,8 @@ type BenchLaunch struct {
 	In      string            `json:"in"`
 	Wrapper []string          `json:"wrapper"`
 	Shell   string            `json:"shell"`
+	// Entrypoint is the container entrypoint haloforge sets (see Launch).
+	Entrypoint string `json:"entrypoint,omitempty"`
 	// Result names the results file in the run directory.
 	Result string `json:"result"`
 	// Note is what the bench script adds to Command, said before it runs
@@ -62,7 +64,7 @@ func PlanBench(req BenchRequest) (BenchLaunch, error) {
 		}
 		return BenchLaunch{}, fmt.Errorf("track %s has no benchmark to run (haloforge bench --track knows: %s; any llama-bench or vLLM result: bench --from FILE)", req.Track, strings.Join(ids, ", "))
 	}
-	s := *t.Serve
+	s := t.Serve.ForPins(req.Pins)
 	b := BenchLaunch{Track: req.Track, Engine: e.Name(), Env: map[string]string{}, Mode: s.Mode(), Result: be.ResultFile()}
 	var err error
 	if b.In, b.Wrapper, err = where(s, req.Pins, req.Root); err != nil {
@@ -88,7 +90,7 @@ func (b BenchLaunch) ScriptArgs() []string {
 	if b.Mode == steps.ServeInBox {
 		return append(envPrefix(b.Env), b.Command...)
 	}
-	return append(slices.Clone(b.Wrapper), b.Command...)
+	return append(slices.Clone(b.Wrapper), afterEntrypoint(b.Command, b.Entrypoint)...)
 }
 
 // EngineTime names the time a bench script records of the benchmark
@@ -109,10 +111,5 @@ func NewBenchRunner(b BenchLaunch, o RunOptions) (*runner.Runner, error) {
 	}
 	title := fmt.Sprintf("Benchmark %s with %s", filepath.Base(b.Model), benchTool(b.Command))
 	p := onePlan(o.Plan, BenchStepID, title, BenchScript(b.Track), map[string]string{"HALOFORGE_BENCH_RESULT": b.Result})
-	ro := runner.Options{Plan: p, StateDir: o.StateDir, ScriptsDir: o.ScriptsDir, ToolboxDir: o.ToolboxDir, PinsFile: o.PinsFile,
-		NoHistory: true, Args: map[string][]string{BenchStepID: b.ScriptArgs()}, Analyzer: runner.Diagnosis, KeepColor: o.KeepColor}
-	if o.Tune != nil {
-		o.Tune(&ro)
-	}
-	return runner.New(ro)
+	return runner.New(o.runnerOptions(p, BenchStepID, b.ScriptArgs(), 0))
 }

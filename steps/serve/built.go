@@ -53,8 +53,9 @@ func CheckBuilt(t steps.Track, st *steps.State, w Where, pins map[string]string,
 	if t.Serve == nil {
 		return Built{}, nil // Plan says the track serves nothing
 	}
-	mode := t.Serve.Mode()
-	in, _, err := where(*t.Serve, pins, root)
+	spec := t.Serve.ForPins(pins)
+	mode := spec.Mode()
+	in, _, err := where(spec, pins, root)
 	if err != nil {
 		return Built{}, nil // Plan says what is missing
 	}

@@ -156,7 +156,7 @@ func DefaultURL(track string, pins map[string]string) string {
 	if !ok {
 		return ""
 	}
-	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port(*t.Serve, e, pins)))
+	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port(t.Serve.ForPins(pins), e, pins)))
 }
 
 // port is the port of a launch with no --port: the track's pin, else the engine's.

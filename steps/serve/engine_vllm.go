@@ -128,7 +128,12 @@ func (vllm) Bench(b *BenchLaunch, s steps.ServeSpec, req BenchRequest, home stri
 		"--save-result", "--result-dir", RunDirWord, "--result-filename", b.Result}
 	if b.Mode == steps.ServeInContainer {
 		b.Wrapper = []string{"podman", "run", "--rm", "--network", "host", "-v", hfCache(home) + ":/root/.cache/huggingface:z",
-			"-v", RunDirWord + ":" + RunDirWord + ":z", b.In}
+			"-v", RunDirWord + ":" + RunDirWord + ":z"}
+		if s.Entrypoint {
+			b.Entrypoint = b.Command[0]
+			b.Wrapper = append(b.Wrapper, "--entrypoint", b.Entrypoint)
+		}
+		b.Wrapper = append(b.Wrapper, b.In)
 	}
 	return nil
 }

@@ -75,7 +75,10 @@ type Launch struct {
 	Wrapper   []string `json:"wrapper"`
 	Shell     string   `json:"shell"`
 	Container string   `json:"container,omitempty"` // the container's name, in a container
-	Warnings  []string `json:"warnings,omitempty"`
+	// Entrypoint is the container entrypoint haloforge sets (Command's first
+	// word; Wrapper has --entrypoint before the image), "" for the image's own.
+	Entrypoint string   `json:"entrypoint,omitempty"`
+	Warnings   []string `json:"warnings,omitempty"`
 }
 
 // ScriptArgs are the arguments of the track's serve.sh: in a box, the
@@ -86,7 +89,16 @@ func (l Launch) ScriptArgs() []string {
 	if l.Mode == steps.ServeInBox {
 		return inner
 	}
-	return append(slices.Clone(l.Wrapper), l.Command...)
+	return append(slices.Clone(l.Wrapper), afterEntrypoint(l.Command, l.Entrypoint)...)
+}
+
+// afterEntrypoint is what follows the image in podman run: the command,
+// less its first word when that word is the entrypoint haloforge set.
+func afterEntrypoint(command []string, entrypoint string) []string {
+	if entrypoint != "" && len(command) > 0 && command[0] == entrypoint {
+		return command[1:]
+	}
+	return command
 }
 
 // envPrefix is "env K=V …" for a non-empty environment, sorted.
@@ -116,7 +128,7 @@ func Plan(req Request) (Launch, error) {
 	if !ok {
 		return Launch{}, fmt.Errorf("track %s has no server to run (haloforge serve knows: %s)", req.Track, strings.Join(ServableTracks(), ", "))
 	}
-	s := *t.Serve
+	s := t.Serve.ForPins(req.Pins)
 	l := Launch{Track: req.Track, Engine: e.Name(), Env: map[string]string{}, Mode: s.Mode()}
 	host, warn, err := checkHost(req.Host, req.Expose)
 	if err != nil {
@@ -146,6 +158,9 @@ func Plan(req Request) (Launch, error) {
 	if err != nil {
 		return Launch{}, err
 	}
+	for k, v := range s.Env {
+		l.Env[k] = v
+	}
 	if l.In, l.Wrapper, err = where(s, req.Pins, req.Root); err != nil {
 		return Launch{}, err
 	}
@@ -160,6 +175,10 @@ func Plan(req Request) (Launch, error) {
 			for _, kv := range env[1:] {
 				w = append(w, "-e", kv)
 			}
+		}
+		if s.Entrypoint && len(l.Command) > 0 {
+			l.Entrypoint = l.Command[0]
+			w = append(w, "--entrypoint", l.Entrypoint)
 		}
 		l.Wrapper = append(w, l.In)
 	}

@@ -3,6 +3,7 @@ package serve
 import (
 	"encoding/binary"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,7 +34,8 @@ func TestPlanEachTrack(t *testing.T) {
 		env     map[string]string
 		url     string
 		shell   string
-		args    []string // ScriptArgs
+		args    []string          // ScriptArgs
+		pins    map[string]string // nil: pinsOf
 	}{
 		{
 			name: "llama.cpp in the distro box, a model in the home", engine: EngineLlamaCpp,
@@ -81,10 +83,23 @@ func TestPlanEachTrack(t *testing.T) {
 			shell: "distrobox enter haloforge-therock -- vllm serve Qwen/Qwen3-0.6B --served-model-name Qwen/Qwen3-0.6B --host 127.0.0.1 --port 8000 --gpu-memory-utilization 0.90",
 		},
 		{
-			name: "vLLM image on a LAN address with a context", engine: EngineVLLM,
+			name: "vLLM image on a LAN address with a context: the entrypoint is set, so any image runs serve", engine: EngineVLLM,
 			req:     Request{Track: "vllm-image", Model: "Qwen/Qwen3-0.6B", Host: "192.168.1.20", Context: 32768, Util: 0.8, Home: "/home/u"},
 			command: []string{"vllm", "serve", "Qwen/Qwen3-0.6B", "--served-model-name", "Qwen/Qwen3-0.6B", "--host", "0.0.0.0", "--port", "8000", "--max-model-len", "32768", "--gpu-memory-utilization", "0.80"},
 			env:     map[string]string{}, url: "http://192.168.1.20:8000",
+			shell: "podman run --rm --name haloforge-serve-8000 --device /dev/kfd --device /dev/dri --group-add keep-groups --security-opt seccomp=unconfined --ipc=host " +
+				"-p 192.168.1.20:8000:8000 -v /home/u/.cache/huggingface:/root/.cache/huggingface:z --entrypoint vllm docker.io/rocm/vllm:rocm10.0.0 " +
+				"serve Qwen/Qwen3-0.6B --served-model-name Qwen/Qwen3-0.6B --host 0.0.0.0 --port 8000 --max-model-len 32768 --gpu-memory-utilization 0.80",
+		},
+		{
+			name: "vLLM's own image (its entrypoint is vllm serve): serve is said once", engine: EngineVLLM,
+			req:     Request{Track: "vllm-image", Model: "Qwen/Qwen3-0.6B", Home: "/home/u"},
+			pins:    withPin(pinsOf, "VLLM_IMAGE", "docker.io/vllm/vllm-openai-rocm:v0.19.0"),
+			command: []string{"vllm", "serve", "Qwen/Qwen3-0.6B", "--served-model-name", "Qwen/Qwen3-0.6B", "--host", "0.0.0.0", "--port", "8000", "--gpu-memory-utilization", "0.90"},
+			env:     map[string]string{}, url: "http://127.0.0.1:8000",
+			shell: "podman run --rm --name haloforge-serve-8000 --device /dev/kfd --device /dev/dri --group-add keep-groups --security-opt seccomp=unconfined --ipc=host " +
+				"-p 127.0.0.1:8000:8000 -v /home/u/.cache/huggingface:/root/.cache/huggingface:z --entrypoint vllm docker.io/vllm/vllm-openai-rocm:v0.19.0 " +
+				"serve Qwen/Qwen3-0.6B --served-model-name Qwen/Qwen3-0.6B --host 0.0.0.0 --port 8000 --gpu-memory-utilization 0.90",
 		},
 		{
 			name: "Ollama: the image's own server, the context in its environment", engine: EngineOllama,
@@ -94,10 +109,22 @@ func TestPlanEachTrack(t *testing.T) {
 			shell: "podman run --rm --name haloforge-serve-11434 --device /dev/kfd --device /dev/dri --group-add keep-groups --security-opt seccomp=unconfined --ipc=host " +
 				"-p 127.0.0.1:11434:11434 -v haloforge-ollama:/root/.ollama -e OLLAMA_CONTEXT_LENGTH=16384 -e OLLAMA_HOST=0.0.0.0:11434 docker.io/ollama/ollama:0.32.15-rocm",
 		},
+		{
+			name: "Ollama on Vulkan: the plain image, /dev/dri only, Vulkan and the integrated GPU switched on", engine: EngineOllama,
+			req:     Request{Track: "ollama", Model: "qwen3:8b"},
+			pins:    withPin(withPin(pinsOf, "OLLAMA_BACKEND", "vulkan"), "OLLAMA_VULKAN_IMAGE", "docker.io/ollama/ollama:0.32.15"),
+			command: []string{}, env: map[string]string{"OLLAMA_HOST": "0.0.0.0:11434", "OLLAMA_VULKAN": "1", "OLLAMA_IGPU_ENABLE": "1"},
+			url: "http://127.0.0.1:11434",
+			shell: "podman run --rm --name haloforge-serve-11434 --device /dev/dri --group-add keep-groups " +
+				"-p 127.0.0.1:11434:11434 -v haloforge-ollama:/root/.ollama -e OLLAMA_HOST=0.0.0.0:11434 -e OLLAMA_IGPU_ENABLE=1 -e OLLAMA_VULKAN=1 docker.io/ollama/ollama:0.32.15",
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.req.Pins = pinsOf
+			if tc.pins != nil {
+				tc.req.Pins = tc.pins
+			}
 			if tc.req.Home == "" {
 				tc.req.Home = home
 			}
@@ -122,8 +149,16 @@ func TestPlanEachTrack(t *testing.T) {
 			if tc.args != nil && !slices.Equal(l.ScriptArgs(), tc.args) {
 				t.Errorf("script args %q", l.ScriptArgs())
 			}
-			if l.Mode == steps.ServeInContainer && !slices.Equal(l.ScriptArgs()[len(l.ScriptArgs())-len(l.Command):], l.Command) {
-				t.Errorf("a container's script args end in the engine's command: %q", l.ScriptArgs())
+			if l.Mode == steps.ServeInContainer {
+				// the image, then the engine's command; an entrypoint set
+				// before the image is the command's first word
+				tail := append([]string{l.In}, l.Command...)
+				if l.Entrypoint != "" {
+					tail = append([]string{"--entrypoint", l.Entrypoint, l.In}, l.Command[1:]...)
+				}
+				if args := l.ScriptArgs(); len(args) < len(tail) || !slices.Equal(args[len(args)-len(tail):], tail) {
+					t.Errorf("a container's script args end in the image and the engine's command: %q", args)
+				}
 			}
 		})
 	}
@@ -325,6 +360,10 @@ func TestPlanBench(t *testing.T) {
 	if v.Engine != EngineVLLM || !slices.Contains(v.Command, RunDirWord) || v.Wrapper[len(v.Wrapper)-1] != pinsOf["VLLM_IMAGE"] {
 		t.Fatalf("vllm: %+v", v)
 	}
+	// the image's entrypoint is set to vllm, so `bench serve` follows the image
+	if v.Entrypoint != "vllm" || !strings.Contains(v.Shell, "--entrypoint vllm "+pinsOf["VLLM_IMAGE"]+" bench serve --backend openai") {
+		t.Fatalf("vllm bench in the image: entrypoint %q, %s", v.Entrypoint, v.Shell)
+	}
 	for _, bad := range []BenchRequest{
 		{Track: "ollama", Pins: pinsOf},
 		{Track: "vllm-image", Pins: pinsOf},
@@ -335,4 +374,11 @@ func TestPlanBench(t *testing.T) {
 			t.Errorf("%+v accepted", bad)
 		}
 	}
+}
+
+// withPin is pins with one more value (pins itself is unchanged).
+func withPin(pins map[string]string, name, value string) map[string]string {
+	out := maps.Clone(pins)
+	out[name] = value
+	return out
 }

@@ -9,7 +9,7 @@ import (
 
 // TestServableTracksSuggestServe: a track haloforge serve can run ends its
 // summary with `haloforge serve --track ID`, so the journey goes on past
-// "built" (issue 17); the engine's own command stays as the manual way.
+// "built"; the engine's own command stays as the manual way.
 func TestServableTracksSuggestServe(t *testing.T) {
 	n := 0
 	for _, tr := range steps.Catalogue() {

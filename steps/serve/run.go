@@ -23,14 +23,23 @@ const scriptGrace = 10
 // RunOptions are what a serve or bench run needs besides the launch.
 type RunOptions struct {
 	// Plan is the track's plan: its Env (every pin) is the step's too.
-	Plan       *steps.Plan
-	StateDir   string
-	ScriptsDir string
-	ToolboxDir string
-	PinsFile   string
-	KeepColor  bool
-	// Tune adjusts the runner's options last (tests: the supervisor).
-	Tune func(*runner.Options)
+	Plan *steps.Plan
+	// Workspace is where the run reads its scripts and writes its log.
+	steps.Workspace
+	KeepColor bool
+	// Grace is the SIGTERM to SIGKILL time of a stop; 0 means the run's
+	// own (DefaultGrace for a server, the runner's for a benchmark).
+	Grace time.Duration
+}
+
+// runnerOptions are the runner's options of a serve or bench run of p,
+// whose one step gets args: no build history, diagnosed like any step.
+func (o RunOptions) runnerOptions(p *steps.Plan, step string, args []string, grace time.Duration) runner.Options {
+	if o.Grace != 0 {
+		grace = o.Grace
+	}
+	return runner.Options{Plan: p, Workspace: o.Workspace, NoHistory: true, Args: map[string][]string{step: args},
+		Analyzer: runner.Diagnosis, Grace: grace, KeepColor: o.KeepColor}
 }
 
 // onePlan is a plan of one step of the track, whatever its history says.
@@ -57,13 +66,7 @@ func NewRunner(l Launch, o RunOptions) (*runner.Runner, error) {
 	env := map[string]string{"HALOFORGE_SERVE_GRACE": strconv.Itoa(scriptGrace), "HALOFORGE_SERVE_CONTAINER": l.Container}
 	title := fmt.Sprintf("Serve %s with %s on %s", orAny(l.Served), l.Engine, l.URL)
 	p := onePlan(o.Plan, StepID, title, ServeScript(l.Track), env)
-	ro := runner.Options{Plan: p, StateDir: o.StateDir, ScriptsDir: o.ScriptsDir, ToolboxDir: o.ToolboxDir, PinsFile: o.PinsFile,
-		NoHistory: true, Args: map[string][]string{StepID: l.ScriptArgs()}, Analyzer: runner.Diagnosis,
-		Grace: DefaultGrace, KeepColor: o.KeepColor}
-	if o.Tune != nil {
-		o.Tune(&ro)
-	}
-	return runner.New(ro)
+	return runner.New(o.runnerOptions(p, StepID, l.ScriptArgs(), DefaultGrace))
 }
 
 // PIDFile is where a serve run's script writes the engine's PID.

@@ -125,8 +125,8 @@ func serveFixture(t *testing.T, engine, log string, lines int, env map[string]st
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	w, err := Start(ctx, l, RunOptions{Plan: plan, StateDir: filepath.Join(dir, "state"), ScriptsDir: "testdata/scripts",
-		ToolboxDir: "/nonexistent", Tune: func(o *runner.Options) { o.Grace = 2 * time.Second }}, wo)
+	w, err := Start(ctx, l, RunOptions{Plan: plan,
+		Workspace: steps.Workspace{StateDir: filepath.Join(dir, "state"), ScriptsDir: "testdata/scripts", ToolboxDir: "/nonexistent"}, Grace: 2 * time.Second}, wo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,7 @@ import (
 // A demo writes its scripts, state and logs in a directory of its own,
 // made fresh under the state dir and marked as haloforge's, and removes it
 // when it ends: two demos on one state dir never touch each other's files,
-// and nothing haloforge did not make is ever deleted (reliability review
-// F3: the demo used to `rm -rf <state-dir>/demo`, so `--state-dir ~`
+// and nothing haloforge did not make is ever deleted (the demo used to `rm -rf <state-dir>/demo`, so `--state-dir ~`
 // deleted ~/demo, and a second demo wiped the first one's state and lock).
 const (
 	workPrefix = "demo-" // the directories are <state-dir>/demo-XXXXXXXX

@@ -236,7 +236,7 @@ func TestPrintWaitingForInputAndLeftovers(t *testing.T) {
 
 // TestPrintARunThatNeverStarted: a run refused before it began (another
 // build holds the state dir) says why, without an outcome line for a blank
-// track or a resume command (review F15).
+// track or a resume command.
 func TestPrintARunThatNeverStarted(t *testing.T) {
 	got, res := printAll([]runner.Event{runner.RunFinished{RunID: "r1", Status: steps.OutcomeFailed, Err: errors.New("another haloforge build (pid 42) is running with this state dir: /s")}},
 		Options{Resume: func(string) string { return "haloforge build --track fx --resume" }})

@@ -14,21 +14,16 @@ import (
 // The wizard's host fixes: the same plan, preview and apply as `haloforge
 // doctor --plan` and `--apply`, through package hostfix.
 
+var _ tui.HostFixer = (*Engine)(nil)
+
 // HostFix plans the fixes for the last detection and previews what
 // applying them changes now.
 func (e *Engine) HostFix(ctx context.Context) (*tui.HostFix, error) {
-	r := e.lastReport()
-	if r == nil {
-		return nil, errors.New("nothing detected yet")
-	}
-	p, err := e.hostPlan(r)
+	p, err := e.lastHostPlan()
 	if err != nil {
 		return nil, err
 	}
-	fix := &tui.HostFix{Plan: p, Refusal: e.HostRefusal}
-	if e.HostRefusal != "" {
-		return fix, nil
-	}
+	fix := &tui.HostFix{Plan: p}
 	text, changes, err := hostfix.Preview(ctx, p, e.host(io.Discard, e.previewRunner()))
 	if err != nil {
 		fix.PreviewErr = err.Error()
@@ -42,9 +37,6 @@ func (e *Engine) HostFix(ctx context.Context) (*tui.HostFix, error) {
 // user confirmed; commands that need root go through sudo (the terminal is
 // the user's while it runs).
 func (e *Engine) ApplyHostFix(ctx context.Context, fix *tui.HostFix, out io.Writer) (*tui.HostFixResult, error) {
-	if e.HostRefusal != "" {
-		return nil, errors.New(e.HostRefusal)
-	}
 	if fix == nil || fix.Plan == nil || !fix.Applicable || fix.Changes == "" {
 		return nil, errors.New("no confirmed changes to apply")
 	}
@@ -57,6 +49,15 @@ func (e *Engine) ApplyHostFix(ctx context.Context, fix *tui.HostFix, out io.Writ
 		}
 	}
 	return res, err
+}
+
+// lastHostPlan plans the host fixes for the last detection.
+func (e *Engine) lastHostPlan() (*hostfix.Plan, error) {
+	r := e.lastReport()
+	if r == nil {
+		return nil, errors.New("nothing detected yet")
+	}
+	return e.hostPlan(r)
 }
 
 // hostFixCount is how many host changes the plan for r holds that

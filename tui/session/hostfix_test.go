@@ -12,6 +12,7 @@ import (
 
 	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/detect/hostfix"
+	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/tui/demo"
 )
 
@@ -32,7 +33,7 @@ func hostEngine(t *testing.T) (*Engine, string) {
 	if err := os.WriteFile(conf, []byte(strixConf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e := &Engine{StateDir: t.TempDir(), HostRoot: root, Source: "the system under " + root, Version: "test",
+	e := &Engine{Workspace: steps.Workspace{StateDir: t.TempDir()}, HostRoot: root, Source: "the system under " + root, Version: "test",
 		Detector: func(context.Context) (*detect.Report, error) {
 			b, err := demo.Bundle()
 			if err != nil {

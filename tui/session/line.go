@@ -8,6 +8,7 @@ import (
 
 	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/internal/text"
+	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/tui"
 	"github.com/haloforge/haloforge/tui/linemode"
@@ -60,26 +61,27 @@ func (o StoryOptions) resumeHint(track, step string) string {
 }
 
 // Story is the wizard's and the demo's line mode: without a terminal it
-// tells what the TUI shows, one line at a time. Detection, the track and
-// its plan, then, when asked, the run as every line mode prints one
-// (tui/linemode, the format `build --plain` has too); on a failure the fix
-// the engine knows (the demo's) and a retry.
-func (e *Engine) Story(ctx context.Context, w io.Writer, o StoryOptions) (Outcome, error) {
+// tells what the TUI shows, one line at a time, with the engine b (an
+// Engine or the Demo). Detection, the track and its plan, then, when
+// asked, the run as every line mode prints one (tui/linemode, the format
+// `build --plain` has too); on a failure, up to o.Retries times, the fix
+// b applies before a retry (the demo's) and the retry.
+func Story(ctx context.Context, b tui.Backend, w io.Writer, o StoryOptions) (Outcome, error) {
 	p := &printer{w: w}
-	det, err := e.Detect(ctx)
+	det, err := b.Detect(ctx)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("detection: %w", err)
 	}
 	p.detection(det)
-	out := Outcome{NoGPU: det.GPU == nil, Track: o.Track}
+	out := Outcome{NoGPU: det.Primary() == nil, Track: o.Track}
 	if out.Track == "" {
-		out.Track = det.Recommended
+		out.Track = det.RecommendedTrack
 	}
 	if out.Track == "" {
 		p.f("\nNo track fits this machine. See every track with `haloforge tracks`; see the wizard on sample data with `haloforge demo`.\n")
 		return out, nil
 	}
-	plan, err := e.Plan(out.Track)
+	plan, err := b.Plan(out.Track)
 	if err != nil {
 		return out, err
 	}
@@ -87,34 +89,35 @@ func (e *Engine) Story(ctx context.Context, w io.Writer, o StoryOptions) (Outcom
 	if !o.Run {
 		start := o.buildCommand(out.Track)
 		for _, n := range plan.Needs {
-			start += " --set " + n.Name + "=" + n.Example
+			start += " --set " + n + "=" + steps.InputExample(n)
 		}
 		p.f("\nStart it with: %s\n", start)
 		return out, nil
 	}
-	return e.runStory(ctx, p, out, o, plan.Track.Next)
+	return runStory(ctx, b, p, out, o, plan.Next)
 }
 
-func (e *Engine) runStory(ctx context.Context, p *printer, out Outcome, o StoryOptions, next []string) (Outcome, error) {
+func runStory(ctx context.Context, b tui.Runner, p *printer, out Outcome, o StoryOptions, next []string) (Outcome, error) {
 	req := tui.RunRequest{Track: out.Track}
 	lo := linemode.Options{}
 	if !o.Demo {
 		lo.Resume = func(step string) string { return o.resumeCommand(out.Track, step) }
 	}
 	for attempt := 0; ; attempt++ {
-		ch, err := e.Start(ctx, req)
+		ch, err := b.Start(ctx, req)
 		if err != nil {
 			return out, err
 		}
 		p.f("\n")
 		res := linemode.Print(p.w, ch, lo)
 		out.Status, out.Interrupted, out.NotVerified = res.Status, res.Status == steps.OutcomeInterrupted, res.NotVerified
-		// Only a failure the engine knows a fix for is worth retrying unattended.
-		if res.Failed == "" || res.Finding == nil || e.Fix == nil || attempt >= o.Retries || ctx.Err() != nil {
+		// Only a failure with a finding is worth retrying unattended, and
+		// only when asked (the demo, which fixes what it plays).
+		if res.Failed == "" || res.Finding == nil || attempt >= o.Retries || ctx.Err() != nil {
 			p.end(out, next, o.resumeHint(out.Track, res.Stopped))
 			return out, nil
 		}
-		note, err := e.PrepareRetry(ctx, res.Failed, res.Finding)
+		note, err := b.PrepareRetry(ctx, res.Failed, res.Finding)
 		if err != nil {
 			return out, err
 		}
@@ -130,15 +133,14 @@ func (p *printer) f(format string, args ...any) { fmt.Fprintf(p.w, format, args.
 
 func (p *printer) detection(d *tui.Detection) {
 	p.f("== Detection (%s)\n", d.Source)
-	if d.GPU == nil {
+	if g := d.Primary(); g == nil {
 		p.f("No AMD GPU found. haloforge builds for AMD GPUs (Strix Halo, gfx1151, first of all).\n")
 		p.f("See the whole wizard on sample data: haloforge demo\n")
 	} else {
-		g := d.GPU
-		p.f("GPU     %s, %s (PCI %s)%s\n", g.Name, g.Gfx, g.PCIID, gpuFacts(g))
+		p.f("GPU     %s, %s (PCI %s)%s\n", deref(g.Name), deref(g.GFX), deref(g.PCIID), gpuFacts(g))
 	}
-	if d.Kernel != "" {
-		p.f("kernel  %s\n", d.Kernel)
+	if k := deref(d.Kernel.Release); k != "" {
+		p.f("kernel  %s\n", k)
 	}
 	for _, c := range d.Checks {
 		p.f("check   %-4s %-19s %s\n", c.Status, c.ID, c.Summary)
@@ -148,24 +150,24 @@ func (p *printer) detection(d *tui.Detection) {
 			}
 		}
 	}
-	if d.Recommended != "" {
-		p.f("recommended track: %s\n", d.Recommended)
+	if d.RecommendedTrack != "" {
+		p.f("recommended track: %s\n", d.RecommendedTrack)
 	}
 }
 
-func gpuFacts(g *tui.GPU) string {
+func gpuFacts(g *detect.GPU) string {
 	var f []string
-	if g.Integrated {
+	if g.Integrated != nil && *g.Integrated {
 		f = append(f, "integrated")
 	}
-	if g.ComputeUnits > 0 {
-		f = append(f, fmt.Sprintf("%d CUs", g.ComputeUnits))
+	if g.ComputeUnits != nil && *g.ComputeUnits > 0 {
+		f = append(f, fmt.Sprintf("%d CUs", *g.ComputeUnits))
 	}
-	if g.VRAMBytes > 0 {
-		f = append(f, "VRAM "+text.Bytes(g.VRAMBytes))
+	if g.VRAMBytes != nil && *g.VRAMBytes > 0 {
+		f = append(f, "VRAM "+text.Bytes(*g.VRAMBytes))
 	}
-	if g.GTTBytes > 0 {
-		f = append(f, "GTT "+text.Bytes(g.GTTBytes))
+	if g.GTTBytes != nil && *g.GTTBytes > 0 {
+		f = append(f, "GTT "+text.Bytes(*g.GTTBytes))
 	}
 	if len(f) == 0 {
 		return ""
@@ -186,7 +188,8 @@ func (p *printer) plan(pl *tui.Plan) {
 		p.f("floating pins (not reproducible): %s\n", strings.Join(pl.Floating, ", "))
 	}
 	for _, n := range pl.Needs {
-		p.f("needs   %s (%s), which is empty: build refuses to start without it\n", n.Name, n.Help)
+		spec, _ := pins.Lookup(n)
+		p.f("needs   %s (%s), which is empty: build refuses to start without it\n", n, spec.Help)
 	}
 }
 

@@ -16,11 +16,24 @@ import (
 	"github.com/haloforge/haloforge/tui"
 )
 
-// serveTrack is the track a serve or bench of track uses: ServeTrack when
-// the engine has recorded runs of one track only (the demo).
-func (e *Engine) serveTrack(track string) string {
-	if e.ServeTrack != "" {
-		return e.ServeTrack
+var _ tui.Server = (*Engine)(nil)
+
+// replay is how the demo serves (Demo): one track's recorded run whatever
+// the screen asked for, a model and a note of its own, no build to check,
+// the recorded answers to the probes. The engine's own is the zero value:
+// the track asked for, for real.
+type replay struct {
+	track        string // the track every serve and bench uses
+	model        string // the model the form offers first
+	note         string // said above the form
+	noBuiltCheck bool
+	prober       func() serve.Prober
+}
+
+// serveTrack is the track a serve or bench of track uses.
+func (r replay) serveTrack(track string) string {
+	if r.track != "" {
+		return r.track
 	}
 	return track
 }
@@ -28,7 +41,7 @@ func (e *Engine) serveTrack(track string) string {
 // servePlan is the serve track's plan: its pins are the engine's. A serve
 // needs no build script of the track here (the demo's tree has none).
 func (e *Engine) servePlan(track string) (*steps.Plan, error) {
-	p, err := e.planOf(track)
+	p, err := e.newPlan(track)
 	var missing *steps.MissingScriptError
 	if err != nil && !errors.As(err, &missing) {
 		return nil, err
@@ -38,7 +51,11 @@ func (e *Engine) servePlan(track string) (*steps.Plan, error) {
 
 // ServeSetup reads the track's defaults and this machine's GPU memory.
 func (e *Engine) ServeSetup(ctx context.Context, track string) (*tui.ServeSetup, error) {
-	track = e.serveTrack(track)
+	return e.serveSetup(ctx, track, replay{})
+}
+
+func (e *Engine) serveSetup(ctx context.Context, track string, rp replay) (*tui.ServeSetup, error) {
+	track = rp.serveTrack(track)
 	engine := serve.EngineOf(track)
 	if engine == "" {
 		return nil, fmt.Errorf("track %s has no server haloforge can run", track)
@@ -47,11 +64,11 @@ func (e *Engine) ServeSetup(ctx context.Context, track string) (*tui.ServeSetup,
 	if err != nil {
 		return nil, err
 	}
-	built, err := e.checkBuilt(p)
+	built, err := e.checkBuilt(p, rp)
 	if err != nil {
 		return nil, err
 	}
-	s := &tui.ServeSetup{Track: track, Engine: engine, Note: e.ServeNote}
+	s := &tui.ServeSetup{Track: track, Engine: engine, Note: rp.note}
 	if built.Note != "" {
 		s.Note = strings.TrimSpace(s.Note + " Note: " + built.Note + ".")
 	}
@@ -60,7 +77,7 @@ func (e *Engine) ServeSetup(ctx context.Context, track string) (*tui.ServeSetup,
 			s.Ceiling = serve.CeilingOf(r)
 		}
 	}
-	req := serve.Request{Track: track, Pins: p.Env, Model: e.ServeModel}
+	req := serve.Request{Track: track, Pins: p.Env, Model: rp.model}
 	if l, err := serve.Plan(req); err == nil {
 		s.Model, s.Port = l.Model, l.Port
 	} else if tiny := serve.TinyModel(e.StateDir, track); s.Model == "" && tiny != "" {
@@ -78,8 +95,8 @@ func (e *Engine) ServeSetup(ctx context.Context, track string) (*tui.ServeSetup,
 
 // checkBuilt refuses a track that is not built (serve.NotBuiltError),
 // unless its box or image exists anyway (then the note says so).
-func (e *Engine) checkBuilt(p *steps.Plan) (serve.Built, error) {
-	if e.NoBuiltCheck {
+func (e *Engine) checkBuilt(p *steps.Plan, rp replay) (serve.Built, error) {
+	if rp.noBuiltCheck {
 		return serve.Built{}, nil
 	}
 	st, err := steps.LoadState(e.StateDir)
@@ -94,20 +111,24 @@ func (e *Engine) checkBuilt(p *steps.Plan) (serve.Built, error) {
 }
 
 // request turns the form into a serve request.
-func (e *Engine) request(r tui.ServeRequest, p *steps.Plan, noGPU, unified bool) serve.Request {
-	return serve.Request{Track: e.serveTrack(r.Track), Pins: p.Env, Model: r.Model, Context: r.Context, Util: r.Util, Port: r.Port,
+func (e *Engine) request(r tui.ServeRequest, p *steps.Plan, rp replay, noGPU, unified bool) serve.Request {
+	return serve.Request{Track: rp.serveTrack(r.Track), Pins: p.Env, Model: r.Model, Context: r.Context, Util: r.Util, Port: r.Port,
 		Root: os.Getenv("HALOFORGE_DISTROBOX_ROOT") == "1", NoGPU: noGPU, Unified: unified}
 }
 
 // PlanServe decides the launch of a request and sizes it against the
 // ceiling the last ServeSetup found.
 func (e *Engine) PlanServe(r tui.ServeRequest) (serve.Launch, error) {
-	p, err := e.servePlan(e.serveTrack(r.Track))
+	return e.planServe(r, replay{})
+}
+
+func (e *Engine) planServe(r tui.ServeRequest, rp replay) (serve.Launch, error) {
+	p, err := e.servePlan(rp.serveTrack(r.Track))
 	if err != nil {
 		return serve.Launch{}, err
 	}
 	c := e.ceiling()
-	req := e.request(r, p, e.noGPU(), c.Unified)
+	req := e.request(r, p, rp, e.noGPU(), c.Unified)
 	l, err := serve.Plan(req)
 	if err != nil {
 		return serve.Launch{}, err
@@ -138,13 +159,16 @@ func (e *Engine) noGPU() bool {
 
 // runOptions are the runner's inputs of a serve or bench run.
 func (e *Engine) runOptions(p *steps.Plan) serve.RunOptions {
-	return serve.RunOptions{Plan: p, StateDir: e.StateDir, ScriptsDir: e.ScriptsDir, ToolboxDir: e.ToolboxDir, PinsFile: e.PinsFile,
-		KeepColor: true, Tune: e.Tune}
+	return serve.RunOptions{Plan: p, Workspace: e.Workspace, KeepColor: true}
 }
 
 // Serve starts the server of a request, unless its fit says no.
 func (e *Engine) Serve(ctx context.Context, r tui.ServeRequest) (tui.Serving, error) {
-	l, err := e.PlanServe(r)
+	return e.serve(ctx, r, replay{})
+}
+
+func (e *Engine) serve(ctx context.Context, r tui.ServeRequest, rp replay) (tui.Serving, error) {
+	l, err := e.planServe(r, rp)
 	if err != nil {
 		return nil, err
 	}
@@ -155,15 +179,15 @@ func (e *Engine) Serve(ctx context.Context, r tui.ServeRequest) (tui.Serving, er
 	if err != nil {
 		return nil, err
 	}
-	if _, err := e.checkBuilt(p); err != nil {
+	if _, err := e.checkBuilt(p, rp); err != nil {
 		return nil, err
 	}
 	wo := serve.WatchOptions{Smoke: true}
-	if e.Prober != nil {
-		wo.Prober = e.Prober()
+	if rp.prober != nil {
+		wo.Prober = rp.prober()
 	} else {
 		// A real server: check its answers as `haloforge serve` does.
-		co := serve.CheckOptions{Request: e.request(r, p, e.noGPU(), e.ceiling().Unified), Run: e.runOptions(p), StateDir: e.StateDir}
+		co := serve.CheckOptions{Request: e.request(r, p, rp, e.noGPU(), e.ceiling().Unified), Run: e.runOptions(p), StateDir: e.StateDir}
 		wo.Check = func(ctx context.Context, progress func(string)) serve.AnswerCheck {
 			return serve.CheckAnswers(ctx, l, co, progress)
 		}
@@ -174,12 +198,16 @@ func (e *Engine) Serve(ctx context.Context, r tui.ServeRequest) (tui.Serving, er
 // Bench runs the track's benchmark: llama-bench on the form's model, or
 // vLLM's benchmark against the form's server.
 func (e *Engine) Bench(ctx context.Context, r tui.ServeRequest) (<-chan runner.Event, error) {
-	track := e.serveTrack(r.Track)
+	return e.bench(ctx, r, replay{})
+}
+
+func (e *Engine) bench(ctx context.Context, r tui.ServeRequest, rp replay) (<-chan runner.Event, error) {
+	track := rp.serveTrack(r.Track)
 	p, err := e.servePlan(track)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := e.checkBuilt(p); err != nil {
+	if _, err := e.checkBuilt(p, rp); err != nil {
 		return nil, err
 	}
 	// A benchmark of a server measures the one the form started.

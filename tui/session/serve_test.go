@@ -97,7 +97,7 @@ func TestDemoServeAndBench(t *testing.T) {
 }
 
 // Serve and bench check the build first: the state dir's record of the
-// track and its box, as the probe finds it (C3 of the UX review).
+// track and its box, as the probe finds it.
 func TestServeSetupChecksTheBuild(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
@@ -109,7 +109,7 @@ func TestServeSetupChecksTheBuild(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newTestDemo(t)
-			e.NoBuiltCheck, e.ServeNote = false, ""
+			e.rec.noBuiltCheck, e.rec.note = false, ""
 			// The build command carries the user's global flags, and the
 			// refusal names the state dir it looked in.
 			e.Flags = []string{"--scripts", "/s", "--state-dir", e.StateDir}
@@ -121,10 +121,10 @@ func TestServeSetupChecksTheBuild(t *testing.T) {
 				if !errors.As(err, &nb) || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want %q", err, tc.err)
 				}
-				if _, err := e.Serve(context.Background(), tui.ServeRequest{Track: demo.TrackID, Model: e.ServeModel}); !errors.As(err, &nb) {
+				if _, err := e.Serve(context.Background(), tui.ServeRequest{Track: demo.TrackID, Model: e.rec.model}); !errors.As(err, &nb) {
 					t.Fatalf("Serve of an unbuilt track: %v", err)
 				}
-				if _, err := e.Bench(context.Background(), tui.ServeRequest{Track: demo.TrackID, Model: e.ServeModel}); !errors.As(err, &nb) {
+				if _, err := e.Bench(context.Background(), tui.ServeRequest{Track: demo.TrackID, Model: e.rec.model}); !errors.As(err, &nb) {
 					t.Fatalf("Bench of an unbuilt track: %v", err)
 				}
 				return

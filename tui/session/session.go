@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"slices"
@@ -21,19 +20,19 @@ import (
 	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/preflight"
 	"github.com/haloforge/haloforge/steps/runner"
 	"github.com/haloforge/haloforge/steps/serve"
 	"github.com/haloforge/haloforge/tui"
 )
 
-// Engine implements tui.Backend over the real packages.
+// Engine is the wizard's engine over the real packages: it is every role
+// the screens ask for (tui.Backend, tui.Diagnoser, tui.HostFixer,
+// tui.PinSetter, tui.Server). The demo wraps it (Demo).
 type Engine struct {
-	StateDir   string
-	ScriptsDir string // the scripts tree on disk, for the runner
-	Scripts    fs.FS  // the same tree, for plans' cache keys
-	ToolboxDir string
-	Pins       *pins.File
-	PinsFile   string // the pins file on disk, "" when built in
+	// Workspace is the state dir, the scripts, the container definitions
+	// and the pins the session plans and runs with.
+	steps.Workspace
 	// Flags are the global flags the user gave (--pins, --set, --scripts,
 	// --state-dir), quoted for a shell: every haloforge command the session
 	// prints carries them, so that it acts on the same pins and state.
@@ -42,77 +41,64 @@ type Engine struct {
 	// says which, for the card.
 	Detector func(ctx context.Context) (*detect.Report, error)
 	Source   string
-	// Catalogue is the tracks the picker offers.
+	// Catalogue is the tracks the picker offers (nil: steps.Catalogue()).
 	Catalogue []steps.Track
-	// Runnable, when set, limits the tracks that can be planned (the demo
-	// only has scripts for one); the others explain why.
-	Runnable []string
-	// Fix runs before a retry (the demo applies its fix); nil changes nothing.
-	Fix func(ctx context.Context, step string, f *diagnose.Finding) (string, error)
-	// Grace is the SIGTERM to SIGKILL delay when a step is stopped.
-	Grace time.Duration
-	// NoShell turns the toolbox shell off (the demo has no toolbox).
-	NoShell bool
+	// Run holds the runner options every build of the session starts from
+	// (build's --from, --only, --dry-run and --resume on a terminal, the
+	// grace of a stop, a test's supervisor); the engine sets the plan, the
+	// workspace, the diagnosis and the colours.
+	Run runner.Options
 	// Busy says, in one line, which other build holds the state dir ("" when
 	// none): the plan shows it and nothing starts. nil never is busy.
 	Busy func() string
 	// Notes are shown with every plan (a ./scripts tree in use).
 	Notes []string
-	// Tune adjusts the runner options of every run (build's --from,
-	// --only, --dry-run, a test's supervisor); nil keeps the defaults.
-	Tune func(*runner.Options)
 
 	// Host fixes (tui/session/hostfix.go). HostRoot is the system they are
 	// planned for and applied to: "" is this machine. HostEvidence reads how
 	// it boots (nil: from HostRoot); HostRunner runs the apply's commands
-	// (nil: for real, through sudo when not root); HostRefusal, when set,
-	// is why this session never applies (the demo).
+	// (nil: for real, through sudo when not root).
 	HostRoot     string
 	HostEvidence func() (*hostfix.Evidence, error)
 	HostRunner   hostfix.Runner
-	HostRefusal  string
 	// Version is haloforge's version, recorded in host-fix plans and backups.
 	Version string
 
 	// Pins sets (tui/session/sets.go). ReloadPins reads the pins again after
 	// the wizard wrote a set into PinsFile, with the command line's --set
-	// (nil: PinsFile alone); PinsRefusal, when set, is why this session never
-	// writes the pins file (the demo). Now is the clock (nil: time.Now).
-	ReloadPins  func() (*pins.File, error)
-	PinsRefusal string
+	// (nil: PinsFile alone). Now is the clock (nil: time.Now).
+	ReloadPins func() (*pins.File, error)
 	// CreatePins, when the pins are the built-in copy (PinsFile ""), is the
 	// pins file the sets view's u creates after its y/N question, as
 	// `haloforge pins use SET` does: nil means it creates none.
 	CreatePins *PinsCreate
 	Now        func() time.Time
+	// Preflight, when set, asks upstream about a track's pins when its plan
+	// is shown (steps/preflight, as `plan` and `build` do): a pin that is gone
+	// makes the plan one to read until a set is used. nil: the plan shows
+	// what the last `pins status` found.
+	Preflight func(ctx context.Context, t steps.Track, pf *pins.File) *preflight.Result
+
+	// ProbeBuilt finds a track's box or image before a serve or bench
+	// (tui/session/serve.go; nil: the container manager, serve.ProbeContainers).
+	ProbeBuilt serve.Probe
 
 	mu     sync.Mutex
 	report *detect.Report // the last detection, which the host fixes plan for
-	// ServeTrack, when set, is the track every serve and bench uses: the
-	// demo has a recorded run of one track only.
-	ServeTrack string
-	// ServeModel is the model the serve screen offers first ("" for the
-	// track's pin, or the verify step's tiny model).
-	ServeModel string
-	// ServeNote is said above the serve screen's form.
-	ServeNote string
-	// Prober replaces the HTTP probes of a served engine (the demo's
-	// recorded answers); nil probes the real server.
-	Prober func() serve.Prober
-	// ProbeBuilt finds a track's box or image before a serve or bench
-	// (nil: the container manager, serve.ProbeContainers);
-	// NoBuiltCheck skips the check (the demo replays a recorded serve).
-	ProbeBuilt   serve.Probe
-	NoBuiltCheck bool
 
 	ceilingOnce  sync.Once
 	ceilingValue serve.Ceiling
 	hasGPU       bool
 }
 
-var _ tui.Backend = (*Engine)(nil)
+var (
+	_ tui.Backend   = (*Engine)(nil)
+	_ tui.Diagnoser = (*Engine)(nil)
+)
 
-// Detect runs the detector and turns its report into the card and checks.
+// Detect runs the detector and adds to its report what the detection
+// screen shows with it: the recommended track, where the facts came from,
+// the host fixes doctor --plan would make.
 func (e *Engine) Detect(ctx context.Context) (*tui.Detection, error) {
 	if e.Detector == nil {
 		return nil, errors.New("no detector")
@@ -121,29 +107,13 @@ func (e *Engine) Detect(ctx context.Context) (*tui.Detection, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.RecommendedTrack == "" {
+		r.RecommendedTrack = steps.RecommendFor(r)
+	}
 	e.setReport(r)
-	d := Detection(r, e.Source)
+	d := &tui.Detection{Report: r, Source: e.Source}
 	d.HostFixes, d.HostFixesByHand = e.hostFixCount(r)
 	return d, nil
-}
-
-// Detection converts a doctor report into what the detection screen shows.
-func Detection(r *detect.Report, source string) *tui.Detection {
-	d := &tui.Detection{Source: source, Recommended: steps.RecommendFor(r), Kernel: deref(r.Kernel.Release)}
-	if g := r.Primary(); g != nil {
-		d.GPU = &tui.GPU{
-			Name: deref(g.Name), Gfx: deref(g.GFX), PCIID: deref(g.PCIID),
-			Integrated: g.Integrated != nil && *g.Integrated,
-			VRAMBytes:  derefInt(g.VRAMBytes), GTTBytes: derefInt(g.GTTBytes),
-		}
-		if g.ComputeUnits != nil {
-			d.GPU.ComputeUnits = *g.ComputeUnits
-		}
-	}
-	for _, c := range r.Checks {
-		d.Checks = append(d.Checks, tui.Check{ID: string(c.ID), Status: c.Status, Summary: c.Summary, Fix: c.Fix})
-	}
-	return d
 }
 
 // Tracks lists the picker's tracks.
@@ -155,42 +125,48 @@ func (e *Engine) Tracks() []steps.Track {
 }
 
 // Plan computes the track's plan against the state dir's history, with
-// what would stop it: a value it needs, another build. The demo plans
-// every track and runs its own: the others are plans to read.
+// what would stop it: a value it needs, another build.
 func (e *Engine) Plan(track string) (*tui.Plan, error) {
-	p, readOnly, err := e.newPlan(track)
+	p, err := e.newPlan(track)
 	if err != nil {
 		return nil, err
 	}
-	st, _ := steps.LoadState(e.StateDir)
-	v := PlanView(p, e.StateDir, st, e.Flags...)
-	v.ReadOnly, v.Notes = readOnly, e.Notes
-	v.Needs = needs(p.Track, e.Pins)
+	return e.view(p), nil
+}
+
+// view is the plan as the plan and run screens show it: the next commands
+// as they will be pasted, the steps' last times for the estimate, and what
+// would stop it (a value it needs, another build, retired pins).
+func (e *Engine) view(p *steps.Plan) *tui.Plan {
+	v := &tui.Plan{Plan: p, Next: NextCommands(p, e.StateDir, e.Flags...), Box: BoxName(p.Track, p.Env), Notes: e.Notes}
+	if st, _ := steps.LoadState(e.StateDir); st != nil && st.Tracks[p.Track.ID] != nil {
+		v.Last = map[string]time.Duration{}
+		for id, s := range st.Tracks[p.Track.ID].Steps {
+			if s != nil && s.LastSuccess != nil {
+				v.Last[id] = s.LastSuccess.Duration
+			}
+		}
+	}
+	var values map[string]string
+	if e.Pins != nil {
+		values = e.Pins.Values()
+	}
+	v.Needs = p.Track.MissingInputs(values)
 	if e.Busy != nil {
 		v.Busy = e.Busy()
 	}
-	v.PinWarning = e.pinWarning(p.Track.PinNames())
-	return v, nil
-}
-
-// needs lists the pins the track cannot run without that are empty.
-func needs(t steps.Track, pf *pins.File) []tui.Need {
-	var values map[string]string
-	if pf != nil {
-		values = pf.Values()
+	if e.Preflight == nil || e.Pins == nil {
+		v.PinWarning = e.pinWarning(p.Track.PinNames())
+		return v
 	}
-	var out []tui.Need
-	for _, n := range t.MissingInputs(values) {
-		need := tui.Need{Name: n, Example: "/path/to/model.gguf"}
-		if spec, ok := pins.Lookup(n); ok {
-			need.Help = spec.Help
-			if spec.Kind != pins.KindPath {
-				need.Example = string(spec.Kind)
-			}
-		}
-		out = append(out, need)
+	up := e.Preflight(context.Background(), p.Track, e.Pins)
+	if up.Blocks() || len(up.Moved) > 0 || up.Offline != "" {
+		v.PinWarning = up.Lines(e.clock())
 	}
-	return out
+	if up.Blocks() && v.ReadOnly == "" {
+		v.ReadOnly = fmt.Sprintf("%s needs a pin that is gone upstream (above): step %s would fail. p shows the known-good sets; using one plans the track again.", p.Track.ID, up.FirstStep)
+	}
+	return v
 }
 
 // SetPin sets a pin for the rest of the session, validated like --set; a
@@ -212,33 +188,14 @@ func (e *Engine) SetPin(assign string) error {
 	return e.Pins.Set(assign)
 }
 
-// planOf is the track's plan against the state dir's history (serve plans
-// the track it serves; a demo-only plan is fine to read).
-func (e *Engine) planOf(track string) (*steps.Plan, error) {
-	p, _, err := e.newPlan(track)
-	return p, err
-}
-
-// newPlan plans a track; readOnly says why it cannot run here ("" when
-// it can): the demo has scripts for its own track only.
-func (e *Engine) newPlan(track string) (*steps.Plan, string, error) {
+// newPlan plans a track of the engine's catalogue in its workspace; a
+// *steps.MissingScriptError comes with the plan.
+func (e *Engine) newPlan(track string) (*steps.Plan, error) {
 	t, err := e.track(track)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	st, err := steps.LoadState(e.StateDir)
-	if err != nil {
-		return nil, "", err
-	}
-	p, err := steps.NewPlan(t, e.Pins, e.Scripts, st)
-	if e.Runnable != nil && !slices.Contains(e.Runnable, track) {
-		var missing *steps.MissingScriptError
-		if err != nil && !errors.As(err, &missing) {
-			return nil, "", err
-		}
-		return p, fmt.Sprintf("The demo runs %s only; this plan of %s is for reading (on a real machine: haloforge build --track %s).", strings.Join(e.Runnable, ", "), track, track), nil
-	}
-	return p, "", err
+	return e.Workspace.Plan(t)
 }
 
 func (e *Engine) track(id string) (steps.Track, error) {
@@ -257,29 +214,11 @@ type PinsCreate struct {
 	Base           []byte
 }
 
-// PlanView converts a plan into what the plan screen shows. The track's
-// next commands get the plan's values ($TOOLBOX_NAME becomes the pin), so
-// they can be pasted as they are, and each haloforge command carries flags
-// (the user's global flags); st (may be nil) gives each step's last time,
-// for the estimate.
-func PlanView(p *steps.Plan, stateDir string, st *steps.State, flags ...string) *tui.Plan {
-	v := &tui.Plan{Track: p.Track, Floating: p.Floating, Box: BoxName(p.Track, p.Env)}
-	v.Track.Next = WithFlags(expandNext(p.Track.Next, p.Env, stateDir), flags)
-	var ts *steps.TrackState
-	if st != nil {
-		ts = st.Tracks[p.Track.ID]
-	}
-	for _, s := range p.Steps {
-		ps := tui.PlanStep{
-			ID: s.ID, Title: s.Title, Optional: s.Optional, Why: s.Why,
-			WillRun: s.WillRun, Reason: s.Reason, Pins: s.PinValues,
-		}
-		if ts != nil && ts.Steps[s.ID] != nil && ts.Steps[s.ID].LastSuccess != nil {
-			ps.Last = ts.Steps[s.ID].LastSuccess.Duration
-		}
-		v.Steps = append(v.Steps, ps)
-	}
-	return v
+// NextCommands are the track's next commands as they are pasted once it is
+// built: $NAME filled from the plan's values ($TOOLBOX_NAME becomes the
+// pin), each haloforge command with flags (the user's global flags).
+func NextCommands(p *steps.Plan, stateDir string, flags ...string) []string {
+	return WithFlags(expandNext(p.Track.Next, p.Env, stateDir), flags)
 }
 
 // BoxName is the distrobox a track builds in, "" when it has none: the
@@ -310,20 +249,12 @@ func (e *Engine) Start(ctx context.Context, req tui.RunRequest) (<-chan runner.E
 }
 
 func (e *Engine) newRunner(req tui.RunRequest) (*runner.Runner, error) {
-	p, readOnly, err := e.newPlan(req.Track)
+	p, err := e.newPlan(req.Track)
 	if err != nil {
 		return nil, err
 	}
-	if readOnly != "" {
-		return nil, errors.New(readOnly)
-	}
-	o := runner.Options{
-		Plan: p, StateDir: e.StateDir, ScriptsDir: e.ScriptsDir, ToolboxDir: e.ToolboxDir,
-		PinsFile: e.PinsFile, Grace: e.Grace, Analyzer: runner.Diagnosis, KeepColor: true,
-	}
-	if e.Tune != nil {
-		e.Tune(&o)
-	}
+	o := e.Run
+	o.Plan, o.Workspace, o.Analyzer, o.KeepColor = p, e.Workspace, runner.Diagnosis, true
 	// A retry continues the run it follows, as build --resume does: the
 	// steps that failed or stopped run again with HALOFORGE_RESUME=1, and
 	// the run says what it resumes. A dry run keeps no state to resume.
@@ -352,21 +283,16 @@ func runnableExcept(p *steps.Plan, skip []string) []string {
 	return ids
 }
 
-// PrepareRetry applies the configured fix, if any.
-func (e *Engine) PrepareRetry(ctx context.Context, step string, f *diagnose.Finding) (string, error) {
-	if e.Fix == nil {
-		return "Retrying " + step + ".", nil
-	}
-	return e.Fix(ctx, step, f)
+// PrepareRetry changes nothing: on a real machine the user applies the
+// fix the hint panel shows before pressing r.
+func (e *Engine) PrepareRetry(_ context.Context, step string, _ *diagnose.Finding) (string, error) {
+	return "Retrying " + step + ".", nil
 }
 
 // Shell opens a shell in the track's own distrobox, and only when it
 // exists: `distrobox enter` offers to create a missing box (default yes)
 // without the GPU devices haloforge gives it, so this never gets that far.
 func (e *Engine) Shell(track string) (*exec.Cmd, string) {
-	if e.NoShell {
-		return nil, "The demo installs nothing, so there is no box; on your machine s opens a shell in the track's distrobox."
-	}
 	t, err := e.track(track)
 	if err != nil {
 		return nil, err.Error()
@@ -440,16 +366,10 @@ func expandNext(cmds []string, env map[string]string, stateDir string) []string 
 	return out
 }
 
-func deref(s *string) string {
-	if s == nil {
+// deref is the string p points at, "" for nil.
+func deref(p *string) string {
+	if p == nil {
 		return ""
 	}
-	return *s
-}
-
-func derefInt(n *int64) int64 {
-	if n == nil {
-		return 0
-	}
-	return *n
+	return *p
 }

@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func newTestDemo(t *testing.T) *Engine {
+func newTestDemo(t *testing.T) *Demo {
 	t.Helper()
 	t.Setenv(demo.SpeedEnv, "1000")
 	e, err := NewDemo(t.TempDir())
@@ -41,11 +41,11 @@ func TestDemoDetectionIsStrixHalo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.GPU == nil || d.GPU.Gfx != "gfx1151" || d.GPU.PCIID != "1002:1586" {
-		t.Fatalf("demo GPU = %+v, want gfx1151 1002:1586", d.GPU)
+	if g := d.Primary(); g == nil || deref(g.GFX) != "gfx1151" || deref(g.PCIID) != "1002:1586" {
+		t.Fatalf("demo GPU = %+v, want gfx1151 1002:1586", g)
 	}
-	if d.Recommended != demo.TrackID {
-		t.Errorf("recommended = %q, want %s", d.Recommended, demo.TrackID)
+	if d.RecommendedTrack != demo.TrackID {
+		t.Errorf("recommended = %q, want %s", d.RecommendedTrack, demo.TrackID)
 	}
 	if len(d.Checks) == 0 {
 		t.Error("no doctor checks on the demo machine")
@@ -53,7 +53,7 @@ func TestDemoDetectionIsStrixHalo(t *testing.T) {
 }
 
 // TestDemoPlansOnlyItsTrack: the demo runs its own track; every other
-// track's plan can be read (finding 22), but not run.
+// track's plan can be read, but not run.
 func TestDemoPlansOnlyItsTrack(t *testing.T) {
 	e := newTestDemo(t)
 	p, err := e.Plan(demo.TrackID)
@@ -87,11 +87,11 @@ func TestDemoPlansOnlyItsTrack(t *testing.T) {
 // rocm fails with the family, the fix is applied, the retry goes to the end.
 func TestDemoStoryLineMode(t *testing.T) {
 	e := newTestDemo(t)
-	e.Tune = func(o *runner.Options) { o.Supervisor = []string{os.Args[0], runner.SuperviseArg} }
+	e.Run.Supervisor = []string{os.Args[0], runner.SuperviseArg}
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := e.Story(ctx, &out, StoryOptions{Run: true, Retries: 1})
+	res, err := Story(ctx, e, &out, StoryOptions{Run: true, Retries: 1})
 	if err != nil {
 		t.Fatalf("story: %v\n%s", err, out.String())
 	}
@@ -119,7 +119,7 @@ func TestDemoStoryLineMode(t *testing.T) {
 func TestStoryWithoutRunStopsAtThePlan(t *testing.T) {
 	e := newTestDemo(t)
 	var out bytes.Buffer
-	res, err := e.Story(context.Background(), &out, StoryOptions{})
+	res, err := Story(context.Background(), e, &out, StoryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,19 +167,20 @@ func TestRunnableExceptDropsSkippedAndCached(t *testing.T) {
 	}
 }
 
-func TestDetectionConvertsReport(t *testing.T) {
+// TestDetectPassesTheReport: the detection screen gets the detector's own
+// report, with the track steps recommends for it and where it came from.
+func TestDetectPassesTheReport(t *testing.T) {
 	r, err := demoDetector(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := Detection(r, "x")
-	if len(d.Checks) != len(r.Checks) {
-		t.Errorf("%d checks, report has %d", len(d.Checks), len(r.Checks))
+	e := &Engine{Source: "x", Detector: func(context.Context) (*detect.Report, error) { return r, nil }}
+	d, err := e.Detect(context.Background())
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i, c := range r.Checks {
-		if d.Checks[i] != (tui.Check{ID: string(c.ID), Status: c.Status, Summary: c.Summary, Fix: c.Fix}) {
-			t.Errorf("check %d = %+v, report %+v", i, d.Checks[i], c)
-		}
+	if d.Report != r || d.Source != "x" || d.RecommendedTrack == "" || d.RecommendedTrack != steps.RecommendFor(r) {
+		t.Errorf("detection %+v of report %p, recommended %q", d, r, steps.RecommendFor(r))
 	}
 }
 
@@ -190,7 +191,7 @@ func TestStoryWithoutGPUOffersDemo(t *testing.T) {
 		return detect.Analyse(detect.NewBundle()), nil
 	}}
 	var out bytes.Buffer
-	res, err := e.Story(context.Background(), &out, StoryOptions{Run: true})
+	res, err := Story(context.Background(), e, &out, StoryOptions{Run: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +211,7 @@ func TestPlanViewExpandsNextCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := p.Track.Next[2]; !strings.HasPrefix(got, "distrobox enter haloforge-therock -- ") {
+	if got := p.Next[2]; !strings.HasPrefix(got, "distrobox enter haloforge-therock -- ") {
 		t.Errorf("next[2] = %q, want the toolbox name filled in", got)
 	}
 	got := expandNext([]string{"$HALOFORGE_STATE_DIR/x.sh $UNKNOWN <model>"}, map[string]string{}, "/s")
@@ -227,12 +228,12 @@ func TestStoryInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Grace = time.Second
-	e.Tune = func(o *runner.Options) { o.Supervisor = []string{os.Args[0], runner.SuperviseArg} }
+	e.Run.Grace = time.Second
+	e.Run.Supervisor = []string{os.Args[0], runner.SuperviseArg}
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(1500*time.Millisecond, cancel)
 	var out bytes.Buffer
-	res, err := e.Story(ctx, &out, StoryOptions{Run: true, Retries: 1, Demo: true})
+	res, err := Story(ctx, e, &out, StoryOptions{Run: true, Retries: 1, Demo: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +263,7 @@ func TestStoryEndSaysNotVerified(t *testing.T) {
 	}
 }
 
-// TestShellEntersOnlyTheTracksOwnExistingBox is finding 2: s opens the
+// TestShellEntersOnlyTheTracksOwnExistingBox: s opens the
 // track's own box (therock-toolbox: TOOLBOX_NAME; llamacpp-distro:
 // LLAMACPP_DISTRO_BOX), only when the container exists, and never asks
 // distrobox to create one; a track without a box says so.
@@ -283,7 +284,7 @@ func TestShellEntersOnlyTheTracksOwnExistingBox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &Engine{Pins: pf}
+	e := &Engine{Workspace: steps.Workspace{Pins: pf}}
 	c, why := e.Shell("therock-toolbox")
 	if c == nil || strings.Join(c.Args[1:], " ") != "enter haloforge-therock" {
 		t.Fatalf("therock-toolbox: %v %q, want distrobox enter haloforge-therock", c, why)
@@ -301,21 +302,21 @@ func TestShellEntersOnlyTheTracksOwnExistingBox(t *testing.T) {
 
 // The track's next commands carry the user's global flags, so that typed
 // as printed they find the same state dir, scripts and pins; a launcher
-// script is left as it is (UX round 3, item 1).
-func TestPlanViewNextCarriesFlags(t *testing.T) {
+// script is left as it is.
+func TestNextCommandsCarryFlags(t *testing.T) {
 	tr, err := steps.Lookup("vllm-image")
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := PlanView(&steps.Plan{Track: tr, Env: map[string]string{}}, "/tmp/st", nil, "--scripts", "/s", "--state-dir", "/tmp/st")
+	next := NextCommands(&steps.Plan{Track: tr, Env: map[string]string{}}, "/tmp/st", "--scripts", "/s", "--state-dir", "/tmp/st")
 	want := []string{
 		"haloforge serve --track vllm-image --model <model> --scripts /s --state-dir /tmp/st",
 		"/tmp/st/vllm-image/start-vllm.sh <model>",
 	}
-	if strings.Join(v.Track.Next, "\n") != strings.Join(want, "\n") {
-		t.Errorf("next = %q, want %q", v.Track.Next, want)
+	if strings.Join(next, "\n") != strings.Join(want, "\n") {
+		t.Errorf("next = %q, want %q", next, want)
 	}
-	if bare := PlanView(&steps.Plan{Track: tr}, "", nil); bare.Track.Next[0] != "haloforge serve --track vllm-image --model <model>" {
-		t.Errorf("without flags: %q", bare.Track.Next[0])
+	if bare := NextCommands(&steps.Plan{Track: tr}, ""); bare[0] != "haloforge serve --track vllm-image --model <model>" {
+		t.Errorf("without flags: %q", bare[0])
 	}
 }

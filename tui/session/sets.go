@@ -18,6 +18,8 @@ import (
 // known-good sets and `pins use`, through pins/upstream, pins/sets and
 // steps.PinsUse, as the CLI does.
 
+var _ tui.PinSetter = (*Engine)(nil)
+
 // pinWarning is what the plan of a track says about the last status.
 func (e *Engine) pinWarning(names []string) []string {
 	if e.Pins == nil {
@@ -92,8 +94,6 @@ func (e *Engine) setChange(s sets.Set) (map[string]pins.Change, error) {
 // cannotWritePins says why the wizard does not write the pins file.
 func (e *Engine) cannotWritePins() string {
 	switch {
-	case e.PinsRefusal != "":
-		return e.PinsRefusal
 	case e.PinsFile == "" && !e.creates():
 		return "Your pins are haloforge's built-in copy, so the wizard writes nothing; haloforge pins use SET " +
 			"creates ./versions.env from them with the set's values (it asks first)."

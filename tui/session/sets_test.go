@@ -36,7 +36,7 @@ func pinsEngine(t *testing.T) (*Engine, string) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	return &Engine{StateDir: t.TempDir(), Scripts: scripts, Pins: pf, PinsFile: path, Now: func() time.Time { return now }}, path
+	return &Engine{Workspace: steps.Workspace{StateDir: t.TempDir(), Scripts: scripts, Pins: pf, PinsFile: path}, Now: func() time.Time { return now }}, path
 }
 
 // writeStatus leaves a `pins status` of the given age that found the
@@ -100,12 +100,12 @@ func TestPinSetsAreWhatPinsUseDoes(t *testing.T) {
 	if ps.PinsFile != path || ps.CannotWrite != "" || len(ps.Sets) < 3 {
 		t.Fatalf("sets %+v", ps)
 	}
-	i := slices.IndexFunc(ps.Sets, func(s tui.PinSet) bool { return s.ID == "rocm-10.0" })
+	i := slices.IndexFunc(ps.Sets, func(s tui.PinSet) bool { return s.ID == "rocm-7.14" })
 	if i < 0 {
-		t.Fatal("no rocm-10.0 set")
+		t.Fatal("no rocm-7.14 set")
 	}
 	got := ps.Sets[i]
-	set, err := sets.Lookup("rocm-10.0")
+	set, err := sets.Lookup("rocm-7.14")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestPinSetsAreWhatPinsUseDoes(t *testing.T) {
 		t.Errorf("the view's change %v / %v, pins use's %v / %v", names, got.Rebuild, pins.ChangedNames(u.Changed), u.Rebuild)
 	}
 	before, _ := os.ReadFile(path)
-	used, err := e.UsePinSet("rocm-10.0")
+	used, err := e.UsePinSet("rocm-7.14")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestPinSetsAreWhatPinsUseDoes(t *testing.T) {
 	if p.PinWarning != nil {
 		t.Errorf("the pin that changed is still warned about: %q", p.PinWarning)
 	}
-	again, err := e.UsePinSet("rocm-10.0")
+	again, err := e.UsePinSet("rocm-7.14")
 	if err != nil || again.Changed != 0 || again.Backup != "" {
 		t.Errorf("using it again: %+v, %v", again, err)
 	}
@@ -158,7 +158,7 @@ func TestPinSetsKeepTheCommandLineSets(t *testing.T) {
 		}
 		return pf, err
 	}
-	if _, err := e.UsePinSet("rocm-10.0"); err != nil {
+	if _, err := e.UsePinSet("rocm-7.14"); err != nil {
 		t.Fatal(err)
 	}
 	if e.Pins.Values()["GPU_TARGET"] != "gfx1151" {
@@ -181,19 +181,19 @@ func TestPinSetsNotWritten(t *testing.T) {
 			t.Errorf("%s differs in %v but changes %v, rebuilds %v", s.ID, s.Differs, s.Changes, s.Rebuild)
 		}
 	}
-	if _, err := e.UsePinSet("rocm-10.0"); err == nil {
+	if _, err := e.UsePinSet("rocm-7.14"); err == nil {
 		t.Error("wrote without a file")
 	}
 	d := newTestDemo(t)
 	if ps, err := d.PinSets(); err != nil || ps.CannotWrite != DemoPinsRefusal {
 		t.Errorf("demo: %+v %v", ps, err)
 	}
-	if _, err := d.UsePinSet("rocm-10.0"); err == nil || !strings.Contains(err.Error(), "demo: nothing is written") {
+	if _, err := d.UsePinSet("rocm-7.14"); err == nil || !strings.Contains(err.Error(), "demo: nothing is written") {
 		t.Errorf("the demo wrote: %v", err)
 	}
 }
 
-// With the built-in pins, u creates versions.env as `pins use` does (C4):
+// With the built-in pins, u creates versions.env as `pins use` does:
 // the built-in copy with the set's values, read from then on.
 func TestPinSetsCreateThePinsFile(t *testing.T) {
 	e, _ := pinsEngine(t)
@@ -207,7 +207,7 @@ func TestPinSetsCreateThePinsFile(t *testing.T) {
 	if ps.CannotWrite != "" || ps.Creates != path {
 		t.Fatalf("cannot write %q, creates %q", ps.CannotWrite, ps.Creates)
 	}
-	used, err := e.UsePinSet("rocm-10.0")
+	used, err := e.UsePinSet("rocm-7.14")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestPinSetsCreateThePinsFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := pf.Values()["ROCM_VERSION"]; v != "10.0.0" {
+	if v := pf.Values()["ROCM_VERSION"]; v != "7.14.0" {
 		t.Errorf("ROCM_VERSION in the new file = %q", v)
 	}
 	if e.PinsFile != path || e.Pins.Path != path {

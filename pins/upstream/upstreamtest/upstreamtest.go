@@ -28,6 +28,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -103,6 +104,32 @@ func ClosedAddr(t testing.TB) string {
 	addr := l.Addr().String()
 	l.Close()
 	return addr
+}
+
+// Listen is a loopback listener closed when the test ends, together with
+// every connection given to track: a server that hangs or tunnels cannot
+// keep a test alive.
+func Listen(t testing.TB) (l net.Listener, track func(net.Conn)) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var open []net.Conn
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range open {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	return l, func(c net.Conn) {
+		mu.Lock()
+		open = append(open, c)
+		mu.Unlock()
+	}
 }
 
 // ---- OCI registry ------------------------------------------------------------
@@ -457,6 +484,22 @@ func pip(t testing.TB) string {
 	return pipOnce.python
 }
 
+// TheRockStack is the wheels the pins of one TheRock stack name on its
+// index (ROCm with the gfx1151 device wheel, torch 2.11.0, torchvision
+// 0.26.0 and torchaudio 2.11.0 of that ROCm with theirs), for Python 3.12.
+func TheRockStack(rocm string) []Wheel {
+	torch, vision, audio := "2.11.0+rocm"+rocm, "0.26.0+rocm"+rocm, "2.11.0+rocm"+rocm
+	return []Wheel{
+		{Name: "rocm", Version: rocm, Tag: "py3-none-linux_x86_64", Content: "rocm " + rocm},
+		{Name: "rocm-sdk-device-gfx1151", Version: rocm, Tag: "py3-none-linux_x86_64", Content: "device " + rocm},
+		{Name: "torch", Version: torch, Tag: "cp312-cp312-linux_x86_64", Content: "torch " + torch},
+		{Name: "amd-torch-device-gfx1151", Version: torch, Tag: "py3-none-linux_x86_64", Content: "torch device " + torch},
+		{Name: "torchvision", Version: vision, Tag: "cp312-cp312-linux_x86_64", Content: "vision " + vision},
+		{Name: "amd-torchvision-device-gfx1151", Version: vision, Tag: "py3-none-linux_x86_64", Content: "vision device " + vision},
+		{Name: "torchaudio", Version: audio, Tag: "cp312-cp312-linux_x86_64", Content: "audio " + audio},
+	}
+}
+
 // BuildWheels builds each wheel with `pip wheel` from a local package (no
 // network, no build dependencies) into dir, replacing a file of the same name.
 func BuildWheels(t testing.TB, dir string, wheels ...Wheel) {
@@ -483,6 +526,37 @@ func BuildWheels(t testing.TB, dir string, wheels ...Wheel) {
 		args = append(args, pkg)
 	}
 	run(t, "", []string{"PIP_NO_INPUT=1"}, py, args...)
+}
+
+// TheRockStacks builds the wheels of the ROCm 10.0.0 stack and of the
+// 7.14.0 one, each in a directory of its own: the recommended and the
+// previous pin sets' indexes.
+func TheRockStacks(t testing.TB) (next, previous string) {
+	t.Helper()
+	next, previous = t.TempDir(), t.TempDir()
+	BuildWheels(t, next, TheRockStack("10.0.0")...)
+	BuildWheels(t, previous, TheRockStack("7.14.0")...)
+	return next, previous
+}
+
+// RemoveWheels takes the wheels of the named projects off an index's
+// directory (the file names' normalised prefixes: "torch" removes
+// torch-2.11.0…whl, not torchvision): what upstream retires.
+func RemoveWheels(t testing.TB, dir string, projects ...string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		for _, p := range projects {
+			if strings.HasPrefix(e.Name(), strings.ReplaceAll(p, "-", "_")+"-") {
+				if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
 }
 
 // Index is a PEP 691/503 simple index over HTTPS on 127.0.0.1, serving
@@ -528,16 +602,16 @@ func (ix *Index) Close() { ix.srv.Close() }
 
 type indexFile struct{ name, sha string }
 
-// files groups the directory's distribution files by normalised project.
-func (ix *Index) files() map[string][]indexFile {
+// filesOf groups the directory's distribution files by normalised project.
+func filesOf(dir string) map[string][]indexFile {
 	out := map[string][]indexFile{}
-	entries, _ := os.ReadDir(ix.Dir)
+	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		n := e.Name()
 		if !strings.HasSuffix(n, ".whl") && !strings.HasSuffix(n, ".tar.gz") {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(ix.Dir, n))
+		data, err := os.ReadFile(filepath.Join(dir, n))
 		if err != nil {
 			continue
 		}
@@ -552,10 +626,19 @@ func (ix *Index) files() map[string][]indexFile {
 }
 
 func (ix *Index) serve(w http.ResponseWriter, r *http.Request) {
-	jsonOK := !ix.htmlOnly.Load() && strings.Contains(r.Header.Get("Accept"), "application/vnd.pypi.simple.v1+json")
-	files := ix.files()
+	serveSimple(w, r, "/simple/", ix.Dir, ix.htmlOnly.Load())
+}
+
+// serveSimple answers one request of a simple index rooted at the path root
+// (e.g. /simple/) over the files of dir: the project list at root, a
+// project's files at root/<project>/, a file at <root's parent>/files/<file>
+// (the pages link to ../../files/). JSON when the client asks for it,
+// unless htmlOnly.
+func serveSimple(w http.ResponseWriter, r *http.Request, root, dir string, htmlOnly bool) {
+	jsonOK := !htmlOnly && strings.Contains(r.Header.Get("Accept"), "application/vnd.pypi.simple.v1+json")
+	files := filesOf(dir)
 	switch {
-	case r.URL.Path == "/simple/":
+	case r.URL.Path == root:
 		var projects []string
 		for p := range files {
 			projects = append(projects, p)
@@ -576,8 +659,8 @@ func (ix *Index) serve(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, "<a href=\"%s/\">%s</a><br>\n", p, p)
 		}
 		fmt.Fprint(w, "</body></html>\n")
-	case strings.HasPrefix(r.URL.Path, "/simple/") && strings.HasSuffix(r.URL.Path, "/"):
-		project := strings.Trim(strings.TrimPrefix(r.URL.Path, "/simple/"), "/")
+	case strings.HasPrefix(r.URL.Path, root) && strings.HasSuffix(r.URL.Path, "/"):
+		project := strings.Trim(strings.TrimPrefix(r.URL.Path, root), "/")
 		fs, ok := files[project]
 		if !ok {
 			http.NotFound(w, r)
@@ -598,9 +681,9 @@ func (ix *Index) serve(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, "<a href=\"../../files/%s#sha256=%s\">%s</a><br/>\n", strings.ReplaceAll(f.name, "+", "%2B"), f.sha, html.EscapeString(f.name))
 		}
 		fmt.Fprint(w, "</body></html>\n")
-	case strings.HasPrefix(r.URL.Path, "/files/"):
+	case strings.HasPrefix(r.URL.Path, strings.TrimSuffix(path.Dir(strings.TrimSuffix(root, "/")), "/")+"/files/"):
 		name := filepath.Base(r.URL.Path)
-		http.ServeFile(w, r, filepath.Join(ix.Dir, name))
+		http.ServeFile(w, r, filepath.Join(dir, name))
 	default:
 		http.NotFound(w, r)
 	}

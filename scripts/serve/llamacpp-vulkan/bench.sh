@@ -18,7 +18,7 @@ if ! is_dry_run; then
     [[ $a == llama-bench ]] && break
     image=$a # the word before the command is the image
   done
-  llama_nommap "$(podman run --rm "$image" llama-bench --help 2>&1 || true)"
-  args+=("${NOMMAP[@]}")
+  mapfile -t nommap < <(podman run --rm "$image" llama-bench --help 2>&1 | llama_nommap_flags || true)
+  args+=("${nommap[@]}")
 fi
 bench_run "$(bench_file)" "${args[@]}"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Starts six processes that outlive the script, each tagged in argv with
-# $FX_TAG (the reliability review's chaos/daemon.sh): a plain & job, nohup,
+# $FX_TAG: a plain & job, nohup,
 # setsid with stdio to /dev/null, a double fork, a child that ignores TERM
 # and HUP, and a setsid child that keeps the pty; then exits with $FX_EXIT.
 set -Eeuo pipefail

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Appends a command substitution to the pins and toolbox snapshots it was
-# given, as an editor, a git pull or a hostile step could while a build runs
-# (reliability review F2b).
+# given, as an editor, a git pull or a hostile step could while a build
+# runs.
 set -Eeuo pipefail
 for f in "$HALOFORGE_PINS_FILE" "${HALOFORGE_TOOLBOX_ENV_FILE:-}"; do
   [[ -n "$f" ]] || continue

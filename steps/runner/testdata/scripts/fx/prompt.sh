@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Asks as the reliability review's chaos/prompt.sh does, FX_PROMPT deciding
+# Asks for an answer on its terminal, FX_PROMPT deciding
 # how: sudo (a sudo-like prompt, no newline, then read), silent (read -s: the
 # terminal's echo off), bare (a line that asks nothing, then read).
 set -Eeuo pipefail

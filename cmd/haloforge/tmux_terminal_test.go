@@ -1,8 +1,9 @@
 package main
 
-// What a person sees, for the findings of the UX review (reviews/ux-review.md)
-// that only a real terminal shows: the real binary in tmux, read with
-// capture-pane, as tmux_e2e_test.go does for the demo.
+// What only a real terminal shows: build on a terminal (a dry run stays on
+// screen, a build ends on its summary, quit and Ctrl-C), the title restored,
+// a terminal too small. The real binary in tmux, read with capture-pane, as
+// tmux_e2e_test.go does for the demo.
 
 import (
 	"fmt"
@@ -27,9 +28,9 @@ func sharedBinary(t *testing.T) string {
 	return buildBinary(t)
 }
 
-// uxTmux starts command in tmux; its exit status goes to a file, which
+// tmuxWithStatus starts command in tmux; its exit status goes to a file, which
 // tmux 3.3's #{pane_dead_status} does not always report.
-func uxTmux(t *testing.T, w, h int, command string) (*tmuxSession, string) {
+func tmuxWithStatus(t *testing.T, w, h int, command string) (*tmuxSession, string) {
 	t.Helper()
 	status := filepath.Join(t.TempDir(), "status")
 	return newTmux(t, w, h, command+"; echo $? > "+shellQuote(status)), status
@@ -90,13 +91,13 @@ func fakeTrack(t *testing.T) string {
 	return root
 }
 
-// TestTmuxDryRunStaysOnScreen is finding 1: on a terminal, build --dry-run
+// TestTmuxDryRunStaysOnScreen: on a terminal, build --dry-run
 // prints its commands in line mode and they stay there to be read and
 // copied; the end says nothing was changed.
 func TestTmuxDryRunStaysOnScreen(t *testing.T) {
 	bin := sharedBinary(t)
 	state := t.TempDir()
-	tm, st := uxTmux(t, 200, 60, fmt.Sprintf("%s build --track vllm-image --dry-run --state-dir %s", shellQuote(bin), shellQuote(state)))
+	tm, st := tmuxWithStatus(t, 200, 60, fmt.Sprintf("%s build --track vllm-image --dry-run --state-dir %s", shellQuote(bin), shellQuote(state)))
 	if status := tm.waitStatus(st, 60*time.Second); status != "0" {
 		t.Fatalf("exit %s:\n%s", status, tm.screen())
 	}
@@ -108,13 +109,13 @@ func TestTmuxDryRunStaysOnScreen(t *testing.T) {
 	}
 }
 
-// TestTmuxBuildEndsOnTheSummary is findings 1 and 7: a real successful
+// TestTmuxBuildEndsOnTheSummary: a real successful
 // build on a terminal ends on its summary; q leaves the recap with the
 // next commands on the normal screen.
 func TestTmuxBuildEndsOnTheSummary(t *testing.T) {
 	bin := sharedBinary(t)
 	state := t.TempDir()
-	tm, st := uxTmux(t, 120, 40, fmt.Sprintf("%s build --track vllm-image --ignore-checks --scripts %s --state-dir %s",
+	tm, st := tmuxWithStatus(t, 120, 40, fmt.Sprintf("%s build --track vllm-image --ignore-checks --scripts %s --state-dir %s",
 		shellQuote(bin), shellQuote(fakeTrack(t)), shellQuote(state)))
 	tm.waitFor("Results", 60*time.Second)
 	scr := tm.screen()
@@ -138,13 +139,13 @@ func TestTmuxBuildEndsOnTheSummary(t *testing.T) {
 	}
 }
 
-// TestTmuxQuitAndInterrupt is findings 7 and 9 in the demo: q on an idle
+// TestTmuxQuitAndInterrupt, in the demo: q on an idle
 // screen quits at once (exit 0); Ctrl-C there is an interruption (130);
 // q during a step asks, and the recap after the stop says what happened.
 func TestTmuxQuitAndInterrupt(t *testing.T) {
 	bin := sharedBinary(t)
 	demo := func(w, h int) (*tmuxSession, string) {
-		return uxTmux(t, w, h, fmt.Sprintf("env XDG_STATE_HOME=%s HALOFORGE_DEMO_SPEED=4 %s demo", shellQuote(t.TempDir()), shellQuote(bin)))
+		return tmuxWithStatus(t, w, h, fmt.Sprintf("env XDG_STATE_HOME=%s HALOFORGE_DEMO_SPEED=4 %s demo", shellQuote(t.TempDir()), shellQuote(bin)))
 	}
 	tm, st := demo(120, 40)
 	tm.waitFor("gfx1151", 10*time.Second)
@@ -175,12 +176,12 @@ func TestTmuxQuitAndInterrupt(t *testing.T) {
 	}
 }
 
-// TestTmuxTitleIsRestored is the reliability review's F11: the terminal's
-// title before haloforge is its title after (XTWINOPS push and pop).
+// TestTmuxTitleIsRestored: the terminal's title before haloforge is its
+// title after (XTWINOPS push and pop), whatever the wizard set meanwhile.
 func TestTmuxTitleIsRestored(t *testing.T) {
 	bin := sharedBinary(t)
 	cmd := fmt.Sprintf(`printf '\033]2;before-haloforge\033\\'; env XDG_STATE_HOME=%s %s demo`, shellQuote(t.TempDir()), shellQuote(bin))
-	tm, st := uxTmux(t, 120, 40, cmd)
+	tm, st := tmuxWithStatus(t, 120, 40, cmd)
 	tm.waitFor("gfx1151", 10*time.Second)
 	tm.keys("Enter", "Enter", "Enter")
 	tm.waitFor("toolbox log", 20*time.Second)
@@ -199,7 +200,7 @@ func (s *tmuxSession) title() string {
 	return strings.TrimSpace(s.run("display-message", "-p", "-t", s.name, "#{pane_title}"))
 }
 
-// TestTmuxSmallTerminal is findings 4, 8 and 11 at 80×24: the detection
+// TestTmuxSmallTerminal, at 80×24: the detection
 // screen never breaks a fix command inside a word (a row that goes on
 // past the edge says so, and → shows the rest), the picker's Esc clears
 // a filter before it goes back, and the footer keeps help and quit.
@@ -259,7 +260,7 @@ func TestTmuxSmallTerminal(t *testing.T) {
 		t.Errorf("the picker's footer does not name the filter: %q", f)
 	}
 
-	// Esc on a set filter keeps the cursor on its track (B1): on ollama
+	// Esc on a set filter keeps the cursor on its track: on ollama
 	// here. Filter to the demo's track the same way, then run it.
 	tm.keys("/", "t", "h", "e", "r", "o", "c", "k", "-", "t", "Escape", "Escape")
 	tm.waitFor("vllm-image", 5*time.Second)
