@@ -55,6 +55,7 @@ llama_nommap_flags() {
 # A container track runs llama-server through LLAMA_SERVER_PREFIX (an array: the podman run
 # words up to the image, --network host and the model's directory mounted; the word {name}
 # becomes the container's name, which the stop uses); empty runs llama-server here (the box).
+# LLAMA_SERVER_BIN names the server when it is not llama-server on PATH (a prebuilt build).
 
 declare -p LLAMA_SERVER_PREFIX >/dev/null 2>&1 || LLAMA_SERVER_PREFIX=()
 
@@ -96,7 +97,7 @@ llama_server_start() {
   for w in "${LLAMA_SERVER_PREFIX[@]}"; do
     cmd+=("${w//\{name\}/$name}")
   done
-  cmd+=(llama-server "$@" --host 127.0.0.1 --port "$port")
+  cmd+=("${LLAMA_SERVER_BIN:-llama-server}" "$@" --host 127.0.0.1 --port "$port")
   local log=$HALOFORGE_RUN_DIR/$name.log
   mkdir -p "$HALOFORGE_RUN_DIR"
   log_info "+ $(quote_cmd "${cmd[@]}")   (log: $log)"
@@ -154,9 +155,9 @@ llama_answers() {
   ANSWERS_VERDICT=error ANSWERS_LINE=''
   if is_dry_run; then
     run "${HALOFORGE_BIN:-haloforge}" verify --reference-for "$model" --cached
-    run llama-server -m "$served" "${trusted[@]}" --host 127.0.0.1 --port PORT
+    run "${LLAMA_SERVER_PREFIX[@]}" "${LLAMA_SERVER_BIN:-llama-server}" -m "$served" "${trusted[@]}" --host 127.0.0.1 --port PORT
     run "${HALOFORGE_BIN:-haloforge}" verify --url http://127.0.0.1:PORT --record-for "$model" --backend "$backend"
-    run llama-server -m "$served" "$@" --host 127.0.0.1 --port PORT
+    run "${LLAMA_SERVER_PREFIX[@]}" "${LLAMA_SERVER_BIN:-llama-server}" -m "$served" "$@" --host 127.0.0.1 --port PORT
     run "${HALOFORGE_BIN:-haloforge}" verify --url http://127.0.0.1:PORT --reference-for "$model" --track "${HALOFORGE_TRACK:-TRACK}"
     ANSWERS_VERDICT=right ANSWERS_LINE='(dry run)'
     return 0
