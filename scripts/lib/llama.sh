@@ -29,19 +29,21 @@ llama_gpu_evidence() {
 }
 
 # llama_nommap_flags: read a llama.cpp tool's --help on stdin and print, one a line, the switch
-# that loads the model without memory mapping: llama-server's --no-mmap; llama-bench's -mmp 0
-# on builds that list -mmp, -lm none (--load-mode) on newer ones that renamed it (Debian sid's
-# build 11669 rejects -mmp); nothing when none is listed. Strix Halo owners run with flash
-# attention and without mmap (kyuz0's toolboxes README: "Always use flash attention (-fa 1)
-# and no-mmap (--no-mmap) on Strix Halo to avoid crashes/slowdowns").
+# that loads the model without memory mapping: --no-mmap where it is listed (llama-server of
+# older builds); -mmp 0 where llama-bench lists -mmp; -lm none where --load-mode replaced them
+# (both tools of Debian sid's build 11669: "-lm, --load-mode MODE … none: no special loading
+# mode"); nothing when none is listed. Whole option words only: llama-server also lists
+# --mmproj and --no-mmproj. Strix Halo owners run with flash attention and without mmap
+# (kyuz0's toolboxes README: "Always use flash attention (-fa 1) and no-mmap (--no-mmap) on
+# Strix Halo to avoid crashes/slowdowns").
 llama_nommap_flags() {
   local help
   help=$(cat)
-  if grep -q -- '--no-mmap' <<<"$help"; then
+  if grep -qE -- '(^|[[:space:],])--no-mmap([[:space:],]|$)' <<<"$help"; then
     printf '%s\n' --no-mmap
-  elif grep -q -- '-mmp' <<<"$help"; then
+  elif grep -qE -- '(^|[[:space:],])-mmp([[:space:],]|$)' <<<"$help"; then
     printf '%s\n' -mmp 0
-  elif grep -q -- '--load-mode' <<<"$help"; then
+  elif grep -qE -- '(^|[[:space:],])--load-mode([[:space:],]|$)' <<<"$help"; then
     printf '%s\n' -lm none
   fi
 }

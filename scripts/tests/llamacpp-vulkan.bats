@@ -138,7 +138,10 @@ FAKE
   [ "$output" = "-lm none" ]
   run lb "printf 'usage: llama-bench [options]\n' | llama_nommap_flags"
   [ -z "$output" ]
-  # llama-server's own switch
+  # llama-server's own switch, in an older build and in Debian sid's 11669 (real lines), whose
+  # --no-mmproj is no -mmp
   run lb "printf '  --mmap, --no-mmap    whether to memory-map the model\n' | llama_nommap_flags | paste -sd' '"
   [ "$output" = "--no-mmap" ]
+  run lb "printf '%s\n' '-lm,   --load-mode MODE                 model loading mode (default: auto)' '--mmproj-auto, --no-mmproj, --no-mmproj-auto' '-mm,   --mmproj FILE                    path to a multimodal projector file' | llama_nommap_flags | paste -sd' '"
+  [ "$output" = "-lm none" ]
 }

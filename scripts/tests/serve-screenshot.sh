@@ -39,7 +39,7 @@ shot_render() {
 # completion and the answers check are done); then Ctrl-C, and the stop captured as
 # WORK/NAME-stopped.*.
 shot_serve() {
-  local work=$1 name=$2 wait=$3 model=$4 sock=$1/tmux.sock i cmd
+  local work=$1 name=$2 wait=$3 model=$4 sock=$1/$2.sock i cmd
   shift 4
   printf -v cmd 'sudo -u %q -H env -C %q TERM=xterm-256color HALOFORGE_ALLOW_NO_GPU=1 HALOFORGE_DISTROBOX_ROOT=1 %q serve --track llamacpp-distro --model %q --port %q --scripts %q --pins %q --state-dir %q --set %q' \
     "$IT_USER" "/home/$IT_USER" "$IT_DIR/haloforge" "$model" "$SERVE_PORT" "$IT_DIR/scripts" "$IT_DIR/versions.env" \
