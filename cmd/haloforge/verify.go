@@ -24,11 +24,15 @@ type verifyOptions struct {
 	// haloforge keeps in the state dir (verify.CacheDir).
 	recordFor, referenceFor string
 	cached                  bool
-	track                   string
-	backend                 string
-	asJSON                  bool
-	timeout                 time.Duration
-	stateDir                string
+	// answers judges a file a generator wrote instead of a server; prompts
+	// prints the prompt set for such a generator.
+	answers  string
+	prompts  bool
+	track    string
+	backend  string
+	asJSON   bool
+	timeout  time.Duration
+	stateDir string
 }
 
 func newVerifyCmd(g *globalOptions) *cobra.Command {
@@ -77,13 +81,16 @@ func newVerifyCmd(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.recordFor, "record-for", "", "record the answers as haloforge's reference for the model file MODEL (kept in the state dir)")
 	f.StringVar(&o.referenceFor, "reference-for", "", "compare the answers with haloforge's reference for the model file MODEL")
 	f.BoolVar(&o.cached, "cached", false, "with --reference-for and no --url: exit 0 when a reference for MODEL is kept, 1 when not")
+	f.StringVar(&o.answers, "answers", "", "judge the answers a generator wrote to FILE (haloforge/verify-answers/v1) instead of asking a server")
+	f.BoolVar(&o.prompts, "prompts", false, "print the prompt set as JSON, for a generator that writes --answers")
 	f.StringVar(&o.track, "track", "", "keep the verdict as track ID's last (haloforge bench reads it)")
 	f.StringVar(&o.backend, "backend", "", "with --record or --record-for: what the server computes on, kept in the reference (e.g. CPU)")
 	f.DurationVar(&o.timeout, "timeout", verify.DefaultTimeout, "the most one request may take")
 	jsonFlag(cmd, &o.asJSON, `print {"schema": "haloforge/verify/v1", "verdict": ..., "prompts": [...]} as JSON`)
 	cmd.MarkFlagsMutuallyExclusive("record", "reference", "record-for", "reference-for")
-	cmd.MarkFlagsMutuallyExclusive("cached", "url")
+	cmd.MarkFlagsMutuallyExclusive("cached", "url", "answers", "prompts")
 	_ = cmd.RegisterFlagCompletionFunc("track", completeTracks)
+	_ = cmd.RegisterFlagCompletionFunc("answers", completeJSONFiles)
 	_ = cmd.RegisterFlagCompletionFunc("record", completeJSONFiles)
 	_ = cmd.RegisterFlagCompletionFunc("reference", completeJSONFiles)
 	_ = cmd.RegisterFlagCompletionFunc("url", cobra.NoFileCompletions)
@@ -96,11 +103,16 @@ func runVerifyServer(ctx context.Context, o verifyOptions, stdout, stderr io.Wri
 	if o.cached {
 		return verifyCached(o, stdout)
 	}
-	if o.url == "" {
-		return usageErr(errors.New("verify needs --url, the server to check (e.g. --url http://127.0.0.1:8080)"))
+	if o.prompts {
+		return writeJSON(stdout, verify.Set())
 	}
-	if _, err := verify.NormaliseURL(o.url); err != nil {
-		return usageErr(err)
+	if o.url == "" && o.answers == "" {
+		return usageErr(errors.New("verify needs --url, the server to check (e.g. --url http://127.0.0.1:8080), or --answers FILE"))
+	}
+	if o.url != "" {
+		if _, err := verify.NormaliseURL(o.url); err != nil {
+			return usageErr(err)
+		}
 	}
 	if o.timeout <= 0 {
 		return usageErr(fmt.Errorf("--timeout %s: want a positive duration", o.timeout))
@@ -153,20 +165,37 @@ func runVerifyServer(ctx context.Context, o verifyOptions, stdout, stderr io.Wri
 		}
 		modelKey = k
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	start := time.Now()
-	s, err := verify.Connect(ctx, verify.Options{URL: o.url, Model: o.model, Timeout: o.timeout, Backend: o.backend, Version: version})
-	if err != nil {
-		return verifyErr(ctx, stderr, err)
-	}
-	defer s.Close()
-	if !o.asJSON {
-		fmt.Fprintln(stdout, verifyHeader(s, ref, refFile, o))
-	}
-	rec, err := s.Run(ctx)
-	if err != nil {
-		return verifyErr(ctx, stderr, err)
+	var rec *verify.Record
+	var url string
+	if o.answers != "" {
+		r, err := verify.ReadAnswers(o.answers)
+		if err != nil {
+			return usageErr(err)
+		}
+		if o.backend != "" {
+			r.Backend = o.backend
+		}
+		r.Haloforge = version
+		rec = r
+		if !o.asJSON {
+			fmt.Fprintln(stdout, verifyHeaderOf(rec.Model, "the answers in "+oneLine(o.answers, 200), rec.Server, ref, refFile, o))
+		}
+	} else {
+		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		s, err := verify.Connect(ctx, verify.Options{URL: o.url, Model: o.model, Timeout: o.timeout, Backend: o.backend, Version: version})
+		if err != nil {
+			return verifyErr(ctx, stderr, err)
+		}
+		defer s.Close()
+		if !o.asJSON {
+			fmt.Fprintln(stdout, verifyHeaderOf(s.Model(), oneLine(s.URL(), 120), s.Ident(), ref, refFile, o))
+		}
+		if rec, err = s.Run(ctx); err != nil {
+			return verifyErr(ctx, stderr, err)
+		}
+		url = s.URL()
 	}
 	var res verify.Result
 	switch {
@@ -176,7 +205,7 @@ func runVerifyServer(ctx context.Context, o verifyOptions, stdout, stderr io.Wri
 	default:
 		res = verify.JudgeKnownAnswers(rec)
 	}
-	res.URL, res.Elapsed = oneLine(s.URL(), 200), time.Since(start)
+	res.URL, res.Elapsed = oneLine(url, 200), time.Since(start)
 	if recording {
 		return recordReference(o, modelKey, rec, res, stdout)
 	}
@@ -235,8 +264,9 @@ func verifyErr(ctx context.Context, stderr io.Writer, err error) error {
 	return usageErr(err)
 }
 
-// verifyHeader is the first line: what is asked, of whom, against what.
-func verifyHeader(s *verify.Server, ref *verify.Record, refFile string, o verifyOptions) string {
+// verifyHeaderOf is the first line: what is asked, of whom (a model at a
+// URL, or the answers in a file), against what.
+func verifyHeaderOf(model, at, ident string, ref *verify.Record, refFile string, o verifyOptions) string {
 	what := "known answers and degenerate output (no reference)"
 	switch {
 	case ref != nil:
@@ -250,11 +280,11 @@ func verifyHeader(s *verify.Server, ref *verify.Record, refFile string, o verify
 		what = "recording haloforge's reference for " + oneLine(o.recordFor, 200)
 	}
 	server := ""
-	if id := s.Ident(); id != "" {
-		server = " (" + oneLine(id, 60) + ")"
+	if ident != "" {
+		server = " (" + oneLine(ident, 60) + ")"
 	}
 	return fmt.Sprintf("verify: %s at %s%s: %d prompts, greedy, top-%d logprobs; %s",
-		oneLine(s.Model(), 80), oneLine(s.URL(), 120), server, len(verify.Prompts()), verify.TopK, what)
+		oneLine(model, 80), at, server, len(verify.Prompts()), verify.TopK, what)
 }
 
 // oneLine is server-given or user-given text made printable for a line.
