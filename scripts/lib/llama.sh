@@ -61,20 +61,6 @@ llama_nommap_flags() {
 
 declare -p LLAMA_SERVER_PREFIX >/dev/null 2>&1 || LLAMA_SERVER_PREFIX=()
 
-# hf_bin: the haloforge binary that runs the step ($HALOFORGE_BIN, which the runner sets),
-# or where a distrobox sees it; fails when there is none.
-hf_bin() {
-  local b=${HALOFORGE_BIN:-}
-  [[ -n $b ]] || return 1
-  if [[ -x $b ]]; then
-    printf '%s\n' "$b"
-  elif [[ -x /run/host$b ]]; then
-    printf '/run/host%s\n' "$b"
-  else
-    return 1
-  fi
-}
-
 # free_port: a TCP port nothing listens on at 127.0.0.1 right now.
 free_port() {
   local p i

@@ -77,10 +77,14 @@ ct() { bash -c ". '$S/lib/common.sh'; . '$S/lib/container.sh'; $1"; }
   [[ "$output" == *"Usage: start-vllm.sh MODEL"* ]]
 }
 
-@test "vllm-image verify checks torch, the target, vLLM's platform and a generation in the pinned image" {
-  HALOFORGE_DRY_RUN=1 run bash "$S/vllm-image/02-verify.sh"
+@test "vllm-image verify checks torch, the target, vLLM's platform and its answers in the pinned image" {
+  HALOFORGE_DRY_RUN=1 HALOFORGE_RUN_DIR=$T/run run bash "$S/vllm-image/02-verify.sh"
   [ "$status" -eq 0 ]
-  [[ "$output" == *"/haloforge/verify_vllm.py:ro,z -e HALOFORGE_CHECK_VLLM=1 -e HALOFORGE_VERIFY_MODEL=Qwen/Qwen3-0.6B -e HF_TOKEN -v "*"/.cache/huggingface:/root/.cache/huggingface:z -e HALOFORGE_EXPECT_ARCH=gfx1151 --entrypoint python3 docker.io/rocm/vllm:rocm10.0.0_"*" /haloforge/verify_torch.py"* ]]
+  [[ "$output" == *"/haloforge/verify_vllm.py:ro,z -v "*"/haloforge/verify_answers.py:ro,z -e HALOFORGE_CHECK_VLLM=1 -e HALOFORGE_VERIFY_MODEL=Qwen/Qwen3-0.6B -e HF_TOKEN -v "*"/.cache/huggingface:/root/.cache/huggingface:z -v $T/run:$T/run:z -e HALOFORGE_EXPECT_ARCH=gfx1151 --entrypoint python3 docker.io/rocm/vllm:rocm10.0.0_"*" /haloforge/verify_torch.py"* ]]
+  # W1: the answers, eager and compiled, each judged by haloforge verify
+  [[ "$output" == *"--entrypoint python3 docker.io/rocm/vllm:rocm10.0.0_"*" /haloforge/verify_answers.py vllm eager MODEL_DIR $T/run/prompts.json $T/run/vllm-eager.json"* ]]
+  [[ "$output" == *"/haloforge/verify_answers.py vllm compiled MODEL_DIR"* ]]
+  [[ "$output" == *"verify --answers $T/run/vllm-compiled.json --track "* ]]
 }
 
 @test "run_nightly_spoof.sh shows the illegal-instruction risk before the spoofed command" {
