@@ -15,7 +15,6 @@ import (
 	"syscall"
 
 	"github.com/haloforge/haloforge/internal/safefile"
-	"github.com/haloforge/haloforge/steps"
 )
 
 // A reference recorded by haloforge from a trusted backend is kept in the
@@ -33,10 +32,15 @@ import (
 // and computed again when any of them changes. Nothing there is followed
 // through a symbolic link.
 
-// CacheDir is the directory of the references haloforge recorded.
-func CacheDir(stateDir string) string { return filepath.Join(stateDir, "verify", "references") }
+// Names of the references and the remembered hashes in the state dir
+// (a safefile.Tree: nothing below it is followed through a link).
+const (
+	referencesName = "verify/references"
+	hashesName     = "verify/hashes"
+)
 
-func hashDir(stateDir string) string { return filepath.Join(stateDir, "verify", "hashes") }
+// CacheDir is the directory of the references haloforge recorded.
+func CacheDir(stateDir string) string { return safefile.Tree(stateDir).Path(referencesName) }
 
 // maxModelFiles bounds how many files of a model directory are hashed.
 const maxModelFiles = 4096
@@ -168,16 +172,18 @@ type remembered struct {
 	SHA256 string `json:"sha256"`
 }
 
-func hashFileFor(stateDir, abs string) string {
+// hashName is where the hash of the model at abs is remembered, in the
+// state dir's tree.
+func hashName(abs string) string {
 	s := sha256.Sum256([]byte(abs))
-	return filepath.Join(hashDir(stateDir), hex.EncodeToString(s[:16])+".json")
+	return hashesName + "/" + hex.EncodeToString(s[:16]) + ".json"
 }
 
 func rememberedHash(stateDir, abs, stamp string) (string, bool) {
 	if stateDir == "" {
 		return "", false
 	}
-	data, err := safefile.ReadRegular(hashFileFor(stateDir, abs), 4096, safefile.NoFollow)
+	data, err := safefile.Tree(stateDir).ReadFile(hashName(abs), 4096)
 	if err != nil {
 		return "", false
 	}
@@ -189,12 +195,12 @@ func rememberedHash(stateDir, abs, stamp string) (string, bool) {
 }
 
 func rememberHash(stateDir, abs, stamp, sum string) {
-	if stateDir == "" || ensureDir(stateDir, hashDir(stateDir)) != nil {
+	if stateDir == "" {
 		return
 	}
 	data, err := json.Marshal(remembered{Path: abs, Stamp: stamp, SHA256: sum})
 	if err == nil {
-		_ = steps.WriteFileAtomic(hashFileFor(stateDir, abs), append(data, '\n')) // a cache: losing it costs a hash
+		_ = safefile.Tree(stateDir).WriteFile(hashName(abs), append(data, '\n'), 0o644) // a cache: losing it costs a hash
 	}
 }
 
@@ -204,30 +210,6 @@ func isHex(s string, n int) bool {
 	}
 	_, err := hex.DecodeString(s)
 	return err == nil
-}
-
-// ensureDir makes dir (below stateDir) and refuses one that is, or lies
-// under, a symbolic link inside the state dir.
-func ensureDir(stateDir, dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("%s: %w", dir, safefile.Cause(err))
-	}
-	rel, err := filepath.Rel(stateDir, dir)
-	if err != nil || strings.HasPrefix(rel, "..") {
-		return fmt.Errorf("%s is not inside the state dir %s", dir, stateDir)
-	}
-	p := stateDir
-	for _, part := range strings.Split(rel, string(filepath.Separator)) {
-		p = filepath.Join(p, part)
-		st, err := os.Lstat(p)
-		if err != nil {
-			return err
-		}
-		if !st.IsDir() {
-			return fmt.Errorf("%s is %s, not a directory haloforge made: not followed", p, safefile.Kind(st.Mode()))
-		}
-	}
-	return nil
 }
 
 // PromptSetKey is a short hash of the prompt set as it is sent: a change
@@ -248,8 +230,10 @@ type Cached struct {
 }
 
 // CachedFile is where the reference for a model key is kept.
-func CachedFile(stateDir, key string) string {
-	return filepath.Join(CacheDir(stateDir), key+"-"+PromptSetKey()+".json")
+func CachedFile(stateDir, key string) string { return safefile.Tree(stateDir).Path(cachedName(key)) }
+
+func cachedName(key string) string {
+	return referencesName + "/" + key + "-" + PromptSetKey() + ".json"
 }
 
 // ErrNoCachedReference says the cache holds no reference for a model.
@@ -261,7 +245,7 @@ var ErrNoCachedReference = errors.New("no reference recorded for this model")
 // parse as a reference).
 func LookupReference(stateDir, key string) (Cached, error) {
 	file := CachedFile(stateDir, key)
-	data, err := safefile.ReadRegular(file, MaxReferenceSize, safefile.NoFollow)
+	data, err := safefile.Tree(stateDir).ReadFile(cachedName(key), MaxReferenceSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Cached{}, ErrNoCachedReference
 	}
@@ -290,12 +274,8 @@ func StoreReference(stateDir, key string, rec *Record) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := ensureDir(stateDir, CacheDir(stateDir)); err != nil {
+	if err := safefile.Tree(stateDir).WriteFile(cachedName(key), data, 0o644); err != nil {
 		return "", err
 	}
-	file := CachedFile(stateDir, key)
-	if err := steps.WriteFileAtomic(file, data); err != nil {
-		return "", err
-	}
-	return file, nil
+	return CachedFile(stateDir, key), nil
 }

@@ -31,7 +31,7 @@ func TestModelKey(t *testing.T) {
 		}
 	})
 	t.Run("the hash is remembered per path and stamp", func(t *testing.T) {
-		files, _ := os.ReadDir(hashDir(state))
+		files, _ := os.ReadDir(filepath.Join(state, "verify", "hashes"))
 		if len(files) != 1 {
 			t.Fatalf("%d remembered hashes, want 1", len(files))
 		}
@@ -134,7 +134,7 @@ func TestReferenceCache(t *testing.T) {
 		elsewhere := t.TempDir()
 		os.MkdirAll(filepath.Join(s2, "verify"), 0o755)
 		os.Symlink(elsewhere, filepath.Join(s2, "verify", "references"))
-		if _, err := StoreReference(s2, key, goodRecord()); err == nil || !strings.Contains(err.Error(), "not followed") {
+		if _, err := StoreReference(s2, key, goodRecord()); err == nil || !strings.Contains(err.Error(), "follows no link") {
 			t.Fatalf("StoreReference through a link: %v", err)
 		}
 		if files, _ := os.ReadDir(elsewhere); len(files) != 0 {

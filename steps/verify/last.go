@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"time"
 
 	"github.com/haloforge/haloforge/internal/safefile"
@@ -33,9 +32,9 @@ type Last struct {
 }
 
 // LastFile is where a track's last verdict is kept.
-func LastFile(stateDir, track string) string {
-	return filepath.Join(stateDir, "verify", "last", track+".json")
-}
+func LastFile(stateDir, track string) string { return safefile.Tree(stateDir).Path(lastName(track)) }
+
+func lastName(track string) string { return "verify/last/" + track + ".json" }
 
 // RecordLast keeps res as the track's last verdict.
 func RecordLast(stateDir, track, by string, res Result, now time.Time) error {
@@ -48,18 +47,14 @@ func RecordLast(stateDir, track, by string, res Result, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(LastFile(stateDir, track))
-	if err := ensureDir(stateDir, dir); err != nil {
-		return err
-	}
-	return steps.WriteFileAtomic(LastFile(stateDir, track), append(data, '\n'))
+	return safefile.Tree(stateDir).WriteFile(lastName(track), append(data, '\n'), 0o644)
 }
 
 // ReadLast reads the track's last verdict; ok is false when none was
 // kept. A file that is there but cannot be read is an error.
 func ReadLast(stateDir, track string) (Last, bool, error) {
 	file := LastFile(stateDir, track)
-	data, err := safefile.ReadRegular(file, 64<<10, safefile.NoFollow)
+	data, err := safefile.Tree(stateDir).ReadFile(lastName(track), 64<<10)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Last{}, false, nil
 	}
