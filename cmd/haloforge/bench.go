@@ -30,7 +30,10 @@ type benchOptions struct {
 	track, model, url string
 	depths            []int
 	dryRun            bool
-	*globalOptions    // with --track: the pins, scripts and state dir the track was built with
+	// despiteWrong measures a track whose answers were last found wrong,
+	// instead of refusing to.
+	despiteWrong   bool
+	*globalOptions // with --track: the pins, scripts and state dir the track was built with
 }
 
 func newBenchCmd(g *globalOptions) *cobra.Command {
@@ -57,8 +60,10 @@ func newBenchCmd(g *globalOptions) *cobra.Command {
 			"for a file from elsewhere, only the device it names). bench --from also reads such a FILE.json " +
 			"back and judges it again with its own machine's facts. " +
 			"Exit codes: with --from, 0 when the file was read, 2 when it could not be; with --track, 0 when the " +
-			"benchmark ran and was compared, 1 when it failed or left no results, 2 when nothing ran (not built, " +
-			"bad input), 130 when interrupted.",
+			"benchmark ran and was compared, 1 when it failed or left no results, or when the track's answers were " +
+			"last found wrong (WRONG OUTPUT from its verify step, haloforge serve or haloforge verify --track: a stack that " +
+			"computes wrong has no normal speed; --despite-wrong-answers measures it anyway and its verdict says it is not " +
+			"normal), 2 when nothing ran (not built, bad input), 130 when interrupted.",
 		Example: "  haloforge bench --track llamacpp-distro --model ~/models/qwen3-30b-a3b-q4_k_m.gguf --depths 0,32768\n" +
 			"  haloforge bench --track therock-toolbox --model Qwen/Qwen3-0.6B --url http://127.0.0.1:8000\n" +
 			"  llama-bench -m model.gguf -o jsonl -r 3 -fa 1 -ngl 999 > bench.jsonl\n" +
@@ -81,6 +86,7 @@ func newBenchCmd(g *globalOptions) *cobra.Command {
 	f.IntSliceVar(&o.depths, "depths", nil, "with --track: llama-bench context depths, e.g. 0,32768 (default 0)")
 	f.StringVar(&o.url, "url", "", "with a vLLM track: the running server to measure (default: the track's port on 127.0.0.1)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "with --track: print the benchmark command and run nothing")
+	f.BoolVar(&o.despiteWrong, "despite-wrong-answers", false, "with --track: measure a track whose answers were last found wrong (its verdict then says the speed is not normal)")
 	cmd.MarkFlagsMutuallyExclusive("from", "track")
 	return cmd
 }
@@ -117,7 +123,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, o benchOptions) error {
 	if isReport {
 		raw = []byte(shared.Raw)
 		h := shared.Host()
-		origin.report = &h
+		origin.report, origin.answers = &h, printableAnswers(shared.Results.Answers)
 		if o.command == "" {
 			o.command = shared.Command
 		}
@@ -146,6 +152,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, o benchOptions) error {
 // device.
 type hostOrigin struct {
 	report  *bench.Host
+	answers *bench.Answers // what a report says of its stack's answers
 	ranHere bool
 }
 
@@ -201,8 +208,11 @@ func compareAndPrint(ctx context.Context, cmd *cobra.Command, o benchOptions, ru
 		fmt.Fprintf(cmd.ErrOrStderr(), "note: %s\n", note)
 	}
 	rep := bench.Compare(run, bench.References(), host)
-	if o.track != "" {
+	switch {
+	case o.track != "":
 		judgeAnswers(cmd.ErrOrStderr(), &rep, stateDirOrDefault(o.stateDir), o.track)
+	case origin.report != nil:
+		rep.Answers = origin.answers // a report judged again keeps what its stack's answers were
 	}
 	if o.report != "" {
 		if err := writeBenchReport(o, rep, host, raw); err != nil {
@@ -220,21 +230,59 @@ func compareAndPrint(ctx context.Context, cmd *cobra.Command, o benchOptions, ru
 	return err
 }
 
-// judgeAnswers refuses to call the speed of a track whose answers were
-// last found wrong normal, and notes when they were never checked.
+// judgeAnswers puts what was last found of a track's answers in the
+// report, refuses to call the speed of a track whose answers were wrong
+// normal (bench measured it only with --despite-wrong-answers), and notes
+// when they were never checked or not verified.
 func judgeAnswers(stderr io.Writer, rep *bench.Report, stateDir, track string) {
 	last, ok, err := verify.ReadLast(stateDir, track)
 	switch {
 	case err != nil:
 		fmt.Fprintf(stderr, "note: the last check of this stack's answers cannot be read: %v\n", err)
+		rep.Answers = &bench.Answers{Verdict: bench.Unchecked, Line: "the last check cannot be read: " + text.Printable(err.Error(), 600)}
+		return
 	case !ok:
-		fmt.Fprintf(stderr, "note: this stack's answers were never checked (haloforge serve --track %s checks them): a speed says nothing of whether it computes right\n", track)
-	case last.Verdict == verify.Wrong:
-		rep.Refuse(fmt.Sprintf("its answers were wrong when %s last checked them (%s): %s; a stack that computes wrong has no normal speed: fix it first",
-			last.By, last.At.Local().Format("2006-01-02 15:04"), last.Line))
-	case last.Verdict == verify.NotVerified:
+		line := fmt.Sprintf("this stack's answers were never checked (haloforge serve --track %s checks them): a speed says nothing of whether it computes right", track)
+		fmt.Fprintf(stderr, "note: %s\n", line)
+		rep.Answers = &bench.Answers{Verdict: bench.Unchecked, Line: line}
+		return
+	}
+	at := last.At
+	rep.Answers = &bench.Answers{Verdict: string(last.Verdict), Line: last.Line, By: last.By, At: &at}
+	switch last.Verdict {
+	case verify.Wrong:
+		rep.Refuse(wrongAnswers(last) + "; a stack that computes wrong has no normal speed: fix it first")
+	case verify.NotVerified:
 		fmt.Fprintf(stderr, "note: this stack's answers were not verified when %s last checked them: %s\n", last.By, last.Line)
 	}
+}
+
+// printableAnswers is a report file's answers, its text made safe for a
+// terminal and a report.
+func printableAnswers(a *bench.Answers) *bench.Answers {
+	if a == nil {
+		return nil
+	}
+	return &bench.Answers{Verdict: text.Printable(a.Verdict, 20), Line: text.Printable(a.Line, 600), By: text.Printable(a.By, 80), At: a.At}
+}
+
+// wrongAnswers says when and by what a track's answers were found wrong.
+func wrongAnswers(last verify.Last) string {
+	return fmt.Sprintf("its answers were wrong when %s last checked them (%s): %s", last.By, last.At.Local().Format("2006-01-02 15:04"), last.Line)
+}
+
+// refuseWrongStack refuses to measure a track whose answers were last
+// found wrong, unless the user asked for it (--despite-wrong-answers).
+func refuseWrongStack(o benchOptions, stateDir string) error {
+	if o.despiteWrong {
+		return nil
+	}
+	last, ok, err := verify.ReadLast(stateDir, o.track)
+	if err != nil || !ok || last.Verdict != verify.Wrong {
+		return nil // said as a note with the comparison
+	}
+	return failedErr(fmt.Errorf("not measured: %s. A stack that computes wrong has no normal speed: fix it and check its answers again (haloforge serve --track %s), or add --despite-wrong-answers to measure it anyway",
+		wrongAnswers(last), o.track))
 }
 
 // readBenchInput reads at most bench.MaxInput bytes of a file or stdin.

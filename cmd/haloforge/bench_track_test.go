@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/haloforge/haloforge/steps/bench"
 	"github.com/haloforge/haloforge/steps/serve"
 	"github.com/haloforge/haloforge/steps/verify"
 )
@@ -98,38 +100,86 @@ func TestBenchRefusesAWrongStack(t *testing.T) {
 	defer func(p serve.Probe) { probeBuilt = p }(probeBuilt)
 	probeBuilt = func(string, string, bool) (bool, bool) { return true, true }
 	state := filepath.Join(dir, "state")
-	run := func() string {
+	run := func(extra ...string) (string, error) {
 		root := newRoot()
 		var out bytes.Buffer
 		root.SetOut(&out)
 		root.SetErr(&out)
-		root.SetArgs([]string{"bench", "--track", "llamacpp-distro", "--model", model, "--scripts", "testdata/standin", "--state-dir", state})
-		if err := root.ExecuteContext(context.Background()); err != nil {
-			t.Fatalf("bench: %v\n%s", err, out.String())
-		}
-		return out.String()
+		root.SetArgs(append([]string{"bench", "--track", "llamacpp-distro", "--model", model, "--scripts", "testdata/standin", "--state-dir", state}, extra...))
+		err := root.ExecuteContext(context.Background())
+		return out.String(), err
 	}
-	t.Run("never checked: a note", func(t *testing.T) {
-		if out := run(); !strings.Contains(out, "note: this stack's answers were never checked (haloforge serve --track llamacpp-distro checks them)") {
+	ok := func(t *testing.T, extra ...string) string {
+		out, err := run(extra...)
+		if err != nil {
+			t.Fatalf("bench: %v\n%s", err, out)
+		}
+		return out
+	}
+	answers := func(t *testing.T, out string) bench.Answers {
+		var j struct {
+			Answers *bench.Answers `json:"answers"`
+		}
+		// The run's log goes to stderr, the JSON (an indented object) last.
+		if err := json.Unmarshal([]byte(out[strings.LastIndex("\n"+out, "\n{\n"):]), &j); err != nil || j.Answers == nil {
+			t.Fatalf("no answers in bench --json (%v):\n%s", err, out)
+		}
+		return *j.Answers
+	}
+	t.Run("never checked: a note, and unchecked in the JSON", func(t *testing.T) {
+		if out := ok(t); !strings.Contains(out, "note: this stack's answers were never checked (haloforge serve --track llamacpp-distro checks them)") {
 			t.Fatalf("no note:\n%s", out)
 		}
+		if a := answers(t, ok(t, "--json")); a.Verdict != bench.Unchecked || !strings.Contains(a.Line, "never checked") {
+			t.Fatalf("answers = %+v", a)
+		}
 	})
-	t.Run("answered wrong: not normal, and why", func(t *testing.T) {
-		res := verify.Result{Verdict: verify.Wrong, Reason: `prompt 1 (capital, "The capital of France is"): degenerate output`}
+	res := verify.Result{Verdict: verify.Wrong, Reason: `prompt 1 (capital, "The capital of France is"): degenerate output`}
+	t.Run("answered wrong: not measured, exit 1, and how to measure anyway", func(t *testing.T) {
 		if err := verify.RecordLast(state, "llamacpp-distro", "serve", res, time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		out := run()
+		out, err := run()
+		if exitCode(err) != 1 || !regexp.MustCompile(`not measured: its answers were wrong when serve last checked them \([0-9-]+ [0-9:]+\): WRONG OUTPUT: prompt 1 .*add --despite-wrong-answers to measure it anyway`).MatchString(err.Error()) {
+			t.Fatalf("exit %d, %v:\n%s", exitCode(err), err, out)
+		}
+		if strings.Contains(out, "llama-bench") {
+			t.Fatalf("the benchmark ran:\n%s", out)
+		}
+	})
+	t.Run("answered wrong, measured anyway: not normal, and why; the report says it", func(t *testing.T) {
+		report := filepath.Join(dir, "wrong.md")
+		out := ok(t, "--despite-wrong-answers", "--report", report)
 		if !regexp.MustCompile(`(?m)^verdict: not normal, whatever the figures: its answers were wrong when serve last checked them \([0-9-]+ [0-9:]+\): WRONG OUTPUT: prompt 1 .*; a stack that computes wrong has no normal speed: fix it first$`).MatchString(out) {
 			t.Fatalf("no refusal:\n%s", out)
+		}
+		js, err := os.ReadFile(filepath.Join(dir, "wrong.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep struct {
+			Comparison struct {
+				Answers *bench.Answers `json:"answers"`
+			} `json:"comparison"`
+		}
+		if err := json.Unmarshal(js, &rep); err != nil || rep.Comparison.Answers == nil || rep.Comparison.Answers.Verdict != "wrong" ||
+			rep.Comparison.Answers.By != "serve" || !strings.HasPrefix(rep.Comparison.Answers.Line, "WRONG OUTPUT: prompt 1") {
+			t.Fatalf("report.json's answers (%v): %s", err, js)
+		}
+		md, _ := os.ReadFile(report)
+		if !strings.Contains(string(md), "**Answers:** wrong: WRONG OUTPUT: prompt 1") {
+			t.Fatalf("the Markdown report does not say the answers were wrong:\n%s", md)
 		}
 	})
 	t.Run("answered right: judged as usual", func(t *testing.T) {
 		if err := verify.RecordLast(state, "llamacpp-distro", "serve", verify.Result{Verdict: verify.Right, Reason: "ok"}, time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		if out := run(); strings.Contains(out, "not normal") || strings.Contains(out, "never checked") {
+		if out := ok(t); strings.Contains(out, "not normal") || strings.Contains(out, "never checked") {
 			t.Fatalf("a right stack refused:\n%s", out)
+		}
+		if a := answers(t, ok(t, "--json")); a.Verdict != "right" || a.By != "serve" {
+			t.Fatalf("answers = %+v", a)
 		}
 	})
 }

@@ -335,10 +335,23 @@ phase_bench_refuses() {
   local out code=0
   out=$(as_user "$IT_DIR/haloforge" bench --track llamacpp-distro --scripts "$IT_DIR/scripts" --pins "$IT_DIR/versions.env" \
     --state-dir "$STATE" --set "LLAMACPP_DISTRO_BOX=$IT_BOX" 2>&1) || code=$?
+  grep '^Error:' <<<"$out" | cut -c1-200
+  check "bench --track refuses to measure the wrong stack: exit 1 ($code)" test "$code" -eq 1
+  check "and says why, and how to measure it anyway" \
+    grep -qE 'not measured: its answers were wrong when serve last checked them \(.*\): WRONG OUTPUT: prompt .*add --despite-wrong-answers to measure it anyway' <<<"$out"
+  check "no llama-bench ran" bash -c "! grep -q 'llama-bench' <<<\"\$1\"" _ "$out"
+  code=0
+  out=$(as_user "$IT_DIR/haloforge" bench --track llamacpp-distro --scripts "$IT_DIR/scripts" --pins "$IT_DIR/versions.env" \
+    --state-dir "$STATE" --set "LLAMACPP_DISTRO_BOX=$IT_BOX" --despite-wrong-answers --report "/home/$IT_USER/wrong-bench.md" 2>&1) || code=$?
   grep '^verdict:' <<<"$out" | cut -c1-200
-  check "bench --track exits 0 ($code)" test "$code" -eq 0
-  check "bench refuses to call the speed normal, and says why" \
+  check "bench --track --despite-wrong-answers measures it: exit 0 ($code)" test "$code" -eq 0
+  check "and refuses to call the speed normal, and says why" \
     grep -qE '^verdict: not normal, whatever the figures: its answers were wrong when serve last checked them \(.*\): WRONG OUTPUT: prompt ' <<<"$out"
+  check "its report.json carries the wrong answers" python3 -c '
+import json, sys
+a = json.load(open(sys.argv[1]))["comparison"]["answers"]
+assert a["verdict"] == "wrong" and a["by"] == "serve" and a["line"].startswith("WRONG OUTPUT: prompt "), a
+' "/home/$IT_USER/wrong-bench.json"
 }
 
 main() {
