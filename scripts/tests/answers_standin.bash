@@ -8,8 +8,8 @@
 #   - a stand-in llama-server: answers /health on the --port it was given, logs its arguments;
 #     its --help names --no-mmap, as the real one does;
 #   - a stand-in haloforge (HALOFORGE_BIN) whose verify keeps a reference per --record-for and
-#     answers --reference-for with the verdict in FX_ANSWERS (right or wrong), in haloforge
-#     verify's own words.
+#     answers --reference-for, or --url alone (the known answers), with the verdict in
+#     FX_ANSWERS (right or wrong), in haloforge verify's own words.
 stand_in_answers() {
   mkdir -p "$T/bin"
   cat >"$T/bin/llama-server" <<FAKE
@@ -40,6 +40,12 @@ case "\$*" in
     echo "right: 6 prompts agree with the reference recorded on CPU by llama.cpp b11669 on 2026-11-29 (58 of 58 positions compared, max logprob distance 0.131, tolerance 0.3)"; exit 0
   fi
   echo 'WRONG OUTPUT: prompt 1 (capital, "The capital of France is"), position 0: expected " Paris" (logprob -0.1), got " Lyon" (logprob -1.2): the distributions differ by 1.1 nats (tolerance 0.3)'; exit 1 ;;
+*--url*)
+  echo "verify: m at http://127.0.0.1:1 (ollama 0.32.15): 6 prompts, greedy, top-5 logprobs; known answers and degenerate output (no reference)"
+  if [[ \${FX_ANSWERS:-right} == right ]]; then
+    echo "right: the 4 known answers are there and no answer is degenerate"; exit 0
+  fi
+  echo 'WRONG OUTPUT: prompt 1 (capital, "The capital of France is"): degenerate output: a run of 8 "!"'; exit 1 ;;
 esac
 exit 2
 FAKE
