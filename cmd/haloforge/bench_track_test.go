@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -182,4 +183,47 @@ func TestBenchRefusesAWrongStack(t *testing.T) {
 			t.Fatalf("answers = %+v", a)
 		}
 	})
+}
+
+// BenchmarkBenchAnswersJudge is what the answers check adds to bench, as a
+// ratio against a named baseline measured in the same run: the comparison
+// bench makes anyway (bench.Compare of the sid proof's real llama-bench
+// results against the references) is the baseline; the added part reads
+// the track's last verdict from the state dir (twice: before the benchmark
+// runs, to refuse a wrong stack, and with the comparison) and puts it in
+// the report.
+//
+//	go test -run '^$' -bench BenchAnswersJudge ./cmd/haloforge
+func BenchmarkBenchAnswersJudge(b *testing.B) {
+	raw, err := os.ReadFile("../../steps/bench/testdata/llama-bench-lavapipe.jsonl")
+	if err != nil {
+		b.Fatal(err)
+	}
+	run, err := bench.Parse(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	state := b.TempDir()
+	if err := verify.RecordLast(state, "llamacpp-distro", "serve", verify.Result{Verdict: verify.Right, Reason: "6 prompts agree"}, time.Now()); err != nil {
+		b.Fatal(err)
+	}
+	o := benchOptions{track: "llamacpp-distro"}
+	var base, added time.Duration
+	for range b.N {
+		t0 := time.Now()
+		rep := bench.Compare(run, bench.References(), bench.Host{})
+		t1 := time.Now()
+		if err := refuseWrongStack(o, state); err != nil {
+			b.Fatal(err)
+		}
+		judgeAnswers(io.Discard, &rep, state, o.track)
+		added += time.Since(t1)
+		base += t1.Sub(t0)
+		if rep.Answers == nil || rep.Answers.Verdict != "right" {
+			b.Fatalf("answers %+v", rep.Answers)
+		}
+	}
+	b.ReportMetric(float64(base.Microseconds())/float64(b.N), "compare-µs")
+	b.ReportMetric(float64(added.Microseconds())/float64(b.N), "answers-µs")
+	b.ReportMetric(float64(added)/float64(base), "answers-x-compare")
 }
