@@ -17,7 +17,6 @@ import (
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps/bench"
 	"github.com/haloforge/haloforge/steps/serve"
-	"github.com/haloforge/haloforge/steps/verify"
 )
 
 // benchOptions are the flags of `haloforge bench`.
@@ -230,30 +229,10 @@ func compareAndPrint(ctx context.Context, cmd *cobra.Command, o benchOptions, ru
 	return err
 }
 
-// judgeAnswers puts what was last found of a track's answers in the
-// report, refuses to call the speed of a track whose answers were wrong
-// normal (bench measured it only with --despite-wrong-answers), and notes
-// when they were never checked or not verified.
+// judgeAnswers is serve.JudgeAnswers, its note on stderr.
 func judgeAnswers(stderr io.Writer, rep *bench.Report, stateDir, track string) {
-	last, ok, err := verify.ReadLast(stateDir, track)
-	switch {
-	case err != nil:
-		fmt.Fprintf(stderr, "note: the last check of this stack's answers cannot be read: %v\n", err)
-		rep.Answers = &bench.Answers{Verdict: bench.Unchecked, Line: "the last check cannot be read: " + text.Printable(err.Error(), 600)}
-		return
-	case !ok:
-		line := fmt.Sprintf("this stack's answers were never checked (haloforge serve --track %s checks them): a speed says nothing of whether it computes right", track)
-		fmt.Fprintf(stderr, "note: %s\n", line)
-		rep.Answers = &bench.Answers{Verdict: bench.Unchecked, Line: line}
-		return
-	}
-	at := last.At
-	rep.Answers = &bench.Answers{Verdict: string(last.Verdict), Line: last.Line, By: last.By, At: &at}
-	switch last.Verdict {
-	case verify.Wrong:
-		rep.Refuse(wrongAnswers(last) + "; a stack that computes wrong has no normal speed: fix it first")
-	case verify.NotVerified:
-		fmt.Fprintf(stderr, "note: this stack's answers were not verified when %s last checked them: %s\n", last.By, last.Line)
+	if note := serve.JudgeAnswers(rep, stateDir, track); note != "" {
+		fmt.Fprintf(stderr, "note: %s\n", note)
 	}
 }
 
@@ -266,23 +245,16 @@ func printableAnswers(a *bench.Answers) *bench.Answers {
 	return &bench.Answers{Verdict: text.Printable(a.Verdict, 20), Line: text.Printable(a.Line, 600), By: text.Printable(a.By, 80), At: a.At}
 }
 
-// wrongAnswers says when and by what a track's answers were found wrong.
-func wrongAnswers(last verify.Last) string {
-	return fmt.Sprintf("its answers were wrong when %s last checked them (%s): %s", last.By, last.At.Local().Format("2006-01-02 15:04"), last.Line)
-}
-
 // refuseWrongStack refuses to measure a track whose answers were last
 // found wrong, unless the user asked for it (--despite-wrong-answers).
 func refuseWrongStack(o benchOptions, stateDir string) error {
 	if o.despiteWrong {
 		return nil
 	}
-	last, ok, err := verify.ReadLast(stateDir, o.track)
-	if err != nil || !ok || last.Verdict != verify.Wrong {
-		return nil // said as a note with the comparison
+	if err := serve.CheckStackAnswers(stateDir, o.track); err != nil {
+		return failedErr(fmt.Errorf("%w, or add --despite-wrong-answers to measure it anyway", err))
 	}
-	return failedErr(fmt.Errorf("not measured: %s. A stack that computes wrong has no normal speed: fix it and check its answers again (haloforge serve --track %s), or add --despite-wrong-answers to measure it anyway",
-		wrongAnswers(last), o.track))
+	return nil
 }
 
 // readBenchInput reads at most bench.MaxInput bytes of a file or stdin.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/internal/text"
+	"github.com/haloforge/haloforge/steps/bench"
 	"github.com/haloforge/haloforge/steps/runner"
 	"github.com/haloforge/haloforge/steps/verify"
 )
@@ -289,4 +291,58 @@ func freePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// JudgeAnswers puts what was last found of a track's answers (its verify
+// step, serve, verify --track) in a benchmark's report, and keeps a track
+// whose answers were wrong from having its speed called normal: a speed
+// on a wrong computation is no speed of the model. The note says what the
+// user should know when the answers were never checked, not verified or
+// could not be read ("" when they were right or wrong: the report says it).
+func JudgeAnswers(rep *bench.Report, stateDir, track string) (note string) {
+	last, ok, err := verify.ReadLast(stateDir, track)
+	switch {
+	case err != nil:
+		line := "the last check of this stack's answers cannot be read: " + text.Printable(err.Error(), 600)
+		rep.Answers = &bench.Answers{Verdict: bench.Unchecked, Line: line}
+		return line
+	case !ok:
+		line := fmt.Sprintf("this stack's answers were never checked (haloforge serve --track %s checks them): a speed says nothing of whether it computes right", track)
+		rep.Answers = &bench.Answers{Verdict: bench.Unchecked, Line: line}
+		return line
+	}
+	at := last.At
+	rep.Answers = &bench.Answers{Verdict: string(last.Verdict), Line: last.Line, By: last.By, At: &at}
+	switch last.Verdict {
+	case verify.Wrong:
+		rep.Refuse(wrongAnswers(last) + "; a stack that computes wrong has no normal speed: fix it first")
+	case verify.NotVerified:
+		return fmt.Sprintf("this stack's answers were not verified when %s last checked them: %s", last.By, last.Line)
+	}
+	return ""
+}
+
+// WrongStackError is a track whose answers were last found wrong: bench
+// does not measure it unless asked to.
+type WrongStackError struct{ Last verify.Last }
+
+func (e *WrongStackError) Error() string {
+	return fmt.Sprintf("not measured: %s. A stack that computes wrong has no normal speed: fix it and check its answers again (haloforge serve --track %s)",
+		wrongAnswers(e.Last), e.Last.Track)
+}
+
+// CheckStackAnswers is a *WrongStackError when the track's answers were
+// last found wrong; nil otherwise (JudgeAnswers says the rest with the
+// comparison).
+func CheckStackAnswers(stateDir, track string) error {
+	last, ok, err := verify.ReadLast(stateDir, track)
+	if err != nil || !ok || last.Verdict != verify.Wrong {
+		return nil
+	}
+	return &WrongStackError{Last: last}
+}
+
+// wrongAnswers says when and by what a track's answers were found wrong.
+func wrongAnswers(last verify.Last) string {
+	return fmt.Sprintf("its answers were wrong when %s last checked them (%s): %s", last.By, last.At.Local().Format("2006-01-02 15:04"), last.Line)
 }

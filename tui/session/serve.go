@@ -210,6 +210,11 @@ func (e *Engine) bench(ctx context.Context, r tui.ServeRequest, rp replay) (<-ch
 	if _, err := e.checkBuilt(p, rp); err != nil {
 		return nil, err
 	}
+	// A stack that computes wrong has no normal speed: not measured (bench
+	// --despite-wrong-answers on the command line measures it anyway).
+	if err := serve.CheckStackAnswers(e.StateDir, track); err != nil {
+		return nil, fmt.Errorf("%w, or run haloforge bench --track %s --despite-wrong-answers", err, track)
+	}
 	// A benchmark of a server measures the one the form started.
 	url := serve.DefaultURL(track, p.Env)
 	if r.Port != 0 {
@@ -233,7 +238,7 @@ func (e *Engine) bench(ctx context.Context, r tui.ServeRequest, rp replay) (<-ch
 		}
 	}
 	e.mu.Lock()
-	e.benchModel = model
+	e.benchModel, e.benchTrack = model, track
 	e.mu.Unlock()
 	go func() { _, _ = run.Run(ctx) }() // the outcome arrives as runner.RunFinished
 	return run.Events(), nil
@@ -258,8 +263,12 @@ func (e *Engine) BenchReport(runDir string) (*bench.Report, error) {
 		}
 		e.mu.Lock()
 		run.Model = e.benchModel
+		track := e.benchTrack
 		e.mu.Unlock()
 		rep := bench.Compare(run, bench.References(), bench.Host{Device: e.ceiling().GPU})
+		if track != "" {
+			serve.JudgeAnswers(&rep, e.StateDir, track) // the report says the answers: its note is for line mode
+		}
 		return &rep, nil
 	}
 	return nil, fmt.Errorf("%s holds no benchmark results", runDir)
