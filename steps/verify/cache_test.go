@@ -181,3 +181,36 @@ func TestLastVerdict(t *testing.T) {
 		t.Error("an unknown verdict was read")
 	}
 }
+
+// FuzzReadLast: whatever the file of a track's last verdict holds, ReadLast
+// returns an error or a verdict of the three with printable text: its
+// fields reach bench's terminal output and report.
+func FuzzReadLast(f *testing.F) {
+	f.Add([]byte(`{"schema":"haloforge/verify-last/v1","track":"ollama","verdict":"wrong","line":"WRONG OUTPUT: \u001b[31m\u202e!!","by":"serve"}`))
+	f.Add([]byte(`{"schema":"haloforge/verify-last/v1","track":"ollama","verdict":"fine"}`))
+	f.Add([]byte(`{"schema":"haloforge/verify-last/v1","track":"other","verdict":"right"}`))
+	f.Add([]byte("\x00\xff{"))
+	state := f.TempDir()
+	if err := os.MkdirAll(filepath.Dir(LastFile(state, "ollama")), 0o755); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if err := os.WriteFile(LastFile(state, "ollama"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		l, ok, err := ReadLast(state, "ollama")
+		if err != nil || !ok {
+			return
+		}
+		if l.Verdict != Right && l.Verdict != Wrong && l.Verdict != NotVerified {
+			t.Fatalf("verdict %q read", l.Verdict)
+		}
+		for _, s := range []string{l.Line, l.Model, l.URL, l.By} {
+			for _, r := range s {
+				if r < 0x20 || (r >= 0x7f && r < 0xa0) || r == 0x202e {
+					t.Fatalf("%q reached the reader", s)
+				}
+			}
+		}
+	})
+}
