@@ -74,7 +74,7 @@ var specs = []Spec{
 	{Name: "LLAMACPP_REF", Kind: KindRef, Help: "llama.cpp release tag"},
 	{Name: "VULKAN_BASE_IMAGE", Kind: KindImage, Help: "base of Dockerfile.vulkan"},
 	{Name: "VULKAN_IMAGE", Kind: KindImage, Help: "name of the image build_vulkan.sh makes"},
-	{Name: "LLAMA_MODEL", Kind: KindPath, Optional: true, Help: "GGUF model for llama-bench and the ladder"},
+	{Name: "LLAMA_MODEL", Kind: KindPath, Optional: true, Help: "GGUF model for llama-bench, the ladder and the ollama verify"},
 	{Name: "LLAMACPP_ROCM_IMAGE", Kind: KindImage, Help: "llama.cpp ROCm toolbox image"},
 	{Name: "LLAMACPP_ROCM_NIGHTLY_IMAGE", Kind: KindImage, Help: "llama.cpp on a TheRock nightly"},
 	{Name: "LLAMA_STALL_TIMEOUT", Kind: KindInt, Help: "seconds without output before a ladder rung counts as hung"},

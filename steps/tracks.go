@@ -211,7 +211,7 @@ var catalogue = []Track{
 		Steps: []Step{
 			{ID: "pull", Title: "Pull the Ollama image", Script: "00-pull-image.sh", Pins: []string{"OLLAMA_BACKEND", "OLLAMA_IMAGE", "OLLAMA_VULKAN_IMAGE"}},
 			{ID: "serve", Title: "Start Ollama", Script: "run_ollama.sh", Pins: []string{"OLLAMA_BACKEND", "OLLAMA_IMAGE", "OLLAMA_VULKAN_IMAGE", "OLLAMA_PORT", "OLLAMA_GPU_OVERHEAD"}, DependsOn: []string{"pull"}},
-			{ID: "verify", Title: "Verify Ollama sees the GPU", Script: "02-verify.sh", Pins: []string{"OLLAMA_BACKEND", "OLLAMA_PORT"}, DependsOn: []string{"serve"}},
+			{ID: "verify", Title: "Verify a model runs on Ollama's GPU and answers right", Script: "02-verify.sh", Pins: []string{"OLLAMA_BACKEND", "OLLAMA_PORT", "LLAMA_MODEL"}, DependsOn: []string{"serve"}},
 		},
 		RecommendWhen: &Recommendation{For: []string{"gfx1150", "gfx1102", "gfx1030"}, Rank: 2, Unless: []Obstacle{ROCmBroken}},
 		Next:          []string{"haloforge serve --track ollama --model <model>", "podman exec -it haloforge-ollama ollama run <model>"},

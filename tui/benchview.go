@@ -75,5 +75,15 @@ func benchTable(rep *bench.Report, st Styles, width int) string {
 	}
 	v := strings.ReplaceAll(wrap(rep.Verdict, max(width-11, 20)), "\n", "\n           ")
 	b.WriteString("  " + st.Bold.Render("verdict: ") + v + "\n")
+	// What was last found of the stack's answers: a speed is the model's
+	// only when the stack computes right.
+	if a := rep.Answers; a != nil {
+		style := st.Warn
+		if a.Verdict == "right" {
+			style = st.OK
+		}
+		v := strings.ReplaceAll(wrap(a.Line, max(width-11, 20)), "\n", "\n           ")
+		b.WriteString("  " + st.Bold.Render("answers: ") + style.Render(v) + "\n")
+	}
 	return b.String()
 }

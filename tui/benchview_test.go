@@ -50,3 +50,40 @@ func TestBenchTableShowsTheRoofline(t *testing.T) {
 		t.Errorf("narrow:\n%s", narrow)
 	}
 }
+
+// The bench screen says what was last found of the stack's answers, under
+// the verdict: a wrong stack's verdict says its speed is not normal.
+func TestBenchTableShowsTheAnswers(t *testing.T) {
+	raw, err := os.ReadFile("../steps/bench/testdata/llama-bench-lavapipe.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := bench.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		answers bench.Answers
+		want    []string
+	}{
+		{"right", bench.Answers{Verdict: "right", Line: "right: 6 prompts agree with the reference recorded on CPU"},
+			[]string{"answers: right: 6 prompts agree with the reference recorded on CPU"}},
+		{"wrong", bench.Answers{Verdict: "wrong", Line: `WRONG OUTPUT: prompt 1 (capital, "The capital of France is"): degenerate output`},
+			[]string{"verdict: not normal, whatever the figures: WRONG", `answers: WRONG OUTPUT: prompt 1 (capital, "The capital of France is"): degenerate output`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := bench.Compare(run, bench.References(), bench.Host{})
+			rep.Answers = &tc.answers
+			if tc.answers.Verdict == "wrong" {
+				rep.Refuse(tc.answers.Line)
+			}
+			text := strings.Join(strings.Fields(ansi.Strip(benchTable(&rep, DefaultStyles(), 100))), " ")
+			for _, w := range tc.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("no %q:\n%s", w, text)
+				}
+			}
+		})
+	}
+}

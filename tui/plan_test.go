@@ -22,7 +22,7 @@ func TestPlanAsksForWhatTheTrackNeeds(t *testing.T) {
 	f.needs = []string{"LLAMA_MODEL"}
 	m := newSized(t, f, 120, 40)
 	drive(t, m, press("enter"), press("enter"))
-	if v := plain(m); !strings.Contains(v, "needs LLAMA_MODEL (GGUF model for llama-bench and the ladder), which is empty") || !strings.Contains(lastLine(m), "enter set LLAMA_MODEL") {
+	if v := plain(m); !strings.Contains(v, "needs LLAMA_MODEL (GGUF model for llama-bench, the ladder and the ollama verify), which is empty") || !strings.Contains(lastLine(m), "enter set LLAMA_MODEL") {
 		t.Fatalf("the plan does not ask for LLAMA_MODEL:\n%s", v)
 	}
 	drive(t, m, press("enter"))

@@ -19,6 +19,7 @@ import (
 	"github.com/haloforge/haloforge/steps/bench"
 	"github.com/haloforge/haloforge/steps/runner"
 	"github.com/haloforge/haloforge/steps/serve"
+	"github.com/haloforge/haloforge/steps/verify"
 )
 
 // Server serves and benchmarks a built track, for the serve screen.
@@ -107,6 +108,8 @@ type serverRun struct {
 	warnings []string
 	ready    *serve.Ready
 	smoke    *serve.Smoke
+	checking string         // what the answers check is doing
+	answers  *serve.Checked // how the answers check ended
 	found    []diagnose.Finding
 	finished *runner.StepFinished
 	tail     []string
@@ -434,6 +437,10 @@ func (s *serveScreen) serverEvents(msg eventsMsg) tea.Cmd {
 			s.run.current = serve.PhaseReady
 		case serve.Smoke:
 			s.run.smoke = &e
+		case serve.Checking:
+			s.run.checking = e.What
+		case serve.Checked:
+			s.run.answers, s.run.checking = &e, ""
 		case runner.Found:
 			s.run.found = append(s.run.found, e.Finding)
 		case runner.StepFinished:
@@ -784,8 +791,29 @@ func (s *serveScreen) runView() (string, int) {
 		}
 		resultEnd = strings.Count(b.String(), "\n") - 1
 	}
+	// The answers check, in the words line mode prints (Sentence).
+	if r.checking != "" && s.running {
+		b.WriteString(st.Running.Render("◆") + " " + strings.Join(hangLines(r.checking, s.w-2, 2), "\n") + "\n")
+	}
+	if a := r.answers; a != nil {
+		mark := st.Warn.Render("!")
+		switch {
+		case a.Wrong():
+			mark = st.Fail.Render("✗")
+		case a.Result != nil && a.Result.Verdict == verify.Right:
+			mark = st.OK.Render("✓")
+		}
+		b.WriteString(mark + " " + strings.Join(hangLines(a.Sentence(), s.w-2, 2), "\n") + "\n")
+		b.WriteString(strings.Join(hangLines(st.Subtle.Render("  check: ")+a.How, s.w, 9), "\n") + "\n")
+		resultEnd = strings.Count(b.String(), "\n") - 1
+	}
 	for _, f := range r.found {
 		b.WriteString(strings.Join(hangLines(st.HintTitle.Render(f.Family)+" "+f.Summary, s.w, 2), "\n") + "\n")
+		if r.answers != nil && r.answers.Finding != nil && f.Family == r.answers.Finding.Family {
+			for _, l := range strings.Split(f.Fix, "\n") {
+				b.WriteString(st.Subtle.Render(strings.Join(hardLines("    "+l, s.w, 6, plainText), "\n")) + "\n")
+			}
+		}
 	}
 	if f := r.finished; f != nil {
 		mark := st.OK.Render("■ server stopped")

@@ -29,7 +29,10 @@ type benchOptions struct {
 	track, model, url string
 	depths            []int
 	dryRun            bool
-	*globalOptions    // with --track: the pins, scripts and state dir the track was built with
+	// despiteWrong measures a track whose answers were last found wrong,
+	// instead of refusing to.
+	despiteWrong   bool
+	*globalOptions // with --track: the pins, scripts and state dir the track was built with
 }
 
 func newBenchCmd(g *globalOptions) *cobra.Command {
@@ -56,8 +59,10 @@ func newBenchCmd(g *globalOptions) *cobra.Command {
 			"for a file from elsewhere, only the device it names). bench --from also reads such a FILE.json " +
 			"back and judges it again with its own machine's facts. " +
 			"Exit codes: with --from, 0 when the file was read, 2 when it could not be; with --track, 0 when the " +
-			"benchmark ran and was compared, 1 when it failed or left no results, 2 when nothing ran (not built, " +
-			"bad input), 130 when interrupted.",
+			"benchmark ran and was compared, 1 when it failed or left no results, or when the track's answers were " +
+			"last found wrong (WRONG OUTPUT from its verify step, haloforge serve or haloforge verify --track: a stack that " +
+			"computes wrong has no normal speed; --despite-wrong-answers measures it anyway and its verdict says it is not " +
+			"normal), 2 when nothing ran (not built, bad input), 130 when interrupted.",
 		Example: "  haloforge bench --track llamacpp-distro --model ~/models/qwen3-30b-a3b-q4_k_m.gguf --depths 0,32768\n" +
 			"  haloforge bench --track therock-toolbox --model Qwen/Qwen3-0.6B --url http://127.0.0.1:8000\n" +
 			"  llama-bench -m model.gguf -o jsonl -r 3 -fa 1 -ngl 999 > bench.jsonl\n" +
@@ -80,6 +85,7 @@ func newBenchCmd(g *globalOptions) *cobra.Command {
 	f.IntSliceVar(&o.depths, "depths", nil, "with --track: llama-bench context depths, e.g. 0,32768 (default 0)")
 	f.StringVar(&o.url, "url", "", "with a vLLM track: the running server to measure (default: the track's port on 127.0.0.1)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "with --track: print the benchmark command and run nothing")
+	f.BoolVar(&o.despiteWrong, "despite-wrong-answers", false, "with --track: measure a track whose answers were last found wrong (its verdict then says the speed is not normal)")
 	cmd.MarkFlagsMutuallyExclusive("from", "track")
 	return cmd
 }
@@ -116,7 +122,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, o benchOptions) error {
 	if isReport {
 		raw = []byte(shared.Raw)
 		h := shared.Host()
-		origin.report = &h
+		origin.report, origin.answers = &h, printableAnswers(shared.Results.Answers)
 		if o.command == "" {
 			o.command = shared.Command
 		}
@@ -145,6 +151,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, o benchOptions) error {
 // device.
 type hostOrigin struct {
 	report  *bench.Host
+	answers *bench.Answers // what a report says of its stack's answers
 	ranHere bool
 }
 
@@ -200,6 +207,12 @@ func compareAndPrint(ctx context.Context, cmd *cobra.Command, o benchOptions, ru
 		fmt.Fprintf(cmd.ErrOrStderr(), "note: %s\n", note)
 	}
 	rep := bench.Compare(run, bench.References(), host)
+	switch {
+	case o.track != "":
+		judgeAnswers(cmd.ErrOrStderr(), &rep, stateDirOrDefault(o.stateDir), o.track)
+	case origin.report != nil:
+		rep.Answers = origin.answers // a report judged again keeps what its stack's answers were
+	}
 	if o.report != "" {
 		if err := writeBenchReport(o, rep, host, raw); err != nil {
 			return failedErr(err)
@@ -214,6 +227,34 @@ func compareAndPrint(ctx context.Context, cmd *cobra.Command, o benchOptions, ru
 		fmt.Fprintf(out, "report: %s and %s\n", o.report, strings.TrimSuffix(o.report, ".md")+".json")
 	}
 	return err
+}
+
+// judgeAnswers is serve.JudgeAnswers, its note on stderr.
+func judgeAnswers(stderr io.Writer, rep *bench.Report, stateDir, track string) {
+	if note := serve.JudgeAnswers(rep, stateDir, track); note != "" {
+		fmt.Fprintf(stderr, "note: %s\n", note)
+	}
+}
+
+// printableAnswers is a report file's answers, its text made safe for a
+// terminal and a report.
+func printableAnswers(a *bench.Answers) *bench.Answers {
+	if a == nil {
+		return nil
+	}
+	return &bench.Answers{Verdict: text.Printable(a.Verdict, 20), Line: text.Printable(a.Line, 600), By: text.Printable(a.By, 80), At: a.At}
+}
+
+// refuseWrongStack refuses to measure a track whose answers were last
+// found wrong, unless the user asked for it (--despite-wrong-answers).
+func refuseWrongStack(o benchOptions, stateDir string) error {
+	if o.despiteWrong {
+		return nil
+	}
+	if err := serve.CheckStackAnswers(stateDir, o.track); err != nil {
+		return failedErr(fmt.Errorf("%w, or add --despite-wrong-answers to measure it anyway", err))
+	}
+	return nil
 }
 
 // readBenchInput reads at most bench.MaxInput bytes of a file or stdin. A

@@ -57,6 +57,9 @@ func runBenchTrack(cmd *cobra.Command, o benchOptions) error {
 	if err := runner.CheckStateDir(s.ws.StateDir); err != nil {
 		return usageErr(err)
 	}
+	if err := refuseWrongStack(o, s.ws.StateDir); err != nil {
+		return err
+	}
 	ro, err := runOptions(cmd, o.globalOptions, s)
 	if err != nil {
 		return err

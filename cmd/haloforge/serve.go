@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -18,6 +20,7 @@ import (
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/runner"
 	"github.com/haloforge/haloforge/steps/serve"
+	"github.com/haloforge/haloforge/steps/verify"
 	"github.com/haloforge/haloforge/tui/linemode"
 )
 
@@ -29,7 +32,8 @@ type serveOptions struct {
 	port               int
 	dryRun, asJSON     bool
 	expose, force      bool
-	noSmoke            bool
+	noSmoke, noVerify  bool
+	reference          string
 	*globalOptions     // the pins, scripts and state dir the track was built with
 }
 
@@ -46,7 +50,13 @@ func newServeCmd(g *globalOptions) *cobra.Command {
 			"starts it anyway). It prints the exact command and environment, follows the engine's start-up " +
 			"phase by phase from its own log lines, names the phase it is stuck in if it stalls, probes /health " +
 			"and the model list, then streams one short completion and reports the time to the first token and " +
-			"the tokens per second. The server listens on 127.0.0.1 unless --host says otherwise; every " +
+			"the tokens per second. Then it checks that the answers are right (haloforge verify's prompt set): " +
+			"against a reference of the same model file recorded on a trusted backend (llama.cpp: the CPU " +
+			"backend, started beside the server in the same box or image, once per model file, kept in the " +
+			"state dir), or --reference FILE, else for the known answers and degenerate output; it says " +
+			"\"answers right\" or \"WRONG OUTPUT: …\" with the evidence and the likely fix, and a server that " +
+			"answers wrong ends failed (exit 1) when it is stopped. " +
+			"The server listens on 127.0.0.1 unless --host says otherwise; every " +
 			"interface (0.0.0.0) needs --expose. Ctrl-C (or q on a terminal) stops it and every process it " +
 			"started. Exit 0 when it served and was stopped, 1 when it failed or stalled, 2 for bad input " +
 			"(a model that does not fit included: nothing ran), 130 when stopped before it was ready.",
@@ -67,6 +77,10 @@ func newServeCmd(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.expose, "expose", false, "allow --host 0.0.0.0 or ::, every interface (no API key: keep it behind a firewall)")
 	f.BoolVar(&o.force, "force", false, "start even when the fit estimate says the model does not fit")
 	f.BoolVar(&o.noSmoke, "no-smoke", false, "do not send the first completion once the server is ready")
+	f.BoolVar(&o.noVerify, "no-verify", false, "do not check the answers once the server is ready")
+	f.StringVar(&o.reference, "reference", "", "check the answers against this reference (haloforge verify --record) instead of haloforge's own")
+	_ = cmd.RegisterFlagCompletionFunc("reference", completeJSONFiles)
+	cmd.MarkFlagsMutuallyExclusive("no-verify", "reference")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print what would run (command, environment, URL, fit) and start nothing")
 	jsonFlag(cmd, &o.asJSON, `print {"engine", "command", "env", "url", "fit"} (with --dry-run), or the outcome, as JSON`)
 	return cmd
@@ -114,8 +128,12 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	if err != nil {
 		return err
 	}
-	req := serve.Request{Track: o.track, Pins: s.plan.Env, Model: o.model, Context: o.context, Util: o.util, Port: o.port,
-		Host: o.host, Expose: o.expose, Root: os.Getenv("HALOFORGE_DISTROBOX_ROOT") == "1", NoGPU: s.noGPU, Unified: s.ceiling.Unified}
+	if o.reference != "" {
+		if _, err := verify.ReadReference(o.reference); err != nil {
+			return usageErr(fmt.Errorf("--reference: %w", err))
+		}
+	}
+	req := serveRequest(o, s)
 	var built serve.Built
 	if !o.dryRun {
 		// A track that is not built is said first: asking for a model it
@@ -155,6 +173,12 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 		return usageErr(err)
 	}
 	return serveRun(cmd, o, s, l)
+}
+
+// serveRequest is what the user asked serve for.
+func serveRequest(o serveOptions, s serveSetup) serve.Request {
+	return serve.Request{Track: o.track, Pins: s.plan.Env, Model: o.model, Context: o.context, Util: o.util, Port: o.port,
+		Host: o.host, Expose: o.expose, Root: os.Getenv("HALOFORGE_DISTROBOX_ROOT") == "1", NoGPU: s.noGPU, Unified: s.ceiling.Unified}
 }
 
 // probeBuilt finds a track's box or image (tests replace it).
@@ -197,7 +221,20 @@ func serveRun(cmd *cobra.Command, o serveOptions, s serveSetup, l serve.Launch) 
 	if err != nil {
 		return err
 	}
-	w, err := serve.Start(cmdContext(cmd), l, ro, serve.WatchOptions{Smoke: !o.noSmoke})
+	wo := serve.WatchOptions{Smoke: !o.noSmoke}
+	if !o.noVerify {
+		req := serveRequest(o, s)
+		co := serve.CheckOptions{Request: req, Run: ro, Reference: o.reference, StateDir: s.ws.StateDir, Version: version}
+		wo.Check = func(ctx context.Context, progress func(string)) serve.AnswerCheck {
+			c := serve.CheckAnswers(ctx, l, co, progress)
+			if c.Result != nil {
+				// What bench reads before it calls this stack's speed normal.
+				_ = verify.RecordLast(s.ws.StateDir, o.track, "serve", *c.Result, time.Now())
+			}
+			return c
+		}
+	}
+	w, err := serve.Start(cmdContext(cmd), l, ro, wo)
 	if err != nil {
 		return usageErr(err)
 	}

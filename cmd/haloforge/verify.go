@@ -20,12 +20,22 @@ import (
 type verifyOptions struct {
 	url, model        string
 	record, reference string
-	backend           string
-	asJSON            bool
-	timeout           time.Duration
+	// recordFor and referenceFor name a model file whose reference
+	// haloforge keeps in the state dir (verify.CacheDir).
+	recordFor, referenceFor string
+	cached                  bool
+	// answers judges a file a generator wrote instead of a server; prompts
+	// prints the prompt set for such a generator.
+	answers  string
+	prompts  bool
+	track    string
+	backend  string
+	asJSON   bool
+	timeout  time.Duration
+	stateDir string
 }
 
-func newVerifyCmd(_ *globalOptions) *cobra.Command {
+func newVerifyCmd(g *globalOptions) *cobra.Command {
 	var o verifyOptions
 	cmd := &cobra.Command{
 		Use:   "verify --url URL [--model ID] [--record FILE | --reference FILE] [--json]",
@@ -45,13 +55,21 @@ func newVerifyCmd(_ *globalOptions) *cobra.Command {
 			"request is bounded by --timeout and every answer by 4 MiB; nothing the server sends reaches the " +
 			"terminal unsanitised. Exit codes: 0 right, or a reference recorded; 1 wrong or not verified (or " +
 			"nothing recorded); 2 bad input or no usable server (unreachable, not OpenAI-compatible, too slow, " +
-			"a reference that does not parse or is for another prompt set); 130 interrupted.",
+			"a reference that does not parse or is for another prompt set); 130 interrupted. " +
+			"haloforge keeps the references it records from a trusted backend in the state dir, one per model " +
+			"file (its SHA-256) and prompt set: --record-for MODEL records one there (from the server at --url, " +
+			"e.g. the same GGUF on the CPU backend), --reference-for MODEL compares with it, and " +
+			"--reference-for MODEL --cached (no --url) says whether one is kept (exit 0) or not (exit 1). " +
+			"--track ID keeps the verdict as the track's last, which haloforge bench reads before it calls a speed normal.",
 		Example: "  haloforge verify --url http://127.0.0.1:8080\n" +
 			"  haloforge verify --url http://127.0.0.1:8081 --record cpu-reference.json --backend CPU\n" +
 			"  haloforge verify --url http://127.0.0.1:8080 --reference cpu-reference.json\n" +
-			"  haloforge verify --url http://127.0.0.1:8000/v1 --model Qwen/Qwen3-0.6B --json",
+			"  haloforge verify --url http://127.0.0.1:8000/v1 --model Qwen/Qwen3-0.6B --json\n" +
+			"  haloforge verify --url http://127.0.0.1:8081 --record-for ~/models/m.gguf --backend CPU\n" +
+			"  haloforge verify --url http://127.0.0.1:8080 --reference-for ~/models/m.gguf --track llamacpp-distro",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.stateDir = g.stateDirOr()
 			return runVerifyServer(cmdContext(cmd), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -60,10 +78,19 @@ func newVerifyCmd(_ *globalOptions) *cobra.Command {
 	f.StringVar(&o.model, "model", "", "the model to ask (default: the first that /v1/models lists)")
 	f.StringVar(&o.record, "record", "", "write the answers to FILE as a reference (JSON)")
 	f.StringVar(&o.reference, "reference", "", "compare the answers with the reference in FILE")
-	f.StringVar(&o.backend, "backend", "", "with --record: what the server computes on, kept in the reference (e.g. CPU)")
+	f.StringVar(&o.recordFor, "record-for", "", "record the answers as haloforge's reference for the model file MODEL (kept in the state dir)")
+	f.StringVar(&o.referenceFor, "reference-for", "", "compare the answers with haloforge's reference for the model file MODEL")
+	f.BoolVar(&o.cached, "cached", false, "with --reference-for and no --url: exit 0 when a reference for MODEL is kept, 1 when not")
+	f.StringVar(&o.answers, "answers", "", "judge the answers a generator wrote to FILE (haloforge/verify-answers/v1) instead of asking a server")
+	f.BoolVar(&o.prompts, "prompts", false, "print the prompt set as JSON, for a generator that writes --answers")
+	f.StringVar(&o.track, "track", "", "keep the verdict as track ID's last (haloforge bench reads it)")
+	f.StringVar(&o.backend, "backend", "", "with --record or --record-for: what the server computes on, kept in the reference (e.g. CPU)")
 	f.DurationVar(&o.timeout, "timeout", verify.DefaultTimeout, "the most one request may take")
 	jsonFlag(cmd, &o.asJSON, `print {"schema": "haloforge/verify/v1", "verdict": ..., "prompts": [...]} as JSON`)
-	cmd.MarkFlagsMutuallyExclusive("record", "reference")
+	cmd.MarkFlagsMutuallyExclusive("record", "reference", "record-for", "reference-for")
+	cmd.MarkFlagsMutuallyExclusive("cached", "url", "answers", "prompts")
+	_ = cmd.RegisterFlagCompletionFunc("track", completeTracks)
+	_ = cmd.RegisterFlagCompletionFunc("answers", completeJSONFiles)
 	_ = cmd.RegisterFlagCompletionFunc("record", completeJSONFiles)
 	_ = cmd.RegisterFlagCompletionFunc("reference", completeJSONFiles)
 	_ = cmd.RegisterFlagCompletionFunc("url", cobra.NoFileCompletions)
@@ -73,17 +100,34 @@ func newVerifyCmd(_ *globalOptions) *cobra.Command {
 }
 
 func runVerifyServer(ctx context.Context, o verifyOptions, stdout, stderr io.Writer) error {
-	if o.url == "" {
-		return usageErr(errors.New("verify needs --url, the server to check (e.g. --url http://127.0.0.1:8080)"))
+	if o.cached {
+		return verifyCached(o, stdout)
 	}
-	if _, err := verify.NormaliseURL(o.url); err != nil {
-		return usageErr(err)
+	if o.prompts {
+		return writeJSON(stdout, verify.Set())
+	}
+	if o.url == "" && o.answers == "" {
+		return usageErr(errors.New("verify needs --url, the server to check (e.g. --url http://127.0.0.1:8080), or --answers FILE"))
+	}
+	if o.url != "" {
+		if _, err := verify.NormaliseURL(o.url); err != nil {
+			return usageErr(err)
+		}
 	}
 	if o.timeout <= 0 {
 		return usageErr(fmt.Errorf("--timeout %s: want a positive duration", o.timeout))
 	}
-	if o.backend != "" && o.record == "" {
-		return usageErr(errors.New("--backend says what a recorded reference ran on: use it with --record"))
+	recording := o.record != "" || o.recordFor != ""
+	if o.backend != "" && !recording {
+		return usageErr(errors.New("--backend says what a recorded reference ran on: use it with --record or --record-for"))
+	}
+	if o.track != "" {
+		if recording {
+			return usageErr(errors.New("--track keeps a verdict: recording a reference judges nothing"))
+		}
+		if _, err := steps.Lookup(o.track); err != nil {
+			return usageErr(fmt.Errorf("--track: %w", err))
+		}
 	}
 	if o.record != "" {
 		if _, err := os.Lstat(o.record); err == nil {
@@ -94,39 +138,85 @@ func runVerifyServer(ctx context.Context, o verifyOptions, stdout, stderr io.Wri
 		}
 	}
 	var ref *verify.Record
-	if o.reference != "" {
+	refFile := o.reference
+	switch {
+	case o.reference != "":
 		r, err := verify.ReadReference(o.reference)
 		if err != nil {
 			return usageErr(err)
 		}
 		ref = r
+	case o.referenceFor != "":
+		c, err := cachedReference(o.stateDir, o.referenceFor)
+		if errors.Is(err, verify.ErrNoCachedReference) {
+			return usageErr(fmt.Errorf("--reference-for %s: %w yet: record one from a trusted backend (the same model on the CPU): haloforge verify --url URL --record-for %s --backend CPU",
+				o.referenceFor, err, shellWord(o.referenceFor)))
+		}
+		if err != nil {
+			return usageErr(err)
+		}
+		ref, refFile = c.Record, c.File
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	var modelKey string
+	if o.recordFor != "" {
+		k, err := verify.ModelKey(o.stateDir, o.recordFor)
+		if err != nil {
+			return usageErr(fmt.Errorf("--record-for: %w", err))
+		}
+		modelKey = k
+	}
 	start := time.Now()
-	s, err := verify.Connect(ctx, verify.Options{URL: o.url, Model: o.model, Timeout: o.timeout, Backend: o.backend, Version: version})
-	if err != nil {
-		return verifyErr(ctx, stderr, err)
-	}
-	defer s.Close()
-	if !o.asJSON {
-		fmt.Fprintln(stdout, verifyHeader(s, ref, o))
-	}
-	rec, err := s.Run(ctx)
-	if err != nil {
-		return verifyErr(ctx, stderr, err)
+	var rec *verify.Record
+	var url string
+	if o.answers != "" {
+		r, err := verify.ReadAnswers(o.answers)
+		if err != nil {
+			return usageErr(err)
+		}
+		if o.backend != "" {
+			r.Backend = o.backend
+		}
+		r.Haloforge = version
+		rec = r
+		if !o.asJSON {
+			fmt.Fprintln(stdout, verifyHeaderOf(rec.Model, "the answers in "+oneLine(o.answers, 200), rec.Server, ref, refFile, o))
+		}
+	} else {
+		ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		s, err := verify.Connect(ctx, verify.Options{URL: o.url, Model: o.model, Timeout: o.timeout, Backend: o.backend, Version: version})
+		if err != nil {
+			return verifyErr(ctx, stderr, err)
+		}
+		defer s.Close()
+		if !o.asJSON {
+			fmt.Fprintln(stdout, verifyHeaderOf(s.Model(), oneLine(s.URL(), 120), s.Ident(), ref, refFile, o))
+		}
+		if rec, err = s.Run(ctx); err != nil {
+			return verifyErr(ctx, stderr, err)
+		}
+		url = s.URL()
 	}
 	var res verify.Result
 	switch {
 	case ref != nil:
 		res = verify.JudgeReference(rec, ref, verify.DefaultTolerance)
-		res.Reference.File = oneLine(o.reference, 200)
+		res.Reference.File = oneLine(refFile, 200)
 	default:
 		res = verify.JudgeKnownAnswers(rec)
 	}
-	res.URL, res.Elapsed = oneLine(s.URL(), 200), time.Since(start)
-	if o.record != "" {
-		return recordReference(o, rec, res, stdout)
+	res.URL, res.Elapsed = oneLine(url, 200), time.Since(start)
+	if recording {
+		return recordReference(o, modelKey, rec, res, stdout)
+	}
+	if o.track != "" {
+		by := os.Getenv("HALOFORGE_STEP")
+		if by == "" {
+			by = "verify"
+		}
+		if err := verify.RecordLast(o.stateDir, o.track, by, res, time.Now()); err != nil {
+			fmt.Fprintf(stderr, "warning: the verdict was not kept for haloforge bench: %v\n", err)
+		}
 	}
 	if err := printVerify(stdout, o.asJSON, res); err != nil {
 		return err
@@ -134,6 +224,33 @@ func runVerifyServer(ctx context.Context, o verifyOptions, stdout, stderr io.Wri
 	if res.Verdict != verify.Right {
 		return silentExit(exitFailed)
 	}
+	return nil
+}
+
+// cachedReference is the reference haloforge keeps for a model file.
+func cachedReference(stateDir, model string) (verify.Cached, error) {
+	key, err := verify.ModelKey(stateDir, model)
+	if err != nil {
+		return verify.Cached{}, err
+	}
+	return verify.LookupReference(stateDir, key)
+}
+
+// verifyCached answers --reference-for MODEL --cached: is a reference kept?
+func verifyCached(o verifyOptions, stdout io.Writer) error {
+	if o.referenceFor == "" {
+		return usageErr(errors.New("--cached asks whether a reference is kept: name the model with --reference-for MODEL"))
+	}
+	c, err := cachedReference(o.stateDir, o.referenceFor)
+	switch {
+	case errors.Is(err, verify.ErrNoCachedReference):
+		fmt.Fprintf(stdout, "no reference kept for %s: record one with --record-for\n", oneLine(o.referenceFor, 200))
+		return silentExit(exitFailed)
+	case err != nil:
+		return usageErr(err)
+	}
+	fmt.Fprintf(stdout, "kept: %s (recorded on %s by %s on %s)\n", oneLine(c.File, 200), oneLine(c.Record.Backend, 60),
+		oneLine(c.Record.Server, 60), c.Record.Recorded.UTC().Format("2006-01-02"))
 	return nil
 }
 
@@ -147,21 +264,27 @@ func verifyErr(ctx context.Context, stderr io.Writer, err error) error {
 	return usageErr(err)
 }
 
-// verifyHeader is the first line: what is asked, of whom, against what.
-func verifyHeader(s *verify.Server, ref *verify.Record, o verifyOptions) string {
+// verifyHeaderOf is the first line: what is asked, of whom (a model at a
+// URL, or the answers in a file), against what.
+func verifyHeaderOf(model, at, ident string, ref *verify.Record, refFile string, o verifyOptions) string {
 	what := "known answers and degenerate output (no reference)"
 	switch {
 	case ref != nil:
-		what = "compared with the reference " + oneLine(o.reference, 200)
+		what = "compared with the reference " + oneLine(refFile, 200)
+		if ref.Backend != "" {
+			what += " (recorded on " + oneLine(ref.Backend, 60) + ")"
+		}
 	case o.record != "":
 		what = "recording a reference to " + oneLine(o.record, 200)
+	case o.recordFor != "":
+		what = "recording haloforge's reference for " + oneLine(o.recordFor, 200)
 	}
 	server := ""
-	if id := s.Ident(); id != "" {
-		server = " (" + oneLine(id, 60) + ")"
+	if ident != "" {
+		server = " (" + oneLine(ident, 60) + ")"
 	}
 	return fmt.Sprintf("verify: %s at %s%s: %d prompts, greedy, top-%d logprobs; %s",
-		oneLine(s.Model(), 80), oneLine(s.URL(), 120), server, len(verify.Prompts()), verify.TopK, what)
+		oneLine(model, 80), at, server, len(verify.Prompts()), verify.TopK, what)
 }
 
 // oneLine is server-given or user-given text made printable for a line.
@@ -180,9 +303,11 @@ func printVerify(stdout io.Writer, asJSON bool, res verify.Result) error {
 	return nil
 }
 
-// recordReference writes the reference, unless the answers cannot be one;
-// the known-answer judgement is printed either way, for information.
-func recordReference(o verifyOptions, rec *verify.Record, res verify.Result, stdout io.Writer) error {
+// recordReference writes the reference (to --record's file, or to the
+// state dir's cache for --record-for's model), unless the answers cannot
+// be one; the known-answer judgement is printed either way, for
+// information.
+func recordReference(o verifyOptions, modelKey string, rec *verify.Record, res verify.Result, stdout io.Writer) error {
 	res.Check = verify.CheckRecord
 	data, err := verify.MarshalReference(rec)
 	if err != nil {
@@ -195,18 +320,27 @@ func recordReference(o verifyOptions, rec *verify.Record, res verify.Result, std
 		}
 		return silentExit(exitFailed)
 	}
-	if err := steps.WriteFileAtomic(o.record, data); err != nil {
+	file := o.record
+	if o.recordFor != "" {
+		if file, err = verify.StoreReference(o.stateDir, modelKey, rec); err != nil {
+			return failedErr(fmt.Errorf("--record-for %s: %w", o.recordFor, err))
+		}
+	} else if err := steps.WriteFileAtomic(o.record, data); err != nil {
 		return failedErr(fmt.Errorf("--record %s: %w", o.record, err))
 	}
-	res.Recorded = oneLine(o.record, 200)
+	res.Recorded = oneLine(file, 200)
 	if o.asJSON {
 		return writeJSON(stdout, res)
 	}
 	for _, l := range res.Details() {
 		fmt.Fprintln(stdout, l)
 	}
-	fmt.Fprintf(stdout, "recorded: %d prompts from %s to %s (%d bytes); compare a server with it: --reference %s\n",
-		len(rec.Answers), oneLine(rec.Model, 80), oneLine(o.record, 200), len(data), oneLine(shellWord(o.record), 200))
+	use := "--reference " + oneLine(shellWord(file), 200)
+	if o.recordFor != "" {
+		use = "--reference-for " + oneLine(shellWord(o.recordFor), 200)
+	}
+	fmt.Fprintf(stdout, "recorded: %d prompts from %s to %s (%d bytes); compare a server with it: %s\n",
+		len(rec.Answers), oneLine(rec.Model, 80), oneLine(file, 200), len(data), use)
 	fmt.Fprintln(stdout, "known answers, for information: "+res.Line())
 	return nil
 }

@@ -291,8 +291,9 @@ write_box_env() {
       [[ "$name" == HALOFORGE_IN_BOX || "$name" == HALOFORGE_ENV_FILE ]] && continue
       [[ -n "${!name+set}" ]] || continue
       local value=${!name}
-      # Host paths of the runner's contract and of the package settings, as the box sees them.
-      if [[ "$name" =~ ^HALOFORGE_.*_(DIR|FILE)$ && "$value" == /* ]]; then
+      # Host paths of the runner's contract (haloforge's binary too) and of the package
+      # settings, as the box sees them.
+      if [[ ("$name" =~ ^HALOFORGE_.*_(DIR|FILE)$ || "$name" == HALOFORGE_BIN) && "$value" == /* ]]; then
         value=$(box_path "$value")
       elif [[ "$name" =~ $_HF_PATH_ENV ]]; then
         value=$(_hf_box_paths "$value")

@@ -351,6 +351,20 @@ url_reachable() {
 # assigns plain values and ${NAME} references and refuses every other shell construct,
 # naming the file and line; `haloforge pins check FILE` validates the values.
 
+# hf_bin: the haloforge binary that runs the step ($HALOFORGE_BIN, which the runner sets),
+# or where a distrobox sees it; fails when there is none.
+hf_bin() {
+  local b=${HALOFORGE_BIN:-}
+  [[ -n $b ]] || return 1
+  if [[ -x $b ]]; then
+    printf '%s\n' "$b"
+  elif [[ -x /run/host$b ]]; then
+    printf '/run/host%s\n' "$b"
+  else
+    return 1
+  fi
+}
+
 # hf_by_runner: true when haloforge's runner started this step (it names the run; by hand the
 # run is manual-…, or not named yet).
 hf_by_runner() { [[ -n "${HALOFORGE_RUN_ID:-}" && "$HALOFORGE_RUN_ID" != manual-* ]]; }

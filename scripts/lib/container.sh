@@ -111,22 +111,24 @@ state_dir_for() {
   printf '%s\n' "$dir"
 }
 
-# torch_check_flags: mount the shared checks (verify_torch.py, verify_vllm.py) into a
-# container at /haloforge/.
+# torch_check_flags: mount the shared checks (verify_torch.py, verify_vllm.py and the answers'
+# generator verify_answers.py) into a container at /haloforge/.
 torch_check_flags() {
   local f
-  for f in verify_torch.py verify_vllm.py; do
+  for f in verify_torch.py verify_vllm.py verify_answers.py; do
     printf '%s\n' -v "$HALOFORGE_SCRIPTS_DIR/lib/$f:/haloforge/$f:ro,z"
   done
 }
 
-# vllm_check_flags: what verify_vllm.py needs in a container: the model to generate with
-# (VERIFY_MODEL), the host's Hugging Face cache (a model downloads once) and HF_TOKEN.
+# vllm_check_flags: what verify_vllm.py and the answers check need in a container: the model
+# to generate with (VERIFY_MODEL), the host's Hugging Face cache (a model downloads once),
+# HF_TOKEN, and the run directory at its own path (the prompt set in, the answers out:
+# lib/vllm.sh vllm_answers).
 vllm_check_flags() {
   local cache=${HF_HOME:-${HOME:-/root}/.cache/huggingface}
-  is_dry_run || mkdir -p "$cache"
+  is_dry_run || mkdir -p "$cache" "$HALOFORGE_RUN_DIR"
   printf '%s\n' -e HALOFORGE_CHECK_VLLM=1 -e "HALOFORGE_VERIFY_MODEL=${VERIFY_MODEL:-}" -e HF_TOKEN \
-    -v "$cache:/root/.cache/huggingface:z"
+    -v "$cache:/root/.cache/huggingface:z" -v "$HALOFORGE_RUN_DIR:$HALOFORGE_RUN_DIR:z"
 }
 
 # spoof_risk_banner VERSION: what HSA_OVERRIDE_GFX_VERSION=VERSION means on RDNA 3.5, shown

@@ -10,6 +10,11 @@
 # proves kernels run on the backend, and its numbers are no speed claim.
 # Benchmark: llama-bench -o json -r 3 -fa 1 -ngl 999, without mmap (-mmp 0 on builds that
 # have it, -lm none on builds that replaced it), on the backend's first device (-dev).
+# Answers: llama-server on that device answers haloforge verify's prompt set, compared with
+# haloforge's reference for the same GGUF on llama.cpp's CPU backend (lib/llama.sh's
+# llama_answers; the reference is recorded once per model and kept in the state dir): right
+# proves the backend computes what the CPU does; WRONG OUTPUT fails the step with the
+# evidence; no verdict is "not verified" with the reason.
 # Result: "verified<TAB>…" or "not-verified<TAB>…" in $HALOFORGE_RESULT_FILE; the JSON is
 # kept in the run directory and as $HALOFORGE_STATE_DIR/llamacpp-distro/llama-bench.json
 # for `haloforge bench --from`.
@@ -85,10 +90,11 @@ else
   [[ -n $DEV ]] || not_verified "llama-bench sees no $PREFIX device (is /dev/dri in the box, and are you in the render and video groups?)"
 fi
 
-# The no-mmap switch changed name: -mmp 0 on older builds, -lm none (--load-mode) on newer.
-nommap=(-lm none)
+# The no-mmap switch changed name (lib/llama.sh's llama_nommap_flags).
+nommap=(-lm none) server_nommap=(--no-mmap)
 if ! is_dry_run; then
   mapfile -t nommap < <(llama-bench --help 2>&1 | llama_nommap_flags || true)
+  mapfile -t server_nommap < <(llama-server --help 2>&1 | llama_nommap_flags || true)
 fi
 
 if ((tiny)); then
@@ -101,6 +107,7 @@ bench=(llama-bench -m "$model" -o json -r 3 -fa 1 "${nommap[@]}" -ngl 999 -dev "
 log_step "llama-bench on $DEV"
 if is_dry_run; then
   run "${bench[@]}"
+  llama_answers "$model" "$model" -ngl 999 -fa on --device "$DEV" "${server_nommap[@]}"
   exit 0
 fi
 mkdir -p "$HALOFORGE_RUN_DIR" "$DISTRO_STATE"
@@ -126,4 +133,20 @@ if ((${#allow[@]})) && grep -q '"gpu_info": "llvmpipe' "$out"; then
 fi
 ((tiny)) && what="$what; tiny random model: proof that kernels run, not a speed"
 hf_verified "$what"
+
+# The answers, on the same device: every layer there, flash attention, no mmap (the load
+# switch llama-server shares with llama-bench).
+serve_args=(-ngl 999 -fa on --device "$DEV" "${server_nommap[@]}")
+if [[ -n ${GGML_VK_VISIBLE_DEVICES:-} && ${HALOFORGE_ALLOW_NO_GPU:-0} == 1 ]]; then
+  # Mesa's lavapipe computes a micro-batch of more than 64 tokens wrong on Debian sid's
+  # llama.cpp (build 11669) with Mesa 26.2.6 (scripts/tests/integration-verify.sh).
+  serve_args+=(-ub 64)
+fi
+if llama_answers "$model" "$model" "${serve_args[@]}"; then
+  hf_verified "answers on $DEV: $ANSWERS_LINE"
+elif [[ $ANSWERS_VERDICT == wrong ]]; then
+  not_verified "answers on $DEV: $ANSWERS_LINE"
+else
+  hf_not_verified "answers on $DEV: $ANSWERS_LINE"
+fi
 log_info "compare with reference numbers: haloforge bench --from $DISTRO_STATE/llama-bench.json"

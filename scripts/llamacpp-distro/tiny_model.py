@@ -1,15 +1,25 @@
 #!/usr/bin/env python3
-"""Write a tiny llama-architecture GGUF with random weights (about 0.6 MB).
+"""Write a tiny llama-architecture GGUF with random weights (about 0.7 MB).
 
-It proves that an engine and a backend really run (a kernel runs, a token comes out):
-the text it generates is noise, the numbers it measures are not a speed claim.
-Needs only python3-gguf and python3-numpy (Debian/Ubuntu packages), no download.
+It proves that an engine and a backend really run (a kernel runs, a token comes out), and,
+compared with the same file on llama.cpp's CPU backend (haloforge verify), that the backend
+computes right: the text it generates is not language, the numbers it measures are not a
+speed claim. Needs only python3-gguf and python3-numpy (Debian/Ubuntu packages), no download.
 
 usage: tiny_model.py OUT.gguf [--seed N]
 
 Shape: 2 layers, n_embd 128, 4 heads, 2 KV heads (grouped-query attention), n_ff 256,
 context 512; a SentencePiece-style byte-level vocabulary of 270 tokens (3 specials, the
 256 byte tokens <0x00>..<0xFF>, 11 pieces). Matrices are F16, norms F32.
+
+The random weights are made a clearer test model (SHARPEN), so that a comparison of two
+backends is not all near-ties: the output matrix x40, so the logits are sharp and greedy
+choices clear; its rows of the special tokens, the control bytes and the bytes 0x7F-0xFF
+set to 0, so the greedy text is printable ASCII (llama-server reports a token cut inside a
+UTF-8 character together with the next one, or not at all); q and k x8 in both layers (x64
+on the attention scores), so an answer depends on the whole prompt rather than the last
+token (a random model otherwise loops on one or two tokens, which haloforge verify rightly
+calls degenerate output). Each scale is applied in float32 and stored back as F16.
 """
 
 import argparse
@@ -29,6 +39,20 @@ N_FF = 256
 N_CTX = 512
 HEAD_DIM = N_EMBD // N_HEAD
 PIECES = ["\u2581", "\u2581a", "\u2581the", "e", "t", "o", "n", "s", "\u2581is", "\u2581halo", "."]
+# SHARPEN: (tensor, rows or None for all, factor), in order (see the docstring).
+SHARPEN = [("output.weight", None, 40.0), ("output.weight", (0, 35), 0.0), ("output.weight", (130, 259), 0.0)] + [
+    (f"blk.{i}.attn_{m}.weight", None, 8.0) for i in range(N_LAYER) for m in ("q", "k")
+]
+
+
+def sharpen(name, data):
+    """The tensor with SHARPEN's scales for it applied, each in float32."""
+    for tensor, rows, factor in SHARPEN:
+        if tensor != name:
+            continue
+        part = data if rows is None else data[rows[0]:rows[1]]
+        part[...] = (part.astype(np.float32) * factor).astype(data.dtype)
+    return data
 
 
 def vocab():
@@ -81,23 +105,26 @@ def main():
     def mat(rows, cols):
         return (rng.standard_normal((rows, cols)) * 0.02).astype(np.float16)
 
+    def add(name, data):
+        w.add_tensor(name, sharpen(name, data))
+
     def norm():
         return np.ones(N_EMBD, dtype=np.float32)
 
     kv = N_HEAD_KV * HEAD_DIM
-    w.add_tensor("token_embd.weight", mat(n_vocab, N_EMBD))
+    add("token_embd.weight", mat(n_vocab, N_EMBD))
     for i in range(N_LAYER):
-        w.add_tensor(f"blk.{i}.attn_norm.weight", norm())
-        w.add_tensor(f"blk.{i}.attn_q.weight", mat(N_EMBD, N_EMBD))
-        w.add_tensor(f"blk.{i}.attn_k.weight", mat(kv, N_EMBD))
-        w.add_tensor(f"blk.{i}.attn_v.weight", mat(kv, N_EMBD))
-        w.add_tensor(f"blk.{i}.attn_output.weight", mat(N_EMBD, N_EMBD))
-        w.add_tensor(f"blk.{i}.ffn_norm.weight", norm())
-        w.add_tensor(f"blk.{i}.ffn_gate.weight", mat(N_FF, N_EMBD))
-        w.add_tensor(f"blk.{i}.ffn_up.weight", mat(N_FF, N_EMBD))
-        w.add_tensor(f"blk.{i}.ffn_down.weight", mat(N_EMBD, N_FF))
-    w.add_tensor("output_norm.weight", norm())
-    w.add_tensor("output.weight", mat(n_vocab, N_EMBD))
+        add(f"blk.{i}.attn_norm.weight", norm())
+        add(f"blk.{i}.attn_q.weight", mat(N_EMBD, N_EMBD))
+        add(f"blk.{i}.attn_k.weight", mat(kv, N_EMBD))
+        add(f"blk.{i}.attn_v.weight", mat(kv, N_EMBD))
+        add(f"blk.{i}.attn_output.weight", mat(N_EMBD, N_EMBD))
+        add(f"blk.{i}.ffn_norm.weight", norm())
+        add(f"blk.{i}.ffn_gate.weight", mat(N_FF, N_EMBD))
+        add(f"blk.{i}.ffn_up.weight", mat(N_FF, N_EMBD))
+        add(f"blk.{i}.ffn_down.weight", mat(N_EMBD, N_FF))
+    add("output_norm.weight", norm())
+    add("output.weight", mat(n_vocab, N_EMBD))
 
     w.write_header_to_file()
     w.write_kv_data_to_file()

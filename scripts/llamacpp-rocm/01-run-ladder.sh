@@ -6,8 +6,13 @@
 # prebuilt build step "pull" checked, then the 2025 workarounds. llama-bench runs with -dev
 # ROCm0 -o jsonl -v: its rows must carry device evidence, not just "ROCm" among the backends
 # compiled in (lib/llama_gpu_evidence.py), and the -v lines ("offloaded N/M layers to GPU")
-# must not say the layers stayed on the CPU. After that, rung_answers (ladder.sh) is where a
-# rung's answers are checked: the ladder records what it says.
+# must not say the layers stayed on the CPU. Every rung loads the model without mmap (the
+# switch its llama-bench's --help names: lib/llama.sh llama_nommap_flags), as Strix Halo owners
+# run it: with mmap a slow load of a large GGUF is taken for a hang. After that, rung_answers
+# (ladder.sh) checks what the rung computes: a rung works only when a numerical check ran
+# and passed (test-backend-ops against the CPU backend, and its answers against haloforge's
+# CPU reference of the same GGUF); a rung that answers wrong is recorded as wrong-output and
+# the ladder goes on.
 set -Eeuo pipefail
 # shellcheck source=../lib/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
@@ -32,7 +37,7 @@ model_dir=$(dirname "$model")
 [[ -d "$model_dir" ]] && model_dir=$(cd "$model_dir" && pwd)
 is_dry_run || require python3
 
-log_warn "experimental: each rung gets ${LLAMA_STALL_TIMEOUT}s of silence after a hang-prone line before it counts as hung, and its answers are not compared with a reference yet"
+log_warn "experimental: each rung gets ${LLAMA_STALL_TIMEOUT}s of silence after a hang-prone line before it counts as hung"
 need_gpu_devices
 mapfile -t rungs < <(ladder_rungs "$HF_SCRIPT_DIR/ladder.tsv")
 mapfile -t gpu < <(gpu_flags)
@@ -57,7 +62,7 @@ for rung in "${rungs[@]}"; do
     is_dry_run || ladder_record "$tsv" "$id" skipped 0 "$image" "$detail" - -
     continue
   fi
-  cmd=("$eng" run --rm --name "haloforge-ladder-$id" "${gpu[@]}")
+  opts=("${gpu[@]}") RUNG_BIN=''
   if [[ "$runs" == prebuilt ]]; then
     pre=$(prebuilt_dir)
     if ! is_dry_run && [[ ! -x "$pre/llama-bench" ]]; then
@@ -67,21 +72,33 @@ for rung in "${rungs[@]}"; do
       continue
     fi
     # The build's own libraries first: it may carry a newer ROCm than the image's.
-    cmd+=(-v "$pre:/opt/llamacpp-prebuilt:ro,z" -e LD_LIBRARY_PATH=/opt/llamacpp-prebuilt)
+    opts+=(-v "$pre:/opt/llamacpp-prebuilt:ro,z" -e LD_LIBRARY_PATH=/opt/llamacpp-prebuilt)
     what="$image + $(basename "$LLAMACPP_ROCM_PREBUILT_URL")" bench=/opt/llamacpp-prebuilt/llama-bench
+    RUNG_BIN=/opt/llamacpp-prebuilt/
   fi
   if [[ "$envs" != - ]]; then
     read -r -a kvs <<<"$envs"
-    for kv in "${kvs[@]}"; do cmd+=(-e "$kv"); done
+    for kv in "${kvs[@]}"; do opts+=(-e "$kv"); done
   fi
-  cmd+=(-v "$model_dir:/models:ro,z" "$image"
-    "$bench" -m "/models/$(basename "$model")" -ngl 99 -p 64 -n 16 -r 1 -v -o jsonl -dev ROCm0)
+  opts+=(-v "$model_dir:/models:ro,z")
+  # What rung_answers runs its checks in: the rung's container, and its servers on the host's
+  # network so that haloforge verify reaches them on 127.0.0.1.
+  RUNG_RUN=("$eng" run --rm "${opts[@]}" "$image")
+  RUNG_SERVER=("$eng" run --rm --name '{name}' --network host "${opts[@]}" "$image")
+  nommap=(-lm none)
+  is_dry_run || mapfile -t nommap < <("${RUNG_RUN[@]}" "$bench" --help 2>&1 | llama_nommap_flags || true)
+  cmd=("$eng" run --rm --name "haloforge-ladder-$id" "${opts[@]}" "$image"
+    "$bench" -m "/models/$(basename "$model")" -ngl 99 -p 64 -n 16 -r 1 -v -o jsonl -dev ROCm0 "${nommap[@]}")
   if [[ "$flags" != - ]]; then
     read -r -a extra <<<"$flags"
     cmd+=("${extra[@]}")
   fi
   if is_dry_run; then
     run "${cmd[@]}"
+    run "${RUNG_RUN[@]}" test-backend-ops -o MUL_MAT -b ROCm0
+    LLAMA_SERVER_PREFIX=("${RUNG_SERVER[@]}") LLAMA_SERVER_BIN=${RUNG_BIN}llama-server
+    llama_answers "$model" "/models/$(basename "$model")" -ngl 99 -fa on --device ROCm0 --no-mmap
+    LLAMA_SERVER_PREFIX=() LLAMA_SERVER_BIN=''
     continue
   fi
   log=$HALOFORGE_RUN_DIR/ladder-$id.log
@@ -99,15 +116,21 @@ for rung in "${rungs[@]}"; do
     why=$(grep -m1 '^error: ' "$log" || grep -v '^[[:space:]]*$' "$log" | tail -n 1)
     status=failed detail="exit $WATCH_EXIT: $why"
   elif ((evidence)) && bench_generated "$EVIDENCE_RESULTS"; then
-    status=success detail=$EVIDENCE_SUMMARY
+    detail=$EVIDENCE_SUMMARY
+    log_info "$id generates on ROCm0: $detail; now what it computes"
     rung_answers "$id" "$log"
+    case $ANSWERS in
+      verified) status=success ;;
+      wrong) status=wrong-output detail="$detail; but $ANSWERS_DETAIL" ;;
+      *) status=unverified detail="$detail; but $ANSWERS_DETAIL" ;;
+    esac
   elif grep -q '"avg_ts"' "$log"; then
     status=failed detail="not on the GPU: $EVIDENCE_WHY"
   else
     status=failed detail="the model ran but generated no tokens"
   fi
   answers=-
-  [[ "$status" == success ]] && answers="$ANSWERS: $ANSWERS_DETAIL"
+  [[ "$status" == success || "$status" == wrong-output || "$status" == unverified ]] && answers="$ANSWERS: $ANSWERS_DETAIL"
   ladder_record "$tsv" "$id" "$status" "$secs" "$what" "$detail" "$answers" "$log"
   ladder_json "$tsv" | write_file "$json"
   if [[ "$status" == success ]]; then
@@ -125,6 +148,6 @@ if [[ -n "$winner" ]]; then
   log_ok "strategy '$winner' loads and generates on this box; every attempt is in $json"
   exit 0
 fi
-log_error "no rung loaded the model and generated tokens on this box (every attempt: $json)"
+log_error "no rung loaded the model and generated right tokens on this box (every attempt: $json)"
 log_info "use the llamacpp-vulkan track (RADV), which does not touch ROCm, and see the failing rung's log"
 exit 1

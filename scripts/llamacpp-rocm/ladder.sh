@@ -77,14 +77,70 @@ prebuilt_fetch() {
   log_ok "prebuilt build unpacked: $dir"
 }
 
-# rung_answers ID LOG: the call point for checking a rung's answers, after its speed and
-# placement passed. It sets ANSWERS (verified, wrong or not-verified) and ANSWERS_DETAIL, which
-# ladder.json records per rung. The ladder does not compare tokens with a reference yet, so it
-# says so: a rung counts as working on speed and placement alone, and gfx1151 ROCm builds have
-# produced wrong tokens on some kernel/firmware pairs (noamsto/nix-amd-ai#105).
+# rung_answers ID LOG: a rung's numerical check, after its speed and placement passed: a rung
+# counts as working only when what it computes is right, since gfx1151 ROCm builds have run
+# fast and answered wrong (perplexity 1334 against 6.8 on CPU and Vulkan: noamsto/nix-amd-ai#105;
+# only <unused49>: ROCm/TheRock#7714). Two checks, each when the rung's image (or prebuilt
+# build) ships its tool, both in the rung's own container (RUNG_RUN: the engine's run words
+# with the rung's devices, environment and mounts, up to the image; RUNG_BIN: "" or the
+# prebuilt build's directory with a trailing slash):
+#   - test-backend-ops -o MUL_MAT -b ROCm0: ggml's own comparison of the ROCm matrix
+#     multiplications with the CPU backend (lib/llama_gpu_evidence.py reads it), no model;
+#   - the answers (lib/llama.sh llama_answers): llama-server on ROCm0 with the ladder's model
+#     against haloforge's reference for the same GGUF on the image's CPU backend, recorded
+#     once and kept: this one also sees the host-memory path of nix-amd-ai#105, which a
+#     matrix test on device memory does not.
+# It sets ANSWERS (verified when a check ran and none failed, wrong when one failed,
+# not-verified when none could run) and ANSWERS_DETAIL, which ladder.json records per rung.
+# shellcheck disable=SC2034 # ANSWERS* are read by the caller
 rung_answers() {
-  # shellcheck disable=SC2034 # read by the caller
-  ANSWERS=not-verified ANSWERS_DETAIL="the rung's answers are not compared with a reference yet: compare its output with the llamacpp-vulkan track on the same prompt"
+  local id=$1 rc tool opslog
+  local -a proved=() nommap=()
+  ANSWERS=not-verified ANSWERS_DETAIL=''
+  tool=${RUNG_BIN:-}test-backend-ops
+  if "${RUNG_RUN[@]}" sh -c "command -v $tool" >/dev/null 2>&1; then
+    opslog=$HALOFORGE_RUN_DIR/ladder-$id-backend-ops.log
+    rc=0
+    "${RUNG_RUN[@]}" "$tool" -o MUL_MAT -b ROCm0 >"$opslog" 2>&1 || rc=$?
+    tail -n 4 "$opslog"
+    if ((rc != 0)); then
+      ANSWERS=wrong ANSWERS_DETAIL="test-backend-ops -o MUL_MAT -b ROCm0 failed (exit $rc): ROCm0's matrix multiplications differ from the CPU's ($opslog)"
+      return 0
+    fi
+    if ! llama_gpu_evidence backend-ops "$opslog" --device ROCm0; then
+      ANSWERS_DETAIL="test-backend-ops proved nothing: $EVIDENCE_WHY ($opslog)"
+    else
+      proved+=("$EVIDENCE_SUMMARY (matches the CPU backend)")
+    fi
+  else
+    log_info "the rung ships no $tool: its matrix multiplications are not compared with the CPU's"
+  fi
+  if "${RUNG_RUN[@]}" sh -c "command -v ${RUNG_BIN:-}llama-server" >/dev/null 2>&1; then
+    mapfile -t nommap < <("${RUNG_RUN[@]}" "${RUNG_BIN:-}llama-server" --help 2>&1 | llama_nommap_flags || true)
+    LLAMA_SERVER_PREFIX=("${RUNG_SERVER[@]}") LLAMA_SERVER_BIN=${RUNG_BIN:-}llama-server
+    llama_answers "$LLAMA_MODEL" "/models/$(basename "$LLAMA_MODEL")" -ngl 99 -fa on --device ROCm0 "${nommap[@]}" || true
+    LLAMA_SERVER_PREFIX=() LLAMA_SERVER_BIN=''
+    case $ANSWERS_VERDICT in
+      right) proved+=("answers: $ANSWERS_LINE") ;;
+      wrong)
+        ANSWERS=wrong ANSWERS_DETAIL=$ANSWERS_LINE
+        return 0
+        ;;
+      *) ANSWERS_DETAIL="${ANSWERS_DETAIL:+$ANSWERS_DETAIL; }answers: $ANSWERS_LINE" ;;
+    esac
+  else
+    log_info "the rung ships no ${RUNG_BIN:-}llama-server: its answers are not compared with a reference"
+  fi
+  if ((${#proved[@]})); then
+    ANSWERS=verified
+    ANSWERS_DETAIL=$(
+      IFS=';'
+      printf '%s' "${proved[*]}"
+    )
+    ANSWERS_DETAIL=${ANSWERS_DETAIL//;/; }
+    return 0
+  fi
+  ANSWERS_DETAIL="no numerical check could run (${ANSWERS_DETAIL:-the rung ships neither test-backend-ops nor llama-server}): its speed alone does not say it computes right"
 }
 
 # ladder_marker LINE: print the hang-prone marker LINE contains, if any.

@@ -6,7 +6,10 @@
 # llama-bench runs on -dev Vulkan0 with JSON output, its rows must carry device evidence (not
 # the backends column, which lists what is compiled in: lib/llama_gpu_evidence.py), and its
 # prompt (pp) and generation (tg) tokens/s are saved to
-# $HALOFORGE_STATE_DIR/llamacpp-vulkan/bench.tsv.
+# $HALOFORGE_STATE_DIR/llamacpp-vulkan/bench.tsv; and its answers: llama-server on Vulkan0 in
+# the image answers haloforge verify's prompt set, compared with haloforge's reference for the
+# same GGUF on the image's CPU backend (lib/llama.sh llama_answers, recorded once and kept):
+# right proves the model computes on the GPU what it does on the CPU; WRONG OUTPUT fails.
 set -Eeuo pipefail
 # shellcheck source=../lib/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
@@ -70,7 +73,7 @@ model=${LLAMA_MODEL:-}
 if [[ -z "$model" ]]; then
   log_info "no model given, so no benchmark. To measure prompt and generation speed:"
   log_info "  haloforge build --track llamacpp-vulkan --only verify --set LLAMA_MODEL=/path/to/model.gguf"
-  hf_not_verified "llama-bench: no model given (LLAMA_MODEL is empty), so no speed measured"
+  hf_not_verified "llama-bench: no model given (LLAMA_MODEL is empty), so no speed measured and no model's answers compared (test-backend-ops above is the numerical proof)"
   hf_verify_end
   exit 0
 fi
@@ -92,8 +95,24 @@ else
 fi
 bench=("$eng" run --rm "${dri[@]}" -v "$model_dir:/models:ro,z" "$VULKAN_IMAGE"
   llama-bench -m "/models/$(basename "$model")" -ngl 99 -fa 1 "${nommap[@]}" -p 512 -n 128 -o json -dev Vulkan0)
+# The answers: llama-server in the image, on the host's network so haloforge verify reaches it
+# on 127.0.0.1, the same model and flags as the benchmark.
+LLAMA_SERVER_PREFIX=("$eng" run --rm --name '{name}' --network host "${dri[@]}" -v "$model_dir:/models:ro,z" "$VULKAN_IMAGE")
+server_nommap=(--no-mmap)
+is_dry_run || mapfile -t server_nommap < <("$eng" run --rm "$VULKAN_IMAGE" llama-server --help 2>&1 | llama_nommap_flags || true)
+answers() {
+  if llama_answers "$model" "/models/$(basename "$model")" -ngl 99 -fa on --device Vulkan0 "${server_nommap[@]}"; then
+    hf_verified "answers on Vulkan0: $ANSWERS_LINE"
+  elif [[ $ANSWERS_VERDICT == wrong ]]; then
+    hf_not_verified "answers on Vulkan0: $ANSWERS_LINE"
+    die "answers on Vulkan0: $ANSWERS_LINE"
+  else
+    hf_not_verified "answers on Vulkan0: $ANSWERS_LINE"
+  fi
+}
 if is_dry_run; then
   run "${bench[@]}"
+  answers
   exit 0
 fi
 mkdir -p "$HALOFORGE_RUN_DIR"
@@ -105,4 +124,5 @@ llama_gpu_evidence bench "$out" --backend Vulkan --device Vulkan0 \
   || die "$EVIDENCE_WHY (see $out)"
 report_bench "$EVIDENCE_RESULTS" "$model" "$(state_dir_for llamacpp-vulkan)/bench.tsv"
 hf_verified "llama-bench ran $(basename "$model"): $EVIDENCE_SUMMARY"
+answers
 hf_verify_end

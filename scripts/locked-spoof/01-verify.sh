@@ -7,6 +7,8 @@ set -Eeuo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 # shellcheck source=../lib/container.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/container.sh"
+# shellcheck source=../lib/vllm.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/vllm.sh"
 hf_init "$@"
 
 require_env SPOOF_LOCKED_IMAGE
@@ -35,4 +37,7 @@ mapfile -t vchk < <(vllm_check_flags)
 hf_run_checks "$eng" run --rm "${gpu[@]}" --ipc=host "${check[@]}" "${vchk[@]}" \
   -e HALOFORGE_EXPECT_ARCH="$(spoofed_target "$SPOOF_GFX_VERSION")" \
   "$SPOOF_LOCKED_IMAGE" python3 /haloforge/verify_torch.py
+# What vLLM computes under the spoof: its answers, eager and compiled (lib/vllm.sh).
+VLLM_ANSWERS_PY=/haloforge/verify_answers.py vllm_answers "$eng" run --rm "${gpu[@]}" --ipc=host "${check[@]}" "${vchk[@]}" \
+  --entrypoint python3 "$SPOOF_LOCKED_IMAGE" || die "vLLM's answers are wrong under the spoof (the WRONG OUTPUT above)"
 hf_verify_end

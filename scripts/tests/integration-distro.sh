@@ -8,17 +8,28 @@
 #     python3-gguf); no /dev/kfd here, so the backend choice must be Vulkan;
 #   - the verify step writes a tiny random-weight model with python3-gguf and llama-bench runs
 #     it on Vulkan, on Mesa's lavapipe (llvmpipe: a real Vulkan device on the CPU);
-#     HALOFORGE_ALLOW_NO_GPU=1 lets the step accept llvmpipe and say so;
+#     HALOFORGE_ALLOW_NO_GPU=1 lets the step accept llvmpipe and say so; then its answers:
+#     the real haloforge verify (the runner's HALOFORGE_BIN, seen in the box) records a
+#     reference from the same GGUF on llama.cpp's CPU backend, keeps it in the state dir, and
+#     llama-server on Vulkan0 agrees with it: right;
 #   - the Go GGUF reader of steps/serve agrees with the file python3-gguf wrote;
 #   - `haloforge bench --from` reads the real llama-bench JSON and finds no reference for
 #     this device, and no memory bandwidth for its roofline (llvmpipe);
-#   - `haloforge serve --track llamacpp-distro` on that tiny model: the fit against this
-#     machine's memory, the exact command, the real llama-server in the box reaching ready
-#     through its phases, /health and /v1/models, a streamed completion with its timings;
+#   - `haloforge serve --track llamacpp-distro` on another tiny model (seed 7, so no reference
+#     is kept for it): the fit against this machine's memory, the exact command, the real
+#     llama-server in the box reaching ready through its phases, /health and /v1/models, a
+#     streamed completion with its timings and the roofline's absence on llvmpipe; the answers:
+#     serve records a reference from the same GGUF on the CPU backend, in the box beside the
+#     server, and says "answers right";
 #     haloforge's own CPU time while the server idles (a figure); the user's Ctrl-C (SIGINT)
 #     leaves no process of the test user and none in the box, and the port closed;
 #   - `haloforge bench --track llamacpp-distro`: the real llama-bench in the box, its JSONL
 #     parsed, "no reference for this hardware", and the time haloforge adds (a figure);
+#   - a wrong stack made real: the tiny model with one layer's weights perturbed (test-model.sh:
+#     same tokenizer and shapes), served for real by `haloforge serve --reference` the
+#     original's CPU reference: WRONG OUTPUT with the evidence and the likely fix in line mode,
+#     the step failed in report.json with its wrong-output family, exit 1 after the stop, and
+#     `haloforge bench --track` then refuses to call the stack's speed normal;
 #   - the box's image comes from a registry on 127.0.0.1 (Debian's docker-registry) holding an
 #     image derived from the sid one, so that the build really pulls it: podman's layer bars
 #     are in the step's log and haloforge records the image as pulled by it, the box as made
@@ -42,6 +53,8 @@
 . "$(dirname "${BASH_SOURCE[0]}")/sid-image.sh"
 # shellcheck source=./serve-screenshot.sh
 . "$(dirname "${BASH_SOURCE[0]}")/serve-screenshot.sh"
+# shellcheck source=./test-model.sh
+. "$(dirname "${BASH_SOURCE[0]}")/test-model.sh"
 
 REPO=$(cd "$HF_LIB_DIR/../.." && pwd)
 IT_USER=haloforge-distro-it
@@ -54,6 +67,7 @@ IT_OTHER_BOX=haloforge-distro-it-theirs
 IT_REG_DIR=/var/tmp/haloforge-distro-it-registry
 IT_REG_CONF=/etc/containers/registries.conf.d/99-haloforge-distro-it.conf
 IT_REG_PID=''
+MODELS=/home/$IT_USER/models
 START=$SECONDS
 FAILS=0
 
@@ -175,6 +189,12 @@ phase_build() {
     find "$STATE/runs" -name '*result*' -type f -exec cat {} + 2>/dev/null
   )
   check "the verify protocol got a verified line" grep -qP '^verified\tllama\.cpp .* on Vulkan' <<<"$results"
+  check "the answers on Vulkan0 agree with the CPU reference: right" \
+    grep -qP '^verified\tanswers on Vulkan0: right: 6 prompts agree with the reference recorded on CPU by llama\.cpp b[0-9]+' <<<"$results"
+  check "the step's haloforge verify recorded the reference from the CPU backend" contains "$out" "recorded: 6 prompts from"
+  check "the reference is kept in the state dir, by the model's SHA-256" \
+    bash -c "ls '$STATE'/verify/references/*.json | grep -qE '/[0-9a-f]{64}-[0-9a-f]{16}\.json$'"
+  check "the verdict is kept as the track's last (what bench reads)" grep -q '"verdict": "right"' "$STATE/verify/last/llamacpp-distro.json"
   check "no not-verified line" bash -c "! grep -q '^not-verified' <<<\"\$1\"" _ "$results"
   BENCH_JSON=$STATE/llamacpp-distro/llama-bench.json
   check "llama-bench's JSON names the Vulkan backend" grep -q '"backends": "Vulkan"' "$BENCH_JSON"
@@ -244,28 +264,49 @@ is_bench_json() {
   python3 -c 'import json, sys; d = json.load(sys.stdin); assert d["results"] and d["verdict"]' <<<"$1"
 }
 
+# make_models: in the user's home, made in the box with its python3-gguf: seed7.gguf, the
+# tiny model of another seed (no reference kept for it), and perturbed.gguf, the verify
+# step's tiny model with one layer perturbed (test-model.sh).
+make_models() {
+  as_user mkdir -p "$MODELS"
+  as_user distrobox enter --root "$IT_BOX" -- python3 "/run/host$IT_DIR/scripts/llamacpp-distro/tiny_model.py" "$MODELS/seed7.gguf" --seed 7 \
+    && as_user distrobox enter --root "$IT_BOX" -- python3 "/run/host$IT_DIR/scripts/tests/gguf_scale.py" \
+      "$STATE/llamacpp-distro/tiny-random.gguf" "$MODELS/perturbed.gguf" "${PERTURB[@]}"
+}
+
 phase_serve() {
   log_step "haloforge serve --track llamacpp-distro (real llama-server in the box, lavapipe)"
-  local model=$STATE/llamacpp-distro/tiny-random.gguf out=$IT_DIR/serve.out sudo_pid hf code=0 t0=$SECONDS
+  local model=$MODELS/seed7.gguf out=$IT_DIR/serve.out sudo_pid hf code=0 t0=$SECONDS
   as_user "$IT_DIR/haloforge" serve --track llamacpp-distro --model "$model" --port "$SERVE_PORT" \
     --scripts "$IT_DIR/scripts" --pins "$IT_DIR/versions.env" --state-dir "$STATE" \
     --set "LLAMACPP_DISTRO_BOX=$IT_BOX" >"$out" 2>&1 &
   sudo_pid=$!
   wait_for "$out" 'answered: first token|first request failed|^✗' 240 "$sudo_pid" || true
   SERVE_SECS=$((SECONDS - t0))
+  t0=$SECONDS
+  wait_for "$out" 'answers right|WRONG OUTPUT|answers not|^✗' 300 "$sudo_pid" || true
+  CHECK_SECS=$((SECONDS - t0))
   hf=$(ps -o pid= --ppid "$sudo_pid" | tr -d ' ' | head -n1)
   cut -c1-200 "$out" | grep -v '^\[serve\] [0-9]' | head -n 40
   check "serve printed the fit against this machine" grep -q '^fit: fits: weights 713.5 KiB + KV cache' "$out"
-  check "serve printed the exact command" grep -qF "command: llama-server -m $model --alias tiny-random.gguf --host 127.0.0.1 --port $SERVE_PORT" "$out"
+  check "serve printed the exact command (-ub 64 on lavapipe)" grep -qF "command: llama-server -m $model --alias seed7.gguf --host 127.0.0.1 --port $SERVE_PORT -ngl 999 -fa on -ub 64" "$out"
   check "serve printed the environment: llvmpipe selected" grep -q '^env: GGML_VK_VISIBLE_DEVICES=0$' "$out"
   check "the phases came in order: starting, loading, model-loaded, health, models" \
     phases_are "$out" starting,loading,model-loaded,health,models
-  check "serve reached ready (${SERVE_SECS}s to the first answer)" grep -q "ready at http://127.0.0.1:$SERVE_PORT in .*: tiny-random.gguf is served" "$out"
+  check "serve reached ready (${SERVE_SECS}s to the first answer)" grep -q "ready at http://127.0.0.1:$SERVE_PORT in .*: seed7.gguf is served" "$out"
   # the first token in ms, or from 10 s on as a duration (13s, 1m05s) on a machine under load
   check "the first answer's speed says llvmpipe has no known bandwidth, instead of a roofline" \
     grep -q 'answered: .*; roofline: no known memory bandwidth: llvmpipe' "$out"
   check "a streamed completion answered, with its timings" grep -qE 'answered: first token after ([0-9]+ ms|[0-9hms]+), [0-9]+ tokens at [0-9.]+ tok/s \(engine: [0-9.]+ tok/s\)' "$out"
   check "the server answers /health while it is served" curl -sf -o /dev/null "http://127.0.0.1:$SERVE_PORT/health"
+  check "serve recorded a reference: the same GGUF on the CPU backend in the box" \
+    grep -qE "recording a reference: the same model on the CPU backend, llama-server -m $model --alias seed7\.gguf --host 127\.0\.0\.1 --port [0-9]+ -ngl 0 --device none$" "$out"
+  check "serve says the answers are right (${CHECK_SECS}s for the check)" \
+    grep -qE '^✓ \[serve\] answers right: 6 prompts agree with the reference recorded on CPU by llama\.cpp b[0-9]+' "$out"
+  check "and which check ran: haloforge's reference for this file, recorded now" \
+    grep -qE "^  check: haloforge's reference for this model file, recorded on the CPU backend now \($STATE/verify/references/[0-9a-f]{64}-[0-9a-f]{16}\.json\)$" "$out"
+  # (the box shares the host's processes: the pattern must not match this check's own line)
+  check "the CPU server for the reference is gone" bash -c "! podman exec $IT_BOX pgrep -f -- '-ngl [0] --device none' >/dev/null"
   # haloforge's own CPU while the engine serves (idle here): under 1 % of a core.
   if [[ -n $hf ]] && [[ -r /proc/$hf/stat ]]; then
     local a b w=10
@@ -284,6 +325,7 @@ phase_serve() {
   check "serve exits 0 after the stop (got $code)" test "$code" -eq 0
   check "the step is recorded as served, with why" grep -q '^  why: ready in .*; stopped by you after' "$out"
   check "what it proved is recorded" grep -q '^  verified: /v1/completions answered: first token after' "$out"
+  check "and that its answers are right" grep -q '^  verified: answers right: 6 prompts agree with the reference' "$out"
   check "no process of $IT_USER is left" bash -c "! pgrep -u $IT_USER >/dev/null"
   check "no llama-server is left in the box" bash -c "! podman exec $IT_BOX pgrep -x llama-server >/dev/null"
   check "the port is closed" bash -c "! curl -sf -m 2 http://127.0.0.1:$SERVE_PORT/health >/dev/null"
@@ -361,6 +403,71 @@ phase_clean() {
   podman rmi localhost/haloforge-distro-it-theirs:1 >/dev/null
 }
 
+# kept_reference MODEL: the file of haloforge's reference for MODEL, kept in the state dir.
+kept_reference() {
+  as_user "$IT_DIR/haloforge" verify --state-dir "$STATE" --reference-for "$1" --cached | sed -n 's/^kept: \(.*\) (recorded on .*/\1/p'
+}
+
+phase_serve_wrong() {
+  log_step "a wrong stack: the tiny model with blk.1.ffn_down x1.3, served for real against the original's reference"
+  local out=$IT_DIR/serve-wrong.out sudo_pid hf code=0 report
+  REF_FILE=$(kept_reference "$STATE/llamacpp-distro/tiny-random.gguf")
+  check "the verify step's reference is found by the model's hash" test -s "${REF_FILE:-/nonexistent}"
+  as_user "$IT_DIR/haloforge" serve --track llamacpp-distro --model "$MODELS/perturbed.gguf" --port "$SERVE_PORT" \
+    --reference "$REF_FILE" --scripts "$IT_DIR/scripts" --pins "$IT_DIR/versions.env" --state-dir "$STATE" \
+    --set "LLAMACPP_DISTRO_BOX=$IT_BOX" >"$out" 2>&1 &
+  sudo_pid=$!
+  wait_for "$out" 'answers right|WRONG OUTPUT|answers not|^✗ \[serve\] first' 300 "$sudo_pid" || true
+  sleep 0.5
+  hf=$(ps -o pid= --ppid "$sudo_pid" | tr -d ' ' | head -n1)
+  cut -c1-200 "$out" | grep -v '^\[serve\] [0-9]' | sed -n '/answered: first token/,$p' | head -n 16
+  check "serve says WRONG OUTPUT, with the evidence: prompt, position, expected and got" \
+    grep -qE '^✗ \[serve\] WRONG OUTPUT: prompt [0-9] \([a-z]+, ".*"\), position [0-9]+: expected ".*" \(logprob -?[0-9.e-]+\), got ".*" \(logprob -?[0-9.e-]+\): ' "$out"
+  check "which check ran: the reference named, recorded on CPU" grep -qF "  check: the reference $REF_FILE (recorded on CPU)" "$out"
+  check "the failure family is pinned" grep -q '^! \[serve\] wrong-output-perplexity: ' "$out"
+  check "and the likely fix printed" grep -q '^  likely fix (wrong-output-perplexity, ' "$out"
+  check "the server still serves until it is stopped" curl -sf -o /dev/null "http://127.0.0.1:$SERVE_PORT/health"
+  [[ -n $hf ]] && kill -INT "$hf"
+  wait "$sudo_pid" || code=$?
+  check "serve exits 1 after the stop: it served wrong answers (got $code)" test "$code" -eq 1
+  check "the step's verdict says why" grep -q '^  why: served, but its answers are wrong: WRONG OUTPUT: prompt ' "$out"
+  report=$(sed -n 's/^report: //p' "$out" | tail -n1)
+  check "report.json: the step failed, why WRONG OUTPUT, its family" python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))["steps"][0]
+assert s["status"] == "failed", s["status"]
+assert s["why"].startswith("served, but its answers are wrong: WRONG OUTPUT: prompt "), s["why"]
+assert [f["family"] for f in s["findings"]] == ["wrong-output-perplexity"], s["findings"]
+' "${report:-/nonexistent}"
+  check "the track's last verdict is wrong" grep -q '"verdict": "wrong"' "$STATE/verify/last/llamacpp-distro.json"
+  check "no process of $IT_USER is left" bash -c "! pgrep -u $IT_USER >/dev/null"
+  check "no llama-server is left in the box" bash -c "! podman exec $IT_BOX pgrep -x llama-server >/dev/null"
+}
+
+phase_bench_refuses() {
+  log_step "haloforge bench --track after the wrong answers"
+  local out code=0
+  out=$(as_user "$IT_DIR/haloforge" bench --track llamacpp-distro --scripts "$IT_DIR/scripts" --pins "$IT_DIR/versions.env" \
+    --state-dir "$STATE" --set "LLAMACPP_DISTRO_BOX=$IT_BOX" 2>&1) || code=$?
+  grep 'not measured' <<<"$out" || true
+  check "bench --track refuses to measure the wrong stack: exit 1 ($code)" test "$code" -eq 1
+  check "and says why, and how to measure it anyway" \
+    grep -qE 'not measured: its answers were wrong when serve last checked them \(.*\): WRONG OUTPUT: prompt .*add --despite-wrong-answers to measure it anyway' <<<"$out"
+  check "no llama-bench ran" bash -c "! grep -q 'llama-bench' <<<\"\$1\"" _ "$out"
+  code=0
+  out=$(as_user "$IT_DIR/haloforge" bench --track llamacpp-distro --scripts "$IT_DIR/scripts" --pins "$IT_DIR/versions.env" \
+    --state-dir "$STATE" --set "LLAMACPP_DISTRO_BOX=$IT_BOX" --despite-wrong-answers --report "/home/$IT_USER/wrong-bench.md" 2>&1) || code=$?
+  grep '^verdict:' <<<"$out" | cut -c1-200 || true
+  check "bench --track --despite-wrong-answers measures it: exit 0 ($code)" test "$code" -eq 0
+  check "and refuses to call the speed normal, and says why" \
+    grep -qE '^verdict: not normal, whatever the figures: its answers were wrong when serve last checked them \(.*\): WRONG OUTPUT: prompt ' <<<"$out"
+  check "its report.json carries the wrong answers" python3 -c '
+import json, sys
+a = json.load(open(sys.argv[1]))["comparison"]["answers"]
+assert a["verdict"] == "wrong" and a["by"] == "serve" and a["line"].startswith("WRONG OUTPUT: prompt "), a
+' "/home/$IT_USER/wrong-bench.json"
+}
+
 main() {
   need_root
   log_step "Setup (packages, podman config, sid image, test user, staged copy)"
@@ -380,8 +487,11 @@ main() {
   phase_rerun
   phase_bench
   need_curl
+  make_models || die "the test models were not written"
   phase_serve
   phase_bench_track
+  phase_serve_wrong
+  phase_bench_refuses
   if [[ -n ${HF_IT_SCREENSHOT:-} ]]; then
     serve_screenshot "$HF_IT_SCREENSHOT"
     check "no process of $IT_USER is left after the screenshot" bash -c "! pgrep -u $IT_USER >/dev/null"
@@ -396,7 +506,7 @@ main() {
     rm -rf "$IT_DIR"
   fi
   check "no process of $IT_USER is left" bash -c "! pgrep -u $IT_USER >/dev/null"
-  log_info "timings: setup ${SETUP_SECS}s, build ${BUILD_SECS:-?}s, serve to the first answer ${SERVE_SECS:-?}s, bench --track ${BENCH_SECS:-?}s, total $((SECONDS - START))s"
+  log_info "timings: setup ${SETUP_SECS}s, build ${BUILD_SECS:-?}s, serve to the first answer ${SERVE_SECS:-?}s, its answers checked (a CPU reference recorded) in ${CHECK_SECS:-?}s more, bench --track ${BENCH_SECS:-?}s, total $((SECONDS - START))s"
   log_info "figures: haloforge's CPU while serving ${SERVE_CPU:-?} % of a core (under 1); bench added ${BENCH_ADDED:-?}s to the engine's time (under 2)"
   if ((FAILS)); then
     die "integration-distro: $FAILS check(s) failed in $((SECONDS - START))s"

@@ -6,6 +6,8 @@
 # integration-distro.sh.
 # shellcheck disable=SC2016
 
+load answers_standin
+
 setup() {
   S=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
   D=$BATS_TEST_DIRNAME/testdata
@@ -209,4 +211,61 @@ box_dry() {
   [[ "$output" == *"exec --user root hf-bats-box sh -c"*"NOPASSWD:ALL"*"/etc/sudoers.d/haloforge"* ]]
   run box_dry HALOFORGE_DISTROBOX_ROOT=0
   [[ "$output" != *"sudoers.d/haloforge"* ]]
+}
+
+@test "verify: the answers on the device against the CPU reference, recorded once and kept" {
+  stand_in_bench
+  stand_in_answers
+  run env HALOFORGE_ALLOW_NO_GPU=1 bash "$S/llamacpp-distro/02-verify.sh"
+  [ "$status" -eq 0 ]
+  # the reference: the same GGUF on the CPU backend; then the server under test on Vulkan0,
+  # without mmap, and with -ub 64 on lavapipe (test mode)
+  [ "$(sed -n 1p "$T/server-calls")" = "-m $T/model.gguf -ngl 0 --device none --host 127.0.0.1 --port $(sed -n 's/.*--port //p' "$T/server-calls" | head -n1)" ]
+  [[ "$(sed -n 2p "$T/server-calls")" == "-m $T/model.gguf -ngl 999 -fa on --device Vulkan0 --no-mmap -ub 64 --host 127.0.0.1 --port "* ]]
+  grep -q -- "--record-for $T/model.gguf --backend CPU" "$T/hf-calls"
+  grep -q -- "--reference-for $T/model.gguf --track llamacpp-distro" "$T/hf-calls"
+  grep -q -- "--state-dir $HALOFORGE_STATE_DIR" "$T/hf-calls"
+  run grep '^verified' "$HALOFORGE_RESULT_FILE"
+  [[ "$output" == *"$(printf 'verified\t')answers on Vulkan0: right: 6 prompts agree with the reference recorded on CPU by llama.cpp b11669"* ]]
+  # no server is left running
+  [ -z "$(pgrep -f "$T/bin/llama-server" || true)" ]
+  # a second run finds the reference kept: no CPU server, no recording
+  : >"$T/server-calls"
+  : >"$HALOFORGE_RESULT_FILE"
+  run env HALOFORGE_ALLOW_NO_GPU=1 bash "$S/llamacpp-distro/02-verify.sh"
+  [ "$status" -eq 0 ]
+  [ "$(wc -l <"$T/server-calls")" -eq 1 ]
+  [ "$(grep -c -- --record-for "$T/hf-calls")" -eq 1 ]
+  [[ "$output" == *"haloforge's reference for this GGUF is kept: no CPU server needed"* ]]
+}
+
+@test "verify: WRONG OUTPUT fails the step, the evidence in the log and the result" {
+  stand_in_bench
+  stand_in_answers
+  run env HALOFORGE_ALLOW_NO_GPU=1 FX_ANSWERS=wrong bash "$S/llamacpp-distro/02-verify.sh"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *'WRONG OUTPUT: prompt 1 (capital, "The capital of France is"), position 0: expected " Paris"'* ]]
+  run grep '^not-verified' "$HALOFORGE_RESULT_FILE"
+  [[ "$output" == "$(printf 'not-verified\t')answers on Vulkan0: WRONG OUTPUT: prompt 1 "* ]]
+  [ -z "$(pgrep -f "$T/bin/llama-server" || true)" ]
+}
+
+@test "verify: without a haloforge binary the answers are not verified, and it says why" {
+  stand_in_bench
+  stand_in_answers
+  run env HALOFORGE_ALLOW_NO_GPU=1 HALOFORGE_BIN= bash "$S/llamacpp-distro/02-verify.sh"
+  [ "$status" -eq 0 ]
+  run cat "$HALOFORGE_RESULT_FILE"
+  [[ "$output" == *"$(printf 'not-verified\t')answers on Vulkan0: answers not checked: no haloforge binary to check them with"* ]]
+  [ ! -e "$T/server-calls" ]
+}
+
+@test "verify (dry run): the answers check's commands are printed, nothing runs" {
+  stand_in_answers
+  run env HALOFORGE_DRY_RUN=1 bash "$S/llamacpp-distro/02-verify.sh"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"verify --reference-for $T/model.gguf --cached"* || "$output" == *"verify --reference-for"*"--cached"* ]]
+  [[ "$output" == *"llama-server -m "*" -ngl 0 --device none --host 127.0.0.1 --port PORT"* ]]
+  [[ "$output" == *"--record-for "*" --backend CPU"* ]]
+  [ ! -e "$T/server-calls" ]
 }

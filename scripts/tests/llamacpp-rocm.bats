@@ -8,13 +8,15 @@
 # (the ladder data, the stall watch with real timing, the records) is the real code.
 # shellcheck disable=SC2016,SC2030,SC2031
 
+load answers_standin
+
 setup() {
   S=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
   T=$BATS_TEST_TMPDIR
   export NO_COLOR=1 HALOFORGE_STATE_DIR=$T/state HALOFORGE_RUN_DIR=$T/state/runs/r1
   export HALOFORGE_CACHE_DIR=$T/state/cache/llamacpp-rocm HALOFORGE_ALLOW_NO_GPU=1
   export LLAMA_STALL_TIMEOUT=1 LLAMA_MODEL=$T/models/tiny.gguf
-  export HALOFORGE_RESULT_FILE=$T/results.tsv
+  export HALOFORGE_RESULT_FILE=$T/results.tsv HALOFORGE_TRACK=llamacpp-rocm
   unset HALOFORGE_DRY_RUN
   mkdir -p "$T/models" "$T/bin" "$T/outcome"
   : >"$LLAMA_MODEL"
@@ -33,7 +35,23 @@ FAKE
   cat >>"$T/bin/podman" <<'FAKE'
 printf '%s\n' "$*" >>"$(dirname "$0")/../calls"
 all=" $* "
+T=$(dirname "$0")/..
+[[ $1 == stop ]] && exit 0
 [[ $1 == run ]] || exit 0
+# The rung's numerical checks (rung_answers): which tools its image ships ($T/outcome/tools),
+# test-backend-ops' real output (Vulkan0 renamed ROCm0) or a failure ($T/outcome/ops), and
+# llama-server as the stand-in of lib tests (stand_in_server) on the host's network.
+case $all in
+*"llama-server --help "*) echo '  --mmap, --no-mmap    whether to memory-map the model'; exit 0 ;;
+*" --help "*) echo '  -lm, --load-mode <auto|none|mmap|mlock|mmap+mlock|dio> (default: auto)'; exit 0 ;;
+*" sh -c command -v "*) tool=${all##* command -v }; tool=${tool%% *}; grep -qx "${tool##*/}" "$T/outcome/tools" 2>/dev/null; exit ;;
+*"test-backend-ops -o "*)
+  if [[ $(cat "$T/outcome/ops" 2>/dev/null) == fail ]]; then echo "MUL_MAT(type_a=f16): FAIL"; echo "Backend ROCm0: FAIL"; exit 1; fi
+  sed -e 's/Vulkan0/ROCm0/g' -e 's/llvmpipe (LLVM 22.1.8, 256 bits)/AMD Radeon Graphics/' "$D/test-backend-ops-vulkan0.txt"; exit 0 ;;
+*" llama-server "* | *"/llama-server "*) shift 0; args=${all#* llama-server }; [[ $all == *"/llama-server "* ]] && args=${all#*/llama-server }
+  # shellcheck disable=SC2086 # the words of the stand-in's command line
+  exec "$T/bin/llama-server" $args ;;
+esac
 name=''
 while (($#)); do [[ $1 == --name ]] && name=$2; shift; done
 outcome=$(cat "$(dirname "$0")/../outcome/${name#haloforge-ladder-}" 2>/dev/null || echo hang)
@@ -129,6 +147,8 @@ differs, host has 1" ]
   echo crash >"$T/outcome/as-shipped"
   echo crash >"$T/outcome/sdma-off"
   echo bench >"$T/outcome/cwsr-off"
+  printf '%s\n' test-backend-ops llama-server >"$T/outcome/tools"
+  stand_in_answers
   export HALOFORGE_SYSFS_ROOT=$T/sys
   mkdir -p "$T/sys/sys/module/amdgpu/parameters"
   echo 0 >"$T/sys/sys/module/amdgpu/parameters/cwsr_enable"
@@ -138,29 +158,35 @@ differs, host has 1" ]
   [[ "$output" == *"the prebuilt build is not unpacked at $HALOFORGE_STATE_DIR/llamacpp-rocm/prebuilt/726250806fb8ee00: run the pull step"* ]]
   [[ "$output" == *"flash-attn-off: hung: hung at graph_reserve: reserving a graph for ubatch"* ]]
   [[ "$output" == *"cwsr-off works: llama.cpp Debian (build 11669) on ROCm device ROCm0 (AMD Radeon Graphics), offloaded 17/17 layers: pp64: 768.8 t/s, tg16: 337.1 t/s"* ]]
-  [[ "$output" == *"answers: not-verified: the rung's answers are not compared with a reference yet"* ]]
+  [[ "$output" == *"answers: verified: test-backend-ops: 10/10 tests passed on ROCm0 (AMD Radeon Graphics) (matches the CPU backend); answers: right: 6 prompts agree with the reference recorded on CPU by llama.cpp b11669"* ]]
+  # the answers: the reference from the image's CPU backend, then ROCm0, each in the rung's
+  # container on the host's network, with the rung's environment
+  grep -q -- "run --rm --name llama-reference --network host .*-e HSA_ENABLE_SDMA=0 .*docker.io/kyuz0/amd-strix-halo-toolboxes:rocm-7.14 llama-server -m /models/tiny.gguf -ngl 0 --device none --host 127.0.0.1" "$T/calls"
+  grep -q -- "run --rm --name llama-under-test --network host .*llama-server -m /models/tiny.gguf -ngl 99 -fa on --device ROCm0 --no-mmap --host 127.0.0.1" "$T/calls"
+  grep -q -- "--reference-for $LLAMA_MODEL --track llamacpp-rocm" "$T/hf-calls"
   json=$HALOFORGE_STATE_DIR/llamacpp-rocm/ladder.json
   [ "$(grep -c '"id":' "$json")" -eq 5 ]
   grep -q '"id": "prebuilt", "status": "skipped"' "$json"
   grep -q '"id": "flash-attn-off", "status": "hung"' "$json"
-  grep -q '"id": "cwsr-off", "status": "success", .*"answers": "not-verified: ' "$json"
+  grep -q '"id": "cwsr-off", "status": "success", .*"answers": "verified: test-backend-ops: ' "$json"
   run grep -q therock-nightly "$json"
   [ "$status" -ne 0 ]
   # The first rung ran as shipped (no -e, no extra flags); the workaround rungs with their
   # environment and flags, on ROCm0 with JSONL rows; nothing after the winner.
-  grep -q -- '--name haloforge-ladder-as-shipped --device /dev/kfd --device /dev/dri --group-add keep-groups --security-opt seccomp=unconfined -v [^ ]*:/models:ro,z docker.io/kyuz0/amd-strix-halo-toolboxes:rocm-7.14 llama-bench -m /models/tiny.gguf -ngl 99 -p 64 -n 16 -r 1 -v -o jsonl -dev ROCm0$' "$T/calls"
-  grep -q -- '--name haloforge-ladder-flash-attn-off.*-e HSA_ENABLE_SDMA=0.*llama-bench -m /models/tiny.gguf.* -v -o jsonl -dev ROCm0 -fa 0' "$T/calls"
+  grep -q -- '--name haloforge-ladder-as-shipped --device /dev/kfd --device /dev/dri --group-add keep-groups --security-opt seccomp=unconfined -v [^ ]*:/models:ro,z docker.io/kyuz0/amd-strix-halo-toolboxes:rocm-7.14 llama-bench -m /models/tiny.gguf -ngl 99 -p 64 -n 16 -r 1 -v -o jsonl -dev ROCm0 -lm none$' "$T/calls"
+  grep -q -- '--name haloforge-ladder-flash-attn-off.*-e HSA_ENABLE_SDMA=0.*llama-bench -m /models/tiny.gguf.* -v -o jsonl -dev ROCm0 -lm none -fa 0' "$T/calls"
   run grep -q 'haloforge-ladder-therock-nightly' "$T/calls"
   [ "$status" -ne 0 ]
   run bash "$S/llamacpp-rocm/02-verify.sh"
   [ "$status" -eq 0 ]
   [[ "$output" == *"works on this box: cwsr-off (docker.io/kyuz0/amd-strix-halo-toolboxes:rocm-7.14)"* ]]
-  [[ "$output" == *"verified: llama.cpp generated tokens on the GPU with rung cwsr-off (docker.io/kyuz0/amd-strix-halo-toolboxes:rocm-7.14): llama.cpp Debian (build 11669) on ROCm device ROCm0"*"answers: not-verified)"* ]]
+  [[ "$output" == *"verified: llama.cpp generated tokens on the GPU with rung cwsr-off (docker.io/kyuz0/amd-strix-halo-toolboxes:rocm-7.14): llama.cpp Debian (build 11669) on ROCm device ROCm0"*"answers: verified)"* ]]
   [ "$(cut -f1 "$HALOFORGE_RESULT_FILE")" = verified ]
 }
 
 @test "the image as shipped is the first rung: when it works, no workaround runs" {
   echo bench >"$T/outcome/as-shipped"
+  echo test-backend-ops >"$T/outcome/tools"
   run bash "$S/llamacpp-rocm/01-run-ladder.sh"
   [ "$status" -eq 0 ]
   [[ "$output" == *"as-shipped works: "* ]]
@@ -171,6 +197,7 @@ differs, host has 1" ]
 @test "the prebuilt rung runs the checked build mounted read-only, its libraries first" {
   echo crash >"$T/outcome/as-shipped"
   echo bench >"$T/outcome/prebuilt"
+  echo test-backend-ops >"$T/outcome/tools"
   pre=$HALOFORGE_STATE_DIR/llamacpp-rocm/prebuilt/726250806fb8ee00
   mkdir -p "$pre"
   printf '#!/bin/sh\n' >"$pre/llama-bench"
@@ -180,6 +207,8 @@ differs, host has 1" ]
   [[ "$output" == *"prebuilt works: "* ]]
   grep -q -- "--name haloforge-ladder-prebuilt .* -v $pre:/opt/llamacpp-prebuilt:ro,z -e LD_LIBRARY_PATH=/opt/llamacpp-prebuilt -v [^ ]*:/models:ro,z docker.io/kyuz0/amd-strix-halo-toolboxes:rocm-7.14 /opt/llamacpp-prebuilt/llama-bench -m /models/tiny.gguf" "$T/calls"
   grep -q '"id": "prebuilt", "status": "success", "seconds": [0-9]*, "image": "docker.io/kyuz0/amd-strix-halo-toolboxes:rocm-7.14 + llama-b1342-ubuntu-rocm-gfx1151-x64.zip"' "$HALOFORGE_STATE_DIR/llamacpp-rocm/ladder.json"
+  # its own test-backend-ops, with its libraries
+  grep -q -- "-v $pre:/opt/llamacpp-prebuilt:ro,z -e LD_LIBRARY_PATH=/opt/llamacpp-prebuilt .* /opt/llamacpp-prebuilt/test-backend-ops -o MUL_MAT -b ROCm0" "$T/calls"
 }
 
 # standin_curl: $T/bin/curl plays the release server (no internet here): it copies
@@ -270,6 +299,7 @@ with zipfile.ZipFile(z, "w") as f:
   echo cpubench >"$T/outcome/sdma-off"
   echo nodev >"$T/outcome/flash-attn-off"
   echo bench >"$T/outcome/therock-nightly"
+  echo test-backend-ops >"$T/outcome/tools"
   run bash "$S/llamacpp-rocm/01-run-ladder.sh"
   [ "$status" -eq 0 ]
   [[ "$output" == *"sdma-off: failed: not on the GPU: llama-bench's pp64 row ran on devices 'auto', not ROCm0"* ]]
@@ -288,4 +318,48 @@ with zipfile.ZipFile(z, "w") as f:
 @test "json_str escapes quotes, backslashes and control characters" {
   run lib "json_str \$'a\"b\\\\c\td\ne'"
   [ "$output" = '"a\"b\\c\td\ne"' ]
+}
+
+@test "W2: a rung that generates fast but computes wrong is no success: the ladder goes on" {
+  echo bench >"$T/outcome/as-shipped"
+  echo bench >"$T/outcome/sdma-off"
+  printf '%s\n' test-backend-ops llama-server >"$T/outcome/tools"
+  stand_in_answers
+  export FX_ANSWERS=wrong
+  run bash "$S/llamacpp-rocm/01-run-ladder.sh"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *'as-shipped: wrong-output: '*'; but WRONG OUTPUT: prompt 1 (capital, "The capital of France is"), position 0: expected " Paris"'* ]]
+  json=$HALOFORGE_STATE_DIR/llamacpp-rocm/ladder.json
+  grep -q '"id": "as-shipped", "status": "wrong-output", .*"answers": "wrong: WRONG OUTPUT: prompt 1 ' "$json"
+  grep -q '"id": "sdma-off", "status": "wrong-output"' "$json"
+  # the CPU reference was recorded once, for both rungs
+  [ "$(grep -c -- --record-for "$T/hf-calls")" -eq 1 ]
+  [[ "$output" == *"no rung loaded the model and generated right tokens on this box"* ]]
+}
+
+@test "W2: test-backend-ops failing on ROCm0 is wrong output, before any model is served" {
+  echo bench >"$T/outcome/as-shipped"
+  printf '%s\n' test-backend-ops llama-server >"$T/outcome/tools"
+  echo fail >"$T/outcome/ops"
+  stand_in_answers
+  run bash "$S/llamacpp-rocm/01-run-ladder.sh"
+  [[ "$output" == *"as-shipped: wrong-output: "*"; but test-backend-ops -o MUL_MAT -b ROCm0 failed (exit 1): ROCm0's matrix multiplications differ from the CPU's"* ]]
+  run grep -c llama-under-test "$T/calls"
+  [ "$output" -eq 0 ]
+}
+
+@test "W2: a rung with no numerical check to run is unverified, not a success" {
+  echo bench >"$T/outcome/as-shipped"
+  : >"$T/outcome/tools"
+  run bash "$S/llamacpp-rocm/01-run-ladder.sh"
+  [[ "$output" == *"as-shipped: unverified: "*"; but no numerical check could run (the rung ships neither test-backend-ops nor llama-server): its speed alone does not say it computes right"* ]]
+  grep -q '"id": "as-shipped", "status": "unverified"' "$HALOFORGE_STATE_DIR/llamacpp-rocm/ladder.json"
+}
+
+@test "the ladder's dry run shows the bench without mmap and both numerical checks" {
+  run env HALOFORGE_DRY_RUN=1 bash "$S/llamacpp-rocm/01-run-ladder.sh"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"-o jsonl -dev ROCm0 -lm none"* ]]
+  [[ "$output" == *"test-backend-ops -o MUL_MAT -b ROCm0"* ]]
+  [[ "$output" == *"--name '{name}' --network host"*"llama-server -m /models/tiny.gguf -ngl 0 --device none"* || "$output" == *"--name {name} --network host"*"llama-server -m /models/tiny.gguf -ngl 0 --device none"* ]]
 }

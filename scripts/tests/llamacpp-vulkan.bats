@@ -6,6 +6,8 @@
 # named so in the engine).
 # shellcheck disable=SC2016
 
+load answers_standin
+
 setup() {
   S=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
   D=$BATS_TEST_DIRNAME/testdata
@@ -31,6 +33,9 @@ case "\$*" in
 *vulkaninfo*) printf '%s\n' 'Devices:' '========' 'GPU0:' '	apiVersion         = 1.4.318' '	deviceType         = PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU' '	deviceName         = Radeon 8060S Graphics (RADV GFX1151)' '	driverName         = radv' ;;
 *test-backend-ops*) cat "$ops" ;;
 *'llama-bench --help'*) echo '  -lm, --load-mode <auto|none|mmap|mlock|mmap+mlock|dio> (default: auto)' ;;
+*'llama-server --help'*) echo '  --mmap, --no-mmap    whether to memory-map the model' ;;
+*' stop '*) ;;
+*' llama-server '*) a="\$*"; exec "$T/bin/llama-server" \${a#* llama-server } ;;
 *'llama-bench'*'-o json'*) cat "$bench" ;;
 *llama-bench*) cat "\${BENCH_MD:-/dev/null}" ;;
 esac
@@ -61,6 +66,28 @@ FAKE
   # flash attention on and no mmap, with the switch this llama-bench lists (build 11669: -lm)
   grep -q -- "-v $T/models:/models:ro,z .* llama-bench -m /models/m.gguf -ngl 99 -fa 1 -lm none -p 512 -n 128 -o json -dev Vulkan0" "$T/calls"
   [ "$(cut -f2- "$HALOFORGE_STATE_DIR/llamacpp-vulkan/bench.tsv" | head -n 1)" = "$(printf 'm.gguf\tpp64\t773.34')" ]
+}
+
+@test "verify with a model compares its answers on Vulkan0 with the image's CPU backend" {
+  engine
+  stand_in_answers
+  export HALOFORGE_TRACK=llamacpp-vulkan
+  mkdir -p "$T/models" && : >"$T/models/m.gguf"
+  LLAMA_MODEL=$T/models/m.gguf run bash "$S/llamacpp-vulkan/01-verify.sh"
+  [ "$status" -eq 0 ]
+  grep -q -- "run --rm --name llama-reference --network host --device /dev/dri .*-v $T/models:/models:ro,z .*llama-server -m /models/m.gguf -ngl 0 --device none --host 127.0.0.1" "$T/calls"
+  grep -q -- "run --rm --name llama-under-test --network host .*llama-server -m /models/m.gguf -ngl 99 -fa on --device Vulkan0 --no-mmap --host 127.0.0.1" "$T/calls"
+  grep -q -- "--reference-for $T/models/m.gguf --track llamacpp-vulkan" "$T/hf-calls"
+  [[ "$output" == *"verified: answers on Vulkan0: right: 6 prompts agree with the reference recorded on CPU"* ]]
+}
+
+@test "verify with a model fails on WRONG OUTPUT, the evidence said" {
+  engine
+  stand_in_answers
+  mkdir -p "$T/models" && : >"$T/models/m.gguf"
+  LLAMA_MODEL=$T/models/m.gguf FX_ANSWERS=wrong run bash "$S/llamacpp-vulkan/01-verify.sh"
+  [ "$status" -eq 1 ]
+  [[ "$output" == *'answers on Vulkan0: WRONG OUTPUT: prompt 1 (capital, "The capital of France is"), position 0'* ]]
 }
 
 @test "BREAKS N7: test-backend-ops that tested no Vulkan device (real: exit 0, OK) fails the verify" {
@@ -111,4 +138,10 @@ FAKE
   [ "$output" = "-lm none" ]
   run lb "printf 'usage: llama-bench [options]\n' | llama_nommap_flags"
   [ -z "$output" ]
+  # llama-server's own switch, in an older build and in Debian sid's 11669 (real lines), whose
+  # --no-mmproj is no -mmp
+  run lb "printf '  --mmap, --no-mmap    whether to memory-map the model\n' | llama_nommap_flags | paste -sd' '"
+  [ "$output" = "--no-mmap" ]
+  run lb "printf '%s\n' '-lm,   --load-mode MODE                 model loading mode (default: auto)' '--mmproj-auto, --no-mmproj, --no-mmproj-auto' '-mm,   --mmproj FILE                    path to a multimodal projector file' | llama_nommap_flags | paste -sd' '"
+  [ "$output" = "-lm none" ]
 }

@@ -187,6 +187,18 @@ standin_venv() {
   "$T/venv/bin/python" -c 'import site; print(site.getsitepackages()[0])' >"$T/sp"
   printf '%s\n' "$BATS_TEST_DIRNAME/testdata/standin-gpu-stack" >"$(cat "$T/sp")/standin.pth"
   export VENV_DIR=$T/venv HALOFORGE_RESULT_FILE=$T/results.tsv HALOFORGE_IN_BOX=1 VERIFY_MODEL=
+  export HALOFORGE_RUN_DIR=$T/state/runs/r1 HALOFORGE_TRACK=therock-toolbox
+}
+
+# need_haloforge: the real haloforge binary (built once per file, or HF_TEST_BIN) as the step's
+# HALOFORGE_BIN, so the answers the stand-in vLLM gives are judged by the real haloforge verify.
+need_haloforge() {
+  local bin=${HF_TEST_BIN:-$BATS_FILE_TMPDIR/haloforge}
+  if [[ ! -x $bin ]]; then
+    command -v go >/dev/null || skip "no go toolchain to build haloforge"
+    (cd "$BATS_TEST_DIRNAME/../.." && go build -o "$bin" ./cmd/haloforge) || return 1
+  fi
+  export HALOFORGE_BIN=$bin
 }
 
 @test "BREAKS #2: 06 fails when vLLM's platform is not ROCm (a stand-in reporting UnspecifiedPlatform)" {
@@ -210,15 +222,65 @@ standin_venv() {
   grep -q $'^verified\ttorch .* ran a matmul on gfx1151' "$T/results.tsv"
   grep -q $'^verified\tflash-attention .* forward pass on gfx1151' "$T/results.tsv"
   grep -q $'^verified\tvLLM .* detects the ROCm platform (RocmPlatform)' "$T/results.tsv"
-  grep -q $'^not-verified\tvLLM generation: no model given' "$T/results.tsv"
-  # With a model at hand, the generation is proven too.
+  grep -q $'^not-verified\tvLLM answers: no model given' "$T/results.tsv"
+}
+
+@test "W1: 06 judges vLLM's answers with haloforge verify, eager and compiled" {
+  standin_venv
+  need_haloforge
   mkdir -p "$T/model"
-  : >"$T/results.tsv"
   VERIFY_MODEL=$T/model run "$TRACK/06-verify.sh"
-  [ "$status" -eq 0 ]
-  grep -q $'^verified\tvLLM generated 8 tokens with '"$T/model" "$T/results.tsv"
+  [ "$status" -eq 0 ] || {
+    echo "$output"
+    false
+  }
+  grep -q $'^verified\tvLLM answers, eager: right: the 4 known answers are there (Paris, 42, Friday, Tokyo)' "$T/results.tsv"
+  grep -q $'^verified\tvLLM answers, compiled: right: the 4 known answers are there' "$T/results.tsv"
+  # the stand-in model is no file to run on the CPU: said, and the known answers ran instead
+  [[ "$output" == *"does not fit on the CPU next to the rest here: the known-answer check runs instead"* ]]
+  # the files haloforge judged, in the answers format, and the verdict kept for bench
+  grep -q '"schema": "haloforge/verify-answers/v1"' "$HALOFORGE_RUN_DIR/vllm-compiled.json" || grep -q '"schema":"haloforge/verify-answers/v1"' "$HALOFORGE_RUN_DIR/vllm-compiled.json"
+  grep -q '"verdict": "right"' "$HALOFORGE_STATE_DIR/verify/last/therock-toolbox.json"
   run grep -q not-verified "$T/results.tsv"
   [ "$status" -ne 0 ]
+}
+
+@test "W1: a stack right in eager mode but answering \"!\" compiled (vllm serve's path) fails 06" {
+  standin_venv
+  need_haloforge
+  mkdir -p "$T/model"
+  VERIFY_MODEL=$T/model STANDIN_VLLM_COMPILED=bangs run "$TRACK/06-verify.sh"
+  [ "$status" -ne 0 ]
+  grep -q $'^verified\tvLLM answers, eager: right: ' "$T/results.tsv"
+  grep -q $'^not-verified\tvLLM answers, compiled: WRONG OUTPUT: prompt 1 (capital, "The capital of France is"): degenerate output: a run of 8 or more "!"' "$T/results.tsv"
+  [[ "$output" == *"vLLM's answers are wrong on this stack"* ]]
+  [ ! -e "$HALOFORGE_STATE_DIR/therock-toolbox/requirements.lock" ]
+}
+
+@test "B1: the venv's triton must still be TheRock's after a build step" {
+  standin_venv
+  mkdir -p "$T/bin"
+  printf '#!/bin/sh\nprintf "%%s\\n" torch==2.11.0+rocm7.14.0 "${STANDIN_TRITON:-triton==3.5.0+rocm7.14.0}"\n' >"$T/bin/pip-standin"
+  chmod +x "$T/bin/pip-standin"
+  printf 'torch==2.11.0+rocm7.14.0\ntriton==3.5.0+rocm7.14.0\n' >"$VENV_DIR/haloforge-constraints.txt"
+  lt() { bash -c ". '$LIB/common.sh'; . '$TRACK/lib.sh'; PIP=('$T/bin/pip-standin'); PY=python3; $1"; }
+  run lt triton_kept
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"triton is still TheRock's: triton==3.5.0+rocm7.14.0"* ]]
+  # what AITER's setup.py leaves without AITER_USE_SYSTEM_TRITON=1: a generic triton 3.7.0
+  STANDIN_TRITON=triton==3.7.0 run lt triton_kept
+  [ "$status" -ne 0 ]
+  [[ "$output" == *"the venv's triton changed: TheRock's torch was installed with 'triton==3.5.0+rocm7.14.0', the venv now has 'triton==3.7.0'"* ]]
+  [[ "$output" == *"pip install --force-reinstall --no-deps"*"triton==3.5.0+rocm7.14.0"* ]]
+}
+
+@test "B1: AITER is built with AITER_USE_SYSTEM_TRITON=1, and steps 03 to 05 check the triton" {
+  run dry 03-build-aiter.sh
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"CK_DIR=/workspace/aiter/3rdparty/composable_kernel AITER_USE_SYSTEM_TRITON=1"*"pip wheel . --no-deps --no-build-isolation"* ]]
+  for s in 03-build-aiter.sh 04-build-fa.sh 05-build-vllm.sh 06-verify.sh; do
+    grep -q '^triton_kept$' "$TRACK/$s"
+  done
 }
 
 @test "06 fails on a torch without the GPU's kernels (torch 2.8.0+rocm6.4 on gfx1151)" {

@@ -11,6 +11,8 @@ setup() {
   unset HALOFORGE_DRY_RUN HALOFORGE_CONTAINER_ENGINE OLLAMA_GPU_MEMORY VLLM_GPU_MEMORY_UTILIZATION
 }
 
+load answers_standin
+
 ct() { bash -c ". '$S/lib/common.sh'; . '$S/lib/container.sh'; $1"; }
 
 @test "spoofed_target: HSA_OVERRIDE_GFX_VERSION to the gfx name the runtime reports" {
@@ -77,10 +79,14 @@ ct() { bash -c ". '$S/lib/common.sh'; . '$S/lib/container.sh'; $1"; }
   [[ "$output" == *"Usage: start-vllm.sh MODEL"* ]]
 }
 
-@test "vllm-image verify checks torch, the target, vLLM's platform and a generation in the pinned image" {
-  HALOFORGE_DRY_RUN=1 run bash "$S/vllm-image/02-verify.sh"
+@test "vllm-image verify checks torch, the target, vLLM's platform and its answers in the pinned image" {
+  HALOFORGE_DRY_RUN=1 HALOFORGE_RUN_DIR=$T/run run bash "$S/vllm-image/02-verify.sh"
   [ "$status" -eq 0 ]
-  [[ "$output" == *"/haloforge/verify_vllm.py:ro,z -e HALOFORGE_CHECK_VLLM=1 -e HALOFORGE_VERIFY_MODEL=Qwen/Qwen3-0.6B -e HF_TOKEN -v "*"/.cache/huggingface:/root/.cache/huggingface:z -e HALOFORGE_EXPECT_ARCH=gfx1151 --entrypoint python3 docker.io/rocm/vllm:rocm10.0.0_"*" /haloforge/verify_torch.py"* ]]
+  [[ "$output" == *"/haloforge/verify_vllm.py:ro,z -v "*"/haloforge/verify_answers.py:ro,z -e HALOFORGE_CHECK_VLLM=1 -e HALOFORGE_VERIFY_MODEL=Qwen/Qwen3-0.6B -e HF_TOKEN -v "*"/.cache/huggingface:/root/.cache/huggingface:z -v $T/run:$T/run:z -e HALOFORGE_EXPECT_ARCH=gfx1151 --entrypoint python3 docker.io/rocm/vllm:rocm10.0.0_"*" /haloforge/verify_torch.py"* ]]
+  # W1: the answers, eager and compiled, each judged by haloforge verify
+  [[ "$output" == *"--entrypoint python3 docker.io/rocm/vllm:rocm10.0.0_"*" /haloforge/verify_answers.py vllm eager MODEL_DIR $T/run/prompts.json $T/run/vllm-eager.json"* ]]
+  [[ "$output" == *"/haloforge/verify_answers.py vllm compiled MODEL_DIR"* ]]
+  [[ "$output" == *"verify --answers $T/run/vllm-compiled.json --track "* ]]
 }
 
 @test "run_nightly_spoof.sh shows the illegal-instruction risk before the spoofed command" {
@@ -176,36 +182,126 @@ ct() { bash -c ". '$S/lib/common.sh'; . '$S/lib/container.sh'; $1"; }
   [[ "$output" == *"OLLAMA_BACKEND must be rocm or vulkan, got 'metal'"* ]]
 }
 
-# ollama_standins LOG: a real HTTP server on the loopback answering Ollama's /api/version
-# (python3 -m http.server over a file, standing in for Ollama itself), and a stand-in engine
-# whose `logs` prints LOG; exports what 02-verify.sh reads.
+# ollama_standins LOG: a stand-in of Ollama's API on the loopback (fake-ollama, a real HTTP
+# server: no GPU or Ollama here) in the mode of $FX_OLLAMA: gpu (the model generates and
+# /api/ps puts it in GPU memory), cpu (size_vram 0: a CPU fallback), empty (no model pulled),
+# broken (/api/generate fails); a stand-in engine whose `logs` prints LOG; the answers
+# check's stand-in haloforge (answers_standin.bash, FX_ANSWERS). Exports what 02-verify.sh reads.
 ollama_standins() {
-  mkdir -p "$T/www/api" "$T/bin"
-  printf '{"version":"0.32.15"}' >"$T/www/api/version"
+  mkdir -p "$T/bin"
   printf '%s\n' "$1" >"$T/ollama.log"
   printf '#!/bin/sh\n# stand-in engine for the bats tests: only `logs` answers\n[ "$1" = logs ] && cat "%s"\nexit 0\n' "$T/ollama.log" >"$T/bin/podman"
   chmod +x "$T/bin/podman"
-  python3 -u -m http.server --bind 127.0.0.1 0 --directory "$T/www" >"$T/http.log" 2>&1 &
+  cat >"$T/fake-ollama.py" <<'PY'
+import hashlib, http.server, json, os, sys
+mode = os.environ.get("FX_OLLAMA", "gpu")
+calls = open(sys.argv[1], "a", buffering=1)
+blobs, models = set(), ({} if mode == "empty" else {"qwen3:8b": 5200000000, "qwen3:0.6b": 520000000})
+class H(http.server.BaseHTTPRequestHandler):
+    def reply(self, code, obj):
+        data = json.dumps(obj).encode()
+        self.send_response(code); self.send_header("Content-Length", str(len(data))); self.end_headers(); self.wfile.write(data)
+    def do_HEAD(self):
+        calls.write("HEAD " + self.path + "\n")
+        self.send_response(200 if self.path.split("/")[-1] in blobs else 404); self.end_headers()
+    def do_GET(self):
+        calls.write("GET " + self.path + "\n")
+        if self.path == "/api/version": return self.reply(200, {"version": "0.32.15"})
+        if self.path == "/api/tags": return self.reply(200, {"models": [{"name": n, "size": s} for n, s in models.items()]})
+        if self.path == "/api/ps":
+            return self.reply(200, {"models": [{"name": n, "model": n, "size": s, "size_vram": 0 if mode == "cpu" else s} for n, s in models.items() if n.startswith("loaded:") is False and n in loaded]})
+        self.reply(404, {"error": "not found"})
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        calls.write("POST " + self.path + "\n")
+        if self.path.startswith("/api/blobs/sha256:"):
+            if "sha256:" + hashlib.sha256(body).hexdigest() != self.path.split("/")[-1]: return self.reply(400, {"error": "digest mismatch"})
+            blobs.add(self.path.split("/")[-1]); return self.reply(201, {})
+        req = json.loads(body)
+        calls.write(json.dumps(req, sort_keys=True) + "\n")
+        if self.path == "/api/create":
+            if not all(d in blobs for d in req["files"].values()): return self.reply(400, {"error": "blob missing"})
+            models[req["model"] + ":latest"] = 730624; return self.reply(200, {"status": "success"})
+        if self.path == "/api/generate":
+            name = req["model"] if ":" in req["model"] else req["model"] + ":latest"
+            if mode == "broken" or name not in models: return self.reply(500, {"error": "llama runner process has terminated: \x1b[31mexit status 2"})
+            loaded.add(name)
+            return self.reply(200, {"model": req["model"], "response": " Paris, the city", "done": True, "eval_count": req["options"]["num_predict"]})
+        self.reply(404, {"error": "not found"})
+    def log_message(self, *a): pass
+loaded = set()
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+PY
+  python3 -u "$T/fake-ollama.py" "$T/ollama-calls" >"$T/http.log" 2>&1 &
   echo $! >"$T/http.pid"
   local port=''
   for _ in $(seq 1 50); do
-    port=$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$T/http.log" | head -n 1)
+    port=$(head -n 1 "$T/http.log")
     [ -n "$port" ] && break
     sleep 0.1
   done
   [ -n "$port" ]
-  export OLLAMA_PORT=$port HALOFORGE_CONTAINER_ENGINE=$T/bin/podman HALOFORGE_RESULT_FILE=$T/results.tsv
+  stand_in_answers
+  export OLLAMA_PORT=$port HALOFORGE_CONTAINER_ENGINE=$T/bin/podman HALOFORGE_RESULT_FILE=$T/results.tsv HALOFORGE_TRACK=ollama
 }
 
 teardown() {
   if [ -f "$T/http.pid" ]; then kill "$(cat "$T/http.pid")" 2>/dev/null || true; fi
 }
 
-@test "N9: ollama's verify records what it proved: the GPU line of its log, as verified" {
-  ollama_standins 'time=2026-01-10T10:00:00.000Z level=INFO source=types.go:42 msg="inference compute" id=0 library=ROCm compute=gfx1151 libdirs=ollama,rocm_v7_2 name="Radeon 8060S Graphics" total="96.0 GiB" available="95.2 GiB"'
+rocm_line='time=2026-01-10T10:00:00.000Z level=INFO source=types.go:42 msg="inference compute" id=0 library=ROCm compute=gfx1151 libdirs=ollama,rocm_v7_2 name="Radeon 8060S Graphics" total="96.0 GiB" available="95.2 GiB"'
+
+@test "ollama's verify: the GPU line, then the smallest pulled model generates in GPU memory and answers right" {
+  ollama_standins "$rocm_line"
   run bash "$S/ollama/02-verify.sh"
   [ "$status" -eq 0 ]
-  [ "$(cat "$T/results.tsv")" = "$(printf 'verified\tOllama 0.32.15 runs on the ROCm GPU: id=0 library=ROCm compute=gfx1151 libdirs=ollama,rocm_v7_2 name="Radeon 8060S Graphics" total="96.0 GiB" available="95.2 GiB"')" ]
+  [ "$(cat "$T/results.tsv")" = "$(printf 'verified\tOllama 0.32.15 found the ROCm GPU: id=0 library=ROCm compute=gfx1151 libdirs=ollama,rocm_v7_2 name="Radeon 8060S Graphics" total="96.0 GiB" available="95.2 GiB"\nverified\tOllama 0.32.15 ran qwen3:0.6b on the ROCm GPU: 8 tokens generated, 520000000 of its 520000000 bytes in GPU memory (/api/ps)\nverified\tanswers of qwen3:0.6b: right: the 4 known answers are there and no answer is degenerate')" ]
+  grep -q '"model": "qwen3:0.6b", "options": {"num_predict": 8, "temperature": 0}, "prompt": "The capital of France is", "stream": false' "$T/ollama-calls"
+  grep -q -- "verify --state-dir $T/state --url http://127.0.0.1:$OLLAMA_PORT --model qwen3:0.6b --track ollama" "$T/hf-calls"
+}
+
+@test "ollama's verify from LLAMA_MODEL: the GGUF pushed as a blob, made haloforge-verify, run" {
+  ollama_standins "$rocm_line"
+  printf 'GGUF tiny weights' >"$T/tiny.gguf"
+  sum=$(sha256sum "$T/tiny.gguf" | cut -d' ' -f1)
+  LLAMA_MODEL=$T/tiny.gguf run bash "$S/ollama/02-verify.sh"
+  [ "$status" -eq 0 ]
+  grep -qx "POST /api/blobs/sha256:$sum" "$T/ollama-calls"
+  grep -qF '{"files": {"tiny.gguf": "sha256:'"$sum"'"}, "model": "haloforge-verify", "stream": false}' "$T/ollama-calls"
+  [[ "$(cat "$T/results.tsv")" == *"$(printf 'verified\t')Ollama 0.32.15 ran haloforge-verify on the ROCm GPU: 8 tokens generated, 730624 of its 730624 bytes in GPU memory"* ]]
+  # a second run finds the blob there and does not push it again
+  : >"$T/ollama-calls"
+  LLAMA_MODEL=$T/tiny.gguf run bash "$S/ollama/02-verify.sh"
+  [ "$status" -eq 0 ]
+  run grep -q "POST /api/blobs" "$T/ollama-calls"
+  [ "$status" -eq 1 ]
+}
+
+@test "ollama's verify fails a model that is not in GPU memory, one that does not generate, and no model at all, each with the reason" {
+  FX_OLLAMA=cpu ollama_standins "$rocm_line"
+  run bash "$S/ollama/02-verify.sh"
+  [ "$status" -eq 1 ]
+  [[ "$(cat "$T/results.tsv")" == *"$(printf 'not-verified\t')qwen3:0.6b ran on the CPU: /api/ps says 0 of its 520000000 bytes are in GPU memory"* ]]
+  kill "$(cat "$T/http.pid")"; rm "$T/results.tsv"
+  FX_OLLAMA=broken ollama_standins "$rocm_line"
+  run bash "$S/ollama/02-verify.sh"
+  [ "$status" -eq 1 ]
+  [[ "$(cat "$T/results.tsv")" == *"$(printf 'not-verified\t')qwen3:0.6b did not generate on Ollama: llama runner process has terminated: ?[31mexit status 2"* ]]
+  [[ "$output" != *$'\e[31m'* ]]
+  kill "$(cat "$T/http.pid")"; rm "$T/results.tsv"
+  FX_OLLAMA=empty ollama_standins "$rocm_line"
+  run bash "$S/ollama/02-verify.sh"
+  [ "$status" -eq 1 ]
+  [[ "$(cat "$T/results.tsv")" == *"$(printf 'not-verified\t')Ollama has no model to run, so nothing ran on the GPU: pull one ($T/bin/podman exec haloforge-ollama ollama pull MODEL) or set LLAMA_MODEL=FILE.gguf"* ]]
+}
+
+@test "ollama's verify: WRONG OUTPUT fails the step with the evidence" {
+  ollama_standins "$rocm_line"
+  FX_ANSWERS=wrong run bash "$S/ollama/02-verify.sh"
+  [ "$status" -eq 1 ]
+  [[ "$(cat "$T/results.tsv")" == *"$(printf 'not-verified\t')answers of qwen3:0.6b: WRONG OUTPUT: prompt 1"* ]]
 }
 
 @test "N9: ollama on the CPU only is recorded as not verified, with the reason, and fails" {
@@ -219,9 +315,10 @@ teardown() {
   ollama_standins 'time=2026-11-29T10:00:00.000Z level=INFO source=types.go:42 msg="inference compute" id=0 library=Vulkan compute=0.0 name=Vulkan0 description="AMD Radeon Graphics (RADV GFX1151)" type=iGPU total="96.0 GiB" available="95.2 GiB"'
   OLLAMA_BACKEND=vulkan run bash "$S/ollama/02-verify.sh"
   [ "$status" -eq 0 ]
-  [[ "$(cat "$T/results.tsv")" == "$(printf 'verified\t')Ollama 0.32.15 runs on the Vulkan GPU: id=0 library=Vulkan"* ]]
+  [[ "$(cat "$T/results.tsv")" == "$(printf 'verified\t')Ollama 0.32.15 found the Vulkan GPU: id=0 library=Vulkan"*"ran qwen3:0.6b on the Vulkan GPU"* ]]
   printf '%s\n' 'time=2026-11-29T10:00:00.000Z level=INFO source=runner.go:445 msg="dropping integrated GPU; to enable, set OLLAMA_IGPU_ENABLE=1" id=0 library=Vulkan' \
     'time=2026-11-29T10:00:00.000Z level=INFO source=types.go:42 msg="inference compute" id=cpu library=cpu compute="" name=cpu total="123.0 GiB"' >"$T/ollama.log"
+  rm "$T/results.tsv"
   OLLAMA_BACKEND=vulkan run bash "$S/ollama/02-verify.sh"
   [ "$status" -eq 1 ]
   [[ "$output" == *"dropping integrated GPU"* ]]

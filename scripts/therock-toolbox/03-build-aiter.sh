@@ -10,7 +10,10 @@
 # this step. Before the build: AITER's [build-system] requires (pybind11, setuptools_scm,
 # wheel, packaging, psutil, ninja, pandas, flydsl at v0.1.19), read from its pyproject.toml and
 # held to scripts/lib/python-pins.txt; CK_DIR at its composable_kernel submodule, as kyuz0's
-# Dockerfile.ubuntu-repoamd builds v0.1.19 for gfx1151.
+# Dockerfile.ubuntu-repoamd builds v0.1.19 for gfx1151. AITER_USE_SYSTEM_TRITON=1: without it
+# AITER's setup.py (torch >= 2.9.1) uninstalls the venv's triton, TheRock's, and installs a
+# generic one for ROCm 7.2 (ROCm/aiter setup.py, scripts/SOURCES.md), even when the build
+# then fails; triton_kept checks it after the step.
 # Pins: AITER_REPO, AITER_REF, PYTORCH_ROCM_ARCH. The wheel is cached per cache key.
 
 # shellcheck source=../lib/common.sh
@@ -47,8 +50,9 @@ else
   retry -n 3 -d 5 -- git -C "$src" submodule update --init --recursive --depth 1
   build_wheel aiter 'amd_aiter-*.whl' "$src" \
     "PYTORCH_ROCM_ARCH=$PYTORCH_ROCM_ARCH" "GPU_ARCHS=$PYTORCH_ROCM_ARCH" \
-    "CK_DIR=$src/3rdparty/composable_kernel" \
+    "CK_DIR=$src/3rdparty/composable_kernel" AITER_USE_SYSTEM_TRITON=1 \
     "ROCM_PATH=$ROCM_PATH" "ROCM_HOME=$ROCM_HOME" "MAX_JOBS=$(max_jobs)"
 fi
 install_wheel "$WHEEL"
 run "$PY" -m pip show amd-aiter
+triton_kept

@@ -41,3 +41,4 @@ else
 fi
 install_wheel "$WHEEL"
 run env FLASH_ATTENTION_TRITON_AMD_ENABLE=TRUE "$PY" -c 'import flash_attn; print("flash_attn", flash_attn.__version__)'
+triton_kept

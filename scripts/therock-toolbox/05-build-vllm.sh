@@ -84,3 +84,4 @@ build_wheel vllm 'vllm-*.whl' "$src" \
 log_step "Install"
 install_wheel "$WHEEL"
 run vllm --version
+triton_kept

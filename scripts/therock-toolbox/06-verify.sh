@@ -10,14 +10,22 @@
 #              on it and matches the CPU (../lib/verify_torch.py)
 #   SDPA       the flash backend runs and matches the math one (verify_sdpa.py)
 #   flash-attn one forward pass of flash_attn_func matches math SDPA (verify_fa.py)
-#   vLLM       current_platform.is_rocm(), then a short greedy generation with VERIFY_MODEL,
-#              downloaded here from Hugging Face (../lib/verify_vllm.py)
+#   vLLM       current_platform.is_rocm() (../lib/verify_vllm.py)
+#   answers    vLLM answers haloforge verify's prompt set with VERIFY_MODEL (downloaded here
+#              from Hugging Face) twice, eager and compiled (torch.compile and HIP graphs, as
+#              `vllm serve` runs), each judged by haloforge verify against haloforge's
+#              reference for the model, recorded once by transformers on the CPU in float32
+#              where the model fits, else for the known answers and degenerate output
+#              (../lib/vllm.sh); WRONG OUTPUT fails the step
+#   triton     the venv's triton is still TheRock's (lib.sh triton_kept)
 # Writes $HALOFORGE_STATE_DIR/therock-toolbox/requirements.lock (pip freeze).
 
 # shellcheck source=../lib/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 # shellcheck source=./lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=../lib/vllm.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/vllm.sh"
 hf_init "$@"
 enter_box "$@"
 load_toolbox_env
@@ -45,8 +53,12 @@ else
   log_info "AITER not installed (optional on $GPU_TARGET): skipped"
 fi
 
-log_step "vLLM: ROCm platform and a short generation"
-hf_run_checks env HALOFORGE_VERIFY_MODEL="${VERIFY_MODEL:-}" "$PY" "$lib/verify_vllm.py"
+log_step "triton: still TheRock's"
+triton_kept
+
+log_step "vLLM: the ROCm platform"
+hf_run_checks "$PY" "$lib/verify_vllm.py"
+VLLM_CPU_REFERENCE=1 vllm_answers "$PY" || die "vLLM's answers are wrong on this stack (the WRONG OUTPUT above)"
 hf_verify_end
 
 log_step "Freeze the working environment"

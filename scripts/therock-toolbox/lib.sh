@@ -164,6 +164,31 @@ install_wheel() {
   hf_fact_pip_report "$report"
 }
 
+# triton_kept: the venv's triton is still the one 02-install-rocm.sh installed with TheRock's
+# torch (its line in haloforge-constraints.txt). A build's setup.py may replace it: AITER's
+# uninstalls every triton and installs a generic one for ROCm 7.2 unless
+# AITER_USE_SYSTEM_TRITON=1 (ROCm/aiter setup.py, scripts/SOURCES.md), and `vllm serve`'s
+# compiled path (torch.compile, inductor) runs on whatever triton is there. Steps 03-06 call it.
+triton_kept() {
+  local constraints=$VENV_DIR/haloforge-constraints.txt want have
+  if is_dry_run; then
+    log_info "[dry-run] the venv's triton must still be the one in $constraints"
+    return 0
+  fi
+  if [[ ! -r $constraints ]]; then
+    log_warn "no $constraints (02-install-rocm.sh writes it): the venv's triton is not checked"
+    return 0
+  fi
+  want=$(grep -Ei '^(triton|pytorch-triton-rocm)==' "$constraints" | sort | paste -sd' ' || true)
+  [[ -n $want ]] || return 0
+  have=$("${PIP[@]}" freeze --all 2>/dev/null | grep -Ei '^(triton|amd-triton|pytorch-triton|pytorch-triton-rocm|triton-rocm|triton-kernels)==' | sort | paste -sd' ' || true)
+  if [[ $have == "$want" ]]; then
+    log_ok "triton is still TheRock's: $want"
+    return 0
+  fi
+  die "the venv's triton changed: TheRock's torch was installed with '$want', the venv now has '${have:-no triton}'. A build replaced it (AITER's setup.py does unless AITER_USE_SYSTEM_TRITON=1). Restore it: $PY -m pip install --force-reinstall --no-deps --index-url ${THEROCK_INDEX_URL:-<THEROCK_INDEX_URL>} $want"
+}
+
 # check_rock_torch SRC: a vLLM ref that carries TheRock's own build file,
 # requirements/build/rock.txt (vllm-project/vllm 027281ae: torch==2.12.0+rocm7.14.0), names
 # the torch it is built against; the venv's torch must be that one, or the build would mix

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Host is what is known of the machine that ran the benchmark: it explains a
@@ -39,6 +40,36 @@ type Report struct {
 	Comparisons []Comparison
 	Verdict     string
 	Model       *Weights // the model file's header figures the run was judged with, if any
+	Answers     *Answers // what was last found of the stack's answers (bench --track), if asked
+}
+
+// Answers is what haloforge last found of a benchmarked stack's answers
+// (its verify step, serve, or verify --track): a speed is the model's only
+// when the stack computes right.
+type Answers struct {
+	// Verdict is verify's (right, wrong, not-verified), or "unchecked".
+	Verdict string `json:"verdict"`
+	// Line is the verdict's sentence, or why there is none.
+	Line string `json:"line"`
+	// By is what reached it ("serve", a step ID, "verify"); At when.
+	By string     `json:"by,omitempty"`
+	At *time.Time `json:"at,omitempty"`
+}
+
+// Unchecked is the Answers verdict of a stack whose answers were never
+// checked.
+const Unchecked = "unchecked"
+
+// Refuse marks the report of a stack that answers wrong (haloforge
+// verify's verdict, why): its figures stay, but no verdict calls them
+// normal, since speed on a wrong computation is no speed of the model.
+func (rep *Report) Refuse(why string) {
+	for i, c := range rep.Comparisons {
+		if c.Reference != nil {
+			rep.Comparisons[i].Verdict = fmt.Sprintf("not judged (%.0f %% of %s): the stack answers wrong", c.Ratio*100, c.Reference.Label)
+		}
+	}
+	rep.Verdict = "not normal, whatever the figures: " + why
 }
 
 // withinBand is the share either side of the reference called normal.

@@ -63,11 +63,13 @@ type JSONBand struct {
 type JSON struct {
 	Results []JSONResult `json:"results"`
 	Verdict string       `json:"verdict"`
+	// Answers is null when the run's stack is not known (bench --from).
+	Answers *Answers `json:"answers"`
 }
 
 // ToJSON shapes a report as docs/json.md's `bench --json`.
 func (rep Report) ToJSON() JSON {
-	out := JSON{Results: []JSONResult{}, Verdict: rep.Verdict}
+	out := JSON{Results: []JSONResult{}, Verdict: rep.Verdict, Answers: rep.Answers}
 	for _, c := range rep.Comparisons {
 		jr := JSONResult{Test: c.Result.Test, TokensPerS: round(c.Result.TokensPerS, 2)}
 		if c.Reference != nil {
@@ -186,6 +188,9 @@ func (s Shareable) Markdown() string {
 	}
 	fmt.Fprintf(&b, "# Benchmark report (haloforge, %s)\n\n", s.Date.Format("2006-01-02"))
 	fmt.Fprintf(&b, "**Verdict:** %s\n\n", mdEscape(s.Results.Verdict))
+	if a := s.Results.Answers; a != nil {
+		fmt.Fprintf(&b, "**Answers:** %s: %s\n\n", mdEscape(a.Verdict), mdEscape(a.Line))
+	}
 	b.WriteString("## System\n")
 	for _, kv := range [][2]string{{"Device", s.Device}, {"BIOS UMA setting", s.BIOSUMA}, {"IOMMU setting", s.IOMMU},
 		{"Power profile", s.Power}, {"Kernel", s.Kernel}, {"Mesa", s.Mesa}, {"ROCm", s.ROCm}} {

@@ -110,6 +110,9 @@ type Options struct {
 	Supervisor []string
 	// Events is the channel capacity; 0 means DefaultEvents.
 	Events int
+	// Bin is the haloforge binary a step script calls ("$HALOFORGE_BIN"
+	// verify …); "" means this binary (os.Executable).
+	Bin string
 }
 
 // Runner runs a plan once. Read Events until it is closed.
@@ -446,6 +449,10 @@ type Verdict struct {
 	Why         string
 	Verified    []string
 	NotVerified []string
+	// Findings are what the consumer recognised besides the step's own
+	// output (a server's wrong answers): they join the step's findings in
+	// the report and in StepFinished.
+	Findings []diagnose.Finding
 }
 
 // Settle ends the running step with the consumer's verdict instead of its

@@ -179,6 +179,7 @@ func (r *Runner) execute(ctx context.Context, s steps.PlannedStep, logPath strin
 	if end.verdict != nil {
 		out = settled(*end.verdict, out)
 		out.left, out.started = end.left, true
+		res.findings = append(res.findings, end.verdict.Findings...)
 		return res, out
 	}
 	out.left, out.started = end.left, true
@@ -475,6 +476,21 @@ func (r *Runner) outcomeOf(e ended, streamErr error) outcome {
 	return outcome{status: steps.OutcomeSucceeded}
 }
 
+// BinEnv names the haloforge binary to a step script: a verify step asks
+// it whether the stack's answers are right ("$HALOFORGE_BIN" verify …).
+const BinEnv = "HALOFORGE_BIN"
+
+// bin is the binary a step script calls: Options.Bin, else this one.
+func (r *Runner) bin() string {
+	if r.o.Bin != "" {
+		return r.o.Bin
+	}
+	if self, err := os.Executable(); err == nil {
+		return self
+	}
+	return ""
+}
+
 // stepEnv is the environment contract of the step scripts: haloforge's own
 // environment, every pin and toolbox.env build variable (the one channel
 // pins reach a step by, named in PinNamesEnv), the track's variables (""
@@ -506,6 +522,7 @@ func (r *Runner) stepEnv(s steps.PlannedStep) []string {
 		FactsEnv:                r.factsPath(s.ID),
 		"HALOFORGE_DRY_RUN":     "",
 		"HALOFORGE_RESUME":      "",
+		BinEnv:                  r.bin(),
 	}
 	if r.o.DryRun {
 		hf["HALOFORGE_DRY_RUN"] = "1"

@@ -41,6 +41,10 @@ func (llamaCpp) Port() int         { return 8080 }
 func (llamaCpp) Overhead() uint64  { return llamaOverhead }
 func (llamaCpp) TinyModel() string { return "tiny-random.gguf" }
 
+// TrustedBackend: llama.cpp's CPU backend computes the same GGUF right on
+// any machine (the reference a GPU backend is compared with).
+func (llamaCpp) TrustedBackend() string { return "CPU" }
+
 // Command is llama-server on a GGUF file, every layer on the GPU, flash
 // attention on; in a container the model's directory is mounted read-only.
 func (e llamaCpp) Command(l *Launch, s steps.ServeSpec, req Request, home string) ([]string, error) {
@@ -74,10 +78,22 @@ func (e llamaCpp) Command(l *Launch, s steps.ServeSpec, req Request, home string
 	}
 	l.Command = []string{"llama-server", "-m", inside, "--alias", l.Served, "--host", bind, "--port", strconv.Itoa(port),
 		"-ngl", "999", "-fa", "on"}
+	if req.Trusted {
+		// The reference: every layer on the CPU backend, no GPU device
+		// opened at all.
+		l.Command = []string{"llama-server", "-m", inside, "--alias", l.Served, "--host", bind, "--port", strconv.Itoa(port),
+			"-ngl", "0", "--device", "none"}
+	}
 	if req.Context > 0 {
 		l.Command = append(l.Command, "-c", strconv.FormatUint(req.Context, 10))
 	}
-	if req.NoGPU {
+	if req.NoGPU && !req.Trusted {
+		// Mesa's lavapipe computes a micro-batch of more than 64 tokens
+		// wrong on Debian sid's llama.cpp (build 11669) with Mesa 26.2.6:
+		// haloforge verify found it (scripts/tests/integration-verify.sh).
+		l.Command = append(l.Command, "-ub", "64")
+	}
+	if req.NoGPU && !req.Trusted {
 		// No GPU here: ggml skips CPU-type Vulkan devices unless named.
 		l.Env["GGML_VK_VISIBLE_DEVICES"] = "0"
 		l.Warnings = append(l.Warnings, "no GPU: the Vulkan device is Mesa's llvmpipe, a CPU device (HALOFORGE_ALLOW_NO_GPU=1); the numbers are no speed claim")

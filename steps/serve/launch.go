@@ -43,6 +43,10 @@ type Request struct {
 	// Unified says the GPU shares the system's memory (the APU): Util is
 	// capped at UnifiedUtilCap.
 	Unified bool
+	// Trusted composes the engine's trusted backend instead of the GPU
+	// (llama.cpp: its CPU backend), to record a reference of the same
+	// model (answers.go).
+	Trusted bool
 }
 
 // Launch is everything decided before an engine starts: docs/json.md's

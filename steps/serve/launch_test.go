@@ -40,11 +40,26 @@ func TestPlanEachTrack(t *testing.T) {
 		{
 			name: "llama.cpp in the distro box, a model in the home", engine: EngineLlamaCpp,
 			req:     Request{Track: "llamacpp-distro", Model: model, Port: 18080, Root: true, NoGPU: true},
-			command: []string{"llama-server", "-m", model, "--alias", "tiny.gguf", "--host", "127.0.0.1", "--port", "18080", "-ngl", "999", "-fa", "on"},
+			command: []string{"llama-server", "-m", model, "--alias", "tiny.gguf", "--host", "127.0.0.1", "--port", "18080", "-ngl", "999", "-fa", "on", "-ub", "64"},
 			env:     map[string]string{"GGML_VK_VISIBLE_DEVICES": "0"},
 			url:     "http://127.0.0.1:18080",
-			shell:   "distrobox enter --root haloforge-llamacpp -- env GGML_VK_VISIBLE_DEVICES=0 llama-server -m " + model + " --alias tiny.gguf --host 127.0.0.1 --port 18080 -ngl 999 -fa on",
-			args:    []string{"env", "GGML_VK_VISIBLE_DEVICES=0", "llama-server", "-m", model, "--alias", "tiny.gguf", "--host", "127.0.0.1", "--port", "18080", "-ngl", "999", "-fa", "on"},
+			shell:   "distrobox enter --root haloforge-llamacpp -- env GGML_VK_VISIBLE_DEVICES=0 llama-server -m " + model + " --alias tiny.gguf --host 127.0.0.1 --port 18080 -ngl 999 -fa on -ub 64",
+			args:    []string{"env", "GGML_VK_VISIBLE_DEVICES=0", "llama-server", "-m", model, "--alias", "tiny.gguf", "--host", "127.0.0.1", "--port", "18080", "-ngl", "999", "-fa", "on", "-ub", "64"},
+		},
+		{
+			name: "llama.cpp's trusted backend for a reference: the CPU, no GPU device, in the same box", engine: EngineLlamaCpp,
+			req:     Request{Track: "llamacpp-distro", Model: model, Port: 18081, Root: true, NoGPU: true, Trusted: true},
+			command: []string{"llama-server", "-m", model, "--alias", "tiny.gguf", "--host", "127.0.0.1", "--port", "18081", "-ngl", "0", "--device", "none"},
+			env:     map[string]string{}, url: "http://127.0.0.1:18081",
+			shell: "distrobox enter --root haloforge-llamacpp -- llama-server -m " + model + " --alias tiny.gguf --host 127.0.0.1 --port 18081 -ngl 0 --device none",
+		},
+		{
+			name: "llama.cpp's trusted backend in the Vulkan image: the same image and model, the CPU", engine: EngineLlamaCpp,
+			req:     Request{Track: "llamacpp-vulkan", Model: model, Port: 18082, Trusted: true},
+			command: []string{"llama-server", "-m", "/models/tiny.gguf", "--alias", "tiny.gguf", "--host", "0.0.0.0", "--port", "8080", "-ngl", "0", "--device", "none"},
+			env:     map[string]string{}, url: "http://127.0.0.1:18082",
+			shell: "podman run --rm --name haloforge-serve-18082 --device /dev/dri --group-add keep-groups -p 127.0.0.1:18082:8080 -v " +
+				home + ":/models:ro,z localhost/haloforge/llamacpp-vulkan:b10590 llama-server -m /models/tiny.gguf --alias tiny.gguf --host 0.0.0.0 --port 8080 -ngl 0 --device none",
 		},
 		{
 			name: "llama.cpp in the box, a model in /tmp (the box sees /tmp as it is), a context", engine: EngineLlamaCpp,

@@ -14,6 +14,7 @@ import (
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/runner"
+	"github.com/haloforge/haloforge/steps/verify"
 )
 
 // Run is what a watch needs of the runner of a serve run.
@@ -51,6 +52,9 @@ type WatchOptions struct {
 	// PIDFile holds the engine's process ID as the host sees it (the serve
 	// script writes it); its CPU time counts as activity in a quiet phase.
 	PIDFile string
+	// Check checks a ready server's answers (CheckAnswers), after the
+	// smoke request; progress says what it is doing. Nil checks nothing.
+	Check func(ctx context.Context, progress func(string)) AnswerCheck
 }
 
 // Result is how a watched serve went, complete once Events is closed
@@ -64,8 +68,11 @@ type Result struct {
 	Failed         string        `json:"failed,omitempty"`          // why it failed (a line, a stall, an exit)
 	SuggestContext int           `json:"suggest_context,omitempty"` // vLLM's estimated maximum model length
 	Smoke          *SmokeResult  `json:"smoke"`
-	StoppedByUser  bool          `json:"stopped_by_user"`
-	Served         time.Duration `json:"served_ns"` // from readiness to the stop
+	// Answers is the check of the answers (null when none ran, or the
+	// server was stopped before it ended).
+	Answers       *AnswerCheck  `json:"answers"`
+	StoppedByUser bool          `json:"stopped_by_user"`
+	Served        time.Duration `json:"served_ns"` // from readiness to the stop
 	// RunStatus is the run's steps.Outcome* (RunFinished), RunDir its files.
 	RunStatus string `json:"run_status"`
 	RunDir    string `json:"run_dir"`
@@ -91,6 +98,8 @@ type Watcher struct {
 	settled     bool
 	smokeCtx    context.Context
 	smokeCancel context.CancelFunc
+	checking    bool   // the answers check started
+	startCheck  func() // starts it (loop sets it)
 	kill        func() // skips the rest of a stop's grace (Start sets it)
 }
 
@@ -153,6 +162,22 @@ func (w *Watcher) loop() {
 	defer probe.Stop()
 	probes := make(chan probeResult, 1)
 	smokes := make(chan SmokeResult, 1)
+	checks := make(chan AnswerCheck, 1)
+	progress := make(chan string, 4)
+	w.startCheck = func() {
+		if w.o.Check == nil || w.checking {
+			return
+		}
+		w.checking = true
+		go func() {
+			checks <- w.o.Check(w.smokeCtx, func(what string) {
+				select {
+				case progress <- what:
+				case <-w.smokeCtx.Done():
+				}
+			})
+		}()
+	}
 	inflight := false
 	stop := w.stop
 	for {
@@ -185,6 +210,17 @@ func (w *Watcher) loop() {
 			w.res.Smoke = &sr
 			w.mu.Unlock()
 			w.emit(Smoke{Step: w.o.Step, SmokeResult: sr})
+			w.startCheck()
+		case what := <-progress:
+			w.emit(Checking{Step: w.o.Step, What: what})
+		case c := <-checks:
+			w.mu.Lock()
+			w.res.Answers = &c
+			w.mu.Unlock()
+			if c.Finding != nil {
+				w.emit(runner.Found{Step: w.o.Step, Finding: *c.Finding})
+			}
+			w.emit(Checked{Step: w.o.Step, AnswerCheck: c})
 		case now := <-tick.C:
 			if w.rd == nil || w.rd.Done() {
 				continue
@@ -249,9 +285,13 @@ func (w *Watcher) probed(pr probeResult, smokes chan<- SmokeResult) {
 	for _, ev := range w.rd.Probe(pr.at, pr.path, pr.status, pr.body) {
 		w.readiness([]ReadinessEvent{ev}, false)
 		// An engine started without a model (Ollama) has nothing to ask yet.
-		if _, ready := ev.(ServerReady); ready && w.o.Smoke && w.o.Launch.Served != "" {
-			sr := DefaultSmoke(w.o.Launch.Served)
-			go func() { smokes <- w.o.Prober.Complete(w.smokeCtx, sr) }()
+		if _, ready := ev.(ServerReady); ready && w.o.Launch.Served != "" {
+			if w.o.Smoke {
+				sr := DefaultSmoke(w.o.Launch.Served)
+				go func() { smokes <- w.o.Prober.Complete(w.smokeCtx, sr) }()
+			} else if w.startCheck != nil {
+				w.startCheck()
+			}
 		}
 	}
 }
@@ -335,7 +375,7 @@ func (w *Watcher) servePhase(id PhaseID, title string, at time.Time, line string
 func (w *Watcher) userStop() {
 	w.mu.Lock()
 	w.res.StoppedByUser = true
-	ready, smoke := w.res.Ready, w.res.Smoke
+	ready, smoke, answers := w.res.Ready, w.res.Smoke, w.res.Answers
 	w.mu.Unlock()
 	w.smokeCancel()
 	if !ready || w.settled {
@@ -362,6 +402,20 @@ func (w *Watcher) userStop() {
 		v.NotVerified = append(v.NotVerified, smoke.Sentence())
 	case w.o.Smoke && w.o.Launch.Served != "":
 		v.NotVerified = append(v.NotVerified, "stopped before the first completion answered")
+	}
+	switch {
+	case answers != nil && answers.Wrong():
+		// It served, and what it served is wrong: that is no success.
+		v.Status, v.Why = steps.OutcomeFailed, "served, but its answers are wrong: "+answers.Sentence()
+		if answers.Finding != nil {
+			v.Findings = append(v.Findings, *answers.Finding)
+		}
+	case answers != nil && answers.Result != nil && answers.Result.Verdict == verify.Right:
+		v.Verified = append(v.Verified, answers.Sentence())
+	case answers != nil:
+		v.NotVerified = append(v.NotVerified, answers.Sentence())
+	case w.checking:
+		v.NotVerified = append(v.NotVerified, "stopped before the answers were checked")
 	}
 	w.settle(v)
 }

@@ -103,3 +103,31 @@ func answerList() string {
 	}
 	return strings.Join(out, ", ")
 }
+
+// PromptSet is the prompt set as `haloforge verify --prompts` prints it,
+// for a generator that answers it without a server (a verify step's vLLM
+// engine, transformers on the CPU) and writes an AnswersSchema file.
+type PromptSet struct {
+	ID      string       `json:"prompt_set"`
+	TopK    int          `json:"top_k"`
+	Seed    int          `json:"seed"`
+	Prompts []PromptJSON `json:"prompts"`
+}
+
+// PromptJSON is one prompt of PromptSet: a chat prompt is the one user
+// message, the rest a plain completion of the text.
+type PromptJSON struct {
+	ID        string   `json:"id"`
+	Endpoint  Endpoint `json:"endpoint"`
+	Prompt    string   `json:"prompt"`
+	MaxTokens int      `json:"max_tokens"`
+}
+
+// Set is the prompt set for a generator.
+func Set() PromptSet {
+	s := PromptSet{ID: PromptSetID, TopK: TopK, Seed: Seed}
+	for _, p := range prompts {
+		s.Prompts = append(s.Prompts, PromptJSON{ID: p.ID, Endpoint: p.Endpoint, Prompt: p.Text, MaxTokens: p.MaxTokens})
+	}
+	return s
+}

@@ -21,6 +21,7 @@ import (
 //	  "prompt_set": "haloforge/verify/prompts/v1",
 //	  "model": "…", "server": "llama.cpp b11669-Debian", "backend": "CPU",
 //	  "recorded": "2026-11-29T10:00:00Z", "haloforge": "…", "top_k": 5,
+//	  "model_key": "…" (the SHA-256 of the weights, in haloforge's own cache),
 //	  "prompts": [{"id", "endpoint", "prompt", "max_tokens", "finish_reason", "text",
 //	               "tokens": [{"id", "token", "bytes", "logprob",
 //	                           "top_logprobs": [{"id", "token", "bytes", "logprob"}]}]}]
@@ -50,9 +51,12 @@ type Record struct {
 	Backend  string    `json:"backend"`
 	Recorded time.Time `json:"recorded"`
 	// Haloforge is the version that recorded it.
-	Haloforge string   `json:"haloforge"`
-	TopK      int      `json:"top_k"`
-	Answers   []Answer `json:"prompts"`
+	Haloforge string `json:"haloforge"`
+	TopK      int    `json:"top_k"`
+	// ModelKey is the SHA-256 of the model's weights (ModelKey) when
+	// haloforge recorded the reference for its cache; "" otherwise.
+	ModelKey string   `json:"model_key,omitempty"`
+	Answers  []Answer `json:"prompts"`
 }
 
 // MarshalReference is rec as a reference file (indented JSON). It refuses
@@ -115,6 +119,16 @@ func (e *ReferenceError) Unwrap() error { return e.Err }
 // (a FIFO or device is refused without waiting), at most
 // MaxReferenceSize bytes.
 func ReadReference(path string) (*Record, error) {
+	return readRecord(path, ParseReference)
+}
+
+// ReadAnswers reads and validates a file of answers (AnswersSchema), as
+// ReadReference does a reference.
+func ReadAnswers(path string) (*Record, error) {
+	return readRecord(path, ParseAnswers)
+}
+
+func readRecord(path string, parse func([]byte) (*Record, error)) (*Record, error) {
 	data, err := safefile.ReadRegular(path, MaxReferenceSize, safefile.Follow)
 	if tl := (*safefile.TooLargeError)(nil); errors.As(err, &tl) {
 		err = errors.New("larger than " + text.Bytes(MaxReferenceSize) + ": not a reference")
@@ -122,20 +136,42 @@ func ReadReference(path string) (*Record, error) {
 	if err != nil {
 		return nil, &ReferenceError{File: path, Err: err}
 	}
-	rec, err := ParseReference(data)
+	rec, err := parse(data)
 	if err != nil {
 		return nil, &ReferenceError{File: path, Err: err}
 	}
 	return rec, nil
 }
 
+// AnswersSchema names a file of answers a generator wrote rather than a
+// server gave (vLLM's offline engine in a verify step, transformers on the
+// CPU): the reference format under another schema, judged by
+// `haloforge verify --answers FILE` as a server's answers would be, or
+// kept as a reference when it is one a working model could give.
+const AnswersSchema = "haloforge/verify-answers/v1"
+
 // ParseReference validates a reference's bytes strictly: the schema and
 // prompt set, every prompt exactly as the built-in set has it (ID,
 // endpoint, text, max_tokens) and in its order, no unknown field, every
 // logprob finite, every answer one a working model could give.
 func ParseReference(data []byte) (*Record, error) {
+	return parseRecord(data, ReferenceSchema)
+}
+
+// ParseAnswers validates a file of answers (AnswersSchema) as strictly as
+// a reference, except that degenerate answers are read: judging them is
+// the point.
+func ParseAnswers(data []byte) (*Record, error) {
+	return parseRecord(data, AnswersSchema)
+}
+
+func parseRecord(data []byte, schema string) (*Record, error) {
+	what := "reference"
+	if schema == AnswersSchema {
+		what = "file of answers"
+	}
 	if len(data) > MaxReferenceSize {
-		return nil, fmt.Errorf("larger than %d MiB: not a reference", MaxReferenceSize>>20)
+		return nil, fmt.Errorf("larger than %d MiB: not a %s", MaxReferenceSize>>20, what)
 	}
 	var head struct {
 		Schema    string `json:"schema"`
@@ -144,30 +180,36 @@ func ParseReference(data []byte) (*Record, error) {
 	if err := json.Unmarshal(data, &head); err != nil {
 		return nil, fmt.Errorf("not JSON: %s", printable(err.Error(), maxShown))
 	}
-	if head.Schema != ReferenceSchema {
-		if strings.HasPrefix(head.Schema, "haloforge/verify-reference/") {
-			return nil, fmt.Errorf("schema %q: this haloforge reads %s only (recorded by another version)", printable(head.Schema, 80), ReferenceSchema)
+	if head.Schema != schema {
+		prefix := schema[:strings.LastIndexByte(schema, '/')+1]
+		if strings.HasPrefix(head.Schema, prefix) {
+			return nil, fmt.Errorf("schema %q: this haloforge reads %s only (recorded by another version)", printable(head.Schema, 80), schema)
 		}
-		return nil, fmt.Errorf("not a haloforge verify reference (schema %q, want %s)", printable(head.Schema, 80), ReferenceSchema)
+		return nil, fmt.Errorf("not a haloforge verify %s (schema %q, want %s)", what, printable(head.Schema, 80), schema)
 	}
 	if head.PromptSet != PromptSetID {
 		return nil, fmt.Errorf("recorded for another prompt set (%q; this haloforge sends %s): record it again", printable(head.PromptSet, 80), PromptSetID)
 	}
 	var rec Record
 	if err := strictDecode(data, &rec); err != nil {
-		return nil, fmt.Errorf("not a valid reference: %s", printable(err.Error(), maxShown))
+		return nil, fmt.Errorf("not a valid %s: %s", what, printable(err.Error(), maxShown))
 	}
-	if err := rec.validate(); err != nil {
+	if err := rec.validate(schema == ReferenceSchema); err != nil {
 		return nil, err
 	}
 	return &rec, nil
 }
 
-func (rec *Record) validate() error {
+// validate checks the record's shape; a reference (asReference) must also
+// hold no degenerate answer.
+func (rec *Record) validate(asReference bool) error {
 	for name, s := range map[string]string{"model": rec.Model, "server": rec.Server, "backend": rec.Backend, "haloforge": rec.Haloforge} {
 		if len(s) > 256 {
 			return fmt.Errorf("%s: longer than 256 bytes", name)
 		}
+	}
+	if rec.ModelKey != "" && !isHex(rec.ModelKey, 64) {
+		return errors.New("model_key: not a SHA-256")
 	}
 	if rec.Recorded.IsZero() {
 		return errors.New("no recording date")
@@ -185,7 +227,9 @@ func (rec *Record) validate() error {
 			return fmt.Errorf("prompt %d is not the built-in prompt %q (%s, %q, %d tokens): recorded for another prompt set: record it again",
 				i+1, p.ID, p.Endpoint, p.Text, p.MaxTokens)
 		}
-		if len(a.Tokens) == 0 || len(a.Tokens) > a.MaxTokens {
+		// A generator's answer may be empty (an end of text at once):
+		// that is degenerate output to judge, not a broken file.
+		if (asReference && len(a.Tokens) == 0) || len(a.Tokens) > a.MaxTokens {
 			return fmt.Errorf("prompt %d (%s): %d tokens, want 1 to %d", i+1, a.ID, len(a.Tokens), a.MaxTokens)
 		}
 		if len(a.Finish) > 32 || len(a.Text) > maxTextBytes {
@@ -196,7 +240,7 @@ func (rec *Record) validate() error {
 				return fmt.Errorf("prompt %d (%s), token %d: %w", i+1, a.ID, j, err)
 			}
 		}
-		if why, at := degenerate(a); why != "" {
+		if why, at := degenerate(a); asReference && why != "" {
 			return fmt.Errorf("prompt %d (%s)%s: the reference itself is degenerate output (%s): record it on a stack that works", i+1, a.ID, atPosition(at), why)
 		}
 	}

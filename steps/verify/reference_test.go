@@ -209,3 +209,57 @@ func FuzzParseReference(f *testing.F) {
 		}
 	})
 }
+
+// A file of answers a generator wrote is read as strictly as a reference,
+// but its degenerate answers are read too: judging them is the point.
+func TestParseAnswers(t *testing.T) {
+	rec := goodRecord()
+	junk := answerOf("!", "!", "!", "!", "!", "!", "!", "!")
+	junk.ID, junk.Endpoint, junk.Prompt, junk.MaxTokens = prompts[0].ID, prompts[0].Endpoint, prompts[0].Text, prompts[0].MaxTokens
+	rec.Answers[0] = junk
+	rec.Schema = AnswersSchema
+	data, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		parse func([]byte) (*Record, error)
+		data  []byte
+		want  string // "" for no error
+	}{
+		{"answers with junk are read", ParseAnswers, data, ""},
+		{"as a reference they are refused", ParseReference, bytes.Replace(data, []byte(AnswersSchema), []byte(ReferenceSchema), 1), "the reference itself is degenerate output"},
+		{"a reference is no file of answers", ParseAnswers, bytes.Replace(data, []byte(AnswersSchema), []byte(ReferenceSchema), 1), "not a haloforge verify file of answers"},
+		{"another version's answers", ParseAnswers, bytes.Replace(data, []byte(AnswersSchema), []byte("haloforge/verify-answers/v9"), 1), "this haloforge reads haloforge/verify-answers/v1 only"},
+		{"an unknown field", ParseAnswers, bytes.Replace(data, []byte(`"top_k"`), []byte(`"extra":1,"top_k"`), 1), "unknown field"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.parse(tc.data)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("error %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want %q", err, tc.want)
+			case tc.want == "":
+				if res := JudgeKnownAnswers(got); res.Verdict != Wrong {
+					t.Fatalf("judged %s", res.Line())
+				}
+			}
+		})
+	}
+}
+
+// The prompt set a generator reads is the one the client sends.
+func TestSetIsThePromptSet(t *testing.T) {
+	s := Set()
+	if s.ID != PromptSetID || s.TopK != TopK || s.Seed != Seed || len(s.Prompts) != len(prompts) {
+		t.Fatalf("%+v", s)
+	}
+	for i, p := range prompts {
+		if q := s.Prompts[i]; q.ID != p.ID || q.Endpoint != p.Endpoint || q.Prompt != p.Text || q.MaxTokens != p.MaxTokens {
+			t.Errorf("prompt %d: %+v, want %+v", i, q, p)
+		}
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/haloforge/haloforge/steps/installed"
 	"github.com/haloforge/haloforge/steps/runner"
 	"github.com/haloforge/haloforge/steps/serve"
+	"github.com/haloforge/haloforge/steps/verify"
 )
 
 // Options shape line mode.
@@ -196,7 +197,11 @@ func (p *printer) event(e runner.Event) (output bool) {
 	case runner.Found:
 		f := e.Finding
 		p.found[e.Step] = append(p.found[e.Step], f)
-		fmt.Fprintf(p.w, "%s [%s] %s: %s (line %d)\n", p.paint(sgrYellow, "!"), e.Step, f.Family, f.Summary, f.Line)
+		if f.Line > 0 {
+			fmt.Fprintf(p.w, "%s [%s] %s: %s (line %d)\n", p.paint(sgrYellow, "!"), e.Step, f.Family, f.Summary, f.Line)
+		} else {
+			fmt.Fprintf(p.w, "%s [%s] %s: %s\n", p.paint(sgrYellow, "!"), e.Step, f.Family, f.Summary)
+		}
 	case runner.WaitingForInput:
 		p.waiting(e)
 	case runner.StepFinished:
@@ -210,6 +215,10 @@ func (p *printer) event(e runner.Event) (output bool) {
 		}
 	case serve.Smoke:
 		p.smoke(e)
+	case serve.Checking:
+		fmt.Fprintf(p.w, "%s [%s] %s\n", p.paint(sgrDim, "…"), e.Step, e.What)
+	case serve.Checked:
+		p.checked(e)
 	case runner.RunFinished:
 		p.runFinished(e)
 	}
@@ -325,6 +334,26 @@ func (p *printer) smoke(e serve.Smoke) {
 	fmt.Fprintf(p.w, "%s [%s] %s\n", mark, e.Step, e.Sentence())
 	if e.Err == "" && e.Text != "" {
 		fmt.Fprintf(p.w, "  answer: %s\n", e.Text)
+	}
+}
+
+// checked prints the check of a server's answers: the verdict, which
+// check ran, and for wrong answers the likely fix.
+func (p *printer) checked(e serve.Checked) {
+	mark := p.paint(sgrYellow, "!")
+	switch {
+	case e.Wrong():
+		mark = p.paint(sgrRed, "✗")
+	case e.Result != nil && e.Result.Verdict == verify.Right:
+		mark = p.paint(sgrGreen, "✓")
+	}
+	fmt.Fprintf(p.w, "%s [%s] %s\n", mark, e.Step, e.Sentence())
+	fmt.Fprintf(p.w, "  check: %s\n", e.How)
+	if f := e.Finding; f != nil {
+		fmt.Fprintf(p.w, "  likely fix (%s, %s):\n", f.Family, f.Title)
+		for _, l := range strings.Split(f.Fix, "\n") {
+			fmt.Fprintf(p.w, "    %s\n", l)
+		}
 	}
 }
 

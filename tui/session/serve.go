@@ -185,6 +185,12 @@ func (e *Engine) serve(ctx context.Context, r tui.ServeRequest, rp replay) (tui.
 	wo := serve.WatchOptions{Smoke: true}
 	if rp.prober != nil {
 		wo.Prober = rp.prober()
+	} else {
+		// A real server: check its answers as `haloforge serve` does.
+		co := serve.CheckOptions{Request: e.request(r, p, rp, e.noGPU(), e.ceiling().Unified), Run: e.runOptions(p), StateDir: e.StateDir}
+		wo.Check = func(ctx context.Context, progress func(string)) serve.AnswerCheck {
+			return serve.CheckAnswers(ctx, l, co, progress)
+		}
 	}
 	return serve.Start(ctx, l, e.runOptions(p), wo)
 }
@@ -203,6 +209,11 @@ func (e *Engine) bench(ctx context.Context, r tui.ServeRequest, rp replay) (<-ch
 	}
 	if _, err := e.checkBuilt(p, rp); err != nil {
 		return nil, err
+	}
+	// A stack that computes wrong has no normal speed: not measured (bench
+	// --despite-wrong-answers on the command line measures it anyway).
+	if err := serve.CheckStackAnswers(e.StateDir, track); err != nil {
+		return nil, fmt.Errorf("%w, or run haloforge bench --track %s --despite-wrong-answers", err, track)
 	}
 	// A benchmark of a server measures the one the form started.
 	url := serve.DefaultURL(track, p.Env)
@@ -227,7 +238,7 @@ func (e *Engine) bench(ctx context.Context, r tui.ServeRequest, rp replay) (<-ch
 		}
 	}
 	e.mu.Lock()
-	e.benchModel = model
+	e.benchModel, e.benchTrack = model, track
 	e.mu.Unlock()
 	go func() { _, _ = run.Run(ctx) }() // the outcome arrives as runner.RunFinished
 	return run.Events(), nil
@@ -252,8 +263,12 @@ func (e *Engine) BenchReport(runDir string) (*bench.Report, error) {
 		}
 		e.mu.Lock()
 		run.Model = e.benchModel
+		track := e.benchTrack
 		e.mu.Unlock()
 		rep := bench.Compare(run, bench.References(), bench.Host{Device: e.ceiling().GPU})
+		if track != "" {
+			serve.JudgeAnswers(&rep, e.StateDir, track) // the report says the answers: its note is for line mode
+		}
 		return &rep, nil
 	}
 	return nil, fmt.Errorf("%s holds no benchmark results", runDir)

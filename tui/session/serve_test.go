@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/bench"
 	"github.com/haloforge/haloforge/steps/runner"
 	"github.com/haloforge/haloforge/steps/serve"
+	"github.com/haloforge/haloforge/steps/verify"
 	"github.com/haloforge/haloforge/tui"
 	"github.com/haloforge/haloforge/tui/demo"
 )
@@ -87,6 +89,24 @@ func TestDemoServeAndBench(t *testing.T) {
 	}
 	if len(rep.Comparisons) != 2 || !strings.HasPrefix(rep.Verdict, "no reference for this hardware") {
 		t.Fatalf("report %+v", rep)
+	}
+	// The report says what was last found of the answers (never checked:
+	// the stand-in serve ran no check), as bench --track does.
+	if rep.Answers == nil || rep.Answers.Verdict != bench.Unchecked {
+		t.Fatalf("answers %+v", rep.Answers)
+	}
+	// A track whose answers were last found wrong is not measured.
+	wrong := verify.Result{Verdict: verify.Wrong, Reason: `prompt 1 (capital, "The capital of France is"): degenerate output`}
+	if err := verify.RecordLast(e.StateDir, e.rec.serveTrack(req.Track), "serve", wrong, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	var ws *serve.WrongStackError
+	if _, err := e.Bench(ctx, req); !errors.As(err, &ws) || !strings.Contains(err.Error(), "not measured: its answers were wrong when serve last checked them") ||
+		!strings.Contains(err.Error(), "--despite-wrong-answers") {
+		t.Fatalf("bench of a wrong stack: %v", err)
+	}
+	if rep, err := e.BenchReport(runDir); err != nil || !strings.HasPrefix(rep.Verdict, "not normal, whatever the figures: its answers were wrong") || rep.Answers.Verdict != "wrong" {
+		t.Fatalf("report of a wrong stack: %v %+v", err, rep)
 	}
 	// A request that does not fit is refused before anything starts.
 	huge := req

@@ -93,6 +93,9 @@ type Engine struct {
 	// benchModel is what a token of the last benchmark's model reads, from
 	// its file (guarded by mu): its report's roofline uses it.
 	benchModel *bench.Weights
+	// benchTrack is the last benchmark's track, whose answers its report
+	// says (serve.JudgeAnswers).
+	benchTrack string
 }
 
 var (

@@ -3,10 +3,12 @@
 # llamacpp-distro: the step of `haloforge bench`: llama-bench in the track's box, its JSONL
 # results in the run directory (../lib.sh bench_file). The arguments are the llama-bench command haloforge
 # composed; the switch that turns mmap off is chosen here from the build's own --help
-# (-mmp 0 on older builds, -lm none on newer ones: Debian sid's build 11669 rejects -mmp).
+# (../../lib/llama.sh's llama_nommap_flags).
 
 # shellcheck source=../../lib/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../../lib/common.sh"
+# shellcheck source=../../lib/llama.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../lib/llama.sh"
 # shellcheck source=../../llamacpp-distro/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../../llamacpp-distro/lib.sh"
 # shellcheck source=../lib.sh
@@ -16,11 +18,7 @@ distro_init
 enter_box "$@"
 args=("$@")
 if ! is_dry_run; then
-  help=$(llama-bench --help 2>&1 || true)
-  if grep -q -- '-mmp' <<<"$help"; then
-    args+=(-mmp 0)
-  elif grep -q -- '--load-mode' <<<"$help"; then
-    args+=(-lm none)
-  fi
+  mapfile -t nommap < <(llama-bench --help 2>&1 | llama_nommap_flags || true)
+  args+=("${nommap[@]}")
 fi
 bench_run "$(bench_file)" "${args[@]}"

@@ -6,6 +6,8 @@
 
 # shellcheck source=../../lib/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../../lib/common.sh"
+# shellcheck source=../../lib/llama.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../lib/llama.sh"
 # shellcheck source=../lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 hf_init "$@"
@@ -16,11 +18,7 @@ if ! is_dry_run; then
     [[ $a == llama-bench ]] && break
     image=$a # the word before the command is the image
   done
-  help=$(podman run --rm "$image" llama-bench --help 2>&1 || true)
-  if grep -q -- '-mmp' <<<"$help"; then
-    args+=(-mmp 0)
-  elif grep -q -- '--load-mode' <<<"$help"; then
-    args+=(-lm none)
-  fi
+  mapfile -t nommap < <(podman run --rm "$image" llama-bench --help 2>&1 | llama_nommap_flags || true)
+  args+=("${nommap[@]}")
 fi
 bench_run "$(bench_file)" "${args[@]}"
