@@ -12,7 +12,7 @@ import (
 // plan that changes the parameter.
 type Watchdog struct {
 	// LockupTimeout is the parameter as set ("20000", "-1",
-	// "10000,60000,10000,10000"); null when it is not set or not known.
+	// "20000,20000,10000,10000"); null when it is not set or not known.
 	LockupTimeout *string `json:"lockup_timeout"`
 	// Source is where it was read: "sysfs" (/sys/module/amdgpu/parameters,
 	// the loaded value, from the command line or modprobe.d), "cmdline",
