@@ -10,10 +10,11 @@ GO ?= go
 # podman + distrobox for the integration test; Debian's OCI registry
 # for the real-server tests of `pins status` (pins/upstream/upstreamtest); patch for the
 # host fixes' diff test (the chroot test's grub, systemd and systemd-boot go into its own
-# debootstrap root); rpm to read the release .rpm (dist-test).
-APT_PKGS := git python3 python3-venv python3-wheel-whl python3-packaging shellcheck bats tmux bsdutils podman distrobox runc debootstrap sudo uidmap fuse-overlayfs docker-registry patch rpm
+# debootstrap root); rpm to read the release .rpm (dist-test); ninja-build, the real ninja whose
+# [N/M] status line the runner's progress tests read.
+APT_PKGS := git python3 python3-venv python3-wheel-whl python3-packaging shellcheck bats tmux bsdutils podman distrobox runc debootstrap sudo uidmap fuse-overlayfs docker-registry patch rpm ninja-build
 # Commands that prove each package is there, so apt-get runs only when needed.
-APT_PROBES := git python3 shellcheck bats tmux script podman distrobox runc debootstrap sudo newuidmap docker-registry patch rpm
+APT_PROBES := git python3 shellcheck bats tmux script podman distrobox runc debootstrap sudo newuidmap docker-registry patch rpm ninja
 
 # The release tool, pinned: `go run` builds it from the Go module proxy (checksummed by
 # sum.golang.org) into the build cache, apart from the project's own go.mod.

@@ -180,6 +180,10 @@ func willRun(st *State, track string, ps PlannedStep, earlier []PlannedStep) (bo
 	}
 	last := ts.Steps[ps.ID].LastSuccess
 	if last == nil {
+		if st := ts.Steps[ps.ID].Status; st == OutcomeSucceeded || st == OutcomeNotVerified {
+			// Only clean forgets a success: what the step built is gone.
+			return true, "what it built was removed (haloforge clean)"
+		}
 		return true, "never succeeded (last try: " + ts.Steps[ps.ID].Status + ")"
 	}
 	if last.CacheKey == ps.CacheKey {

@@ -140,6 +140,21 @@ func (s *State) LastSuccessKey(track, step string) string {
 	return t.Steps[step].LastSuccess.CacheKey
 }
 
+// ForgetSuccesses forgets when track's steps last succeeded, so that the
+// next build runs every step (clean removed what they built); the rest of
+// the track's history stays.
+func (s *State) ForgetSuccesses(track string) {
+	t := s.Tracks[track]
+	if t == nil {
+		return
+	}
+	for _, ss := range t.Steps {
+		if ss != nil {
+			ss.LastSuccess = nil
+		}
+	}
+}
+
 // RecordSuccess remembers a step's success with the inputs of its key.
 func (s *State) RecordSuccess(track string, ps PlannedStep, runID string, at time.Time, d time.Duration) {
 	t := s.Track(track)

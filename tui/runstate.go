@@ -7,6 +7,7 @@ import (
 
 	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/installed"
 	"github.com/haloforge/haloforge/steps/runner"
 	"github.com/haloforge/haloforge/tui/linemode"
 )
@@ -51,7 +52,12 @@ type stepRun struct {
 	// screens keep showing that it succeeded.
 	Done       bool
 	LastOutput time.Time // when the step last printed a line
-	buf        *logBuffer
+	// Open is the line the step has begun and not ended (a '\r' progress
+	// bar, ninja's status, a prompt), "" when none; Progress is how far its
+	// tool says it is, nil when none. Both only while it runs.
+	Open     string
+	Progress *runner.Progress
+	buf      *logBuffer
 }
 
 // runState folds runner events into what the run and summary screens show,
@@ -81,6 +87,9 @@ type runState struct {
 	// Waiting is the step waiting for input on its terminal, until it
 	// prints again or ends; nil when none is.
 	Waiting *runner.WaitingForInput
+	// Installed is what haloforge created for the track and holds on disk,
+	// as the last run ended (RunFinished).
+	Installed []installed.Item
 }
 
 func newRunState(p *Plan) *runState {
@@ -126,9 +135,21 @@ func (rs *runState) Apply(e runner.Event) {
 		}
 	case runner.WaitingForInput:
 		rs.Waiting = &e
+	case runner.OpenLine:
+		if s := rs.Step(e.Step); s != nil && s.State == stateRunning {
+			s.Open = e.Text
+		}
+	case runner.Progress:
+		if s := rs.Step(e.Step); s != nil && s.State == stateRunning {
+			s.Progress = nil
+			if e.Kind != "" {
+				s.Progress = &e
+			}
+		}
 	case runner.Lines:
 		rs.endWait(e.Step)
 		if s := rs.Step(e.Step); s != nil {
+			s.Open = "" // these lines end it
 			s.Dropped += e.Dropped
 			for i := range e.Text {
 				s.buf.AppendAt(e.First+i, linemode.CutLine(e, i))
@@ -145,6 +166,9 @@ func (rs *runState) Apply(e runner.Event) {
 	case runner.RunFinished:
 		rs.Waiting = nil
 		rs.Finished, rs.Status, rs.Err, rs.Current, rs.Ended = true, e.Status, e.Err, "", at(e.At)
+		if e.Installed != nil {
+			rs.Installed = e.Installed
+		}
 		for _, s := range rs.Steps {
 			if s.State == stateRunning { // the run ended under it (quit, crash)
 				s.State = stateInterrupted
@@ -204,6 +228,7 @@ func (rs *runState) stepFinished(e runner.StepFinished) {
 	}
 	s.Duration, s.ExitCode = e.Duration, e.ExitCode
 	s.Verified, s.NotVerified = e.Verified, e.NotVerified
+	s.Open, s.Progress = "", nil
 	s.Dropped += e.Dropped
 	if e.Log != "" {
 		s.Log = e.Log
@@ -277,6 +302,15 @@ func (rs *runState) Remaining(now time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	return max(rs.ETA-now.Sub(rs.ETAAt), 0), true
+}
+
+// RunETA is the run's remaining time as the running step's progress last
+// said it (its tool's rate and the later steps' last times); 0 unknown.
+func (rs *runState) RunETA() time.Duration {
+	if st := rs.Step(rs.Current); st != nil && st.Progress != nil {
+		return st.Progress.RunETA
+	}
+	return 0
 }
 
 // Elapsed is the run's time so far, or its whole time once finished.

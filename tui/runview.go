@@ -8,6 +8,7 @@ import (
 
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps/runner"
+	"github.com/haloforge/haloforge/tui/linemode"
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
@@ -32,13 +33,33 @@ func (s *runScreen) layout() {
 	if s.hint != "" {
 		hint = lipgloss.Height(s.hint)
 	}
-	s.log.SetSize(s.w-s.steps.Width()-3, max(s.h-hint-2-lineCount(s.bottomLine()), 3))
+	live := 0
+	if s.liveRow() != "" {
+		live = 1 // the log gives its last row to the step's progress or open line
+	}
+	s.log.SetSize(s.w-s.steps.Width()-3, max(s.h-hint-2-lineCount(s.bottomLine())-live, 3))
+}
+
+// liveRow is the shown step's progress, else its open line, while it runs:
+// the last row of the log pane, redrawn as it changes; "" for none.
+func (s *runScreen) liveRow() string {
+	st := s.steps.Selected()
+	if st == nil || st.State != stateRunning {
+		return ""
+	}
+	switch {
+	case st.Progress != nil:
+		return "… " + linemode.ProgressText(*st.Progress)
+	case strings.TrimSpace(st.Open) != "":
+		return "… " + strings.TrimLeft(st.Open, " ")
+	}
+	return ""
 }
 
 func (s *runScreen) View() string {
 	var parts []string
 	parts = append(parts, s.header())
-	steps := s.steps.View(s.log.height+1, s.focus == paneSteps, s.spin.View(), s.now(), s.Styles)
+	steps := s.steps.View(s.paneHeight(), s.focus == paneSteps, s.spin.View(), s.now(), s.Styles)
 	parts = append(parts, lipgloss.JoinHorizontal(lipgloss.Top, steps, s.separator(), s.logPane()))
 	if s.hint != "" {
 		parts = append(parts, s.hint)
@@ -58,6 +79,9 @@ func (s *runScreen) header() string {
 	if step != "" {
 		i, n := rs.Position(step)
 		b.WriteString(fmt.Sprintf("  step %d/%d · ", i, n) + s.Styles.Bold.Render(step))
+		if st := rs.Step(step); st != nil && st.Progress != nil && st.State == stateRunning {
+			b.WriteString(" " + s.Styles.Bold.Render(st.Progress.Badge()))
+		}
 	}
 	if !rs.Started.IsZero() {
 		b.WriteString(s.Styles.Subtle.Render(" · " + text.Duration(rs.Elapsed(s.now())) + " elapsed"))
@@ -81,7 +105,13 @@ func (s *runScreen) timeLeft() string {
 	if rs.Finished || rs.Current == "" {
 		return ""
 	}
+	if eta := rs.RunETA(); eta > 0 {
+		return "run ETA ~" + text.Duration(eta) // the step's own rate, and the later steps' last times
+	}
 	if rs.ETA <= 0 {
+		if st := rs.Step(rs.Current); st != nil && st.Progress != nil && st.Progress.ETA > 0 {
+			return "" // the step's badge has its ETA; the run's needs an earlier run
+		}
 		return "no ETA on a first run"
 	}
 	left := rs.ETA - s.now().Sub(rs.ETAAt)
@@ -162,7 +192,16 @@ func (s *runScreen) ProgressBar() *tea.ProgressBar {
 }
 
 func (s *runScreen) separator() string {
-	return s.Styles.Subtle.Render(strings.TrimRight(strings.Repeat(" │\n", s.log.height+1), "\n")) + " "
+	return s.Styles.Subtle.Render(strings.TrimRight(strings.Repeat(" │\n", s.paneHeight()), "\n")) + " "
+}
+
+// paneHeight is the rows of the log pane: its title, the log and the live
+// row when there is one.
+func (s *runScreen) paneHeight() int {
+	if s.liveRow() != "" {
+		return s.log.height + 2
+	}
+	return s.log.height + 1
 }
 
 // logPane is the selected step's log with its title line: the step, where
@@ -190,7 +229,11 @@ func (s *runScreen) logPane() string {
 	if st.Log != "" {
 		state += s.Styles.Subtle.Render(" · " + st.Log)
 	}
-	return ansiCutTail(title+state, s.log.width) + "\n" + s.log.View(s.Styles)
+	pane := ansiCutTail(title+state, s.log.width) + "\n" + s.log.View(s.Styles)
+	if row := s.liveRow(); row != "" {
+		pane += "\n" + s.Styles.Subtle.Render(ansiCutTail(row, s.log.width))
+	}
+	return pane
 }
 
 // bottomLine is the search prompt, or the note: wrapped, at most two

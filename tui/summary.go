@@ -11,7 +11,9 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/haloforge/haloforge/steps/installed"
 	"github.com/haloforge/haloforge/steps/serve"
+	"github.com/haloforge/haloforge/tui/linemode"
 )
 
 // summaryScreen closes a run: each step's result with its history in the
@@ -36,9 +38,22 @@ func newSummaryScreen(c *common, rs *runState, p *Plan, resume string) *summaryS
 		rs: rs, plan: p, resume: resume}
 }
 
+// cleanCommand is the command that removes what the track installed, with
+// the user's flags; "" when the session suggests no commands (the demo).
+func (s *summaryScreen) cleanCommand() string {
+	if s.commands == nil {
+		return ""
+	}
+	return s.commands(Command{Track: s.plan.Track.ID, Clean: true})
+}
+
 func (s *summaryScreen) SetSize(w, h int) {
 	s.w, s.h = w, h
 	s.lines = strings.Split(summaryText(s.rs, s.plan, s.resume, s.Demo, s.Styles, w), "\n")
+	if inst := installedBlock(s.rs.Installed, s.cleanCommand(), s.Styles, w); inst != "" {
+		// After the results and the next commands, before the artifacts.
+		s.lines = insertBefore(s.lines, s.Styles.Bold.Render("Artifacts"), strings.Split(inst, "\n"))
+	}
 	tail := "q quits and prints these commands in your terminal."
 	if s.Demo {
 		tail = "q quits; `haloforge demo` starts the story again."
@@ -99,6 +114,35 @@ func (s *summaryScreen) Update(msg tea.Msg) tea.Cmd {
 func (s *summaryScreen) View() string {
 	visible, _ := window(s.lines, s.offset, s.h)
 	return strings.Join(visible, "\n")
+}
+
+// installedBlock is what the track holds on disk, created by haloforge:
+// each item with its size and the total, and the command that removes
+// them; "" when nothing is recorded or no command can be suggested.
+func installedBlock(items []installed.Item, clean string, st Styles, width int) string {
+	lines := linemode.InstalledLines(items, clean)
+	if len(lines) == 0 || clean == "" {
+		return ""
+	}
+	out := []string{"", st.Bold.Render("Installed") + st.Subtle.Render("  ("+clean+" removes it)")}
+	for _, l := range lines[1:] {
+		out = append(out, hardLines(l, width, 4, plainText)...)
+	}
+	return strings.Join(out, "\n")
+}
+
+// insertBefore puts block before the first line that starts with head, or
+// at the end when none does.
+func insertBefore(lines []string, head string, block []string) []string {
+	for i, l := range lines {
+		if strings.HasPrefix(l, head) {
+			if i > 0 && lines[i-1] == "" {
+				i-- // keep the blank line above the next heading
+			}
+			return append(lines[:i:i], append(block, lines[i:]...)...)
+		}
+	}
+	return append(lines, block...)
 }
 
 // summaryText renders the whole summary; the screen windows it.

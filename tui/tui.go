@@ -135,6 +135,9 @@ type Command struct {
 	IgnoreChecks bool
 	// Sets are the pins set in this session (NAME=VALUE).
 	Sets []string
+	// Clean asks for the command that removes what haloforge created for
+	// the track (haloforge clean --track, with the user's state dir).
+	Clean bool
 }
 
 // Options configure a wizard session.

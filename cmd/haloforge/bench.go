@@ -216,7 +216,10 @@ func compareAndPrint(ctx context.Context, cmd *cobra.Command, o benchOptions, ru
 	return err
 }
 
-// readBenchInput reads at most bench.MaxInput bytes of a file or stdin.
+// readBenchInput reads at most bench.MaxInput bytes of a file or stdin. A
+// named pipe is read like stdin, on purpose: `bench --from <(llama-bench -o
+// json)` is how a result reaches it without a file, and it waits for its
+// writer as `-` waits for stdin (Ctrl-C stops it).
 func readBenchInput(from string, stdin io.Reader) ([]byte, error) {
 	var r io.Reader = stdin
 	if from != "-" {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/pins"
@@ -118,7 +119,7 @@ func runBuild(cmd *cobra.Command, o buildOptions) error {
 		return usageErr(err)
 	}
 	next := session.NextCommands(plan, stateDir, g.args()...)
-	return runAndPrint(cmdContext(cmd), cmd.InOrStdin(), out, r, o, next, colorOut(cmd))
+	return runAndPrint(cmdContext(cmd), cmd.InOrStdin(), out, r, o, next, colorOut(cmd), liveWidth(cmd))
 }
 
 // checkBuildFlags answers bad usage before anything is collected or
@@ -183,6 +184,9 @@ func runBuildTUI(cmd *cobra.Command, o buildOptions, w steps.Workspace) error {
 	res, err := tui.Run(ctx, e, tui.Options{
 		Plan: p, Input: cmd.InOrStdin(), Output: cmd.OutOrStdout(),
 		Commands: func(c tui.Command) string {
+			if c.Clean {
+				return "haloforge clean --track " + c.Track + o.stateDirArg()
+			}
 			if c.Resume {
 				return resumeCommand(o, c.Step)
 			}
@@ -207,7 +211,7 @@ func newBuildRunner(plan *steps.Plan, w steps.Workspace, o buildOptions, color b
 
 // runAndPrint runs the build in line mode (the TUI takes over when it
 // exists) and maps its outcome to docs/cli.md's exit codes.
-func runAndPrint(parent context.Context, in io.Reader, out io.Writer, r *runner.Runner, o buildOptions, next []string, color bool) error {
+func runAndPrint(parent context.Context, in io.Reader, out io.Writer, r *runner.Runner, o buildOptions, next []string, color bool, width func() int) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	stopSignals := onInterrupt(out, "the step", runner.DefaultGrace, cancel, r.Kill)
@@ -216,7 +220,8 @@ func runAndPrint(parent context.Context, in io.Reader, out io.Writer, r *runner.
 	defer stopForward()
 
 	printed := make(chan linemode.Result, 1)
-	lo := linemode.Options{Color: color, DryRun: o.dryRun, Next: next, Resume: func(step string) string { return resumeCommand(o, step) }, Answering: answering}
+	lo := linemode.Options{Color: color, DryRun: o.dryRun, Next: next, Resume: func(step string) string { return resumeCommand(o, step) }, Answering: answering,
+		Live: width != nil, Width: width, Clean: "haloforge clean --track " + o.track + o.stateDirArg()}
 	go func() { printed <- linemode.Print(out, r.Events(), lo) }()
 	rep, runErr := r.Run(ctx)
 	<-printed
@@ -320,6 +325,24 @@ func writeJUnit(path string, rep *runner.Report) error {
 // colorOut says whether line mode may colour its output.
 func colorOut(cmd *cobra.Command) bool {
 	return stdoutIsTerminal(cmd) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+}
+
+// liveWidth is the terminal's width, asked at each redraw, when line mode
+// may redraw its last line in place (a terminal that is not dumb: a dumb
+// one cannot erase a line); nil otherwise.
+func liveWidth(cmd *cobra.Command) func() int {
+	f, ok := cmd.OutOrStdout().(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) || os.Getenv("TERM") == "dumb" {
+		return nil
+	}
+	fd := int(f.Fd())
+	return func() int {
+		w, _, err := term.GetSize(fd)
+		if err != nil {
+			return 0
+		}
+		return w
+	}
 }
 
 // blockingChecks runs the doctor checks the track marks as blocking; a

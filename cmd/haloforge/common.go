@@ -90,6 +90,15 @@ func (g *globalOptions) args() []string {
 	return out
 }
 
+// stateDirArg is " --state-dir DIR" when the user gave one other than the
+// default, for the commands haloforge prints; "" otherwise.
+func (g *globalOptions) stateDirArg() string {
+	if g.stateDir != "" && g.stateDir != defaultStateDir() {
+		return " --state-dir " + shellWord(g.stateDir)
+	}
+	return ""
+}
+
 // shellWord quotes s for a POSIX shell when it needs it, so that a printed
 // command can be pasted as it is.
 func shellWord(s string) string {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/runner"
 )
 
 // Shell completion of flag values (cobra's __complete protocol, which
@@ -70,4 +71,21 @@ func completeXMLFiles(_ *cobra.Command, _ []string, _ string) ([]string, cobra.S
 // completeJSONFiles completes .json files (verify references).
 func completeJSONFiles(_ *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
 	return []string{"json"}, cobra.ShellCompDirectiveFilterFileExt
+}
+
+// completeRuns offers last and the run IDs of the state dir (--state-dir
+// as given so far), newest first.
+func completeRuns(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	dir, _ := cmd.Flags().GetString("state-dir")
+	out := []string{"last\tthe newest run"}
+	for i, id := range runner.RunIDs(stateDirOrDefault(dir)) {
+		if i == 50 {
+			break
+		}
+		out = append(out, id)
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
 }

@@ -57,7 +57,7 @@ func runDemo(cmd *cobra.Command, o demoOptions) (err error) {
 	if lineMode {
 		out := cmd.OutOrStdout()
 		fmt.Fprintln(out, "haloforge demo: sample data from a real Strix Halo box; nothing is installed.")
-		res, err := session.Story(ctx, e, out, session.StoryOptions{Run: true, Retries: 1, Demo: true})
+		res, err := session.Story(ctx, e, out, session.StoryOptions{Run: true, Retries: 1, Demo: true, Width: liveWidth(cmd)})
 		fmt.Fprintf(out, "== the demo's files (%s) are removed now\n", wd.Path())
 		return outcomeErr(ctx, res.Status, res.Interrupted, err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/bench"
 	"github.com/haloforge/haloforge/steps/cluster"
+	"github.com/haloforge/haloforge/steps/installed"
 	"github.com/haloforge/haloforge/steps/runner"
 	"github.com/haloforge/haloforge/steps/serve"
 )
@@ -144,7 +145,7 @@ func TestJSONDocNamesEveryField(t *testing.T) {
 		trackJSON{}, planJSON{}, diagnoseJSON{}, suspectJSON{}, diffJSON{}, pinsStatusJSON{}, setJSON{},
 		serveOutcome{}, serve.BenchLaunch{}, bench.JSON{}, bench.Shareable{},
 		cluster.Report{}, cluster.JSONPlan{}, clusterDownJSON{}, cluster.Inventory{}, cluster.Node{},
-		runner.Report{}, steps.State{},
+		runner.Report{}, steps.State{}, runJSON{}, installed.Record{},
 	} {
 		names := map[string]bool{}
 		typ := reflect.TypeOf(v)

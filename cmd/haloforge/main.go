@@ -81,6 +81,8 @@ func newRoot() *cobra.Command {
 		newServeCmd(g),    // serve a model with a track's engine, prove it answers
 		newVerifyCmd(g),   // check a running server's answers are right
 		newClusterCmd(g),  // check, start and stop 2–4 boxes (llama.cpp RPC, vLLM on Ray)
+		newRunsCmd(g),     // list the runs, show one or a step's log
+		newCleanCmd(g),    // remove what haloforge created for a track
 	)
 	wrapHelp(root)
 	return root

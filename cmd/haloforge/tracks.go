@@ -7,13 +7,17 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/spf13/cobra"
 
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/installed"
 )
 
 // trackJSON is one entry of `tracks --json` (the fields docs/json.md names).
@@ -33,6 +37,10 @@ type trackJSON struct {
 	// LastRun is the track's last build with this state dir, null when
 	// it never ran.
 	LastRun *lastRunJSON `json:"last_run"`
+	// Installed is what haloforge created for the track and holds on
+	// disk (the state dir's record), DiskBytes their known sizes' sum.
+	Installed []installed.Item `json:"installed"`
+	DiskBytes int64            `json:"disk_bytes"`
 }
 
 // lastRunJSON is how a track's last build with the state dir ended.
@@ -103,10 +111,14 @@ func runTracks(cmd *cobra.Command, o tracksOptions) error {
 			})
 		}
 	}
-	if o.json {
-		return writeJSON(cmd.OutOrStdout(), map[string]any{"schema": tracksJSONSchema, "tracks": tracksJSON(shown, values, last)})
+	rec, err := installed.Load(dir)
+	if err != nil {
+		return failedErr(err)
 	}
-	printTracks(cmd.OutOrStdout(), shown, values, last)
+	if o.json {
+		return writeJSON(cmd.OutOrStdout(), map[string]any{"schema": tracksJSONSchema, "tracks": tracksJSON(shown, values, last, rec)})
+	}
+	printTracks(cmd.OutOrStdout(), shown, values, last, rec, o.stateDirArg())
 	if len(other) > 0 {
 		fmt.Fprintf(cmd.OutOrStdout(), "\nfor other GPUs, not this %s: %s\n", strings.Join(gfx, ", "), strings.Join(other, ", "))
 	}
@@ -135,12 +147,10 @@ func hostTargets(root string) []string {
 		if i == 64 {
 			break
 		}
-		fh, err := os.Open(f)
+		data, err := safefile.ReadRegular(f, 64<<10, safefile.Follow)
 		if err != nil {
 			continue
 		}
-		data, _ := io.ReadAll(io.LimitReader(fh, 64<<10))
-		fh.Close()
 		n := detect.KFDNode{Props: detect.ParseKFDProperties(string(data))}
 		if !n.IsGPU() {
 			continue
@@ -179,12 +189,13 @@ func lastRuns(st *steps.State, dir string) map[string]*lastRunJSON {
 	return out
 }
 
-func tracksJSON(ts []steps.Track, values map[string]string, last map[string]*lastRunJSON) []trackJSON {
+func tracksJSON(ts []steps.Track, values map[string]string, last map[string]*lastRunJSON, rec *installed.Record) []trackJSON {
 	out := make([]trackJSON, 0, len(ts))
 	for _, t := range ts {
 		tj := trackJSON{ID: t.ID, Title: t.Title, Status: string(t.Status), Description: t.Description, History: t.History,
 			GFX: nonNil(t.GFX), Pros: nonNil(t.Pros), Cons: nonNil(t.Cons), Requires: nonNil(t.Requires),
-			Pins: map[string]string{}, LastRun: last[t.ID]}
+			Pins: map[string]string{}, LastRun: last[t.ID], Installed: append([]installed.Item{}, rec.Items(t.ID)...)}
+		tj.DiskBytes, _ = installed.Total(tj.Installed)
 		for _, name := range t.PinNames() {
 			tj.Pins[name] = values[name]
 		}
@@ -204,7 +215,7 @@ func nonNil(s []string) []string {
 	return s
 }
 
-func printTracks(w io.Writer, ts []steps.Track, values map[string]string, last map[string]*lastRunJSON) {
+func printTracks(w io.Writer, ts []steps.Track, values map[string]string, last map[string]*lastRunJSON, rec *installed.Record, stateArg string) {
 	for i, t := range ts {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -238,7 +249,29 @@ func printTracks(w io.Writer, ts []steps.Track, values map[string]string, last m
 		if lr := last[t.ID]; lr != nil {
 			fmt.Fprintf(w, "  last build: %s (run %s, %s)\n", lr.Status, lr.ID, lr.Dir)
 		}
+		if items := rec.Items(t.ID); len(items) > 0 {
+			fmt.Fprintf(w, "  disk: %s (haloforge clean --track %s%s removes it)\n", diskWords(items), t.ID, stateArg)
+		}
 	}
+}
+
+// diskWords is what a track holds, in a few words: "1.3 GiB in 3 items
+// (box haloforge-llamacpp, image …, data …)".
+func diskWords(items []installed.Item) string {
+	total, unknown := installed.Total(items)
+	s := text.Bytes(total) + " in " + text.Plural(len(items), "item")
+	if unknown > 0 {
+		s += ", " + strconv.Itoa(unknown) + " of unknown size"
+	}
+	var kinds []string
+	for _, it := range items {
+		if it.Kind == installed.KindBox || it.Kind == installed.KindImage {
+			kinds = append(kinds, it.Kind+" "+text.Printable(it.Name, 60))
+		} else {
+			kinds = append(kinds, it.What)
+		}
+	}
+	return s + " (" + strings.Join(slices.Compact(kinds), ", ") + ")"
 }
 
 func stepLabels(t steps.Track) []string {

@@ -104,6 +104,9 @@ func runWizard(cmd *cobra.Command, o wizardOptions) error {
 // with the flags the user gave and the pins set in the session.
 func wizardCommands(g *globalOptions) func(tui.Command) string {
 	return func(c tui.Command) string {
+		if c.Clean {
+			return "haloforge clean --track " + c.Track + g.stateDirArg()
+		}
 		parts := []string{"haloforge", "build", "--track", c.Track}
 		if c.Resume {
 			parts = append(parts, "--resume")

@@ -314,6 +314,21 @@ func (t Tree) WriteFile(name string, data []byte, perm fs.FileMode) error {
 // Remove deletes the file (or empty directory) name; a link is removed,
 // not followed. A name already gone is no error.
 func (t Tree) Remove(name string) error {
+	return t.removeIn(name, func(dir int, base string) error {
+		err := unix.Unlinkat(dir, base, 0)
+		if errors.Is(err, unix.EISDIR) {
+			err = unix.Unlinkat(dir, base, unix.AT_REMOVEDIR)
+		}
+		if err != nil && !errors.Is(err, unix.ENOENT) {
+			return &fs.PathError{Op: "remove", Path: t.Path(name), Err: err}
+		}
+		return nil
+	})
+}
+
+// removeIn runs remove on name's directory and last element; nothing when
+// a directory above name is gone already.
+func (t Tree) removeIn(name string, remove func(dir int, base string) error) error {
 	d, base, err := t.parent(name, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -322,14 +337,7 @@ func (t Tree) Remove(name string) error {
 		return err
 	}
 	defer d.Close()
-	err = unix.Unlinkat(int(d.Fd()), base, 0)
-	if errors.Is(err, unix.EISDIR) {
-		err = unix.Unlinkat(int(d.Fd()), base, unix.AT_REMOVEDIR)
-	}
-	if err != nil && !errors.Is(err, unix.ENOENT) {
-		return &fs.PathError{Op: "remove", Path: t.Path(name), Err: err}
-	}
-	return nil
+	return remove(int(d.Fd()), base)
 }
 
 // Rename moves oldname to newname in the tree (both directories above
@@ -364,3 +372,48 @@ func (i treeInfo) Mode() fs.FileMode  { return StatMode(i.st.Mode) }
 func (i treeInfo) ModTime() time.Time { return time.Unix(i.st.Mtim.Unix()) }
 func (i treeInfo) IsDir() bool        { return i.Mode().IsDir() }
 func (i treeInfo) Sys() any           { return &i.st }
+
+// RemoveAll deletes name and everything beneath it; a link is removed,
+// never followed, at any depth (each directory is opened relative to the
+// one above, O_NOFOLLOW). A name already gone is no error.
+func (t Tree) RemoveAll(name string) error {
+	return t.removeIn(name, func(dir int, base string) error { return removeAllAt(dir, base, t.Path(name)) })
+}
+
+// removeAllAt deletes name in the directory dir, and its contents first
+// when it is a directory.
+func removeAllAt(dir int, name, path string) error {
+	err := unix.Unlinkat(dir, name, 0)
+	if err == nil || errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if !errors.Is(err, unix.EISDIR) && !errors.Is(err, unix.EPERM) {
+		return &fs.PathError{Op: "remove", Path: path, Err: err}
+	}
+	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &fs.PathError{Op: "remove", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	// Names are read in batches and the directory read again from its
+	// start after each: removing entries while reading on would skip some.
+	for {
+		names, rerr := f.Readdirnames(1024)
+		for _, n := range names {
+			if err := removeAllAt(fd, n, filepath.Join(path, n)); err != nil {
+				return err
+			}
+		}
+		if len(names) == 0 || rerr != nil {
+			break
+		}
+		if _, err := f.Seek(0, 0); err != nil {
+			return &fs.PathError{Op: "remove", Path: path, Err: err}
+		}
+	}
+	if err := unix.Unlinkat(dir, name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
+		return &fs.PathError{Op: "remove", Path: path, Err: err}
+	}
+	return nil
+}

@@ -271,3 +271,71 @@ func FuzzTreeNames(f *testing.F) {
 		}
 	})
 }
+
+// TestTreeRemoveAll removes a directory whatever is planted inside it (the
+// links go, what they point at stays) and refuses to reach it through a
+// link above it.
+func TestTreeRemoveAll(t *testing.T) {
+	cases := []struct {
+		name   string
+		plant  func(tree, out string) // what is in runs/ID, or in its place
+		refuse string                 // words of the refusal; "" when it removes runs/ID
+	}{
+		{"a link out inside", func(tree, out string) {
+			os.MkdirAll(filepath.Join(tree, "runs", "ID"), 0o755)
+			os.Symlink(filepath.Join(out, "sub"), filepath.Join(tree, "runs", "ID", "escape"))
+			os.Symlink(filepath.Join(out, "precious"), filepath.Join(tree, "runs", "ID", "file"))
+		}, ""},
+		{"a relative and a dangling link deeper", func(tree, out string) {
+			os.MkdirAll(filepath.Join(tree, "runs", "ID", "a", "b"), 0o755)
+			os.Symlink("../../../../../outside", filepath.Join(tree, "runs", "ID", "a", "b", "up"))
+			os.Symlink(filepath.Join(out, "gone"), filepath.Join(tree, "runs", "ID", "a", "dangling"))
+		}, ""},
+		{"a FIFO and read-only files", func(tree, out string) {
+			os.MkdirAll(filepath.Join(tree, "runs", "ID", "ro"), 0o755)
+			syscall.Mkfifo(filepath.Join(tree, "runs", "ID", "fifo"), 0o600)
+			os.WriteFile(filepath.Join(tree, "runs", "ID", "ro", "x.log"), []byte("x"), 0o400)
+		}, ""},
+		{"more names than one read", func(tree, out string) {
+			d := filepath.Join(tree, "runs", "ID", "many")
+			os.MkdirAll(d, 0o755)
+			for i := range 2500 {
+				os.WriteFile(filepath.Join(d, "f"+strings.Repeat("x", i%7)+"-"+time.Duration(i).String()), nil, 0o644)
+			}
+		}, ""},
+		{"the run a link out", func(tree, out string) {
+			os.MkdirAll(filepath.Join(tree, "runs"), 0o755)
+			os.Symlink(filepath.Join(out, "sub"), filepath.Join(tree, "runs", "ID"))
+		}, ""}, // the link goes, not what it points at
+		{"the runs directory a link out", func(tree, out string) {
+			os.Symlink(out, filepath.Join(tree, "runs"))
+		}, "runs is a symbolic link, not a directory"},
+		{"already gone", func(tree, out string) { os.MkdirAll(filepath.Join(tree, "runs"), 0o755) }, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			base := t.TempDir()
+			tree := filepath.Join(base, "state")
+			os.Mkdir(tree, 0o755)
+			out, check := outsideFiles(t, base)
+			c.plant(tree, out)
+			err := Tree(tree).RemoveAll("runs/ID")
+			check()
+			if c.refuse != "" {
+				if err == nil || !strings.Contains(err.Error(), c.refuse) {
+					t.Errorf("%v, want a refusal saying %q", err, c.refuse)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Lstat(filepath.Join(tree, "runs", "ID")); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("runs/ID is still there: %v", err)
+			}
+			if _, err := os.Lstat(filepath.Join(tree, "runs")); err != nil {
+				t.Errorf("runs went too: %v", err)
+			}
+		})
+	}
+}

@@ -1,6 +1,8 @@
 package text
 
 import (
+	"bufio"
+	"io"
 	"strings"
 	"unicode/utf8"
 )
@@ -462,4 +464,44 @@ func (s *Sanitizer) resetLine() {
 		s.color = append(s.color[:0], s.carry...)
 		s.lastRune, s.sgr = 0, len(s.carry) > 0
 	}
+}
+
+// WriteScreen copies a raw terminal stream (a step's log) to w as a screen
+// shows it, a line at a time: Sanitizer's lines, with their colours when
+// keepColor; the last line without its newline ends with one. Memory stays
+// bounded whatever r holds.
+func WriteScreen(w io.Writer, r io.Reader, keepColor bool) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var werr error
+	emit := func(l Line) {
+		if werr != nil {
+			return
+		}
+		s := l.Text
+		if keepColor {
+			s = l.Color
+		}
+		if _, err := bw.WriteString(s); err != nil {
+			werr = err
+			return
+		}
+		werr = bw.WriteByte('\n')
+	}
+	s := Sanitizer{KeepColor: keepColor}
+	buf := make([]byte, 64<<10)
+	for werr == nil {
+		n, err := r.Read(buf)
+		s.Write(buf[:n], emit)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	s.Flush(emit)
+	if werr != nil {
+		return werr
+	}
+	return bw.Flush()
 }

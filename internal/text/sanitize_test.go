@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"unicode"
 	"unicode/utf8"
 
@@ -231,4 +232,27 @@ func FuzzSanitize(f *testing.F) {
 			t.Fatalf("LinesSeen = %d, want %d", s.LinesSeen(), n)
 		}
 	})
+}
+
+func TestWriteScreen(t *testing.T) {
+	in := "plain\n\x1b[31mred\x1b[0m line\n\x1b]0;PWNED\x07title gone \u202eoverride gone\n 12%|█▏ |\r 99%|███|\r\nno newline at the end"
+	for _, tc := range []struct {
+		name  string
+		color bool
+		want  string
+	}{
+		{"text", false, "plain\nred line\ntitle gone override gone\n 99%|███|\nno newline at the end\n"},
+		{"colour", true, "plain\n\x1b[31mred\x1b[0m line\x1b[0m\ntitle gone override gone\n 99%|███|\nno newline at the end\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			// A reader that hands over a few bytes at a time: sequences split anywhere.
+			if err := WriteScreen(&b, iotest.OneByteReader(strings.NewReader(in)), tc.color); err != nil {
+				t.Fatal(err)
+			}
+			if b.String() != tc.want {
+				t.Errorf("got %q\nwant %q", b.String(), tc.want)
+			}
+		})
+	}
 }

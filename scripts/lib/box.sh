@@ -156,7 +156,8 @@ require_box_tools() {
 }
 
 # box_reuse_or_create IMAGE IMAGE_PIN NAME_PIN [FLAG...]: makes $TOOLBOX_NAME from IMAGE with
-# the container flags FLAG... (box_gpu_flags' devices), or reuses it. Returns 0 when a box made from IMAGE already exists (reused;
+# the container flags FLAG... (box_gpu_flags' devices) and the run's owner label, recorded as
+# haloforge's (with IMAGE when distrobox pulled it), or reuses it. Returns 0 when a box made from IMAGE already exists (reused;
 # a rootful one gets its sudo grant), 1 after creating one (no box, or
 # HALOFORGE_RECREATE_BOX=1 removed a box made from another image). A box from another image
 # stops the step with the exact commands; IMAGE_PIN and NAME_PIN are the pins the user can
@@ -181,11 +182,20 @@ box_reuse_or_create() {
       die "box $TOOLBOX_NAME exists but was created from $have, not from the pinned $want; replacing it means rebuilding everything inside it. To replace it: distrobox rm$(box_root_word) --force $TOOLBOX_NAME (or re-run with HALOFORGE_RECREATE_BOX=1); to keep it: --set $image_pin=$have, or pick another $name_pin"
     fi
   fi
-  local -a create=(create --yes --name "$TOOLBOX_NAME" --image "$want")
-  if (($#)); then
-    create+=(--additional-flags "$*")
+  local -a create=(create --yes --name "$TOOLBOX_NAME" --image "$want") own mgr
+  local had_image=0
+  mapfile -t own < <(hf_owner_flags)
+  if (($# + ${#own[@]})); then
+    create+=(--additional-flags "$* ${own[*]}")
+  fi
+  read -r -a mgr <<<"$(box_manager)"
+  if ! is_dry_run && "${mgr[@]}" image inspect "$want" >/dev/null 2>&1; then
+    had_image=1
   fi
   distrobox_run "${create[@]}"
+  hf_created_box "$TOOLBOX_NAME"
+  # distrobox pulled the image when it was not here: haloforge's too.
+  ((had_image)) || hf_created_image "$want" pulled "${mgr[@]}"
   return 1
 }
 

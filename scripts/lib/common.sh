@@ -26,13 +26,15 @@
 #     patch_drop_requirements (applied / already present upstream / anchor not found);
 #   pip.sh: pinned pip installs (python-pins.txt) and a tree's [build-system] requires;
 #   facts.sh: hf_fact_image, hf_fact_git, hf_pip_report + hf_fact_pip_report: what a step
-#     resolved (digests, commits, wheel files with sha256) for report.json and pins lock.
+#     resolved (digests, commits, wheel files with sha256) for report.json and pins lock;
+#     hf_owner_flags, hf_created_box, hf_created_image, hf_mkdir, hf_created_dir,
+#     hf_created_file: what a step created, for the Installed list and haloforge clean.
 #
 # Environment it honours: HALOFORGE_DRY_RUN=1, HALOFORGE_PIN_NAMES (the runner's), by hand
 # HALOFORGE_PINS_FILE and HALOFORGE_TOOLBOX_ENV_FILE, HALOFORGE_TOOLBOX_DIR, HALOFORGE_STATE_DIR,
 # HALOFORGE_CACHE_DIR, HALOFORGE_CACHE_KEY, HALOFORGE_DISTROBOX_ROOT=1 (distrobox --root),
 # HALOFORGE_RESULT_FILE (the runner's verify results), HALOFORGE_FACTS_FILE (what a step
-# resolved), MAX_JOBS, NO_COLOR.
+# resolved and created), HALOFORGE_OWNER (the run's owner token), MAX_JOBS, NO_COLOR.
 
 if [[ -n "${_HF_COMMON_LOADED:-}" ]]; then
   return 0

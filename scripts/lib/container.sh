@@ -70,15 +70,18 @@ image_digest() {
 }
 
 # pull_image IMAGE: pull unless present; registries time out, so retry a few times. The
-# digest the image was pulled as is recorded (hf_fact_image).
+# digest the image was pulled as is recorded (hf_fact_image), and an image this step pulled
+# as haloforge's (hf_created_image).
 pull_image() {
-  local image=$1
+  local image=$1 had=0
   if ! is_dry_run && image_present "$image"; then
     log_ok "image already present: $image"
+    had=1
   else
     retry -n 3 -d 15 -- "$(engine)" pull "$image"
   fi
   hf_fact_image "$image" "$(engine)"
+  ((had)) || hf_created_image "$image" pulled "$(engine)"
 }
 
 # need_gpu_devices: a step that runs ROCm in a container needs /dev/kfd and /dev/dri on the
@@ -174,14 +177,18 @@ build_args() {
 }
 
 # build_image FILE TAG CONTEXT [EXTRA BUILD FLAGS...]: build TAG from toolbox/FILE; the
-# creation time goes in as a label because a Containerfile cannot compute it.
+# creation time goes in as a label because a Containerfile cannot compute it, and the run's
+# owner label (hf_owner_flags), so that haloforge clean knows the image is haloforge's.
 build_image() {
   local file tag=$2 context=$3
+  local -a own
   file=$(containerfile "$1")
   shift 3
+  mapfile -t own < <(hf_owner_flags)
   run "$(engine)" build -f "$file" -t "$tag" \
-    --label "org.opencontainers.image.created=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+    --label "org.opencontainers.image.created=$(date -u +%Y-%m-%dT%H:%M:%SZ)" "${own[@]}" \
     "$@" "$context"
+  hf_created_image "$tag" built "$(engine)"
 }
 
 # fact_image_commit IMAGE FILE REPO REF: record the commit a container build checked out,

@@ -190,3 +190,120 @@ hf_fact_pip_report() {
   )
   rm -f -- "$file"
 }
+
+# ---- what a step created --------------------------------------------------------------
+# The runner records what a step creates (steps/installed): `haloforge clean --track ID`
+# removes it again, and only it. Ownership is set at creation: a box or an image haloforge
+# makes carries the label io.haloforge.owner=$HALOFORGE_OWNER (hf_owner_flags), a directory
+# a marker file .haloforge-owner holding it (hf_mkdir, hf_created_dir); a file is known by
+# what it was when its step ended (hf_created_file), an image pulled by its ID. Something
+# that was here before the step (a box, an image, a directory without the marker) is never
+# recorded. Lines (facts file):
+#   created<TAB>box<TAB>NAME<TAB>ENGINE
+#   created<TAB>image<TAB>REF<TAB>ID<TAB>ENGINE<TAB>built|pulled<TAB>SIZE
+#   created<TAB>dir|file<TAB>WHAT<TAB>PATH          WHAT: venv, cache, model, source, data
+#   created<TAB>in-box<TAB>BOX<TAB>WHAT<TAB>PATH    a path only the box sees: it goes with the box
+
+# hf_owner_flags: the flags that label a box or an image as this run's (one a line, for an
+# array); nothing outside haloforge's runner.
+hf_owner_flags() {
+  [[ -n "${HALOFORGE_OWNER:-}" ]] || return 0
+  printf '%s\n' --label "io.haloforge.owner=$HALOFORGE_OWNER"
+}
+
+# _hf_engine_word ENGINE...: the engine command line as the record names it (podman, docker,
+# sudo-podman, sudo-docker).
+_hf_engine_word() {
+  if [[ "$1" == sudo ]]; then
+    printf 'sudo-%s\n' "$(basename "${2:-}")"
+  else
+    basename "$1"
+  fi
+}
+
+# hf_created_box NAME: record that this step created the box NAME (made with hf_owner_flags).
+hf_created_box() {
+  is_dry_run && return 0
+  local -a mgr
+  read -r -a mgr <<<"$(box_manager)"
+  _hf_fact created box "$1" "$(_hf_engine_word "${mgr[@]}")"
+  log_info "recorded: haloforge created box $1 (haloforge clean --track ${HALOFORGE_TRACK:-TRACK} removes it)"
+}
+
+# hf_created_image REF built|pulled [ENGINE...]: record that this step built REF (with
+# hf_owner_flags) or pulled it (it was not here before); ENGINE defaults to box_manager's.
+hf_created_image() {
+  local ref=$1 how=$2 id size
+  shift 2
+  local -a eng=("$@")
+  if ((${#eng[@]} == 0)); then
+    read -r -a eng <<<"$(box_manager)"
+  fi
+  is_dry_run && return 0
+  id=$("${eng[@]}" image inspect --format '{{.Id}}' "$ref" 2>/dev/null) || id=''
+  if [[ ! "${id#sha256:}" =~ ^[0-9a-f]{64}$ ]]; then
+    log_warn "cannot read the ID of $ref: not recorded as haloforge's"
+    return 0
+  fi
+  size=$("${eng[@]}" image inspect --format '{{.Size}}' "$ref" 2>/dev/null) || size=''
+  [[ "$size" =~ ^[0-9]+$ ]] || size=-
+  _hf_fact created image "$ref" "${id#sha256:}" "$(_hf_engine_word "${eng[@]}")" "$how" "$size"
+  log_info "recorded: haloforge $how image $ref (haloforge clean --track ${HALOFORGE_TRACK:-TRACK} removes it)"
+}
+
+# hf_mkdir WHAT DIR: make DIR (and its parents) for this step, marked and recorded as
+# haloforge's. A DIR already there is used as it is, and recorded only when a haloforge run
+# made it (its marker is there). WHAT: venv, cache, model, source, data.
+hf_mkdir() {
+  local what=$1 dir=$2
+  if is_dry_run; then
+    run mkdir -p "$dir"
+    return 0
+  fi
+  if [[ -e "$dir" || -L "$dir" ]]; then
+    if [[ -f "$dir/.haloforge-owner" && ! -L "$dir/.haloforge-owner" ]]; then
+      _hf_record_path dir "$what" "$dir"
+    fi
+    return 0
+  fi
+  mkdir -p -- "$dir"
+  hf_created_dir "$what" "$dir"
+}
+
+# hf_created_dir WHAT DIR: DIR is a directory this step just made (python -m venv, git
+# clone): mark it and record it as haloforge's.
+hf_created_dir() {
+  local what=$1 dir=$2
+  is_dry_run && return 0
+  [[ -d "$dir" && ! -L "$dir" ]] || {
+    log_warn "$dir is not a directory: not recorded"
+    return 0
+  }
+  if [[ -n "${HALOFORGE_OWNER:-}" && ! -e "$dir/.haloforge-owner" ]]; then
+    printf '%s\n' "$HALOFORGE_OWNER" >"$dir/.haloforge-owner"
+  fi
+  _hf_record_path dir "$what" "$dir"
+}
+
+# hf_created_file WHAT FILE: FILE is a file this step just wrote (a model): record it.
+hf_created_file() {
+  is_dry_run && return 0
+  [[ -f "$2" && ! -L "$2" ]] || {
+    log_warn "$2 is not a file: not recorded"
+    return 0
+  }
+  _hf_record_path file "$1" "$2"
+}
+
+# _hf_record_path KIND WHAT PATH: the created line of a path, made absolute (links are not
+# resolved: the runner refuses a path with one on the way). Inside the box, a path the host
+# does not see (anything but home and /tmp) is the box's own.
+_hf_record_path() {
+  local kind=$1 what=$2 path
+  path=$(realpath -s -m -- "$3")
+  if in_box_now && [[ "$(box_path "$path")" != "$path" ]]; then
+    _hf_fact created in-box "$TOOLBOX_NAME" "$what" "$path"
+  else
+    _hf_fact created "$kind" "$what" "$path"
+  fi
+}

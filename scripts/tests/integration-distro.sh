@@ -19,7 +19,14 @@
 #     leaves no process of the test user and none in the box, and the port closed;
 #   - `haloforge bench --track llamacpp-distro`: the real llama-bench in the box, its JSONL
 #     parsed, "no reference for this hardware", and the time haloforge adds (a figure);
-#   - the box is removed, no process of the test user is left.
+#   - the box's image comes from a registry on 127.0.0.1 (Debian's docker-registry) holding an
+#     image derived from the sid one, so that the build really pulls it: podman's layer bars
+#     are in the step's log and haloforge records the image as pulled by it, the box as made
+#     by it (owner label); `haloforge tracks` shows their disk, `runs` and `runs show` the run;
+#   - `haloforge clean --track llamacpp-distro --dry-run` lists the box, the image and the
+#     track's directory with their commands, `clean --yes` removes them, while a box and an
+#     image the test made itself (not haloforge) stay, and the next plan runs every step;
+#   - no process of the test user is left.
 # Runs from a copy in a world-readable temp dir (binary, scripts, versions.env), so a
 # checkout in a 0700 directory works. HF_IT_KEEP=1 keeps the box; HALOFORGE_BIN picks the
 # binary (default bin/haloforge, else go build); HF_IT_SCREENSHOT=DIR also takes the
@@ -42,6 +49,11 @@ IT_BOX=haloforge-distro-it
 IT_DIR=/var/tmp/haloforge-distro-it
 STATE=/home/$IT_USER/.local/state/haloforge
 SERVE_PORT=18573 # the proof's own port, on 127.0.0.1
+# a box the test makes itself, not haloforge
+IT_OTHER_BOX=haloforge-distro-it-theirs
+IT_REG_DIR=/var/tmp/haloforge-distro-it-registry
+IT_REG_CONF=/etc/containers/registries.conf.d/99-haloforge-distro-it.conf
+IT_REG_PID=''
 START=$SECONDS
 FAILS=0
 
@@ -76,6 +88,57 @@ as_user() {
 
 remove_box() {
   as_user distrobox rm --root --force "$IT_BOX" >/dev/null 2>&1 || true
+  podman rm --force "$IT_OTHER_BOX" >/dev/null 2>&1 || true
+}
+
+# start_registry: Debian's docker-registry on 127.0.0.1 (a free port), known to podman as an
+# insecure (http) registry by a drop-in that stop_registry removes; sets REG to host:port.
+start_registry() {
+  rm -rf "$IT_REG_DIR"
+  mkdir -p "$IT_REG_DIR/data"
+  printf 'version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    rootdirectory: %s/data\nhttp:\n  addr: 127.0.0.1:0\n' \
+    "$IT_REG_DIR" >"$IT_REG_DIR/config.yml"
+  # Without the descriptors this script inherited (flock's, of the machine-wide lock): a
+  # registry left behind must not keep the lock.
+  (
+    for fd in /proc/self/fd/*; do
+      fd=${fd##*/}
+      ((fd > 2)) && eval "exec $fd>&-"
+    done
+    exec docker-registry serve "$IT_REG_DIR/config.yml"
+  ) >"$IT_REG_DIR/log" 2>&1 &
+  IT_REG_PID=$!
+  local i
+  for ((i = 0; i < 100; i++)); do
+    REG=$(grep -o 'listening on 127\.0\.0\.1:[0-9]*' "$IT_REG_DIR/log" | head -n1 | cut -d' ' -f3) && [[ -n $REG ]] && break
+    sleep 0.1
+  done
+  [[ -n ${REG:-} ]] || die "docker-registry did not start: $(tail -n 5 "$IT_REG_DIR/log")"
+  mkdir -p "$(dirname "$IT_REG_CONF")"
+  printf '[[registry]]\nlocation = "%s"\ninsecure = true\n' "$REG" | write_file "$IT_REG_CONF"
+}
+
+stop_registry() {
+  if [[ -n $IT_REG_PID ]]; then
+    kill "$IT_REG_PID" 2>/dev/null || true
+    wait "$IT_REG_PID" 2>/dev/null || true
+    IT_REG_PID=''
+  fi
+  rm -f "$IT_REG_CONF"
+  rm -rf "$IT_REG_DIR"
+}
+
+# registry_image SID: an image derived from SID (a label more: its own ID), pushed to the
+# loopback registry and removed here, so that only the build's pull brings it back.
+registry_image() {
+  local sid=$1 ctx
+  ctx=$(mktemp -d)
+  printf 'FROM %s\nLABEL io.haloforge.test=integration-distro\n' "$sid" >"$ctx/Containerfile"
+  podman build -q -t "$REG/haloforge-sid-it:1" "$ctx" >/dev/null || die "could not build the registry's image"
+  rm -rf "$ctx"
+  podman push -q --tls-verify=false "$REG/haloforge-sid-it:1" || die "could not push to $REG"
+  podman rmi "$REG/haloforge-sid-it:1" >/dev/null
+  printf '%s\n' "$REG/haloforge-sid-it:1"
 }
 
 phase_build() {
@@ -89,6 +152,12 @@ phase_build() {
   check "build exits 0 (got $code, ${BUILD_SECS}s)" test "$code" -eq 0
   check "the box exists, created from $IMAGE" \
     test "$(podman container inspect --format '{{.Config.Image}}' "$IT_BOX" 2>/dev/null)" = "$IMAGE"
+  check "the box carries haloforge's owner label" \
+    grep -qE '^[0-9]{8}-[0-9]{6}-[0-9a-f]{6}\.[0-9a-f]{12}$' <<<"$(podman container inspect --format '{{index .Config.Labels "io.haloforge.owner"}}' "$IT_BOX" 2>/dev/null)"
+  # shellcheck disable=SC2016 # $1 is the child shell's
+  check "the toolbox step pulled the image in its pty: podman's bars are in its log" \
+    bash -c 'grep -q "Copying config [0-9a-f]* \[=*\] [0-9.]*b / " "$1"/runs/*/toolbox.log' _ "$STATE"
+  check "line mode listed what the track holds" contains "$out" "installed (haloforge clean --track llamacpp-distro"
   check "the packages step chose Vulkan because there is no /dev/kfd" contains "$out" "backend: vulkan (no /dev/kfd in the box"
   check "the distribution's llama-server is on PATH in the box" contains "$out" "llama.cpp: version:"
   check "the verify step wrote the tiny model with python3-gguf" test -s "$STATE/llamacpp-distro/tiny-random.gguf"
@@ -247,12 +316,60 @@ phase_bench_track() {
   check "no process of $IT_USER is left after bench" bash -c "! pgrep -u $IT_USER >/dev/null"
 }
 
+# phase_clean: what the build created is listed and removed, and only that.
+phase_clean() {
+  log_step "haloforge tracks, runs, clean --track llamacpp-distro (what haloforge made goes; a box and an image it did not make stay)"
+  local out code=0 base
+  base=$(podman image inspect --format '{{.Id}}' "$SID" 2>/dev/null)
+  # a box and an image of the test's own, next to haloforge's
+  podman create --name "$IT_OTHER_BOX" "$SID" true >/dev/null || die "could not make $IT_OTHER_BOX"
+  podman tag "$SID" localhost/haloforge-distro-it-theirs:1
+  out=$(as_user "$IT_DIR/haloforge" tracks --state-dir "$STATE" 2>&1) || code=$?
+  printf '%s\n' "$out" | grep -A1 'last build:' | grep -B1 'disk:' || true
+  check "tracks shows the track's disk: the box, the image, the data" \
+    grep -qE "^  disk: .* in 3 items \(box $IT_BOX, image $IMAGE, data\)" <<<"$out"
+  out=$(as_user "$IT_DIR/haloforge" runs --state-dir "$STATE" 2>&1) || code=$?
+  printf '%s\n' "$out" | head -n 8
+  check "runs lists the builds, servers and benchmarks" grep -qE '^[0-9a-f-]+ +llamacpp-distro +serve +succeeded' <<<"$out"
+  out=$(as_user "$IT_DIR/haloforge" runs show last --state-dir "$STATE" 2>&1) || code=$?
+  check "runs show last names the newest run" grep -qE '^run [0-9a-f-]+ · llamacpp-distro · bench' <<<"$out"
+  out=$(as_user "$IT_DIR/haloforge" clean --track llamacpp-distro --dry-run --state-dir "$STATE" 2>&1) || code=$?
+  printf '%s\n' "$out"
+  check "clean --dry-run exits 0 ($code)" test "$code" -eq 0
+  check "it lists the box with its command" grep -qF "sudo podman rm --force $IT_BOX" <<<"$out"
+  check "it lists the pulled image with its command" grep -qF "sudo podman rmi $IMAGE" <<<"$out"
+  check "it lists the track's directory" grep -qE "^  remove  data $STATE/llamacpp-distro · " <<<"$out"
+  # shellcheck disable=SC2016 # $1 and $2 are the child shell's
+  check "it lists nothing of the test's own" bash -c '! grep -qE "$1|theirs" <<<"$2"' _ "$IT_OTHER_BOX" "$out"
+  check "the dry run removed nothing" podman container exists "$IT_BOX"
+  code=0
+  out=$(as_user "$IT_DIR/haloforge" clean --track llamacpp-distro --state-dir "$STATE" </dev/null 2>&1) || code=$?
+  check "clean without a terminal or --yes is refused (exit 2, got $code)" test "$code" -eq 2
+  code=0
+  out=$(as_user "$IT_DIR/haloforge" clean --track llamacpp-distro --yes --state-dir "$STATE" 2>&1) || code=$?
+  printf '%s\n' "$out" | tail -n 6
+  check "clean --yes exits 0 ($code)" test "$code" -eq 0
+  check "haloforge's box is gone" bash -c "! podman container exists $IT_BOX"
+  check "the image haloforge pulled is gone" bash -c "! podman image exists $IMAGE"
+  check "the track's directory is gone" test ! -e "$STATE/llamacpp-distro"
+  check "the box haloforge did not make stays" podman container exists "$IT_OTHER_BOX"
+  check "the image haloforge did not make stays" podman image exists localhost/haloforge-distro-it-theirs:1
+  check "the sid image the test built stays, the same image" test "$(podman image inspect --format '{{.Id}}' "$SID" 2>/dev/null)" = "$base"
+  out=$(as_user "$IT_DIR/haloforge" plan --track llamacpp-distro --scripts "$IT_DIR/scripts" --pins "$IT_DIR/versions.env" --state-dir "$STATE" 2>&1) || true
+  check "the next build runs every step" test "$(grep -c 'what it built was removed (haloforge clean)' <<<"$out")" -eq 3
+  podman rm --force "$IT_OTHER_BOX" >/dev/null
+  podman rmi localhost/haloforge-distro-it-theirs:1 >/dev/null
+}
+
 main() {
   need_root
   log_step "Setup (packages, podman config, sid image, test user, staged copy)"
   install_packages
   configure_podman
-  IMAGE=$(sid_image) || die "could not build the sid image"
+  SID=$(sid_image) || die "could not build the sid image"
+  trap stop_registry EXIT
+  start_registry
+  IMAGE=$(registry_image "$SID")
   make_user
   stage
   remove_box
@@ -268,6 +385,9 @@ main() {
   if [[ -n ${HF_IT_SCREENSHOT:-} ]]; then
     serve_screenshot "$HF_IT_SCREENSHOT"
     check "no process of $IT_USER is left after the screenshot" bash -c "! pgrep -u $IT_USER >/dev/null"
+  fi
+  if [[ ${HF_IT_KEEP:-0} != 1 ]]; then
+    phase_clean
   fi
 
   if [[ ${HF_IT_KEEP:-0} != 1 ]]; then

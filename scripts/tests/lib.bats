@@ -607,3 +607,68 @@ SH
   [ "$status" -eq 0 ]
   [ "$output" = "sha256:$(printf 'a%.0s' {1..64})" ]
 }
+
+@test "hf_mkdir makes, marks and records a directory; one already there without the marker is not haloforge's" {
+  export HALOFORGE_FACTS_FILE=$T/step.facts HALOFORGE_OWNER=20261129-093012-a1b2c3.0123456789ab
+  mkdir -p "$T/theirs"
+  run hf "hf_mkdir cache '$T/new/wheels'; hf_mkdir cache '$T/theirs'"
+  [ "$status" -eq 0 ]
+  [ "$(cat "$T/new/wheels/.haloforge-owner")" = "$HALOFORGE_OWNER" ]
+  [ ! -e "$T/theirs/.haloforge-owner" ]
+  [ "$(cat "$T/step.facts")" = "$(printf 'created\tdir\tcache\t%s' "$T/new/wheels")" ]
+  # a later run finds its own marker: recorded again, the marker kept
+  rm "$T/step.facts"
+  HALOFORGE_OWNER=20261130-100000-ffffff.ffffffffffff run hf "hf_mkdir cache '$T/new/wheels'"
+  [ "$(cat "$T/new/wheels/.haloforge-owner")" = "20261129-093012-a1b2c3.0123456789ab" ]
+  [ "$(cat "$T/step.facts")" = "$(printf 'created\tdir\tcache\t%s' "$T/new/wheels")" ]
+  # a dry run makes and records nothing
+  rm "$T/step.facts"
+  HALOFORGE_DRY_RUN=1 run hf "hf_mkdir venv '$T/dry'"
+  [ "$output" = "[dry-run] mkdir -p $T/dry" ]
+  [ ! -e "$T/dry" ]
+  [ ! -e "$T/step.facts" ]
+}
+
+@test "hf_created_file and hf_created_dir record what the step just made; inside the box a path the host cannot see goes with the box" {
+  export HALOFORGE_FACTS_FILE=$T/step.facts HALOFORGE_OWNER=20261129-093012-a1b2c3.0123456789ab HOME=$T/home
+  mkdir -p "$T/home/models" "$T/home/venv"
+  printf 'GGUF' >"$T/home/models/tiny.gguf"
+  ln -s "$T/home/models/tiny.gguf" "$T/home/link.gguf"
+  run hf "hf_created_file model '$T/home/models/tiny.gguf'; hf_created_file model '$T/home/link.gguf'; hf_created_dir venv '$T/home/venv'"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"$T/home/link.gguf is not a file: not recorded"* ]]
+  [ "$(sed -n 1p "$T/step.facts")" = "$(printf 'created\tfile\tmodel\t%s' "$T/home/models/tiny.gguf")" ]
+  [ "$(sed -n 2p "$T/step.facts")" = "$(printf 'created\tdir\tvenv\t%s' "$T/home/venv")" ]
+  [ "$(wc -l <"$T/step.facts")" -eq 2 ]
+  rm "$T/step.facts"
+  mkdir -p "$T/opt-venv"
+  # in the box: /opt/… is the box's own, the home is the host's
+  HALOFORGE_IN_BOX=1 TOOLBOX_NAME=haloforge-therock run hf "_hf_record_path dir venv /opt/venv; hf_created_dir venv '$T/home/venv'"
+  [ "$(sed -n 1p "$T/step.facts")" = "$(printf 'created\tin-box\thaloforge-therock\tvenv\t/opt/venv')" ]
+  [ "$(sed -n 2p "$T/step.facts")" = "$(printf 'created\tdir\tvenv\t%s' "$T/home/venv")" ]
+}
+
+@test "hf_owner_flags labels with the run's owner token; hf_created_box and hf_created_image record the box and the image with their engine" {
+  export HALOFORGE_FACTS_FILE=$T/step.facts HALOFORGE_OWNER=20261129-093012-a1b2c3.0123456789ab HALOFORGE_TRACK=fx
+  run hf "hf_owner_flags"
+  [ "$output" = "$(printf -- '--label\nio.haloforge.owner=%s' "$HALOFORGE_OWNER")" ]
+  HALOFORGE_OWNER= run hf "hf_owner_flags"
+  [ "$output" = "" ]
+  # a stand-in engine answering podman's image inspect
+  cat >"$T/podman" <<'SH'
+#!/bin/sh
+case $4 in
+  '{{.Id}}') echo sha256:dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd ;;
+  '{{.Size}}') echo 161373259 ;;
+esac
+SH
+  chmod +x "$T/podman"
+  run hf "DBX_CONTAINER_MANAGER=podman PATH='$T':\$PATH; hf_created_box haloforge-llamacpp; hf_created_image localhost/hf:1 built '$T/podman'; HALOFORGE_DISTROBOX_ROOT=1 hf_created_box rootful"
+  [ "$status" -eq 0 ]
+  [[ "$output" == *"recorded: haloforge created box haloforge-llamacpp (haloforge clean --track fx removes it)"* ]]
+  [ "$(sed -n 1p "$T/step.facts")" = "$(printf 'created\tbox\thaloforge-llamacpp\tpodman')" ]
+  [ "$(sed -n 2p "$T/step.facts")" = "$(printf 'created\timage\tlocalhost/hf:1\t%s\tpodman\tbuilt\t161373259' "$(printf 'd%.0s' {1..64})")" ]
+  if [ "$(id -u)" -ne 0 ]; then
+    [ "$(sed -n 3p "$T/step.facts")" = "$(printf 'created\tbox\trootful\tsudo-podman')" ]
+  fi
+}

@@ -104,6 +104,7 @@ make_venv() {
   else
     owned_dir "$VENV_DIR"
     run "$py" -m venv "$VENV_DIR"
+    hf_created_dir venv "$VENV_DIR"
   fi
   # A pip-installed cmake in the venv would shadow /usr/bin/cmake once the venv is active.
   if [[ -e "$VENV_DIR/bin/cmake" ]]; then

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,8 +27,13 @@ import (
 //	BenchmarkPeakRSS      peak RSS of haloforge streaming 1 GiB (want < 100 MB)
 //	BenchmarkSlowConsumer time the child needs to write 50 MB with a consumer
 //	                      taking 50 ms per event, over a fast consumer (want ≈ 1)
+//	BenchmarkProgressCost the runner streaming 16 MB of the tools' recorded
+//	                      progress output with the progress reader off, over
+//	                      the same with it on (want ≥ 0.95)
+//	BenchmarkParseProgress the progress parser on every line of them, over
+//	                      the sanitiser cutting the same bytes into lines
 //
-// HALOFORGE_BENCH_MB scales the 200 MB and 1 GiB inputs down for a quick look.
+// HALOFORGE_BENCH_MB scales the 16 MB, 200 MB and 1 GiB inputs down for a quick look.
 
 // benchSize is mb megabytes, or less when HALOFORGE_BENCH_MB says so.
 func benchSize(mb int) int64 {
@@ -341,4 +347,156 @@ func BenchmarkSanitize(b *testing.B) {
 			}
 		})
 	}
+}
+
+// recordedProgress is size bytes of the tools' real progress output
+// (testdata/progress: ninja's redrawn status line, podman's layer bars,
+// pip's download bar, git's counters), the recordings' bodies repeated:
+// the worst case for the progress reader, every line a candidate.
+func recordedProgress(tb testing.TB, size int64) []byte {
+	tb.Helper()
+	var body bytes.Buffer
+	for _, name := range []string{"ninja", "podman-pull", "pip-download", "git-clone", "podman-build"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "progress", name+".typescript"))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		// script's own first and last lines are not the tool's.
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b = b[i+1:]
+		}
+		if i := bytes.LastIndex(b, []byte("\nScript done on")); i >= 0 {
+			b = b[:i+1]
+		}
+		body.Write(b)
+	}
+	out := bytes.Repeat(body.Bytes(), int(size/int64(body.Len()))+1)
+	return out[:size]
+}
+
+// BenchmarkProgressCost is what reading the progress costs the byte path:
+// the runner in this process streaming recordedProgress from a step (cat
+// on a pty) to line mode's consumer, with the progress reader at its
+// default rate against the same runner with it off (ProgressEvery < 0),
+// run in pairs, one after the other, in the same run. Each figure is the
+// median of the pairs' ratios, so that a burst of load on a shared machine
+// moves one pair, not the figure: x-progress-off is wall time off/on (want
+// ≥ 0.95), x-progress-off-cpu this process's CPU time off/on;
+// x-progress-1ms-cpu is the reader looking 250 times as often, to show
+// what its rate limit saves.
+func BenchmarkProgressCost(b *testing.B) {
+	size := benchSize(16)
+	path := filepath.Join(b.TempDir(), "progress.log")
+	if err := os.WriteFile(path, recordedProgress(b, size), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.Setenv("FX_FILE", path)
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer devnull.Close()
+	measure := func(every time.Duration) (wall, cpu time.Duration, progress int) {
+		dir := b.TempDir()
+		o := fxOptions(fxPlan(b, fxTrack(fx{id: "cat", script: "cat.sh"}), fxPins, "testdata/scripts", dir), dir)
+		o.Analyzer = Diagnosis // as haloforge build does
+		o.ProgressEvery = every
+		r, err := New(o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lines := make(chan Event, 64)
+		done := make(chan struct{})
+		go func() { printLines(devnull, lines); close(done) }()
+		go func() {
+			defer close(lines)
+			for e := range r.Events() {
+				switch e.(type) {
+				case Progress, OpenLine:
+					progress++
+				}
+				lines <- e
+			}
+		}()
+		before, start := cpuTime(syscall.RUSAGE_SELF), time.Now()
+		rep, err := r.Run(context.Background())
+		<-done
+		wall, cpu = time.Since(start), cpuTime(syscall.RUSAGE_SELF)-before
+		if err != nil || rep.Steps[0].Bytes < size {
+			b.Fatalf("run: %v, %d bytes", err, rep.Steps[0].Bytes)
+		}
+		return wall, cpu, progress
+	}
+	const pairs = 7
+	b.SetBytes(size)
+	var wallRatio, cpuRatio, fastRatio []float64
+	for range b.N {
+		for range pairs {
+			offWall, offCPU, n := measure(-1)
+			if n != 0 {
+				b.Fatalf("%d progress events with the reader off", n)
+			}
+			onWall, onCPU, n := measure(DefaultProgressEvery)
+			if n == 0 {
+				b.Fatal("no progress read from the recordings")
+			}
+			_, fastCPU, _ := measure(time.Millisecond)
+			wallRatio = append(wallRatio, offWall.Seconds()/onWall.Seconds())
+			cpuRatio = append(cpuRatio, offCPU.Seconds()/onCPU.Seconds())
+			fastRatio = append(fastRatio, offCPU.Seconds()/fastCPU.Seconds())
+		}
+	}
+	b.ReportMetric(median(wallRatio), "x-progress-off")
+	b.ReportMetric(median(cpuRatio), "x-progress-off-cpu")
+	b.ReportMetric(median(fastRatio), "x-progress-1ms-cpu")
+}
+
+// median is the middle of xs (sorted in place).
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	if len(xs)%2 == 1 {
+		return xs[len(xs)/2]
+	}
+	return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+}
+
+// BenchmarkParseProgress is the parser alone on every line of the
+// recordings, against the runner's sanitiser cutting the same bytes into
+// lines (the named baseline, x-sanitize: parse time over sanitise time):
+// what reading progress would cost if it looked at every line, which the
+// runner does not (it looks at a chunk's last lines, a few times a second).
+func BenchmarkParseProgress(b *testing.B) {
+	in := recordedProgress(b, 4<<20)
+	var lines []string
+	var sanitize, parse time.Duration
+	cut := func() {
+		lines = lines[:0]
+		s := &text.Sanitizer{OnLine: func(_ int, t []byte, _ []byte, _ int) { lines = append(lines, string(t)) }}
+		for p := in; len(p) > 0; {
+			n := min(len(p), 64<<10)
+			s.Write(p[:n], nil)
+			p = p[n:]
+		}
+		s.Flush(nil)
+	}
+	b.SetBytes(int64(len(in)))
+	found := 0
+	for b.Loop() {
+		start := time.Now()
+		cut()
+		sanitize += time.Since(start)
+		start = time.Now()
+		found = 0
+		for _, l := range lines {
+			if _, ok := parseProgress(l); ok {
+				found++
+			}
+		}
+		parse += time.Since(start)
+	}
+	if found == 0 {
+		b.Fatalf("no progress in %d lines", len(lines))
+	}
+	b.ReportMetric(parse.Seconds()/sanitize.Seconds(), "x-sanitize")
+	b.ReportMetric(float64(parse.Nanoseconds())/float64(b.N*len(lines)), "ns/line")
 }

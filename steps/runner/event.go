@@ -6,13 +6,15 @@ import (
 	"time"
 
 	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/steps/installed"
 )
 
 // Event is one thing the runner reports. The set is closed: RunStarted,
-// Notice, StepStarted, StepSkipped, Lines, Found, WaitingForInput,
-// StepFinished and RunFinished, read with a type switch. A run emits RunStarted first and
-// RunFinished last; each step that runs emits StepStarted, then Lines and
-// Found in the order the log produced them, then StepFinished.
+// Notice, StepStarted, StepSkipped, Lines, OpenLine, Progress, Found,
+// WaitingForInput, StepFinished and RunFinished, read with a type switch.
+// A run emits RunStarted first and RunFinished last; each step that runs
+// emits StepStarted, then Lines and Found in the order the log produced
+// them (OpenLine and Progress among them), then StepFinished.
 //
 // A consumer that sits between the runner and the screens may add events
 // of its own package to the stream (steps/serve's watch adds a server's
@@ -21,7 +23,8 @@ import (
 //
 // The runner never waits for a consumer to show lines: Lines events may be
 // dropped while the consumer is behind (the next Lines, or StepFinished,
-// counts them in Dropped); every other event is always delivered.
+// counts them in Dropped), and so may OpenLine and Progress (the next one
+// says the same, newer); every other event is always delivered.
 type Event interface{ event() }
 
 // RunStarted opens a run.
@@ -78,6 +81,39 @@ type Lines struct {
 	// Dropped counts this step's lines not shown just before these, because
 	// the consumer was behind (the log has them all).
 	Dropped int
+}
+
+// OpenLine is the line a step has begun and not ended: a progress bar
+// redrawn with '\r', ninja's status line, a prompt. Text is sanitised like
+// Lines (no colours); "" says the open line ended. It is sent at most every
+// Options.ProgressEvery, when it changed; a Lines event of the step ends
+// the open line it follows, and so does StepFinished.
+type OpenLine struct {
+	Step string
+	Text string
+}
+
+// Progress is how far a step's current tool is, read from what it prints
+// (progress.go lists the forms): a build's [N/M], a download's bytes, a
+// pull's layers. It is sent at most every Options.ProgressEvery, when it
+// changed; Kind "" says there is no counter to show any more (it finished).
+type Progress struct {
+	Step  string
+	Kind  string // KindNinja, KindPull, …; "" when there is none now
+	Label string // what is in progress: the file, the object, the phase
+	Done  int64
+	Total int64  // 0 for a label without a counter (a wheel being built)
+	Unit  string // UnitBytes, UnitPercent or UnitCount
+	// Rate is Units per second over the last half minute, measured by
+	// haloforge; ETA the time to Total at that rate (0: not known yet).
+	Rate float64
+	ETA  time.Duration
+	// Since is how long this counter (or label) has been going.
+	Since time.Duration
+	// RunETA is the run's remaining time: this step's, from its last
+	// duration (or ETA when longer), and the later steps' last durations;
+	// 0 when a step has never run to its end before.
+	RunETA time.Duration
 }
 
 // Found is a known failure recognised in a step's output, sent right after
@@ -142,8 +178,12 @@ type RunFinished struct {
 	RunDir   string // "" when the run could not start (lock, run dir)
 	Status   string // steps.Outcome*: succeeded, not-verified, failed, interrupted
 	Duration time.Duration
-	Err      error // the run's own machinery (state, lock, report), not the steps
-	At       time.Time
+	// Installed is what haloforge created for the track, this run and
+	// earlier ones (the report's installed): none for a dry run or a run
+	// without history.
+	Installed []installed.Item
+	Err       error // the run's own machinery (state, lock, report), not the steps
+	At        time.Time
 }
 
 func (RunStarted) event()      {}
@@ -151,6 +191,8 @@ func (Notice) event()          {}
 func (StepStarted) event()     {}
 func (StepSkipped) event()     {}
 func (Lines) event()           {}
+func (OpenLine) event()        {}
+func (Progress) event()        {}
 func (Found) event()           {}
 func (StepFinished) event()    {}
 func (RunFinished) event()     {}

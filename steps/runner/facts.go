@@ -15,6 +15,7 @@ import (
 	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/pins"
+	"github.com/haloforge/haloforge/steps/installed"
 )
 
 // The facts protocol: what a build really consumed. A pin names an image
@@ -29,6 +30,8 @@ import (
 //	wheel<TAB>NAME==VERSION<TAB>URL<TAB><64 hex>       a wheel pip installed: where from, its sha256
 //	git<TAB>REPO<TAB>REF<TAB><40 or 64 hex>            a checkout: the ref asked for, the commit got
 //	time<TAB>NAME<TAB>MILLISECONDS                     how long a part of the step's own work took
+//	created<TAB>KIND<TAB>…                             something the step created (a box, an image, a
+//	                                                   directory, a file): installed.ParseFact's forms
 //
 // The last is a measurement, not an input: a step's times reach the
 // StepFinished event and report.json (times_ns) typed, never as a log line
@@ -49,6 +52,7 @@ const (
 	factWheel      = "wheel"
 	factGit        = "git"
 	factTime       = "time"
+	factCreated    = "created"
 	factErrorsNote = "more lines were not read"
 )
 
@@ -99,16 +103,26 @@ var (
 	reMillis      = regexp.MustCompile(`^[0-9]{1,12}$`)
 )
 
-// stepFacts is what one step's facts file said: what it consumed, and the
-// times it measured of its own work, by name.
+// stepFacts is what one step's facts file said: what it consumed, the
+// times it measured of its own work, by name, and what it created (checked
+// as text: installed.Admit checks it against the machine).
 type stepFacts struct {
 	resolved Resolved
 	times    map[string]time.Duration
+	created  []installed.Item
 }
 
 // add checks one fact line and keeps it.
 func (sf *stepFacts) add(line string) error {
 	f := strings.Split(line, "\t")
+	if len(f) > 0 && f[0] == factCreated {
+		it, err := parseCreated(f[1:])
+		if err != nil {
+			return err
+		}
+		sf.created = append(sf.created, it)
+		return nil
+	}
 	if len(f) == 0 || f[0] != factTime {
 		return sf.resolved.add(line)
 	}
@@ -202,9 +216,23 @@ func (res *Resolved) add(line string) error {
 		}
 		res.Git = append(res.Git, ResolvedGit{Repo: f[1], Ref: f[2], SHA: f[3]})
 	default:
-		return errors.New("not image<TAB>REF<TAB>DIGEST, wheel<TAB>NAME==VERSION<TAB>URL<TAB>SHA256, git<TAB>REPO<TAB>REF<TAB>SHA or time<TAB>NAME<TAB>MILLISECONDS")
+		return errors.New("not image<TAB>REF<TAB>DIGEST, wheel<TAB>NAME==VERSION<TAB>URL<TAB>SHA256, git<TAB>REPO<TAB>REF<TAB>SHA, time<TAB>NAME<TAB>MILLISECONDS or created<TAB>…")
 	}
 	return nil
+}
+
+// parseCreated checks the fields of a created line after its word.
+func parseCreated(f []string) (installed.Item, error) {
+	for _, field := range f {
+		if len(field) > maxFactField {
+			return installed.Item{}, fmt.Errorf("a field is longer than %d bytes", maxFactField)
+		}
+	}
+	it, err := installed.ParseFact(f)
+	if err != nil {
+		return it, fmt.Errorf("created: %w", err)
+	}
+	return it, nil
 }
 
 // factURL checks a URL of one of the schemes: printable ASCII without

@@ -11,6 +11,7 @@ import (
 	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/installed"
 )
 
 // ReportFile is the name of a run's report inside its run dir.
@@ -22,6 +23,13 @@ const (
 	StatusPending = "pending" // not reached yet; seen only while the run goes on
 )
 
+// Kinds of run (Report.Kind).
+const (
+	RunBuild = "build" // haloforge build, the wizard's builds
+	RunServe = "serve" // haloforge serve
+	RunBench = "bench" // haloforge bench --track
+)
+
 // ReportVersion is the report.json format this haloforge writes and the
 // newest it reads (a report without one is from before it was recorded,
 // and reads as this one).
@@ -29,8 +37,11 @@ const ReportVersion = 1
 
 // Report is report.json: what a run did, step by step.
 type Report struct {
-	Version  int           `json:"version"`
-	RunID    string        `json:"run_id"`
+	Version int    `json:"version"`
+	RunID   string `json:"run_id"`
+	// Kind is RunBuild, RunServe or RunBench; "" in a report written
+	// before it was recorded (a build, or a server step named serve).
+	Kind     string        `json:"kind,omitempty"`
 	Track    string        `json:"track"`
 	Status   string        `json:"status"` // running, succeeded, not-verified, failed, interrupted
 	DryRun   bool          `json:"dry_run,omitempty"`
@@ -43,6 +54,11 @@ type Report struct {
 	// Resolved is what the steps that ran recorded they consumed
 	// (FactsEnv): image digests, wheel files, commits, each with its step.
 	Resolved Resolved `json:"resolved"`
+	// Installed is what haloforge created for the track as the run
+	// ended, this run's and earlier runs' (installed.json's record of the
+	// track): what `haloforge clean` removes. Empty for a run without
+	// history (serve, bench) and a dry run.
+	Installed []installed.Item `json:"installed"`
 }
 
 // StepReport is one step in report.json.
@@ -76,6 +92,9 @@ type StepReport struct {
 	// FactErrors the lines of its facts file that were not facts.
 	Resolved   *Resolved `json:"resolved,omitempty"`
 	FactErrors []string  `json:"fact_errors,omitempty"`
+	// Created is what the step recorded it created (FactsEnv), as
+	// admitted into the record.
+	Created []installed.Item `json:"created,omitempty"`
 	// Times are what the step timed of its own work, by name (its facts
 	// file's time lines: a bench step's "engine").
 	Times map[string]time.Duration `json:"times_ns,omitempty"`
@@ -87,9 +106,9 @@ func (s StepReport) Failed() bool {
 }
 
 func (r *Runner) newReport() *Report {
-	rep := &Report{Version: ReportVersion, RunID: r.runID, Track: r.plan.Track.ID, Status: steps.OutcomeRunning, DryRun: r.o.DryRun,
+	rep := &Report{Version: ReportVersion, RunID: r.runID, Kind: r.o.Kind, Track: r.plan.Track.ID, Status: steps.OutcomeRunning, DryRun: r.o.DryRun,
 		Started: r.started, RunDir: r.runDir, PinsFile: r.o.PinsFile, Notices: r.notices,
-		Resolved: Resolved{Images: []ResolvedImage{}, Wheels: []ResolvedWheel{}, Git: []ResolvedGit{}}}
+		Resolved: Resolved{Images: []ResolvedImage{}, Wheels: []ResolvedWheel{}, Git: []ResolvedGit{}}, Installed: []installed.Item{}}
 	for _, s := range r.plan.Steps {
 		rep.Steps = append(rep.Steps, StepReport{ID: s.ID, Title: s.Title, Optional: s.Optional,
 			Status: StatusPending, CacheKey: s.CacheKey, Pins: s.PinValues, Findings: []diagnose.Finding{},

@@ -19,6 +19,7 @@ import (
 	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/installed"
 )
 
 // Defaults of Options.
@@ -81,6 +82,9 @@ type Options struct {
 	Only   []string
 	Skip   []string // steps the user chose to skip (optional ones, in the wizard)
 	Resume bool     // continue the last failed or interrupted run of the track
+	// Kind is what the run is for, recorded in its report (RunBuild when
+	// empty): RunServe, RunBench.
+	Kind string
 	// NoHistory runs without the track's history: state.json is neither
 	// written nor locked, nothing is cached as done. For runs that are not
 	// builds (a server, a benchmark), which go beside builds of any track.
@@ -95,9 +99,12 @@ type Options struct {
 	// InputQuiet is the silence after which a step is checked for waiting
 	// on its terminal (WaitingForInput); 0 means DefaultInputQuiet.
 	InputQuiet time.Duration
-	KeepColor  bool   // keep SGR colours in Lines.Text
-	MaxLine    int    // bytes of a screen line; 0 means text.DefaultMaxLine
-	Cols, Rows uint16 // pty size; 0 means 160x50
+	KeepColor  bool // keep SGR colours in Lines.Text
+	// ProgressEvery is how often, at most, OpenLine and Progress are sent
+	// (0 means DefaultProgressEvery; below 0, never).
+	ProgressEvery time.Duration
+	MaxLine       int    // bytes of a screen line; 0 means text.DefaultMaxLine
+	Cols, Rows    uint16 // pty size; 0 means 160x50
 	// Supervisor is the argv that runs "GRACE SCRIPT" under a supervisor
 	// (see Supervise); nil means this binary: /proc/self/exe __supervise.
 	Supervisor []string
@@ -129,6 +136,9 @@ type Runner struct {
 	toolboxSnap  []byte                 // the record of toolbox.env's build variables; nil when there is none
 	parked       []*supervisor          // supervisors keeping what a succeeded step left running until the run ends
 	current      atomic.Pointer[stream] // the running step's stream (Input, Waiting)
+	owner        string                 // the run's owner token (installed.OwnerEnv)
+	stepIdx      int                    // the running step's plan index (set before its stream starts)
+	stepStart    time.Time              // when it started
 }
 
 // New checks everything a run needs before any step runs: the state dir is
@@ -148,7 +158,7 @@ func New(o Options) (*Runner, error) {
 	}
 	r := &Runner{o: o, plan: o.Plan, st: st, events: make(chan Event, o.Events), kill: make(chan struct{}, 1),
 		settle:  make(chan Verdict, 1),
-		resumed: map[string]bool{}, prevDurs: previousDurations(st, o.Plan)}
+		resumed: map[string]bool{}, prevDurs: previousDurations(st, o.Plan, o.StateDir)}
 	if err := r.selectSteps(); err != nil {
 		return nil, err
 	}
@@ -171,6 +181,7 @@ func New(o Options) (*Runner, error) {
 	}
 	r.runID = newRunID(time.Now())
 	r.runDir = filepath.Join(o.StateDir, "runs", r.runID)
+	r.owner = installed.NewOwner(r.runID)
 	return r, nil
 }
 
@@ -189,6 +200,12 @@ func withDefaults(o Options) Options {
 	}
 	if o.MaxLine <= 0 {
 		o.MaxLine = text.DefaultMaxLine
+	}
+	if o.Kind == "" {
+		o.Kind = RunBuild
+	}
+	if o.ProgressEvery == 0 {
+		o.ProgressEvery = DefaultProgressEvery
 	}
 	if o.Cols == 0 || o.Rows == 0 {
 		o.Cols, o.Rows = 160, 50
@@ -348,16 +365,45 @@ func (r *Runner) checkSupervisor() error {
 	return nil
 }
 
-// previousDurations are the last successful durations, for the ETA.
-func previousDurations(st *steps.State, p *steps.Plan) map[string]time.Duration {
+// historyRuns bounds the run reports read for the ETA of steps state.json
+// has no success of.
+const historyRuns = 30
+
+// previousDurations are the last successful durations, for the ETA: from
+// state.json, else from the newest reports of the track's runs that saw
+// the step succeed (state.json forgets successes when clean removed what
+// they built; the time they took still says how long a rebuild takes).
+func previousDurations(st *steps.State, p *steps.Plan, stateDir string) map[string]time.Duration {
 	out := map[string]time.Duration{}
-	ts := st.Tracks[p.Track.ID]
-	if ts == nil {
-		return out
+	if ts := st.Tracks[p.Track.ID]; ts != nil {
+		for id, ss := range ts.Steps {
+			if ss != nil && ss.LastSuccess != nil && ss.LastSuccess.Duration > 0 {
+				out[id] = ss.LastSuccess.Duration
+			}
+		}
 	}
-	for id, ss := range ts.Steps {
-		if ss != nil && ss.LastSuccess != nil && ss.LastSuccess.Duration > 0 {
-			out[id] = ss.LastSuccess.Duration
+	missing := 0
+	for _, s := range p.Steps {
+		if _, ok := out[s.ID]; !ok {
+			missing++
+		}
+	}
+	for i, id := range RunIDs(stateDir) {
+		if missing == 0 || i == historyRuns {
+			break
+		}
+		rep, err := ReadReport(stateDir, id)
+		if err != nil || rep.Track != p.Track.ID || rep.DryRun || (rep.Kind != "" && rep.Kind != RunBuild) {
+			continue
+		}
+		for _, sr := range rep.Steps {
+			if _, ok := out[sr.ID]; ok || sr.Duration <= 0 || (sr.Status != steps.OutcomeSucceeded && sr.Status != steps.OutcomeNotVerified) {
+				continue
+			}
+			if _, inPlan := p.Step(sr.ID); inPlan {
+				out[sr.ID] = sr.Duration
+				missing--
+			}
 		}
 	}
 	return out
@@ -454,6 +500,13 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	}
 	r.started = time.Now()
 	r.report = r.newReport()
+	if !r.o.DryRun && !r.o.NoHistory {
+		// What earlier runs created for the track, until this run's steps
+		// add to it (a run whose steps are all up to date still has it).
+		if rec, err := installed.Load(r.o.StateDir); err == nil {
+			r.report.Installed = append(r.report.Installed, rec.Items(r.plan.Track.ID)...)
+		}
+	}
 	total := r.countRuns()
 	r.send(RunStarted{Track: r.plan.Track.ID, RunID: r.runID, RunDir: r.runDir, Total: total, At: r.started})
 	for _, n := range r.notices {
@@ -461,12 +514,13 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 	}
 	err := errors.Join(r.writeReport(), r.runSteps(ctx, total))
 	r.unpark()
+	err = errors.Join(err, r.measureInstalled())
 	r.report.Duration = time.Since(r.started)
 	r.report.Status = r.runStatus()
 	// The record says what the steps got, whatever a step made of the file.
 	err = errors.Join(err, r.writeReport(), r.writeSnapshots())
 	r.send(RunFinished{RunID: r.runID, RunDir: r.runDir, Status: r.report.Status,
-		Duration: r.report.Duration, Err: err, At: time.Now()})
+		Duration: r.report.Duration, Installed: slices.Clone(r.report.Installed), Err: err, At: time.Now()})
 	return r.report, err
 }
 
@@ -532,6 +586,13 @@ func (r *Runner) runStatus() string {
 // eta sums the last durations of the steps from plan index i on that run;
 // 0 when one of them never succeeded before.
 func (r *Runner) eta(i int) time.Duration {
+	d, _ := r.etaFrom(i)
+	return d
+}
+
+// etaFrom is eta, and whether every step from i on has a last duration
+// (true, with 0, when none of them runs).
+func (r *Runner) etaFrom(i int) (time.Duration, bool) {
 	var sum time.Duration
 	for j := i; j < len(r.plan.Steps); j++ {
 		if !r.runs[j] {
@@ -539,11 +600,32 @@ func (r *Runner) eta(i int) time.Duration {
 		}
 		d, ok := r.prevDurs[r.plan.Steps[j].ID]
 		if !ok {
-			return 0
+			return 0, false
 		}
 		sum += d
 	}
-	return sum
+	return sum, true
+}
+
+// runETA is the run's remaining time while plan step i has run for
+// elapsed and its counter says stepETA: what is left of its last duration
+// (or stepETA, when longer), and the later steps' last durations. 0 when
+// a step has no last duration, or this one has outrun its own and its
+// counter knows no better.
+func (r *Runner) runETA(i int, elapsed, stepETA time.Duration) time.Duration {
+	prev, ok := r.prevDurs[r.plan.Steps[i].ID]
+	if !ok {
+		return 0
+	}
+	rem := max(prev-elapsed, stepETA)
+	if rem <= 0 {
+		return 0
+	}
+	later, ok := r.etaFrom(i + 1)
+	if !ok {
+		return 0
+	}
+	return rem + later
 }
 
 // send delivers an event that must not be lost; it waits for the consumer.

@@ -290,3 +290,21 @@ func trackBusy(dir, track string, f *os.File, build bool) *TrackBusyError {
 	}
 	return e
 }
+
+// LockTrack takes the state dir's lock and track's lock as a build does,
+// for a command that removes what the track's builds made (clean): a
+// *BusyError while any build runs in the state dir (it may be writing
+// installed.json and state.json), a *TrackBusyError while the track is
+// served or benchmarked. The returned func releases both.
+func LockTrack(dir, track string) (func(), error) {
+	unlockState, err := lockStateDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	unlockTrack, err := lockTrack(dir, track, true)
+	if err != nil {
+		unlockState()
+		return nil, err
+	}
+	return func() { unlockTrack(); unlockState() }, nil
+}

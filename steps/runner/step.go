@@ -16,6 +16,7 @@ import (
 	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/installed"
 )
 
 // drainAfterExit bounds reading the pty once the supervisor has exited: a
@@ -47,6 +48,7 @@ func (r *Runner) runOne(ctx context.Context, i, idx, total int) error {
 	r.send(StepStarted{Step: s.ID, Title: s.Title, Index: idx, Total: total, Optional: s.Optional, Log: logPath,
 		ETA: r.eta(i), Elapsed: time.Since(r.started), At: started})
 
+	r.stepIdx, r.stepStart = i, started
 	res, out := r.execute(ctx, s, logPath)
 	d := time.Since(started)
 	sr.Status, sr.ExitCode, sr.Duration = out.status, out.exitCode, d
@@ -61,6 +63,7 @@ func (r *Runner) runOne(ctx context.Context, i, idx, total int) error {
 			sr.Resolved = &facts.resolved
 			r.report.Resolved.merge(s.ID, facts.resolved)
 		}
+		sr.Created, problems = r.recordCreated(s.ID, facts.created, problems)
 		sr.FactErrors = problems
 		times, sr.Times = facts.times, facts.times
 	}
@@ -499,6 +502,7 @@ func (r *Runner) stepEnv(s steps.PlannedStep) []string {
 		PinsFileEnv:             "",
 		ToolboxEnvFile:          "",
 		ResultEnv:               r.resultPath(s.ID),
+		installed.OwnerEnv:      r.owner,
 		FactsEnv:                r.factsPath(s.ID),
 		"HALOFORGE_DRY_RUN":     "",
 		"HALOFORGE_RESUME":      "",

@@ -68,6 +68,15 @@ type stream struct {
 	masterMu   sync.Mutex  // held to write to master, or to close it (shut)
 	masterShut bool
 
+	// The progress (progress.go), read from the last lines of a chunk and
+	// the open line at most every Options.ProgressEvery; nil when off.
+	prog      *progressTracker
+	recent    string // the text of the last chunk's lines
+	recentSp  []span // its last recentLines lines
+	progAt    time.Time
+	progDirty bool   // lines came since the last look
+	openSent  string // the open line last sent
+
 	an      Analyzer
 	seen    map[string]bool
 	tail    [tailLines]string
@@ -100,6 +109,9 @@ func newStream(master, logf *os.File, logPath string, r *Runner, s steps.Planned
 	st.lastWrite.Store(time.Now().UnixNano())
 	if r.o.Analyzer != nil {
 		st.an = r.o.Analyzer(r.plan.Track.ID, s.ID)
+	}
+	if r.o.ProgressEvery > 0 {
+		st.prog = newProgressTracker()
 	}
 	return st
 }
@@ -241,6 +253,12 @@ func (st *stream) process() {
 	defer tick.Stop()
 	input := time.NewTicker(inputCheck)
 	defer input.Stop()
+	var progressTick <-chan time.Time
+	if st.prog != nil {
+		t := time.NewTicker(st.r.o.ProgressEvery)
+		defer t.Stop()
+		progressTick = t.C
+	}
 	buf := make([]byte, 256<<10)
 	var off int64
 	finished := false
@@ -251,6 +269,7 @@ func (st *stream) process() {
 				st.lagging = st.written.Load()-off > lagLimit
 				san.Write(buf[:n], nil)
 				st.flush()
+				st.progress(san, false)
 				off += int64(n)
 				if n < len(buf)/2 && !finished {
 					// Let output gather: waking for every pty read costs more
@@ -278,6 +297,8 @@ func (st *stream) process() {
 			st.idle()
 		case <-input.C:
 			st.checkInput(san.Pending())
+		case <-progressTick:
+			st.progress(san, true)
 		}
 	}
 	st.lagging = false
@@ -338,6 +359,16 @@ func (st *stream) flush() {
 		return
 	}
 	all := string(b.buf)
+	if st.prog != nil {
+		// Only the chunk's last lines, for progress: a copy of a few spans
+		// per chunk, whatever its size.
+		st.recent = all
+		st.recentSp = append(st.recentSp[:0], b.lines[max(0, len(b.lines)-recentLines):]...)
+		st.progDirty = true
+		// These lines end the open line a consumer shows: one open again
+		// is news, even with the same text (the same prompt twice).
+		st.openSent = ""
+	}
 	var found []diagnose.Finding
 	cut := false
 	for _, l := range b.lines {
@@ -368,6 +399,48 @@ func (st *stream) flush() {
 	b.buf, b.lines = b.buf[:0], b.lines[:0]
 	for _, f := range found {
 		st.finding(f)
+	}
+}
+
+// progress reads the progress of the lines that came since the last look
+// and of the open line, at most every Options.ProgressEvery, and offers
+// what changed; idle is the ticker's call, which looks at the open line
+// even when nothing was read.
+func (st *stream) progress(san *text.Sanitizer, idle bool) {
+	if st.prog == nil {
+		return
+	}
+	now := time.Now()
+	if now.Sub(st.progAt) < st.r.o.ProgressEvery {
+		return
+	}
+	if !st.progDirty && !idle {
+		return
+	}
+	st.progAt = now
+	open := san.Pending()
+	for _, l := range st.recentSp {
+		if r, ok := parseProgress(st.recent[l.text0:l.text1]); ok {
+			st.prog.see(r, now)
+		}
+	}
+	if r, ok := parseProgress(open); ok {
+		st.prog.see(r, now)
+	}
+	st.recent, st.recentSp, st.progDirty = "", st.recentSp[:0], false
+	if open != st.openSent && st.r.offer(OpenLine{Step: st.step.ID, Text: open}) {
+		st.openSent = open
+	}
+	p, ok := st.prog.progress(now)
+	if !st.prog.changed(p, ok) {
+		return
+	}
+	p.Step = st.step.ID
+	if ok {
+		p.RunETA = st.r.runETA(st.r.stepIdx, now.Sub(st.r.stepStart), p.ETA)
+	}
+	if st.r.offer(p) {
+		st.prog.sent, st.prog.sentAny = p, ok
 	}
 }
 

@@ -38,7 +38,11 @@ func (o RunOptions) runnerOptions(p *steps.Plan, step string, args []string, gra
 	if o.Grace != 0 {
 		grace = o.Grace
 	}
-	return runner.Options{Plan: p, Workspace: o.Workspace, NoHistory: true, Args: map[string][]string{step: args},
+	kind := runner.RunServe
+	if step == BenchStepID {
+		kind = runner.RunBench
+	}
+	return runner.Options{Plan: p, Workspace: o.Workspace, Kind: kind, NoHistory: true, Args: map[string][]string{step: args},
 		Analyzer: runner.Diagnosis, Grace: grace, KeepColor: o.KeepColor}
 }
 

@@ -13,9 +13,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mattn/go-runewidth"
+
 	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/installed"
 	"github.com/haloforge/haloforge/steps/runner"
 	"github.com/haloforge/haloforge/steps/serve"
 )
@@ -39,7 +42,26 @@ type Options struct {
 	// Answering says that what the user types reaches a step that waits
 	// for input (stdin is a terminal; see runner.Runner.Input).
 	Answering bool
+	// Live says the output is a terminal: the step's open line (a progress
+	// bar redrawn with '\r', ninja's status) and its progress are shown on
+	// the last line and redrawn in place, cut to Width's columns.
+	Live bool
+	// Width is the terminal's width now (asked at every redraw, so that a
+	// resize is followed); nil means 80 columns.
+	Width func() int
+	// Clean is the command that removes what the track installed (clean
+	// --track, with the user's flags): under a run that is not a dry run,
+	// what the track holds is listed with it (RunFinished.Installed); ""
+	// lists nothing.
+	Clean string
+	// ProgressEvery is how often, at most, a step's progress is printed as
+	// a line when the output is no terminal (CI): the first one that long
+	// into the step. 0 means DefaultProgressEvery; below 0, never.
+	ProgressEvery time.Duration
 }
+
+// DefaultProgressEvery is how often a CI log gets a step's progress line.
+const DefaultProgressEvery = 30 * time.Second
 
 // Result is what a run's events said, for the caller's next move.
 type Result struct {
@@ -74,6 +96,15 @@ type printer struct {
 	track string
 	found map[string][]diagnose.Finding // live findings by step, for Result
 	res   Result
+
+	// The running step's open line and progress, and what of them is on
+	// the screen (Live) or was last printed (no terminal).
+	step      string
+	open      string
+	prog      runner.Progress
+	drawn     string    // the live line on the terminal now, "" for none
+	progAt    time.Time // when the last progress line was printed, or the step began
+	progShown string    // its text
 }
 
 // Print writes a run's events until the channel closes: a line when the
@@ -81,6 +112,9 @@ type printer struct {
 // step, findings as they come, the last lines, the diagnosis and the log of
 // a failure, and the run's outcome.
 func Print(w io.Writer, events <-chan runner.Event, o Options) Result {
+	if o.ProgressEvery == 0 {
+		o.ProgressEvery = DefaultProgressEvery
+	}
 	p := &printer{w: bufio.NewWriterSize(w, 64<<10), o: o, found: map[string][]diagnose.Finding{}}
 	// Step lines are flushed at most every flushEvery: a write per line
 	// would cost a fast step more than the step itself. Status lines and
@@ -91,6 +125,7 @@ func Print(w io.Writer, events <-chan runner.Event, o Options) Result {
 		select {
 		case e, ok := <-events:
 			if !ok {
+				p.clearLive()
 				p.w.Flush()
 				return p.res
 			}
@@ -102,12 +137,13 @@ func Print(w io.Writer, events <-chan runner.Event, o Options) Result {
 			// wake it for every chunk, and those wake-ups cost more than
 			// the lines.
 			if !p.drain(events) {
+				p.clearLive()
 				p.w.Flush()
 				return p.res
 			}
 			time.Sleep(burstPause)
 		case <-tick.C:
-			p.w.Flush()
+			p.flush()
 		}
 	}
 }
@@ -135,7 +171,17 @@ func (p *printer) drain(events <-chan runner.Event) bool {
 // else is flushed at once.
 func (p *printer) event(e runner.Event) (output bool) {
 	switch e := e.(type) {
+	case runner.OpenLine:
+		p.open = e.Text
+		return true
+	case runner.Progress:
+		p.progress(e)
+		return true
+	}
+	p.clearLive()
+	switch e := e.(type) {
 	case runner.Lines:
+		p.open = "" // these lines end it
 		p.lines(e)
 		return true
 	case runner.RunStarted:
@@ -167,8 +213,91 @@ func (p *printer) event(e runner.Event) (output bool) {
 	case runner.RunFinished:
 		p.runFinished(e)
 	}
-	p.w.Flush()
+	p.flush()
 	return false
+}
+
+// flush writes what is buffered, the live line last.
+func (p *printer) flush() {
+	p.drawLive()
+	p.w.Flush()
+}
+
+// progress keeps a step's progress; without a terminal it becomes a line
+// now and then.
+func (p *printer) progress(e runner.Progress) {
+	p.prog = e
+	if p.o.Live || p.o.ProgressEvery < 0 || e.Kind == "" {
+		return
+	}
+	now := time.Now()
+	s := ProgressText(e)
+	if now.Sub(p.progAt) < p.o.ProgressEvery || s == p.progShown {
+		return
+	}
+	p.progAt, p.progShown = now, s
+	fmt.Fprintf(p.w, "%s [%s] %s\n", p.paint(sgrDim, "~"), e.Step, s)
+}
+
+// ProgressText is how every screen says a step's progress: the badge, the
+// run's remaining time when earlier runs tell it, and what is in progress.
+func ProgressText(e runner.Progress) string {
+	s := e.Badge()
+	if e.RunETA > 0 {
+		s += " · run ETA " + text.Duration(e.RunETA)
+	}
+	if e.Total > 0 && e.Label != "" {
+		s += " · " + e.Label
+	}
+	return s
+}
+
+// liveText is the last line of a terminal while a step runs: its
+// progress, else its open line.
+func (p *printer) liveText() string {
+	if !p.o.Live || p.step == "" {
+		return ""
+	}
+	var s string
+	switch {
+	case p.prog.Kind != "" && p.prog.Step == p.step:
+		s = ProgressText(p.prog)
+	case strings.TrimSpace(p.open) != "":
+		s = strings.TrimLeft(p.open, " ") // a bar's indent says nothing here
+	default:
+		return ""
+	}
+	width := 80
+	if p.o.Width != nil {
+		if w := p.o.Width(); w > 0 {
+			width = w
+		}
+	}
+	// One column short of the edge: a line that fills it would wrap on
+	// some terminals, and the redraw clears only the last row.
+	line := "… [" + p.step + "] " + s
+	return runewidth.Truncate(line, width-1, "…")
+}
+
+// drawLive puts the live line on the terminal, replacing the one there.
+func (p *printer) drawLive() {
+	s := p.liveText()
+	if s == p.drawn {
+		return
+	}
+	p.w.WriteString("\r\x1b[K")
+	if s != "" {
+		p.w.WriteString(p.paint(sgrDim, s))
+	}
+	p.drawn = s
+}
+
+// clearLive takes the live line off the terminal before a line is printed.
+func (p *printer) clearLive() {
+	if p.drawn != "" {
+		p.w.WriteString("\r\x1b[K")
+		p.drawn = ""
+	}
 }
 
 // servePhase prints a server's start-up phase, or a warning within it.
@@ -200,6 +329,7 @@ func (p *printer) smoke(e serve.Smoke) {
 }
 
 func (p *printer) started(e runner.StepStarted) {
+	p.step, p.open, p.prog, p.progAt, p.progShown = e.Step, "", runner.Progress{}, time.Now(), ""
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s [%d/%d] %s: %s", p.paint(sgrBold, "▶"), e.Index, e.Total, e.Step, e.Title)
 	if e.Optional && !strings.Contains(e.Title, "optional") {
@@ -245,6 +375,7 @@ func (p *printer) dropped(step string, n int) {
 }
 
 func (p *printer) finished(e runner.StepFinished) {
+	p.step, p.open, p.prog = "", "", runner.Progress{}
 	p.dropped(e.Step, e.Dropped)
 	switch e.Status {
 	case steps.OutcomeSucceeded:
@@ -425,9 +556,34 @@ func (p *printer) runFinished(e runner.RunFinished) {
 	if e.RunDir != "" {
 		fmt.Fprintf(p.w, "report: %s/%s\n", e.RunDir, runner.ReportFile)
 	}
+	if !p.o.DryRun && p.o.Clean != "" {
+		for _, l := range InstalledLines(e.Installed, p.o.Clean) {
+			fmt.Fprintln(p.w, l)
+		}
+	}
 	if !p.o.DryRun && (e.Status == steps.OutcomeSucceeded || e.Status == steps.OutcomeNotVerified) {
 		PrintNext(p.w, p.o.Next)
 	}
+}
+
+// InstalledLines list what haloforge created for a track and holds on
+// disk, the one form of line mode, `runs show`, `clean` and the summary:
+// a heading naming clean (the command that removes them), an item a line
+// with its size, the total.
+func InstalledLines(items []installed.Item, clean string) []string {
+	if len(items) == 0 {
+		return nil
+	}
+	lines := []string{"installed (" + clean + " removes it):"}
+	for _, it := range items {
+		lines = append(lines, "  "+text.Printable(it.Describe(), 200)+" · "+it.Size())
+	}
+	total, unknown := installed.Total(items)
+	t := "  total " + text.Bytes(total)
+	if unknown > 0 {
+		t += " and " + text.Plural(unknown, "item") + " of unknown size"
+	}
+	return append(lines, t)
 }
 
 // PrintNext writes the commands to type next, one "next: CMD" line each:

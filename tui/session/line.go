@@ -37,6 +37,9 @@ type StoryOptions struct {
 	// it after step, with the user's flags; nil means the bare commands.
 	Build  func(track string) string
 	Resume func(track, step string) string
+	// Width is the terminal's width when stdout is one: a run's progress
+	// and open line are then redrawn on the last line (linemode's Live).
+	Width func() int
 }
 
 func (o StoryOptions) buildCommand(track string) string {
@@ -99,7 +102,7 @@ func Story(ctx context.Context, b tui.Backend, w io.Writer, o StoryOptions) (Out
 
 func runStory(ctx context.Context, b tui.Runner, p *printer, out Outcome, o StoryOptions, next []string) (Outcome, error) {
 	req := tui.RunRequest{Track: out.Track}
-	lo := linemode.Options{}
+	lo := linemode.Options{Live: o.Width != nil, Width: o.Width}
 	if !o.Demo {
 		lo.Resume = func(step string) string { return o.resumeCommand(out.Track, step) }
 	}
