@@ -83,7 +83,7 @@ var checks = []checkDef{
 		noChange("no AMD GPU to configure")},
 	{CheckGFXSupport, "GPU target", checkGFXSupport, "the GPU's LLVM target is one current ROCm builds for", nil,
 		noChange("a GPU target question: pick the track doctor recommends")},
-	{CheckKernelVersion, "Kernel", checkKernel, "the kernel is new enough for gfx1151's KFD/CWSR fixes (6.18.4)", nil, packages},
+	{CheckKernelVersion, "Kernel", checkKernel, "the kernel has gfx1151's KFD/CWSR fixes (" + FixedKernelsText() + ")", nil, packages},
 	{CheckMESFirmware, "MES firmware", checkMES, "the MES firmware is not the one that hangs gfx1151 (0x83)", nil, firmware},
 	{CheckCWSR, "CWSR", checkCWSR, "the kernel has the gfx1151 CWSR fix, or CWSR is off as a stop-gap", nil, kernelArgs},
 	{CheckGTTSize, "GTT size", checkGTT, "an integrated GPU may use most of RAM as GTT (ttm.pages_limit)", []string{"dmesg"}, kernelArgs},

@@ -166,6 +166,15 @@ func amdgpuFirmwarePackage(pkgs []FirmwarePackage) *FirmwarePackage {
 	return nil
 }
 
+// The linux-firmware releases doctor judges MES by, for the texts outside
+// detect that name them (diagnose's fixes, checked by its tests).
+const (
+	// BadMESRelease is the linux-firmware release whose MES 0x83 hangs gfx1151.
+	BadMESRelease = badMESRelease
+	// FixedMESRelease is the first release after it, with the revert.
+	FixedMESRelease = fixedMESRelease
+)
+
 // Known-bad linux-firmware releases (detect/hostfix/SOURCES.md).
 const (
 	// badMESRelease ships MES 0x83, which hangs gfx1151 (and gfx1150)

@@ -3,6 +3,7 @@ package detect
 import (
 	"regexp"
 	"strconv"
+	"strings"
 )
 
 // fixState says whether the running amdgpu driver has gfx1151's KFD fixes:
@@ -67,6 +68,48 @@ var (
 	ltsFixed      = [3]int{6, 12, 64}
 	mainlineFixed = [3]int{6, 19, 0}
 )
+
+// FixedKernel is one line of kernels that carries gfx1151's KFD fixes, from
+// the release named on: the kernels doctor's kernel-version check accepts by
+// their number (TestFixedKernelsAreTheCheck holds the two together).
+type FixedKernel struct {
+	Line  string // whose kernels: "upstream", "6.12 LTS", "Ubuntu 24.04 HWE", "Ubuntu 24.04 OEM"
+	Since string // the first release with the fixes, as uname -r starts ("6.17.0-19" for 6.17.0-19-generic)
+}
+
+// FixedKernels are the kernels with gfx1151's KFD fixes, in the order
+// people are told them; detect/hostfix/SOURCES.md has the sources.
+var FixedKernels = []FixedKernel{
+	{"upstream", "6.18.4"},
+	{"6.12 LTS", "6.12.64"},
+	{"Ubuntu 24.04 HWE", "6.17.0-19"},
+	{"Ubuntu 24.04 OEM", "6.14.0-1018"},
+}
+
+// FixedKernelsText says FixedKernels in one line, as doctor, diagnose,
+// tracks and the docs print it: "6.18.4+, 6.12.64+, Ubuntu 24.04 HWE
+// 6.17.0-19+ or OEM 6.14.0-1018+".
+func FixedKernelsText() string {
+	var b strings.Builder
+	for i, k := range FixedKernels {
+		switch {
+		case i == len(FixedKernels)-1:
+			b.WriteString(" or ")
+		case i > 0:
+			b.WriteString(", ")
+		}
+		since := k.Since + "+"
+		if ubuntu, ok := strings.CutPrefix(k.Line, "Ubuntu 24.04 "); ok {
+			if i == 0 || !strings.HasPrefix(FixedKernels[i-1].Line, "Ubuntu 24.04 ") {
+				since = "Ubuntu 24.04 " + ubuntu + " " + since
+			} else {
+				since = ubuntu + " " + since
+			}
+		}
+		b.WriteString(since)
+	}
+	return b.String()
+}
 
 // kernelFixByRelease judges the fixes by the kernel's release alone.
 func kernelFixByRelease(rel string) kfdFix {

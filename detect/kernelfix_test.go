@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -125,5 +126,32 @@ func TestKernelAdviceEndsTheLoop(t *testing.T) {
 		if _, ok := kernelStep.For(d, ""); !ok {
 			t.Errorf("no kernel command for %s", d)
 		}
+	}
+}
+
+// TestFixedKernelsAreTheCheck holds the kernels haloforge names everywhere
+// (FixedKernelsText, printed by tracks, diagnose and the docs) to what the
+// kernel-version check judges: each line's first release has the fixes and
+// the one before it lacks them.
+func TestFixedKernelsAreTheCheck(t *testing.T) {
+	suffix := map[string]string{"Ubuntu 24.04 HWE": "-generic", "Ubuntu 24.04 OEM": "-oem"}
+	for _, k := range FixedKernels {
+		t.Run(k.Line, func(t *testing.T) {
+			i := strings.LastIndexAny(k.Since, ".-")
+			n, err := strconv.Atoi(k.Since[i+1:])
+			if err != nil || n == 0 {
+				t.Fatalf("%s: %q does not end in a number to step back from", k.Line, k.Since)
+			}
+			first, before := k.Since+suffix[k.Line], k.Since[:i+1]+strconv.Itoa(n-1)+suffix[k.Line]
+			if got := kernelFixByRelease(first); got.state != fixPresent {
+				t.Errorf("%s: the check says %+v for %s, the first release named", k.Line, got, first)
+			}
+			if got := kernelFixByRelease(before); got.state != fixAbsent {
+				t.Errorf("%s: the check says %+v for %s, the release before the one named", k.Line, got, before)
+			}
+		})
+	}
+	if got, want := FixedKernelsText(), "6.18.4+, 6.12.64+, Ubuntu 24.04 HWE 6.17.0-19+ or OEM 6.14.0-1018+"; got != want {
+		t.Errorf("FixedKernelsText() = %q, want %q", got, want)
 	}
 }

@@ -12,7 +12,7 @@ import (
 // plan that changes the parameter.
 type Watchdog struct {
 	// LockupTimeout is the parameter as set ("20000", "-1",
-	// "10000,60000,10000,10000"); null when it is not set or not known.
+	// "20000,20000,10000,10000"); null when it is not set or not known.
 	LockupTimeout *string `json:"lockup_timeout"`
 	// Source is where it was read: "sysfs" (/sys/module/amdgpu/parameters,
 	// the loaded value, from the command line or modprobe.d), "cmdline",
@@ -135,6 +135,23 @@ func proposedLockup(r *Report) string {
 	}
 	return fmt.Sprint(watchdogProposedMS)
 }
+
+// ProposedLockupTimeout is the amdgpu.lockup_timeout doctor proposes on a
+// kernel release: "20000,20000" before Linux 6.19 (one value would leave
+// compute at its default), "20000" from 6.19; an unknown release gets the
+// form for older kernels, which works on both.
+func ProposedLockupTimeout(release string) string {
+	r := &Report{}
+	if release != "" {
+		r.Kernel.Release = &release
+	}
+	return proposedLockup(r)
+}
+
+// DefaultLockupTimeoutMS is the kernel's own watchdog for every queue on a
+// release (10000 before Linux 6.19, 2000 from it); false when the release
+// is not a version.
+func DefaultLockupTimeoutMS(release string) (int64, bool) { return defaultWatchdogMS(release) }
 
 // parseLockupTimeout reads amdgpu.lockup_timeout as the kernel does
 // (amdgpu_device_get_job_timeout_settings: comma-separated kstrtol values,

@@ -88,7 +88,7 @@ var siblings = map[string][]string{
 	"hsa-override-spoof-crash": {"gpu-memory-access-fault"},
 	"gpu-memory-access-fault":  {"hsa-override-spoof-crash"},
 	// A ring timeout is the kernel's view of the hang the runtime reports
-	// as "HW Exception … GPU Hang"; both hints lead to kernel ≥ 6.18.4.
+	// as "HW Exception … GPU Hang"; both hints lead to a kernel with the KFD fixes.
 	"amdgpu-mes-hang": {"gpu-hang-cwsr"},
 	"gpu-hang-cwsr":   {"amdgpu-mes-hang"},
 	// The kernel's reset of a job past the watchdog and the Vulkan driver's

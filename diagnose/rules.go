@@ -19,8 +19,9 @@ import (
 // another cause's, and regenerate TUTORIAL.md
 // (go test ./diagnose -run TestTutorialReference -update). A hang family
 // has no error line to fix, so it also gets a Ladder: what to try, cheapest
-// first (kernel ≥ 6.18.4, MES firmware 0x80, cwsr_enable=0 as a stop-gap:
-// ROCm#5590, #5724; the rows in testdata/FAILURES.md).
+// first (a kernel with the KFD fixes, linux-firmware without MES 0x83,
+// cwsr_enable=0 as a stop-gap: ROCm#5590, #5724; the rows in
+// testdata/FAILURES.md), naming the host facts of hostfacts.go.
 var rules = withSignals([]Rule{
 	{
 		ID:      "therock-amdsmi-double-free",
@@ -406,7 +407,7 @@ var rules = withSignals([]Rule{
 			{"Confirm it is the load hang", "the log ends at `load_all_data: using async uploads for device ROCm0` and nothing follows for minutes; that line alone is normal"},
 			{"Copy without SDMA", "export HSA_ENABLE_SDMA=0, then start llama.cpp again"},
 			{"Load without mmap", "llama-server --no-mmap … (pageable mmap memory is what stalls the SDMA path)"},
-			{"Check kernel and firmware", "haloforge doctor: kernel-version must be ≥ 6.18.4 and mes-firmware 0x80 (not 0x83)"},
+			{"Check kernel and firmware", "haloforge doctor: kernel-version (the KFD fixes: " + fixedKernels + "), mes-firmware not 0x83, linux-firmware ≥ " + fixedFirmware},
 			{"Fall back to Vulkan", "haloforge build --track llamacpp-vulkan"},
 		},
 		pats: []pat{
@@ -420,7 +421,7 @@ var rules = withSignals([]Rule{
 		Title:   "llama.cpp hangs reserving the compute graph",
 		Summary: "Output stopped at graph_reserve: the first GPU kernels never finished on the ROCm backend.",
 		Cause:   "A ROCm kernel execution hang on gfx1151 (ROCm#5534 family), fixed in newer kernels and ROCm.",
-		Fix: "haloforge doctor   # kernel-version: the KFD fixes (6.18.4, or a vendor backport); without them add amdgpu.cwsr_enable=0\n" +
+		Fix: "haloforge doctor   # kernel-version: the KFD fixes (" + fixedKernels + "); without them add amdgpu.cwsr_enable=0\n" +
 			"# update ROCm to the pinned TheRock release; still stuck: use the llamacpp-vulkan track",
 		Links:  issues("ROCm/ROCm#5534"),
 		Tracks: []string{"llamacpp-rocm", "ollama"},
@@ -428,7 +429,7 @@ var rules = withSignals([]Rule{
 		Seed:   true,
 		Ladder: []Rung{
 			{"Confirm it is the graph hang", "the log ends at `graph_reserve: reserving a graph for ubatch` and nothing follows"},
-			{"Check kernel and firmware", "haloforge doctor: kernel-version (the KFD fixes: 6.18.4, or a vendor backport), mes-firmware not 0x83, linux-firmware ≥ 20260110"},
+			{"Check kernel and firmware", "haloforge doctor: kernel-version (the KFD fixes: " + fixedKernels + "), mes-firmware not 0x83, linux-firmware ≥ " + fixedFirmware},
 			{"Stop-gap on older kernels", "add amdgpu.cwsr_enable=0 to the kernel command line and reboot; drop it once the KFD topology lists cwsr_size"},
 			{"Newer ROCm", "bump ROCM_VERSION in versions.env to the pinned TheRock release; haloforge pins diff shows what re-runs"},
 			{"Fall back to Vulkan", "haloforge build --track llamacpp-vulkan"},
@@ -442,14 +443,14 @@ var rules = withSignals([]Rule{
 		ID:      "amdgpu-mes-hang",
 		Title:   "MES firmware hang (ring timeout)",
 		Summary: "The kernel driver reports a ring timeout or an unresponsive MES: the GPU's scheduler firmware hung.",
-		Cause:   "A MES firmware bug (0x83 in linux-firmware 20251125) or a kernel older than 6.18.4.",
+		Cause:   "A MES firmware bug (0x83 in linux-firmware " + badFirmware + ") or a kernel without the gfx1151 KFD fixes (" + fixedKernels + ").",
 		Fix: "sudo grep MES /sys/kernel/debug/dri/*/amdgpu_firmware_info   # 0x83 hangs; no other version is known to\n" +
-			"# install linux-firmware ≥ 20260110 (avoid 20251125) and a kernel with the KFD fixes (≥ 6.18.4 or a vendor backport), rebuild the initramfs, then reboot",
+			"# install linux-firmware ≥ " + fixedFirmware + " (avoid " + badFirmware + ") and a kernel with the KFD fixes (" + fixedKernels + "), rebuild the initramfs, then reboot",
 		Links: issues("ROCm/ROCm#6273", "ROCm/ROCm#2196", "ROCm/ROCm#5724"),
 		Ladder: []Rung{
 			{"Read the firmware version", "sudo grep MES /sys/kernel/debug/dri/*/amdgpu_firmware_info: 0x83 is the bad one"},
-			{"Update linux-firmware", "≥ 20260110 (the MES 0x83 revert); avoid 20251125; then rebuild the initramfs"},
-			{"Update the kernel", "≥ 6.18.4, 6.12.64, Ubuntu 24.04 HWE 6.17.0-19 or OEM 6.14.0-1018 carry the KFD/CWSR fixes for gfx1151 (haloforge doctor, check kernel-version)"},
+			{"Update linux-firmware", "≥ " + fixedFirmware + " (the MES 0x83 revert); avoid " + badFirmware + "; then rebuild the initramfs"},
+			{"Update the kernel", fixedKernels + " carry the KFD/CWSR fixes for gfx1151 (haloforge doctor, check kernel-version)"},
 			{"Collect a bundle", "haloforge doctor --collect DIR, attach it to a ROCm issue"},
 		},
 		pats: []pat{
@@ -473,8 +474,8 @@ var rules = withSignals([]Rule{
 		ID:      "gpu-hang-cwsr",
 		Title:   "GPU hang (CWSR/MES) reported by the runtime",
 		Summary: "The HSA runtime reported a hardware exception: the GPU hung.",
-		Cause:   "Compute wave save/restore (CWSR) and MES hangs on gfx1151 with kernels older than 6.18.4.",
-		Fix: "haloforge doctor   # kernel-version and cwsr: the KFD fixes are in 6.18.4, 6.12.64 and the vendor backports\n" +
+		Cause:   "Compute wave save/restore (CWSR) and MES hangs on gfx1151 with kernels without the KFD fixes (" + fixedKernels + ").",
+		Fix: "haloforge doctor   # kernel-version and cwsr: the KFD fixes are in " + fixedKernels + "\n" +
 			"# on a kernel without them only: add amdgpu.cwsr_enable=0 to the kernel command line and reboot",
 		Links: issues("segurac/force-host-alloction-APU#2", "ROCm/ROCm#5590"),
 		Ladder: []Rung{
@@ -495,7 +496,7 @@ var rules = withSignals([]Rule{
 		Title:   "GPU page fault in the kernel log",
 		Summary: "amdgpu logged a GPU page fault: a kernel accessed memory it does not own.",
 		Cause:   "A driver or firmware bug, or an invalid access by a kernel (often under an arch spoof).",
-		Fix: "# update the kernel (≥ 6.18.4) and linux-firmware, then retry\n" +
+		Fix: "# update the kernel (" + fixedKernels + ") and linux-firmware, then retry\n" +
 			"haloforge doctor --collect bundle/   # attach the bundle when you report it upstream",
 		Links: issues("ROCm/rocm-libraries#1132"),
 		pats: []pat{
@@ -978,11 +979,12 @@ var rules = withSignals([]Rule{
 		ID:      "gpu-ring-timeout-lockup",
 		Title:   "GPU job timed out and was reset on a long prompt (lockup_timeout)",
 		Summary: "The kernel's GPU watchdog timed out a long compute job and reset its queue: the engine lost its device mid-request.",
-		Cause: "amdgpu resets a ring whose job runs longer than amdgpu.lockup_timeout: 10 s for graphics, and for compute queues 60 s on Linux 6.x " +
-			"but a few seconds on 7.x (llama.cpp#25664). A long prefill at a deep context, or a large -ub batch, on gfx1151 can take longer than " +
+		Cause: "amdgpu resets a ring whose job runs longer than amdgpu.lockup_timeout: by default " + watchdogBefore619 + " for every queue, compute included, " +
+			"before Linux 6.19 and " + watchdogFrom619 + " from 6.19, so on every 7.x kernel (llama.cpp#25664). A long prefill at a deep context, or a large -ub batch, on gfx1151 can take longer than " +
 			"that without being hung; the reset then kills the request or the server (the engine's side: vulkan-device-lost).",
-		Fix: "# kernel command line, then reboot: a longer watchdog (milliseconds; GFX,Compute,SDMA,Video)\n" +
-			"amdgpu.lockup_timeout=10000,60000,10000,10000   # Linux 6.x's values; LLMKube uses 20000 for all; -1 also hides real hangs\n" +
+		Fix: "# kernel command line, then reboot: 20 s for GFX and compute jobs (milliseconds; GFX,Compute), as haloforge doctor proposes\n" +
+			"amdgpu.lockup_timeout=" + lockupBefore619 + "   # before Linux 6.19, where one value leaves compute at " + watchdogBefore619 + "\n" +
+			"amdgpu.lockup_timeout=" + lockupFrom619 + "   # from Linux 6.19, where one value sets every queue; -1 also hides real hangs\n" +
 			"llama-server … -ub 512   # smaller micro-batches: each GPU job ends sooner\n" +
 			"sudo grep MES /sys/kernel/debug/dri/*/amdgpu_firmware_info   # a reset that fails is the MES hang instead (0x83 is bad)",
 		Links: issues("ggml-org/llama.cpp#27076", "Nathanw1014/strix-halo-llamacpp#16", "defilantech/LLMKube#886", "ggml-org/llama.cpp#21724", "ggml-org/llama.cpp#25664"),
@@ -1223,10 +1225,10 @@ var rules = withSignals([]Rule{
 		Title:   "Vulkan device lost in the middle of a request",
 		Summary: "The Vulkan driver lost the GPU in the middle of a request, with no failed allocation before it: the kernel reset a GPU job that ran too long (a long prompt at a deep context).",
 		Cause: "ggml's Vulkan backend sends up to about 100 graph nodes in one vkQueueSubmit; at a deep context one submission (often flash attention over the whole KV cache) " +
-			"runs longer than amdgpu's job watchdog, amdgpu.lockup_timeout. Linux 7.x lowered the compute queues' default from 60 s to a few seconds " +
-			"(llama.cpp#25664), so Strix Halo hits it at 50k–130k tokens. The kernel resets the queue; Mesa's RADV then says the context is lost, and " +
+			"runs longer than amdgpu's job watchdog, amdgpu.lockup_timeout. Linux 6.19 lowered every queue's default from " + watchdogBefore619 + " to " + watchdogFrom619 + " " +
+			"(so on every 7.x kernel; llama.cpp#25664), and Strix Halo hits it at 50k–130k tokens. The kernel resets the queue; Mesa's RADV then says the context is lost, and " +
 			"AMD's own driver (AMDVLK, and Adrenalin on Windows) reports ErrorDeviceLost at the next fence.",
-		Fix: "amdgpu.lockup_timeout=10000,60000,10000,10000   # kernel command line, then reboot: Linux 6.x's watchdogs (GFX,Compute,SDMA,Video ms)\n" +
+		Fix: "amdgpu.lockup_timeout=" + lockupFrom619 + "   # kernel command line, then reboot: 20 s for every queue from Linux 6.19 (" + lockupBefore619 + " before: GFX,Compute ms), as haloforge doctor proposes\n" +
 			"GGML_VK_MAX_NODES_PER_SUBMIT=8 llama-server …   # smaller submissions (llama.cpp from late June 2026, #24872)\n" +
 			"llama-server … -ub 512   # smaller micro-batches: each GPU job ends sooner\n" +
 			"GGML_VK_SERIALIZE_SUBMISSIONS=1 llama-server …   # names the operation that timed out (llama.cpp#26371); slow, for a report only\n" +

@@ -42,7 +42,7 @@ var catalogue = []Track{
 		Pros:           []string{"native gfx1151 kernels, no HSA override", "every pin reproducible, wheels cached", "runs by hand without the wizard"},
 		Cons:           []string{"hours of compiling on the first run", "gfx1151 is experimental in AITER; optional"},
 		GFX:            gfxStrixHalo,
-		Requires:       []string{"kernel >= 6.18.4", "podman and distrobox", "/dev/kfd and /dev/dri reachable (groups render, video)", "about 60 GB free disk"},
+		Requires:       []string{"a kernel with gfx1151's KFD fixes: " + detect.FixedKernelsText(), "podman and distrobox", "/dev/kfd and /dev/dri reachable (groups render, video)", "about 60 GB free disk"},
 		BlockingChecks: []detect.CheckID{detect.CheckGPU, detect.CheckKFDAccess, detect.CheckContainerEngine, detect.CheckDistrobox, detect.CheckDiskSpace},
 		Env:            map[string]string{"HSA_OVERRIDE_GFX_VERSION": ""},
 		Steps: []Step{

@@ -327,3 +327,63 @@ func TestDocsNameEverySchema(t *testing.T) {
 		t.Fatal("no schema name found in the code: the pattern or the walk is wrong")
 	}
 }
+
+// TestDocsStateDoctorsHostFacts keeps the host facts the docs state those
+// doctor judges by: the kernels with gfx1151's KFD fixes, the linux-firmware
+// releases of MES 0x83 and its revert, and the watchdog's defaults and
+// proposal on each side of Linux 6.19.
+func TestDocsStateDoctorsHostFacts(t *testing.T) {
+	read := func(path string) string {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	row := func(page, section, id string) string {
+		for _, r := range tableRows(docSections(read(page))[section]) {
+			if r[0] == id {
+				return strings.Join(r, " | ")
+			}
+		}
+		t.Fatalf("%s, %q: no row for %s", page, section, id)
+		return ""
+	}
+	secs := func(ms int64, ok bool) string {
+		if !ok {
+			t.Fatal("detect has no default watchdog for a 6.x release")
+		}
+		return strconv.FormatInt(ms/1000, 10) + " s"
+	}
+	const facts, ids = "../../docs/facts.md", "../../docs/ids.md"
+	const settings = "The host settings each check judges"
+	tests := []struct {
+		name, text string
+		want       []string
+		not        []string
+	}{
+		{"facts.md kernel-version", row(facts, settings, "kernel-version"), []string{detect.FixedKernelsText()}, nil},
+		{"ids.md kernel-version", row(ids, "Host checks", "kernel-version"), []string{detect.FixedKernelsText()}, nil},
+		{"facts.md mes-firmware", row(facts, settings, "mes-firmware"), []string{detect.BadMESRelease, detect.FixedMESRelease}, []string{"`0x80` is good"}},
+		{"facts.md lockup-timeout", row(facts, settings, "lockup-timeout"), []string{
+			secs(detect.DefaultLockupTimeoutMS("6.18.4")) + " for every queue, compute included, before Linux 6.19",
+			secs(detect.DefaultLockupTimeoutMS("6.19.0")) + " from 6.19",
+			"`amdgpu.lockup_timeout=" + detect.ProposedLockupTimeout("6.18.4") + "` before 6.19",
+			"`amdgpu.lockup_timeout=" + detect.ProposedLockupTimeout("6.19.0") + "` from 6.19",
+		}, []string{"60000", "60 s"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, w := range tc.want {
+				if !strings.Contains(tc.text, w) {
+					t.Errorf("the row does not say %q, which doctor does:\n%s", w, tc.text)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(tc.text, n) {
+					t.Errorf("the row says %q, which doctor does not:\n%s", n, tc.text)
+				}
+			}
+		})
+	}
+}

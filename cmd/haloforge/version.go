@@ -92,7 +92,7 @@ func (s stamp) String() string {
 	case s.commit == "" && strings.HasPrefix(s.version, "v"):
 		b.WriteString("unknown (go install records none for a tag: " + s.version + " names it)")
 	case s.commit == "":
-		b.WriteString("unknown (this build recorded none: go run never does; make build does)")
+		b.WriteString("unknown (this build recorded none: go run and go build -buildvcs=false never do; make build does)")
 	default:
 		b.WriteString(s.commit)
 		if s.dirty {

@@ -40,9 +40,9 @@ func TestBuildStamp(t *testing.T) {
 		{"go install of a tag", stamp{version: "dev"}, &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}},
 			"v1.2.3\ncommit unknown (go install records none for a tag: v1.2.3 names it)\nbuilt unknown"},
 		{"go run", stamp{version: "dev"}, &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}},
-			"dev\ncommit unknown (this build recorded none: go run never does; make build does)\nbuilt unknown"},
+			"dev\ncommit unknown (this build recorded none: go run and go build -buildvcs=false never do; make build does)\nbuilt unknown"},
 		{"no build info", stamp{version: "dev"}, nil,
-			"dev\ncommit unknown (this build recorded none: go run never does; make build does)\nbuilt unknown"},
+			"dev\ncommit unknown (this build recorded none: go run and go build -buildvcs=false never do; make build does)\nbuilt unknown"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := buildStamp(tc.linked, tc.info).String(); got != tc.want {
@@ -100,7 +100,7 @@ func TestVersionOfRealBuilds(t *testing.T) {
 	})
 	t.Run("no stamp", func(t *testing.T) {
 		got := build(t, repo, "-buildvcs=false")
-		if want := "haloforge version dev\ncommit unknown (this build recorded none: go run never does; make build does)\nbuilt unknown\n"; got != want {
+		if want := "haloforge version dev\ncommit unknown (this build recorded none: go run and go build -buildvcs=false never do; make build does)\nbuilt unknown\n"; got != want {
 			t.Errorf("got\n%s\nwant\n%s", got, want)
 		}
 	})

@@ -442,7 +442,7 @@ func (e *evaluator) kernel(n Node, f *Facts) detect.Check {
 		return ok(CheckKernel, fmt.Sprintf("Linux %s, the same class (%s) as %s's %s", f.Kernel, kernelClass(f.Kernel), ref.Name, rf.Kernel))
 	}
 	return warn(CheckKernel, fmt.Sprintf("Linux %s here, %s on %s: different kernel lines differ in KFD, CWSR and MES handling", f.Kernel, rf.Kernel, ref.Name),
-		"run the same kernel line on every node (haloforge doctor on each says whether it is ≥ 6.18.4)")
+		"run the same kernel line on every node (haloforge doctor on each says whether it has gfx1151's KFD fixes: "+detect.FixedKernelsText()+")")
 }
 
 // firmwareClass is what the node says of its GPU firmware: MES version
