@@ -11,6 +11,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps/runner"
 )
 
@@ -138,10 +139,10 @@ func waitEvents(ch <-chan runner.Event, reuse ...runner.Event) tea.Cmd {
 // wrap breaks text into lines of at most width cells at spaces (never
 // inside a word: a path or a flag such as --state-dir stays whole; a word
 // wider than the line stays whole too). Newlines in text are kept.
-func wrap(text string, width int) string {
+func wrap(s string, width int) string {
 	var rows []string
-	for _, l := range strings.Split(text, "\n") {
-		rows = append(rows, wrapWithPrefix(l, max(width, 10), "")...)
+	for _, l := range strings.Split(s, "\n") {
+		rows = append(rows, text.Wrap(l, max(width, 10), "")...)
 	}
 	return strings.Join(rows, "\n")
 }

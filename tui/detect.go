@@ -320,7 +320,7 @@ func (s *detectScreen) checksView(width int) string {
 	b.WriteString(head + "\n")
 	indent := strings.Repeat(" ", 3+checkNameWidth)
 	for _, c := range s.det.Checks {
-		for i, l := range wrapWithPrefix(c.Summary, max(width-len(indent), 20), "") {
+		for i, l := range text.Wrap(c.Summary, max(width-len(indent), 20), "") {
 			if i == 0 {
 				b.WriteString(" " + checkMark(c.Status, s.Styles) + " " + padRight(c.ID.Title(), checkNameWidth) + l + "\n")
 			} else {
@@ -328,7 +328,7 @@ func (s *detectScreen) checksView(width int) string {
 			}
 		}
 		if c.Fix != "" && (c.Status == detect.StatusWarn || c.Status == detect.StatusFail) {
-			for i, l := range fixRows(c.Fix, width-11) {
+			for i, l := range text.FixRows(c.Fix, width-11) {
 				label := "     "
 				if i == 0 {
 					label = "fix: "

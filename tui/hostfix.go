@@ -571,28 +571,16 @@ func hardLines(l string, width, indent int, style func(string) string) []string 
 
 // commandLines shows a shell command at the width without breaking it:
 // it breaks only between words outside quotes and ends each broken line
-// with " \", so that the lines still read (and paste) as the one command.
-// A single word wider than the screen is cut where it must be.
+// with " \", so that the lines still read (and paste) as the one command
+// (text.CommandRows). A single word wider than the screen is cut where it
+// must be.
 func commandLines(cmd string, width, indent int) []string {
-	pad := strings.Repeat(" ", indent)
-	words := shellWords(cmd)
-	if len(words) == 0 {
+	if strings.TrimSpace(cmd) == "" {
 		return nil
 	}
-	var out []string
-	line, cont := pad+words[0], pad+"    "
-	for _, w := range words[1:] {
-		if ansi.StringWidth(line)+1+ansi.StringWidth(w)+2 > width {
-			out = append(out, line+" \\")
-			line = cont + w
-			continue
-		}
-		line += " " + w
-	}
-	out = append(out, line)
 	var cut []string
-	for _, l := range out {
-		cut = append(cut, hardLines(l, width, len(cont), plainText)...)
+	for _, l := range text.CommandRows(strings.Repeat(" ", indent)+cmd, width) {
+		cut = append(cut, hardLines(l, width, indent+4, plainText)...)
 	}
 	return cut
 }

@@ -11,6 +11,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
 )
 
@@ -276,7 +277,7 @@ func trackDetails(t steps.Track, det *Detection, st Styles, width int) string {
 		}
 		b.WriteString("\n" + st.Bold.Render(title) + "\n")
 		for _, it := range items {
-			b.WriteString(strings.Join(proseRows(mark+it, width), "\n") + "\n")
+			b.WriteString(strings.Join(text.ProseRows(mark+it, width), "\n") + "\n")
 		}
 	}
 	section("Needs", t.Requires, "• ")

@@ -169,8 +169,8 @@ func (s *planScreen) View() string {
 func (s *planScreen) stopLines() []string {
 	st, p, w := s.Styles, s.plan, max(s.w, 20)
 	var out []string
-	add := func(style func(...string) string, text string) {
-		for _, l := range proseRows(text, w) {
+	add := func(style func(...string) string, s string) {
+		for _, l := range text.ProseRows(s, w) {
 			out = append(out, style(l))
 		}
 	}

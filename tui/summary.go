@@ -159,7 +159,7 @@ func nextBlock(rs *runState, p *Plan, resume string, demo bool, st Styles, width
 	switch {
 	case failed != nil && demo:
 		b.WriteString("\n" + st.Bold.Render("Next") + "\n")
-		for _, l := range proseRows("esc, then r: the demo applies the fix and retries. `haloforge demo` starts the story again.", max(width-2, 20)) {
+		for _, l := range text.ProseRows("esc, then r: the demo applies the fix and retries. `haloforge demo` starts the story again.", max(width-2, 20)) {
 			b.WriteString("  " + st.Subtle.Render(l) + "\n")
 		}
 	case failed != nil:
@@ -174,12 +174,12 @@ func nextBlock(rs *runState, p *Plan, resume string, demo bool, st Styles, width
 			cmdLine(c)
 		}
 		if hint := modelHint(p); hint != "" {
-			for _, l := range proseRows(hint, max(width-2, 20)) {
+			for _, l := range text.ProseRows(hint, max(width-2, 20)) {
 				b.WriteString("  " + st.Subtle.Render(l) + "\n")
 			}
 		}
 		if demo {
-			for _, l := range proseRows("(the demo installed nothing: on your machine these run in the box the build made)", max(width-2, 20)) {
+			for _, l := range text.ProseRows("(the demo installed nothing: on your machine these run in the box the build made)", max(width-2, 20)) {
 				b.WriteString("  " + st.Subtle.Render(l) + "\n")
 			}
 		}
@@ -244,7 +244,7 @@ func summaryStepLine(s *stepRun, st Styles, width int) string {
 	}
 	for _, f := range s.Findings {
 		line += "\n      " + family.Render(f.Family)
-		for _, l := range wrapWithPrefix(f.Summary, max(width-8, 20), "") {
+		for _, l := range text.Wrap(f.Summary, max(width-8, 20), "") {
 			line += "\n        " + st.Subtle.Render(l)
 		}
 	}

@@ -298,7 +298,7 @@ func (s *troubleshootScreen) results() string {
 			st.Subtle.Render("These lines look like the error; `haloforge doctor` checks the host.") + "\n")
 		for _, l := range s.suspects {
 			label := fmt.Sprintf("line %d  ", l.Line)
-			for i, row := range wrapWithPrefix(l.Text, width-len(label), "") {
+			for i, row := range text.Wrap(l.Text, width-len(label), "") {
 				if i == 0 {
 					b.WriteString("  " + st.Subtle.Render(label) + row + "\n")
 				} else {
