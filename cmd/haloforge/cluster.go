@@ -55,7 +55,7 @@ func newClusterCmd(g *globalOptions) *cobra.Command {
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&o.inventory, "inventory", "", "the cluster inventory (TOML)")
-	pf.StringVar(&o.engine, "engine", "", "rpc (llama.cpp RPC) or ray (vLLM on Ray); default: the inventory's engine, else rpc")
+	pf.StringVar(&o.engine, "engine", "", "the engine: rpc (llama.cpp RPC) or ray (vLLM on Ray); default: the inventory's engine, else rpc")
 	pf.StringVar(&o.sshConfig, "ssh-config", os.Getenv("HALOFORGE_SSH_CONFIG"), "ssh_config file to use instead of ~/.ssh/config (ssh -F; default $HALOFORGE_SSH_CONFIG)")
 	cmd.AddCommand(newClusterCheckCmd(o), newClusterUpCmd(o), newClusterDownCmd(o), newClusterNodeFactsCmd(o))
 	return cmd

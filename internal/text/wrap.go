@@ -210,7 +210,7 @@ func CommandRows(l string, width int) []string {
 	indent := lead + "    "
 	var rows []string
 	cur := lead + words[0]
-	for _, w := range words[1:] {
+	for _, w := range flagUnits(words[1:], width-len(indent)-2) {
 		// a row keeps room for its " \" when another word follows
 		if ansi.StringWidth(cur)+1+ansi.StringWidth(w)+2 > width {
 			rows = append(rows, cur+" \\")
@@ -236,16 +236,44 @@ func CommandRows(l string, width int) []string {
 	return rows
 }
 
+// flagUnits keeps an option and its value on one row ("--model M"), as
+// long as the two fit a row together: a break goes between options, where
+// a reader looks for one.
+func flagUnits(words []string, room int) []string {
+	var out []string
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if i+1 < len(words) && isOption(w) && !isOption(words[i+1]) && !isOperator(words[i+1]) &&
+			ansi.StringWidth(w)+1+ansi.StringWidth(words[i+1]) <= room {
+			w += " " + words[i+1]
+			i++
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// isOption is a word such as -o or --model that may take the next word as
+// its value (not --flag=value, not a lone "-" or "--").
+func isOption(w string) bool {
+	return strings.HasPrefix(w, "-") && w != "-" && w != "--" && !strings.Contains(w, "=")
+}
+
+// isOperator is a word the shell reads as a pipe, list or redirection.
+func isOperator(w string) bool {
+	return strings.ContainsAny(w[:1], "|&;<>") || strings.HasPrefix(w, "2>") || strings.HasPrefix(w, "1>")
+}
+
 // ShellWords splits a command line at the spaces a shell splits it at:
 // quotes and backslash escapes keep their spaces, and each word keeps its
-// quotes as written. A comment (from a word starting with #) runs to the
+// quotes as written, and so does a $(…) substitution. A comment (from a word starting with #) runs to the
 // end of the line and stays one piece: a continuation inside it would not
 // continue.
 func ShellWords(s string) []string {
 	var words []string
 	var cur strings.Builder
 	var quote rune
-	escaped := false
+	escaped, depth := false, 0
 	for i, r := range s {
 		switch {
 		case escaped:
@@ -260,7 +288,11 @@ func ShellWords(s string) []string {
 			quote = r
 		case r == '#' && cur.Len() == 0:
 			return append(words, strings.TrimSpace(s[i:]))
-		case r == ' ' || r == '\t':
+		case r == '(' && strings.HasSuffix(cur.String(), "$"):
+			depth++ // a $(command) is one word with its spaces
+		case r == ')' && depth > 0:
+			depth--
+		case (r == ' ' || r == '\t') && depth == 0:
 			if cur.Len() > 0 {
 				words = append(words, cur.String())
 				cur.Reset()

@@ -104,6 +104,7 @@ func TestShellWords(t *testing.T) {
 		`a\ b c`:                                {`a\ b`, "c"},
 		`pip uninstall -y amdsmi   # a note  x`: {"pip", "uninstall", "-y", "amdsmi", "# a note  x"},
 		`x#y z`:                                 {"x#y", "z"},
+		`cp a $(brew --prefix)/etc b`:           {"cp", "a", "$(brew --prefix)/etc", "b"},
 	} {
 		if got := ShellWords(in); strings.Join(got, "|") != strings.Join(want, "|") {
 			t.Errorf("ShellWords(%q) = %q, want %q", in, got, want)

@@ -1,0 +1,61 @@
+package main
+
+// Text on a real terminal: help at the terminal's width, never wrapped by
+// the terminal itself; the real binary in tmux, read with capture-pane.
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// history is everything the pane printed (up to lines rows back), each row
+// as the terminal shows it, or with the terminal's own wraps joined; blank
+// rows left out (-J keeps fewer of them at the end).
+func (s *tmuxSession) history(lines int, joinWraps bool) []string {
+	args := []string{"capture-pane", "-p", "-S", fmt.Sprint(-lines), "-t", s.name}
+	if joinWraps {
+		args = append(args, "-J")
+	}
+	var rows []string
+	for _, r := range strings.Split(s.run(args...), "\n") {
+		if strings.TrimSpace(r) != "" {
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+// TestTmuxHelpFits: every group's help and a leaf's, on a real terminal
+// of 80, 120 and 60 columns (the terminal's last column left free): no row reaches the terminal's edge and wraps
+// there (capture-pane -J, which joins the rows the terminal wrapped, gives
+// the same rows), the rows use the width up to 80 and no more.
+func TestTmuxHelpFits(t *testing.T) {
+	bin := sharedBinary(t)
+	for _, size := range [][2]int{{80, 24}, {120, 40}, {60, 20}} {
+		for _, args := range []string{"--help", "pins --help", "cluster --help", "completion --help", "help cluster up", "bench --help"} {
+			if size[0] < 80 && args == "bench --help" {
+				continue // an example's path is wider than 60 columns: a command is never broken inside a word
+			}
+			t.Run(fmt.Sprintf("%dx%d/%s", size[0], size[1], args), func(t *testing.T) {
+				tm, st := tmuxWithStatus(t, size[0], size[1], shellQuote(bin)+" "+args)
+				if status := tm.waitStatus(st, 30*time.Second); status != "0" {
+					t.Fatalf("exit %s", status)
+				}
+				time.Sleep(keyGap)
+				rows, joined := tm.history(300, false), tm.history(300, true)
+				if len(rows) != len(joined) {
+					t.Fatalf("the terminal wrapped %d rows of help at %d columns:\n%s", len(rows)-len(joined), size[0], strings.Join(rows, "\n"))
+				}
+				widest := 0
+				for _, r := range rows {
+					widest = max(widest, len([]rune(strings.TrimRight(r, " "))))
+				}
+				if limit := min(size[0], helpMax); widest > limit || widest < limit-12 {
+					t.Errorf("the widest row is %d columns, want at most %d and close to it:\n%s", widest, limit, strings.Join(rows, "\n"))
+				}
+			})
+		}
+	}
+}
