@@ -4,10 +4,16 @@ package main
 // the terminal itself; the real binary in tmux, read with capture-pane.
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 )
 
 // history is everything the pane printed (up to lines rows back), each row
@@ -57,5 +63,63 @@ func TestTmuxHelpFits(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestDumbTerminalGetsLineMode: on a real terminal whose TERM is dumb
+// (Emacs's M-x shell), the demo and the wizard print line mode: no
+// alternate screen, no cursor addressing, no keyboard protocol, no colour;
+// the same terminal with TERM=xterm gets the full screen.
+func TestDumbTerminalGetsLineMode(t *testing.T) {
+	bin := sharedBinary(t)
+	for _, tc := range []struct {
+		name, term string
+		args       []string
+		full       bool
+		want       string
+	}{
+		{"demo", "dumb", []string{"demo"}, false, "gfx1151"},
+		{"wizard", "dumb", nil, false, "== Detection (this machine)"},
+		{"demo on xterm", "xterm-256color", []string{"demo"}, true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(bin, tc.args...)
+			cmd.Env = append(os.Environ(), "TERM="+tc.term, "XDG_STATE_HOME="+t.TempDir(), "HALOFORGE_DEMO_SPEED=1000")
+			ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: 80, Rows: 24})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ptmx.Close()
+			var out bytes.Buffer
+			done := make(chan struct{})
+			go func() { _, _ = io.Copy(&out, ptmx); close(done) }()
+			if tc.full {
+				time.Sleep(3 * time.Second) // the picker is up
+				_, _ = ptmx.Write([]byte("q"))
+			}
+			select {
+			case <-done:
+			case <-time.After(60 * time.Second):
+				_ = cmd.Process.Kill()
+				t.Fatalf("still running:\n%s", out.String())
+			}
+			_ = cmd.Wait()
+			got := out.String()
+			full := strings.Contains(got, "\x1b[?1049h")
+			if full != tc.full {
+				t.Fatalf("TERM=%s: full screen %v, want %v:\n%q", tc.term, full, tc.full, got)
+			}
+			if tc.full {
+				return
+			}
+			for _, esc := range []string{"\x1b[>1u", "\x1b[?2004h", "\x1b[H", "\x1b[1;1H", "\x1b[3"} {
+				if strings.Contains(got, esc) {
+					t.Errorf("TERM=dumb got %q:\n%q", esc, got)
+				}
+			}
+			if !strings.Contains(got, tc.want) {
+				t.Errorf("the line-mode output lacks %q:\n%s", tc.want, got)
+			}
+		})
 	}
 }

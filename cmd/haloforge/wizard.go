@@ -70,7 +70,7 @@ func runWizard(cmd *cobra.Command, o wizardOptions) error {
 	}
 	g := o.globalOptions
 	stateDir := g.stateDirOr()
-	lineMode := o.plain || !stdoutIsTerminal(cmd)
+	lineMode := o.plain || !fullScreen(cmd)
 	notes := localNotes(g, !lineMode)
 	printNotes(cmd.ErrOrStderr(), notes)
 	e, err := wizardEngine(g, !lineMode)
@@ -172,6 +172,14 @@ func wizardEngine(g *globalOptions, runs bool) (*session.Engine, error) {
 		}
 	}
 	return e, nil
+}
+
+// fullScreen reports whether the command may take the terminal over: it
+// writes to a terminal that can place its cursor. TERM=dumb says it cannot
+// (Emacs's M-x shell, CI consoles with a tty), so that gets line mode, as a
+// pipe does, and no colour (colorOut).
+func fullScreen(cmd *cobra.Command) bool {
+	return stdoutIsTerminal(cmd) && os.Getenv("TERM") != "dumb"
 }
 
 // stdoutIsTerminal reports whether the command writes to a terminal; line
