@@ -179,10 +179,6 @@ func (s *detectScreen) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	switch {
-	case key.Matches(msg, k.Top):
-		s.offset = 0
-	case key.Matches(msg, k.Bottom):
-		s.offset = clampOffset(len(s.checks), len(s.checks), s.room)
 	case key.Matches(msg, k.Left):
 		s.xoff = max(s.xoff-s.w/2, 0)
 	case key.Matches(msg, k.Right) && s.wide:

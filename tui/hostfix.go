@@ -135,7 +135,7 @@ func (s *hostFixScreen) ShortHelp() []key.Binding {
 }
 
 func (s *hostFixScreen) FullHelp() [][]key.Binding {
-	return [][]key.Binding{s.ShortHelp(), {s.Keys.PageUp, s.Keys.PageDown, s.Keys.Top, s.Keys.Bottom}}
+	return [][]key.Binding{s.ShortHelp(), pageHelp(s.Keys)}
 }
 
 // canConfirm is true when the APPLY question can be asked: there is
@@ -202,10 +202,6 @@ func (s *hostFixScreen) scroll(k tea.KeyPressMsg) bool {
 		scrollBy(s.Keys, k, &s.offset, s.room())
 	case s.confirm.IsOpen():
 		return false
-	case key.Matches(k, s.Keys.Top):
-		s.offset = 0
-	case key.Matches(k, s.Keys.Bottom):
-		s.offset = len(s.lines)
 	default:
 		if !scrollBy(s.Keys, k, &s.offset, s.room()) {
 			return false

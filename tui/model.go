@@ -342,7 +342,7 @@ func (m *Model) footer() string {
 	if m.help.ShowAll {
 		f = m.help.FullHelpView(m.top().FullHelp())
 	} else {
-		f = fitHelp(m.top().ShortHelp(), m.helpKey(), m.common.Keys, m.common.Width, m.common.Styles)
+		f = fitHelp(m.top().ShortHelp(), m.helpKey(), m.common.Keys, m.common.Width, m.common.Styles, m.top().TakesText())
 	}
 	if m.errNote != "" {
 		f = m.common.Styles.Fail.Render(ansiCut(m.errNote, m.common.Width)) + "\n" + f
@@ -362,18 +362,37 @@ func (m *Model) helpKey() key.Binding {
 // fitHelp renders a screen's short help on one line of width w. The
 // screen lists its keys most important first; help and quit always show,
 // at the end, and the other keys as many as fit, so that at 80 columns
-// the footer still says how to get help and how to leave.
-func fitHelp(bs []key.Binding, help key.Binding, k KeyMap, w int, st Styles) string {
+// the footer still says how to get help and how to leave. They work on
+// every screen (Model.onKey), so a screen that does not list them gets
+// them all the same; while it takes text (a field is open), q and ? type
+// themselves and only Ctrl-C quits.
+func fitHelp(bs []key.Binding, help key.Binding, k KeyMap, w int, st Styles, typing bool) string {
 	var keep, last []key.Binding
+	hasHelp, hasQuit := false, false
 	for _, b := range bs {
 		if !b.Enabled() {
 			continue
 		}
 		switch b.Help().Key {
-		case help.Help().Key, k.Quit.Help().Key, k.ForceQuit.Help().Key:
+		case help.Help().Key:
+			hasHelp = true
+			last = append(last, b)
+		case k.Quit.Help().Key, k.ForceQuit.Help().Key:
+			hasQuit = true
 			last = append(last, b)
 		default:
 			keep = append(keep, b)
+		}
+	}
+	switch {
+	case typing && !hasQuit:
+		last = append(last, k.ForceQuit)
+	case !typing:
+		if !hasHelp {
+			last = append(last, help)
+		}
+		if !hasQuit {
+			last = append(last, k.Quit)
 		}
 	}
 	for n := len(keep); ; n-- {

@@ -654,6 +654,11 @@ func TestFooterAlwaysShowsHelpAndQuit(t *testing.T) {
 		check("run, failed")
 		drive(t, m, press("enter"))
 		check("summary")
+		for name, build := range screenExamples {
+			m := newSized(t, newFakeBackend(t), w, 30)
+			drive(t, m, openMsg{s: build(m.common)})
+			check(name)
+		}
 	}
 }
 

@@ -84,7 +84,9 @@ func (s *planScreen) ShortHelp() []key.Binding {
 	return append(b, k.Help, k.Quit)
 }
 
-func (s *planScreen) FullHelp() [][]key.Binding { return [][]key.Binding{s.ShortHelp()} }
+func (s *planScreen) FullHelp() [][]key.Binding {
+	return [][]key.Binding{s.ShortHelp(), scrollHelp(s.Keys)}
+}
 
 func (s *planScreen) Update(msg tea.Msg) tea.Cmd {
 	k, ok := msg.(tea.KeyPressMsg)

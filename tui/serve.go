@@ -219,7 +219,12 @@ func (s *serveScreen) ShortHelp() []key.Binding {
 	return append(b, k.Back, withHelp(k.Quit, "quit"))
 }
 
-func (s *serveScreen) FullHelp() [][]key.Binding { return [][]key.Binding{s.ShortHelp()} }
+func (s *serveScreen) FullHelp() [][]key.Binding {
+	if s.running || s.benching {
+		return [][]key.Binding{s.ShortHelp(), scrollHelp(s.Keys)}
+	}
+	return [][]key.Binding{s.ShortHelp()}
+}
 
 // serveTrack is the track the backend serves (the demo's differs).
 func (s *serveScreen) serveTrack() string {

@@ -136,7 +136,7 @@ func (s *setsScreen) ShortHelp() []key.Binding {
 }
 
 func (s *setsScreen) FullHelp() [][]key.Binding {
-	return [][]key.Binding{s.ShortHelp(), {s.Keys.PageUp, s.Keys.PageDown}}
+	return [][]key.Binding{s.ShortHelp(), pageHelp(s.Keys)}
 }
 
 func (s *setsScreen) current() *PinSet {
@@ -186,8 +186,7 @@ func (s *setsScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
 		}
 	case key.Matches(k, s.own.Use):
 		s.ask()
-	case key.Matches(k, s.Keys.PageUp), key.Matches(k, s.Keys.PageDown):
-		scrollBy(s.Keys, k, &s.offset, s.room())
+	case pageBy(s.Keys, k, &s.offset, s.room()):
 	default:
 		return nil
 	}

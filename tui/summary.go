@@ -43,8 +43,20 @@ func (s *summaryScreen) SetSize(w, h int) {
 	if s.Demo {
 		tail = "q quits; `haloforge demo` starts the story again."
 	}
-	s.lines = append(s.lines, "", s.Styles.Subtle.Render(ansiCutTail(tail, w)))
-	s.offset = clampOffset(s.offset, len(s.lines), h)
+	s.lines = append(s.lines, "")
+	for _, l := range text.ProseRows(tail, max(w, 20)) {
+		s.lines = append(s.lines, s.Styles.Subtle.Render(l))
+	}
+	s.offset = clampOffset(s.offset, len(s.lines), s.room())
+}
+
+// room is the rows the summary's text gets: all of them when it fits,
+// else one less, for the line that says there is more and where.
+func (s *summaryScreen) room() int {
+	if len(s.lines) <= s.h {
+		return s.h
+	}
+	return max(s.h-1, 1)
 }
 
 func (s *summaryScreen) Crumb() string { return "summary" }
@@ -68,7 +80,9 @@ func (s *summaryScreen) canServe() bool {
 	return s.rs.Failed() == nil && s.rs.Err == nil && serve.EngineOf(s.plan.Track.ID) != ""
 }
 
-func (s *summaryScreen) FullHelp() [][]key.Binding { return [][]key.Binding{s.ShortHelp()} }
+func (s *summaryScreen) FullHelp() [][]key.Binding {
+	return [][]key.Binding{s.ShortHelp(), scrollHelp(s.Keys)}
+}
 
 func (s *summaryScreen) Update(msg tea.Msg) tea.Cmd {
 	k, ok := msg.(tea.KeyPressMsg)
@@ -90,15 +104,22 @@ func (s *summaryScreen) Update(msg tea.Msg) tea.Cmd {
 		return troubleshootStep(s.common, nil)
 	case key.Matches(k, s.own.Serve) && s.canServe():
 		return open(newServeScreen(s.common, s.plan.Track.ID))
-	case scrollBy(s.Keys, k, &s.offset, s.h):
-		s.offset = clampOffset(s.offset, len(s.lines), s.h)
+	case scrollBy(s.Keys, k, &s.offset, s.room()):
+		s.offset = clampOffset(s.offset, len(s.lines), s.room())
 	}
 	return nil
 }
 
 func (s *summaryScreen) View() string {
-	visible, _ := window(s.lines, s.offset, s.h)
-	return strings.Join(visible, "\n")
+	visible, off := window(s.lines, s.offset, s.room())
+	if len(s.lines) <= s.h {
+		return strings.Join(visible, "\n")
+	}
+	more := "↑/↓ PgUp/PgDn g/G"
+	if off+len(visible) < len(s.lines) {
+		more = "more below: " + more
+	}
+	return strings.Join(visible, "\n") + "\n" + s.Styles.Subtle.Render(ansiCut(fmt.Sprintf("lines %d–%d of %d · %s", off+1, off+len(visible), len(s.lines), more), s.w))
 }
 
 // summaryText renders the whole summary; the screen windows it.

@@ -102,7 +102,9 @@ func (s *troubleshootScreen) ShortHelp() []key.Binding {
 	return append(b, s.own.Open, k.Help, k.Quit)
 }
 
-func (s *troubleshootScreen) FullHelp() [][]key.Binding { return [][]key.Binding{s.ShortHelp()} }
+func (s *troubleshootScreen) FullHelp() [][]key.Binding {
+	return [][]key.Binding{s.ShortHelp(), pageHelp(s.Keys)}
+}
 
 func (s *troubleshootScreen) Update(msg tea.Msg) tea.Cmd {
 	cmd := s.update(msg)
@@ -226,10 +228,8 @@ func (s *troubleshootScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, keys.Down):
 		s.selected = min(s.selected+1, max(len(s.findings)-1, 0))
 		s.offset = 0
-	case key.Matches(k, keys.PageDown):
-		s.offset = clampOffset(s.offset+s.h/2, s.lines, s.h)
-	case key.Matches(k, keys.PageUp):
-		s.offset = clampOffset(s.offset-s.h/2, s.lines, s.h)
+	case pageBy(keys, k, &s.offset, s.h):
+		s.offset = clampOffset(s.offset, s.lines, s.h)
 	case key.Matches(k, keys.Copy):
 		if fix := s.fix(); fix != "" {
 			return tea.SetClipboard(fix)

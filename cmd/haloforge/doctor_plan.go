@@ -131,7 +131,7 @@ func runHostPlan(cmd *cobra.Command, o doctorOptions) error {
 		return err
 	}
 	p, err := hostfix.Build(r, ev, hostfix.Options{GTTGiB: o.host.gttGiB, User: o.host.user, Source: source, Version: version,
-		BundleFacts: o.bundle != "", Bundle: o.bundle})
+		BundleFacts: o.bundle != "", Bundle: o.bundle, StateDir: o.stateDir})
 	if err != nil {
 		return usageErr(err)
 	}
@@ -292,7 +292,7 @@ func runVerify(cmd *cobra.Command, o doctorOptions, args []string) error {
 	} else if o.bundle == "" {
 		kernelLog(cmdContext(cmd), b)
 	}
-	in := hostfix.VerifyInput{Report: detect.Analyse(b), Bundle: b}
+	in := hostfix.VerifyInput{Report: detect.Analyse(b), Bundle: b, Undo: doctorCommand(o, "--rollback")}
 	switch {
 	case o.host.root != "":
 		if ev, err := hostfix.FromRoot(o.host.root); err == nil {
@@ -315,6 +315,20 @@ func runVerify(cmd *cobra.Command, o doctorOptions, args []string) error {
 		return silentExit(exitFailed)
 	}
 	return nil
+}
+
+// doctorCommand is a doctor command to print, with the --root and
+// --state-dir the user gave: pasted, it acts on the same system and
+// backups.
+func doctorCommand(o doctorOptions, args ...string) string {
+	parts := append([]string{"haloforge", "doctor"}, args...)
+	if o.host.root != "" {
+		parts = append(parts, "--root", shellWord(o.host.root))
+	}
+	if o.stateDir != "" && o.stateDir != defaultStateDir() {
+		parts = append(parts, "--state-dir", shellWord(o.stateDir))
+	}
+	return strings.Join(parts, " ")
 }
 
 // maxDmesgFile bounds a kernel log read for --verify: a boot's is a few

@@ -1,6 +1,7 @@
 package hostfix
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"regexp"
@@ -30,6 +31,7 @@ type VerifyItem struct {
 type VerifyReport struct {
 	OK    bool         `json:"ok"`
 	Items []VerifyItem `json:"items"`
+	undo  string       // the rollback command the text names
 }
 
 func (v *VerifyReport) add(what, status, detail string) {
@@ -79,12 +81,16 @@ type VerifyInput struct {
 	Report *detect.Report
 	Bundle *detect.Bundle
 	Groups map[string][]string // /etc/group; nil when unknown
+	// Undo is the rollback command to name when the machine does not
+	// match, with the flags the user gave (--state-dir, where the backups
+	// are); "" names the plain one.
+	Undo string
 }
 
 // Verify compares the live values with the plan's target and scans the
 // current boot's kernel log.
 func Verify(p *Plan, in VerifyInput) *VerifyReport {
-	v := &VerifyReport{}
+	v := &VerifyReport{undo: cmp.Or(in.Undo, "haloforge doctor --rollback")}
 	r, t := in.Report, p.Target
 	verifyCmdline(v, t, in.Bundle)
 	if t.PagesLimit > 0 {
@@ -253,7 +259,7 @@ func (v *VerifyReport) WriteText(w io.Writer) error {
 	if v.OK {
 		b.WriteString("\nVerified: the machine matches the plan and this boot's kernel log is clean.\n")
 	} else {
-		b.WriteString("\nNot verified: see the [✗] and [?] lines above. To undo the changes: haloforge doctor --rollback\n")
+		b.WriteString("\nNot verified: see the [✗] and [?] lines above. To undo the changes: " + v.undo + "\n")
 	}
 	_, err := io.WriteString(w, text.Sanitize(b.String()))
 	return err
