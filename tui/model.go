@@ -13,6 +13,7 @@ import (
 	"charm.land/bubbles/v2/spinner"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/haloforge/haloforge/steps"
 )
 
 // Model is the wizard's root: it owns the stack of screens, global keys
@@ -35,6 +36,7 @@ type Model struct {
 	quitting bool // quit once the run has stopped
 	errNote  string
 	result   Result
+	needs    []string // the last plan's empty values it cannot run without
 }
 
 // New builds the wizard's root model.
@@ -71,7 +73,20 @@ func (m *Model) Result() Result {
 		m.run.fillResult(&res)
 	}
 	if res.Track != "" && m.common.commands != nil {
-		res.Build = m.common.commands(Command{Track: res.Track, Sets: m.common.sets})
+		c := Command{Track: res.Track, Sets: slices.Clone(m.common.sets)}
+		for _, n := range m.needs {
+			c.Sets = append(c.Sets, n+"="+steps.InputExample(n)) // the user puts theirs
+		}
+		res.Build = m.common.commands(c)
+		if t, err := steps.Lookup(res.Track); err == nil {
+			for _, ch := range steps.FailingChecks(t, m.det.report()) {
+				res.Blocked = append(res.Blocked, string(ch.ID))
+			}
+		}
+		if len(res.Blocked) > 0 {
+			c.IgnoreChecks = true
+			res.BuildAnyway = m.common.commands(c)
+		}
 	}
 	return res
 }
@@ -281,6 +296,7 @@ func (m *Model) planReady(msg planMsg) tea.Cmd {
 	}
 	m.errNote = ""
 	m.result.Planned = true
+	m.needs = msg.plan.Needs
 	if msg.set != "" {
 		m.common.sets = append(m.common.sets, msg.set)
 	}

@@ -183,7 +183,11 @@ func (s *planScreen) stopLines() []string {
 		add(st.Warn.Render, "! "+p.ReadOnly)
 	}
 	for _, n := range p.Needs {
-		add(st.Warn.Render, fmt.Sprintf("! %s needs %s (%s), which is empty: enter asks for it.", p.Track.ID, n, pinHelp(n)))
+		how := "enter asks for it."
+		if p.ReadOnly != "" {
+			how = "a build sets it with --set " + n + "=" + steps.InputExample(n) + "."
+		}
+		add(st.Warn.Render, fmt.Sprintf("! %s needs %s (%s), which is empty: %s", p.Track.ID, n, pinHelp(n), how))
 	}
 	if len(s.blocking) > 0 {
 		names := make([]string, len(s.blocking))

@@ -262,7 +262,7 @@ func (s *setsScreen) hint() string {
 	set := s.current()
 	switch {
 	case s.asking:
-		q := fmt.Sprintf("Write %d changed pins into %s, keeping a backup? ", len(set.Changes), filepath.Base(text.Sanitize(s.sets.PinsFile)))
+		q := fmt.Sprintf("Write %s into %s, keeping a backup? ", text.Plural(len(set.Changes), "changed pin"), filepath.Base(text.Sanitize(s.sets.PinsFile)))
 		if s.sets.Creates != "" {
 			q = fmt.Sprintf("Create ./%s (built-in pins, %d changed)? ", filepath.Base(text.Sanitize(s.sets.Creates)), len(set.Changes))
 		}
@@ -378,10 +378,10 @@ func (s *setsScreen) usedLines(width int) []string {
 	}
 	var out []string
 	if u.Created {
-		out = wrapLines(st.OK.Render(fmt.Sprintf("✓ Created %s: the built-in pins with %d changed by the set", text.Sanitize(u.Path), u.Changed)), width)
+		out = wrapLines(st.OK.Render(fmt.Sprintf("✓ Created %s: the built-in pins with %s changed by the set", text.Sanitize(u.Path), text.Plural(u.Changed, "pin"))), width)
 		out = append(out, wrapLines("haloforge reads it from now on when run in this directory (or with --pins "+text.Sanitize(u.Path)+").", width)...)
 	} else {
-		out = wrapLines(st.OK.Render(fmt.Sprintf("✓ Wrote %d changed pins into %s", u.Changed, text.Sanitize(u.Path))), width)
+		out = wrapLines(st.OK.Render(fmt.Sprintf("✓ Wrote %s into %s", text.Plural(u.Changed, "changed pin"), text.Sanitize(u.Path))), width)
 		out = append(out, wrapLines("The old file is kept as "+text.Sanitize(u.Backup), width)...)
 	}
 	if u.Warning != "" {

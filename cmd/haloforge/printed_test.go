@@ -43,17 +43,20 @@ func commandNames() []string {
 	return names
 }
 
-// commandStart finds "haloforge SUBCOMMAND" where a command starts: at the
-// start of a line or after a space, backtick, colon or parenthesis.
-var commandStart = regexp.MustCompile("(^|[\\s`(:])haloforge ([a-z][a-z-]*)")
+// commandStart finds "haloforge SUBCOMMAND" where a command to type
+// starts: at the start of a line, after a label ("next: ", "resume with:
+// "), in backticks or after a parenthesis. A name in the middle of a
+// sentence ("run haloforge doctor as the user who builds") is prose.
+var commandStart = regexp.MustCompile("(^\\s*|: |`|\\()haloforge ([a-z][a-z-]*)")
 
 // commandEnd is where a command printed in prose ends: a closing backtick,
 // a " · " separator, a comment, a parenthesis that opens prose, a sentence
 // that goes on.
 var commandEnd = regexp.MustCompile("`|\\s+·\\s|\\s+#|\\s\\(|\\)|;\\s|,\\s|\\s+(and|then|or|to|which|shows|writes|prints)\\s")
 
-// placeholder is a value the user fills in: <model>, <run-id>.
-var placeholder = regexp.MustCompile(`<[a-z][a-z0-9-]*>`)
+// placeholder is a value the user fills in: <model>, <run-id>, or a word
+// in capitals standing alone (SET, DIR, STEP).
+var placeholder = regexp.MustCompile(`<[a-z][a-z0-9-]*>|(^|\s)[A-Z]+(\s|$)`)
 
 // findPrinted extracts the haloforge commands of text, filling in the
 // placeholders from subs; a placeholder without a value is an error (the
@@ -61,15 +64,14 @@ var placeholder = regexp.MustCompile(`<[a-z][a-z0-9-]*>`)
 func findPrinted(text string, subs map[string]string) ([]printedCommand, error) {
 	names := commandNames()
 	var out []printedCommand
+	// A command wrapped for the terminal continues with " \" on its next row.
+	text = regexp.MustCompile(` \\\n\s*`).ReplaceAllString(text, " ")
 	for _, l := range strings.Split(text, "\n") {
 		for _, m := range commandStart.FindAllStringSubmatchIndex(l, -1) {
 			if !slices.Contains(names, l[m[4]:m[5]]) {
 				continue
 			}
-			rest := l[m[2]:]
-			if rest != "" && strings.ContainsRune(" \t`(:", rune(rest[0])) {
-				rest = rest[1:]
-			}
+			rest := l[m[4]-len("haloforge "):]
 			if e := commandEnd.FindStringIndex(rest); e != nil {
 				rest = rest[:e[0]]
 			}
@@ -79,12 +81,13 @@ func findPrinted(text string, subs map[string]string) ([]printedCommand, error) 
 				rest, pc.redirect = before, strings.TrimSpace(after)
 			}
 			filled := placeholder.ReplaceAllStringFunc(rest, func(p string) string {
-				if v, ok := subs[p]; ok {
-					return v
+				word := strings.TrimSpace(p)
+				if v, ok := subs[word]; ok {
+					return strings.Replace(p, word, v, 1)
 				}
 				return p
 			})
-			if p := placeholder.FindString(filled); p != "" {
+			if p := strings.TrimSpace(placeholder.FindString(filled)); p != "" {
 				return nil, fmt.Errorf("%q: no value for %s (printed sub=%s=VALUE)", pc.line, p, p)
 			}
 			words, err := shell.Fields(filled, func(name string) string { return "$" + name })
@@ -196,80 +199,82 @@ func safeArgs(args []string) []string {
 	return out
 }
 
-// printedCmd is the testscript command
-//
-//	printed [carry=FLAG=VALUE]... [sub=<placeholder>=VALUE]... [ok=REGEXP]... [want=N]
-//
-// It checks and runs every haloforge command the last command printed (on
-// stdout and stderr), and prints one line per command: "ran: COMMAND → exit
-// N". carry names a flag the flow was given, which every printed command
-// that acts on it must carry with the same value; ok is a refusal (exit 2)
-// the script expects at the first step that would change the host ("no
-// terminal to confirm"); want is how many commands the output must hold,
-// so that a script cannot pass on an output with none.
-func printedCmd(ts *testscript.TestScript, neg bool, args []string) {
-	if neg {
-		ts.Fatalf("unsupported: ! printed")
-	}
-	text := ts.ReadFile("stdout") + "\n" + ts.ReadFile("stderr")
-	subs := map[string]string{}
-	var carry [][2]string
-	var oks []*regexp.Regexp
-	want := -1
+// printedCheck is what a flow was given and expects of the commands it
+// printed (see printedCmd for the testscript words).
+type printedCheck struct {
+	subs      map[string]string
+	carry     [][2]string
+	oks       []*regexp.Regexp
+	want      int // -1: any number but none
+	unchecked bool
+}
+
+// parsePrintedArgs reads printed's words into a check.
+func parsePrintedArgs(args []string) (printedCheck, error) {
+	pc := printedCheck{subs: map[string]string{}, want: -1}
 	for _, a := range args {
 		k, v, _ := strings.Cut(a, "=")
 		switch k {
 		case "carry":
 			f, val, _ := strings.Cut(v, "=")
-			carry = append(carry, [2]string{f, val})
+			pc.carry = append(pc.carry, [2]string{f, val})
 		case "sub":
 			p, val, _ := strings.Cut(v, "=")
-			subs[p] = val
+			pc.subs[p] = val
 		case "ok":
-			oks = append(oks, regexp.MustCompile(v))
+			pc.oks = append(pc.oks, regexp.MustCompile(v))
+		case "unchecked":
+			// The flow does not check this host (pins use): a build it
+			// names may stop at a check here, and it need not say so.
+			pc.unchecked = true
 		case "want":
-			_, err := fmt.Sscan(v, &want)
-			ts.Check(err)
+			if _, err := fmt.Sscan(v, &pc.want); err != nil {
+				return pc, err
+			}
 		default:
-			ts.Fatalf("printed: unknown argument %q", a)
+			return pc, fmt.Errorf("printed: unknown argument %q", a)
 		}
 	}
-	cmds, err := findPrinted(text, subs)
+	return pc, nil
+}
+
+// haloforgeRunner runs haloforge with args and returns what it printed and its
+// exit code (an error only when it could not run at all).
+type haloforgeRunner func(args []string) (stdout, stderr string, code int, err error)
+
+// checkPrinted finds the commands of text, checks each carries the flow's
+// flags, runs it safely with run, and returns one report line per command
+// and what does not run as printed.
+func checkPrinted(text string, pc printedCheck, run haloforgeRunner, write func(name, data string) error) (report string, bad []string, err error) {
+	cmds, err := findPrinted(text, pc.subs)
 	if err != nil {
-		ts.Fatalf("%v", err)
+		return "", nil, err
 	}
-	if want >= 0 && len(cmds) != want {
+	if pc.want >= 0 && len(cmds) != pc.want || len(cmds) == 0 {
 		var lines []string
 		for _, c := range cmds {
 			lines = append(lines, c.line)
 		}
-		ts.Fatalf("found %d printed commands, want %d:\n%s", len(cmds), want, strings.Join(lines, "\n"))
+		return "", nil, fmt.Errorf("found %d printed commands, want %d:\n%s", len(cmds), pc.want, strings.Join(lines, "\n"))
 	}
-	if len(cmds) == 0 {
-		ts.Fatalf("no haloforge command in the output")
-	}
-	var report strings.Builder
-	var bad []string
+	var b strings.Builder
 	for _, c := range cmds {
-		for _, f := range carry {
+		for _, f := range pc.carry {
 			if needs(c.args, f[0]) && !has(c.args, f[0], f[1]) {
 				bad = append(bad, fmt.Sprintf("%q lacks %s %s, which the flow was given", c.line, f[0], f[1]))
 			}
 		}
-		run := safeArgs(c.args)
-		err := ts.Exec("haloforge", run...)
-		code := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		} else if err != nil {
-			ts.Fatalf("%q: %v", c.line, err)
+		args := safeArgs(c.args)
+		stdout, stderr, code, err := run(args)
+		if err != nil {
+			return "", nil, fmt.Errorf("%q: %w", c.line, err)
 		}
-		stdout, stderr := ts.ReadFile("stdout"), ts.ReadFile("stderr")
 		if c.redirect != "" {
-			ts.Check(os.WriteFile(ts.MkAbs(c.redirect), []byte(stdout), 0o644))
+			if err := write(c.redirect, stdout); err != nil {
+				return "", nil, err
+			}
 		}
-		expected := slices.ContainsFunc(oks, func(re *regexp.Regexp) bool { return re.MatchString(stderr) })
+		expected := slices.ContainsFunc(pc.oks, func(re *regexp.Regexp) bool { return re.MatchString(stderr) })
 		switch {
 		case usageMarks.MatchString(stderr) && !expected:
 			bad = append(bad, fmt.Sprintf("%q is refused as typed: %s", c.line, firstLine(stderr)))
@@ -281,20 +286,76 @@ func printedCmd(ts *testscript.TestScript, neg bool, args []string) {
 		// A dry run says what the real run would refuse: a value the
 		// track needs and the command lacks, or checks that block it
 		// unless the flow said how to get past them.
-		if slices.Contains(run, "--dry-run") && !slices.Contains(c.args, "--dry-run") {
+		if slices.Contains(args, "--dry-run") && !slices.Contains(c.args, "--dry-run") {
 			if m := regexp.MustCompile(`needs \S+, which is empty`).FindString(stdout + stderr); m != "" {
 				bad = append(bad, fmt.Sprintf("%q would stop at once: %s", c.line, m))
 			}
-			if strings.Contains(stdout+stderr, "not blocking (--ignore-checks or --dry-run)") &&
+			if strings.Contains(stdout+stderr, "not blocking (--ignore-checks or --dry-run)") && !pc.unchecked &&
 				!has(c.args, "--ignore-checks", "") && !strings.Contains(text, "--ignore-checks") {
 				bad = append(bad, fmt.Sprintf("%q is blocked by a failing check here, and the output never says so (--ignore-checks, haloforge doctor)", c.line))
 			}
 		}
-		fmt.Fprintf(&report, "ran: haloforge %s → exit %d\n", strings.Join(run, " "), code)
+		fmt.Fprintf(&b, "ran: haloforge %s → exit %d\n", strings.Join(args, " "), code)
 	}
-	fmt.Fprint(ts.Stdout(), report.String())
+	return b.String(), bad, nil
+}
+
+// printedCmd is the testscript command
+//
+//	printed [carry=FLAG=VALUE]... [sub=<placeholder>=VALUE]... [ok=REGEXP]... [want=N] [unchecked]
+//
+// It checks and runs every haloforge command the last command printed (on
+// stdout and stderr), and prints one line per command: "ran: COMMAND → exit
+// N". carry names a flag the flow was given, which every printed command
+// that acts on it must carry with the same value; ok is a refusal (exit 2)
+// the script expects at the first step that would change the host ("no
+// terminal to confirm"); want is how many commands the output must hold
+// (at least one always), so that a script cannot pass on an output with
+// none; unchecked says the flow never looked at this host's checks, so a
+// build it names need not warn that they fail here.
+func printedCmd(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! printed")
+	}
+	text := ts.ReadFile("stdout") + "\n" + ts.ReadFile("stderr")
+	pc, err := parsePrintedArgs(args)
+	ts.Check(err)
+	run := func(args []string) (string, string, int, error) {
+		err := ts.Exec("haloforge", args...)
+		var ee *exec.ExitError
+		switch {
+		case errors.As(err, &ee):
+			return ts.ReadFile("stdout"), ts.ReadFile("stderr"), ee.ExitCode(), nil
+		case err != nil:
+			return "", "", 0, err
+		}
+		return ts.ReadFile("stdout"), ts.ReadFile("stderr"), 0, nil
+	}
+	write := func(name, data string) error { return os.WriteFile(ts.MkAbs(name), []byte(data), 0o644) }
+	report, bad, err := checkPrinted(text, pc, run, write)
+	if err != nil {
+		ts.Fatalf("%v", err)
+	}
+	fmt.Fprint(ts.Stdout(), report)
 	if len(bad) > 0 {
 		ts.Fatalf("printed commands that do not run as printed:\n%s", strings.Join(bad, "\n"))
+	}
+}
+
+// binaryRunner runs the built binary bin in dir with env, without a
+// terminal, for a test outside testscript (the tmux tests).
+func binaryRunner(bin, dir string, env []string) haloforgeRunner {
+	return func(args []string) (string, string, int, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir, cmd.Env = dir, env
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return stdout.String(), stderr.String(), ee.ExitCode(), nil
+		}
+		return stdout.String(), stderr.String(), 0, err
 	}
 }
 

@@ -123,3 +123,41 @@ func TestDumbTerminalGetsLineMode(t *testing.T) {
 		})
 	}
 }
+
+// TestTmuxRecapCommandsRun: the wizard on this machine (no AMD GPU: its
+// blocking checks fail) at 80x24, the plan of the first track reviewed,
+// then q: the recap says the checks fail, every command in it runs as
+// printed with the --state-dir given, and no row was wrapped by the
+// terminal (the recap wraps itself, a command between its words).
+func TestTmuxRecapCommandsRun(t *testing.T) {
+	bin := sharedBinary(t)
+	state := t.TempDir()
+	env := append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), offlineEnv+"=1")
+	tm, st := tmuxWithStatus(t, 80, 24, fmt.Sprintf("%s=1 XDG_STATE_HOME=%s %s --state-dir %s", offlineEnv, shellQuote(t.TempDir()), shellQuote(bin), shellQuote(state)))
+	tm.waitFor("enter", 60*time.Second)
+	time.Sleep(2 * time.Second) // detection done
+	tm.keys("Enter")
+	tm.waitFor("track", 10*time.Second)
+	tm.keys("Enter")
+	tm.waitFor("plan", 20*time.Second)
+	time.Sleep(time.Second)
+	tm.keys("q")
+	tm.waitStatus(st, 20*time.Second)
+	rows, joined := tm.history(200, false), tm.history(200, true)
+	if len(rows) != len(joined) {
+		t.Errorf("the terminal wrapped a recap row:\n%s", strings.Join(rows, "\n"))
+	}
+	recap := strings.Join(rows, "\n")
+	if !strings.Contains(recap, "A build stops at the checks that fail here") {
+		t.Fatalf("the recap does not say the checks fail:\n%s", recap)
+	}
+	report, bad, err := checkPrinted(recap, printedCheck{want: 3, carry: [][2]string{{"--state-dir", state}}},
+		binaryRunner(bin, t.TempDir(), env), nil)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, recap)
+	}
+	t.Logf("%s", report)
+	for _, b := range bad {
+		t.Error(b)
+	}
+}

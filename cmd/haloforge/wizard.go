@@ -83,7 +83,7 @@ func runWizard(cmd *cobra.Command, o wizardOptions) error {
 	if lineMode {
 		// Line mode tells what the wizard would show and stops before
 		// building: haloforge never starts a build nobody asked for.
-		so := session.StoryOptions{Track: o.track,
+		so := session.StoryOptions{Track: o.track, Flags: g.args(),
 			Build: func(track string) string { return commands(tui.Command{Track: track}) }}
 		if _, err := session.Story(ctx, e, cmd.OutOrStdout(), so); err != nil {
 			return failedErr(err)

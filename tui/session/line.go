@@ -37,6 +37,9 @@ type StoryOptions struct {
 	// it after step, with the user's flags; nil means the bare commands.
 	Build  func(track string) string
 	Resume func(track, step string) string
+	// Flags are the global flags the user gave (--state-dir …), for the
+	// other commands the story names.
+	Flags []string
 }
 
 func (o StoryOptions) buildCommand(track string) string {
@@ -78,7 +81,8 @@ func Story(ctx context.Context, b tui.Backend, w io.Writer, o StoryOptions) (Out
 		out.Track = det.RecommendedTrack
 	}
 	if out.Track == "" {
-		p.f("\nNo track fits this machine. See every track with `haloforge tracks`; see the wizard on sample data with `haloforge demo`.\n")
+		p.f("\nNo track fits this machine. See every track with `%s`; see the wizard on sample data with `haloforge demo`.\n",
+			strings.Join(append([]string{"haloforge", "tracks"}, o.Flags...), " "))
 		return out, nil
 	}
 	plan, err := b.Plan(out.Track)
