@@ -1,11 +1,14 @@
 package steps
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/haloforge/haloforge/pins"
@@ -57,6 +60,10 @@ type PinsUse struct {
 // ErrModeNotKept: the pins file was written but keeps the temporary
 // file's mode; a warning, not a failure.
 var ErrModeNotKept = errors.New("written, but its mode could not be restored")
+
+// ErrPinsChanged: the pins file changed after its change was computed
+// (another pins use, an editor): nothing was written, so no change is lost.
+var ErrPinsChanged = errors.New("changed since its diff was computed (another pins use, or an edit), so it was not written: run the command again to see the change as it is now")
 
 // PreparePinsUse reads the pins file and computes the set's change to it.
 // Every error is bad input: nothing was written.
@@ -144,9 +151,25 @@ func (u *PinsUse) create() error {
 // Write keeps the old file next to it (FILE.bak-<time>, never overwriting
 // an earlier backup) and replaces the file atomically with its mode. It
 // returns the backup's path.
+//
+// Two writers never interleave: the file is locked (flock) while it is
+// read again and replaced, and one that is not what the change was
+// computed from is left as it is (ErrPinsChanged).
 func (u *PinsUse) Write(now time.Time) (string, error) {
 	if u.Created {
 		return "", u.create()
+	}
+	f, err := lockCurrent(u.Target)
+	if err != nil {
+		return "", fmt.Errorf("%s not written: %w", u.Path, err)
+	}
+	defer f.Close() // the lock goes with it
+	cur, err := io.ReadAll(io.LimitReader(f, int64(len(u.orig))+1))
+	if err != nil {
+		return "", fmt.Errorf("%s not written: %w", u.Path, err)
+	}
+	if !bytes.Equal(cur, u.orig) {
+		return "", fmt.Errorf("%s %w", u.Path, ErrPinsChanged)
 	}
 	backup, err := writeBackup(u.Target, u.orig, u.mode, now)
 	if err != nil {
@@ -159,6 +182,30 @@ func (u *PinsUse) Write(now time.Time) (string, error) {
 		return backup, fmt.Errorf("%s %w: %v", u.Path, ErrModeNotKept, err)
 	}
 	return backup, nil
+}
+
+// lockCurrent opens path and takes its flock, waiting for another writer
+// to finish. The writer replaces the file by renaming a new one over it,
+// so a lock taken on the file it replaced is let go and taken again on the
+// one the path names now.
+func lockCurrent(path string) (*os.File, error) {
+	for i := 0; i < 100; i++ {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			f.Close()
+			return nil, err
+		}
+		held, err1 := f.Stat()
+		now, err2 := os.Stat(path)
+		if err1 == nil && err2 == nil && os.SameFile(held, now) {
+			return f, nil
+		}
+		f.Close()
+	}
+	return nil, fmt.Errorf("%s keeps being replaced", path)
 }
 
 // writeBackup keeps the old file next to the new one, never overwriting an

@@ -85,8 +85,21 @@ func TestPinsUseWritesWithABackup(t *testing.T) {
 	if st, _ := os.Stat(real); st.Mode().Perm() != 0o640 {
 		t.Errorf("mode %v, want 0640", st.Mode().Perm())
 	}
+	// The same change again, computed before the file changed: refused,
+	// nothing written, so a change made meanwhile is never lost.
+	if _, err := u.Write(now); !errors.Is(err, ErrPinsChanged) {
+		t.Errorf("a change computed from the old file: %v, want ErrPinsChanged", err)
+	}
 	// A second write in the same second keeps the first backup.
-	again, err := u.Write(now)
+	seed, err := sets.Lookup("seed-source-stable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u2, err := PreparePinsUse(link, seed, Catalogue(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := u2.Write(now)
 	if err != nil || again == backup || !strings.HasPrefix(again, backup) {
 		t.Errorf("second backup %s (first %s): %v", again, backup, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/haloforge/haloforge/internal/safefile"
@@ -78,12 +79,13 @@ func NewState() *State { return &State{Version: 1, Tracks: map[string]*TrackStat
 const MaxStateBytes = 16 << 20
 
 // LoadState reads <dir>/state.json; a missing file is an empty state. Only a
-// regular file of at most MaxStateBytes is read: a state.json swapped for a
-// FIFO, /dev/zero or a huge file is refused at once (it used to hang, or
-// read /dev/zero until memory ran out).
+// regular file of at most MaxStateBytes is read, never through a link: a
+// state.json swapped for a FIFO, a link, /dev/zero or a huge file is
+// refused at once (it used to hang, or read /dev/zero until memory ran
+// out).
 func LoadState(dir string) (*State, error) {
 	path := filepath.Join(dir, StateFile)
-	b, err := safefile.ReadRegular(path, MaxStateBytes, safefile.Follow)
+	b, err := safefile.Tree(dir).ReadFile(StateFile, MaxStateBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return NewState(), nil
 	}
@@ -150,19 +152,23 @@ func (s *State) RecordSuccess(track string, ps PlannedStep, runID string, at tim
 }
 
 // Save writes state.json atomically: a temp file in the same dir, fsync,
-// rename. Only the holder of the state dir's lock saves, so a temp file
+// rename (safefile.Tree: a link in its place is replaced, never written
+// through). Only the holder of the state dir's lock saves, so a temp file
 // already there is one a killed haloforge left (kill -9 mid-write): it goes.
 func (s *State) Save(dir string) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}
-	if stale, _ := filepath.Glob(filepath.Join(dir, "."+StateFile+".tmp-*")); len(stale) > 0 {
-		for _, p := range stale {
-			_ = os.Remove(p)
+	t := safefile.Tree(dir)
+	if entries, err := t.ReadDir(""); err == nil {
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), "."+StateFile+".tmp-") {
+				_ = t.Remove(e.Name())
+			}
 		}
 	}
-	return WriteFileAtomic(filepath.Join(dir, StateFile), append(b, '\n'))
+	return t.WriteFile(StateFile, append(b, '\n'), 0o644)
 }
 
 // WriteFileAtomic replaces path with data so that a reader sees the old or

@@ -58,9 +58,10 @@ func TestSaveRemovesTempFilesOfAKilledWrite(t *testing.T) {
 	}
 }
 
-// TestLoadStateRefusesSpecialFiles: a state.json that is a FIFO, a link to
-// /dev/zero or a file past MaxStateBytes is refused at once, naming what it
-// is; before, the FIFO hung and /dev/zero was read until memory ran out.
+// TestLoadStateRefusesSpecialFiles: a state.json that is a FIFO, a link
+// (to /dev/zero, or to a valid state elsewhere) or a file past
+// MaxStateBytes is refused at once, naming what it is; before, the FIFO
+// hung, /dev/zero was read until memory ran out and a link was followed.
 func TestLoadStateRefusesSpecialFiles(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -68,7 +69,14 @@ func TestLoadStateRefusesSpecialFiles(t *testing.T) {
 		want string
 	}{
 		{"a FIFO", func(p string) error { return syscall.Mkfifo(p, 0o644) }, "a FIFO (named pipe), not a regular file"},
-		{"a link to /dev/zero", func(p string) error { return os.Symlink("/dev/zero", p) }, "a character device, not a regular file"},
+		{"a link to /dev/zero", func(p string) error { return os.Symlink("/dev/zero", p) }, "a symbolic link, not a regular file"},
+		{"a link to a valid state elsewhere", func(p string) error {
+			other := filepath.Join(filepath.Dir(filepath.Dir(p)), "elsewhere.json")
+			if err := os.WriteFile(other, []byte(`{"version":1,"tracks":{}}`), 0o644); err != nil {
+				return err
+			}
+			return os.Symlink(other, p)
+		}, "state.json is a symbolic link, not a regular file"},
 		{"a directory", func(p string) error { return os.Mkdir(p, 0o755) }, "a directory, not a regular file"},
 		{"a file past the limit", func(p string) error {
 			f, err := os.Create(p)
@@ -95,5 +103,31 @@ func TestLoadStateRefusesSpecialFiles(t *testing.T) {
 				t.Fatal("LoadState still reading after 10 s (it must refuse at once)")
 			}
 		})
+	}
+}
+
+// TestSaveRemovesAPlantedTempLink: a state.json temp file planted as a
+// link (to a file outside) goes with the killed writes' leftovers; the file
+// it pointed at keeps its bytes, and state.json is written in the state
+// dir, not through a link in its place.
+func TestSaveRemovesAPlantedTempLink(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "state")
+	os.Mkdir(dir, 0o755)
+	precious := filepath.Join(base, "precious")
+	os.WriteFile(precious, []byte("precious\n"), 0o644)
+	os.Symlink(precious, filepath.Join(dir, "."+StateFile+".tmp-planted"))
+	os.Symlink(precious, filepath.Join(dir, StateFile))
+	if err := NewState().Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(precious); string(b) != "precious\n" {
+		t.Errorf("the file outside is now %q", b)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "."+StateFile+".tmp-planted")); err == nil {
+		t.Error("the planted temp link is still there")
+	}
+	if st, err := os.Lstat(filepath.Join(dir, StateFile)); err != nil || !st.Mode().IsRegular() {
+		t.Errorf("state.json is %v, %v: want a regular file in place of the link", st, err)
 	}
 }

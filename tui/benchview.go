@@ -33,7 +33,7 @@ func (s *serveScreen) benchView() string {
 }
 
 // benchTable lays a comparison out as rows: test, speed, the reference and
-// the verdict, then the overall verdict.
+// the verdict with the roofline under it, then the overall verdict.
 func benchTable(rep *bench.Report, st Styles, width int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "  %s\n", st.Subtle.Render(fmt.Sprintf("%-16s %12s  %12s  %s", "test", "tok/s", "reference", "verdict")))
@@ -64,6 +64,13 @@ func benchTable(rep *bench.Report, st Styles, width int) string {
 				row = strings.Repeat(" ", indent)
 			}
 			b.WriteString(row + style.Render(l) + "\n")
+		}
+		// The roofline: the share of what the device could do with this
+		// model, the sentence bench --from prints, under the verdict.
+		if rf := c.Roofline; rf != nil {
+			for _, l := range wrapLines("roofline: "+rf.Sentence(), width-indent) {
+				b.WriteString(strings.Repeat(" ", indent) + st.Subtle.Render(l) + "\n")
+			}
 		}
 	}
 	v := strings.ReplaceAll(wrap(rep.Verdict, max(width-11, 20)), "\n", "\n           ")

@@ -136,7 +136,8 @@ func TestServeScreenServesAndBenches(t *testing.T) {
 	}
 	follow(t, s, press("b"), time.Second)
 	text = screenText(s)
-	for _, want := range []string{"Benchmark", "pp64", "tg16", "no reference for this hardware", "verdict: no reference for this hardware: it ran on llvmpipe", "engine time 1216 ms"} {
+	for _, want := range []string{"Benchmark", "pp64", "tg16", "no reference for this hardware", "verdict: no reference for this hardware: it ran on llvmpipe", "engine time 1216 ms",
+		"roofline: no known memory bandwidth", "roofline: no known compute peak"} {
 		if !strings.Contains(text, want) {
 			t.Fatalf("the bench view lacks %q:\n%s", want, text)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps/bench"
+	"github.com/haloforge/haloforge/steps/serve"
 )
 
 // benchOptions are the flags of `haloforge bench`.
@@ -46,7 +47,10 @@ func newBenchCmd(g *globalOptions) *cobra.Command {
 			"bench result (bench serve --save-result, bench throughput --output-json), puts each result " +
 			"next to the closest published figure of the same model file, quantisation, backend, test and " +
 			"depth on a Radeon 8060S, and says plainly whether it is normal, and if not, the likely " +
-			"causes. --report writes a shareable Markdown report (and the same as JSON) with the fields " +
+			"causes. For every model, named by a reference or not, it also puts token generation against the " +
+			"device's memory bandwidth (the roofline: bandwidth ÷ the bytes a token reads, from llama-bench's " +
+			"model_size and model_type, or from the GGUF header given with --model) and prompt processing against " +
+			"its compute peak (a rough ceiling), and says what share of that ceiling tuned Strix Halo runs reach. --report writes a shareable Markdown report (and the same as JSON) with the fields " +
 			"community guides ask for: device, BIOS UMA, IOMMU, kernel, Mesa, ROCm, backend, build, " +
 			"command and the raw output: the facts of the machine the run was made on (this one for --track; " +
 			"for a file from elsewhere, only the device it names). bench --from also reads such a FILE.json " +
@@ -58,6 +62,7 @@ func newBenchCmd(g *globalOptions) *cobra.Command {
 			"  haloforge bench --track therock-toolbox --model Qwen/Qwen3-0.6B --url http://127.0.0.1:8000\n" +
 			"  llama-bench -m model.gguf -o jsonl -r 3 -fa 1 -ngl 999 > bench.jsonl\n" +
 			"  haloforge bench --from bench.jsonl\n" +
+			"  haloforge bench --from bench.jsonl --model ~/models/qwen3-30b-a3b-q4_k_m.gguf\n" +
 			"  haloforge bench --from ~/.local/state/haloforge/llamacpp-distro/llama-bench.json --json\n" +
 			"  haloforge bench --from bench.jsonl --report bench.md --command 'llama-bench -m model.gguf -o jsonl'",
 		Args: cobra.NoArgs,
@@ -71,7 +76,7 @@ func newBenchCmd(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.report, "report", "", "write a shareable report to FILE.md and FILE.json")
 	f.StringVar(&o.command, "command", "", "the command that produced the file, recorded in the report")
 	trackFlag(cmd, &o.track)
-	f.StringVar(&o.model, "model", "", "with --track: the model (a GGUF file; for vLLM, the served model's name)")
+	f.StringVar(&o.model, "model", "", "with --track: the model (a GGUF file; for vLLM, the served model's name); with --from: the GGUF file the results were measured with, whose header says what a token reads (a mixture-of-experts model's active share)")
 	f.IntSliceVar(&o.depths, "depths", nil, "with --track: llama-bench context depths, e.g. 0,32768 (default 0)")
 	f.StringVar(&o.url, "url", "", "with a vLLM track: the running server to measure (default: the track's port on 127.0.0.1)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "with --track: print the benchmark command and run nothing")
@@ -119,6 +124,17 @@ func runBench(ctx context.Context, cmd *cobra.Command, o benchOptions) error {
 	run, err := bench.Parse(raw)
 	if err != nil {
 		return usageErr(fmt.Errorf("%s: %w", o.from, err))
+	}
+	switch {
+	case o.model != "":
+		if run.Model, err = serve.ModelWeights(o.model); err != nil {
+			return usageErr(fmt.Errorf("--model: %w", err))
+		}
+		if !run.Measures(run.Model.File) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "note: --model %s is none of the run's models: the roofline counts llama-bench's own fields\n", run.Model.File)
+		}
+	case isReport:
+		run.Model = shared.ModelWeights
 	}
 	return compareAndPrint(ctx, cmd, o, run, raw, origin)
 }

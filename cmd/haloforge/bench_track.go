@@ -93,6 +93,13 @@ func runBenchTrack(cmd *cobra.Command, o benchOptions) error {
 	if err != nil {
 		return failedErr(fmt.Errorf("%s: %w", file, err))
 	}
+	// The model's own file, where the engine reads one (a GGUF), says what
+	// a token reads better than llama-bench's fields can.
+	if e, ok := serve.EngineNamed(b.Engine); ok {
+		if shape, note := e.Shape(b.Model); note == "" && shape.Weights != nil {
+			run.Model = shape.Weights
+		}
+	}
 	if engine > 0 {
 		fmt.Fprintf(log, "time: the benchmark itself took %s; haloforge and the %s around it added %s\n",
 			text.Seconds(engine), b.Mode, text.Seconds(total-engine))

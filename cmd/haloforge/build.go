@@ -76,6 +76,9 @@ func runBuild(cmd *cobra.Command, o buildOptions) error {
 		if err := stateDirBusy(stateDir); err != nil {
 			return err
 		}
+		if err := trackBusy(o.stateDir, o.track, true); err != nil {
+			return err
+		}
 	}
 	printNotes(cmd.ErrOrStderr(), localNotes(g, true))
 	w, err := g.workspace()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/haloforge/haloforge"
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
 )
@@ -38,10 +40,31 @@ func (g *globalOptions) bind(root *cobra.Command) {
 	f.StringVar(&g.scripts, "scripts", "", "run the step scripts of DIR (default ./scripts when it is a haloforge tree, else the built-in copy)")
 	f.StringVar(&g.pins.pins, "pins", "", "read the pins from FILE (default ./versions.env, else the built-in copy)")
 	f.StringArrayVar(&g.pins.sets, "set", nil, "override a pin with NAME=VALUE (repeatable; validated like the file)")
+	// Before any command runs: a path flag whose value looks like an option
+	// (--state-dir -- took "--" and built into ./--) is bad usage.
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return g.check(cmd) }
 	_ = root.RegisterFlagCompletionFunc("state-dir", completeDirs)
 	_ = root.RegisterFlagCompletionFunc("scripts", completeDirs)
 	_ = root.RegisterFlagCompletionFunc("pins", completeEnvFiles)
 	_ = root.RegisterFlagCompletionFunc("set", completePinNames)
+}
+
+// check refuses a path flag given empty, or with a value that starts with
+// '-': the flag took the next option (or --) as its value.
+func (g *globalOptions) check(cmd *cobra.Command) error {
+	for _, f := range []struct{ name, value, what string }{
+		{"state-dir", g.stateDir, "directory"}, {"scripts", g.scripts, "directory"}, {"pins", g.pins.pins, "file"}} {
+		if !cmd.Flags().Changed(f.name) {
+			continue
+		}
+		if f.value == "" {
+			return usageErr(fmt.Errorf("--%s needs a %s", f.name, f.what))
+		}
+		if strings.HasPrefix(f.value, "-") {
+			return usageErr(fmt.Errorf("--%s %s: that looks like an option, not a %s (for a %s whose name starts with '-', write ./%s)", f.name, shellWord(f.value), f.what, f.what, f.value))
+		}
+	}
+	return nil
 }
 
 // stateDirOr is the state dir these flags name, or the default.
@@ -194,8 +217,11 @@ func dirExists(p string) bool {
 }
 
 // defaultStateDir is $XDG_STATE_HOME/haloforge, else ~/.local/state/haloforge.
+// A relative XDG_STATE_HOME is ignored, as the XDG Base Directory
+// specification says (its paths "must be absolute"): it would move the
+// state with the working directory.
 func defaultStateDir() string {
-	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
+	if x := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(x) {
 		return filepath.Join(x, "haloforge")
 	}
 	home, err := os.UserHomeDir()
@@ -233,7 +259,7 @@ func scriptsRoot(flag, stateDir string) (string, error) {
 		}
 		return filepath.Abs(dir)
 	}
-	return materialise(haloforge.Scripts, "scripts", filepath.Join(stateDir, "scripts"))
+	return materialise(haloforge.Scripts, "scripts", stateDir, "scripts")
 }
 
 // toolboxRoot is ./toolbox when it is a haloforge toolbox tree, else the
@@ -242,12 +268,15 @@ func toolboxRoot(stateDir string) (string, error) {
 	if localToolbox() {
 		return filepath.Abs("toolbox")
 	}
-	return materialise(haloforge.Toolbox, "toolbox", filepath.Join(stateDir, "toolbox"))
+	return materialise(haloforge.Toolbox, "toolbox", stateDir, "toolbox")
 }
 
-// materialise copies an embedded tree to parent/<content hash>/ once, with
-// scripts executable, and returns that directory.
-func materialise(fsys fs.FS, root, parent string) (string, error) {
+// materialise copies an embedded tree to <stateDir>/<name>/<content hash>/
+// once, with scripts executable, and returns that directory. The state
+// dir's own elements are never followed through a link (safefile.Tree):
+// a scripts/ or scripts/<hash> planted as a link would have the build run
+// scripts from elsewhere.
+func materialise(fsys fs.FS, root, stateDir, name string) (string, error) {
 	h := sha256.New()
 	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -264,29 +293,38 @@ func materialise(fsys fs.FS, root, parent string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dest := filepath.Join(parent, hex.EncodeToString(h.Sum(nil))[:16])
-	if dirExists(dest) {
-		return dest, nil
-	}
-	tmp, err := os.MkdirTemp(parent+"-tmp", "")
-	if errors.Is(err, fs.ErrNotExist) {
-		if err = os.MkdirAll(parent+"-tmp", 0o755); err == nil {
-			tmp, err = os.MkdirTemp(parent+"-tmp", "")
+	state := safefile.Tree(stateDir)
+	dest := name + "/" + hex.EncodeToString(h.Sum(nil))[:16]
+	if fi, err := state.Lstat(dest); err == nil {
+		if !fi.IsDir() {
+			return "", fmt.Errorf("state dir: %w", &safefile.NotDirError{Path: state.Path(dest), Mode: fi.Mode()})
 		}
-	}
-	if err != nil {
+		return state.Path(dest), nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("state dir: %w", err)
 	}
-	// Deferred first, so it runs last: the staging dir goes once empty (a
-	// concurrent copy's keeps it), not left in every state dir.
-	defer os.Remove(parent + "-tmp")
-	defer os.RemoveAll(tmp)
+	staging := name + "-tmp"
+	if err := state.MkdirAll(staging, 0o755); err != nil {
+		return "", fmt.Errorf("state dir: %w", err)
+	}
+	// Removed last: the staging dir goes once empty (a concurrent copy's
+	// keeps it), not left in every state dir.
+	defer state.Remove(staging)
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := staging + "/" + hex.EncodeToString(rnd[:])
+	if err := state.Mkdir(tmp, 0o700); err != nil {
+		return "", fmt.Errorf("state dir: %w", err)
+	}
+	// A directory made just now, private to this user: its insides are
+	// written by path.
+	defer os.RemoveAll(state.Path(tmp))
 	err = fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(root, p)
-		target := filepath.Join(tmp, rel)
+		target := filepath.Join(state.Path(tmp), rel)
 		if d.IsDir() {
 			return os.MkdirAll(target, 0o755)
 		}
@@ -303,13 +341,16 @@ func materialise(fsys fs.FS, root, parent string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return "", err
+	if err := state.MkdirAll(name, 0o755); err != nil {
+		return "", fmt.Errorf("state dir: %w", err)
 	}
-	if err := os.Rename(tmp, dest); err != nil && !dirExists(dest) {
-		return "", err
+	if err := state.Rename(tmp, dest); err != nil {
+		// A concurrent copy of the same content got there first.
+		if fi, lerr := state.Lstat(dest); lerr != nil || !fi.IsDir() {
+			return "", fmt.Errorf("state dir: %w", err)
+		}
 	}
-	return dest, nil
+	return state.Path(dest), nil
 }
 
 // workspace is what the global flags name: the pins (--pins, --set), the

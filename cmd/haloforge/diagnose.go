@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/internal/safefile"
+	"github.com/haloforge/haloforge/steps/runner"
 )
 
 type diagnoseOptions struct {
@@ -113,16 +115,17 @@ func stdinIsData(cmd *cobra.Command) bool {
 
 // runDirsNewestFirst lists the run directories of the state dir, newest
 // first: run IDs start with their UTC time, so names sort by age.
+// A run directory planted as a link is not one (safefile.Tree).
 func runDirsNewestFirst(stateDir string) []string {
-	runs := filepath.Join(stateDir, "runs")
-	entries, err := os.ReadDir(runs)
+	state := safefile.Tree(stateDir)
+	entries, err := state.ReadDir("runs")
 	if err != nil {
 		return nil
 	}
 	var out []string
 	for _, e := range entries {
-		if e.IsDir() {
-			out = append(out, filepath.Join(runs, e.Name()))
+		if e.IsDir() && runner.ValidRunID(e.Name()) {
+			out = append(out, state.Path(runner.RunName(e.Name())))
 		}
 	}
 	slices.Reverse(out) // ReadDir sorts by name

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/detect/hostfix"
 	"github.com/haloforge/haloforge/internal/safefile"
+	"github.com/haloforge/haloforge/steps/runner"
 )
 
 // hostfixOptions are doctor's host-fix modes: --plan, --apply, --verify and
@@ -170,7 +172,8 @@ func hostOf(cmd *cobra.Command, h hostfixOptions) *hostfix.Host {
 }
 
 // confirmer asks for the typed word on the terminal, or takes --confirm.
-func confirmer(cmd *cobra.Command, h hostfixOptions) func(word string) error {
+// A signal while it waits ends the prompt: nothing was changed (exit 130).
+func confirmer(ctx context.Context, cmd *cobra.Command, h hostfixOptions) func(word string) error {
 	return func(word string) error {
 		out := cmd.OutOrStdout()
 		if h.confirm != "" {
@@ -184,11 +187,26 @@ func confirmer(cmd *cobra.Command, h hostfixOptions) func(word string) error {
 			return fmt.Errorf("%w: type %s in a terminal, or pass --confirm %s (for automation)", hostfix.ErrNoTerminal, word, word)
 		}
 		fmt.Fprintf(out, "Type %s to go ahead (anything else cancels): ", word)
-		line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return err
+		type answer struct {
+			line string
+			err  error
 		}
-		if strings.TrimSpace(line) != word {
+		got := make(chan answer, 1)
+		go func() {
+			line, err := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
+			got <- answer{line, err}
+		}()
+		var a answer
+		select {
+		case a = <-got:
+		case <-ctx.Done():
+			fmt.Fprintln(out)
+			return fmt.Errorf("stopped at the prompt, so nothing was changed: %w", hostfix.ErrInterrupted)
+		}
+		if a.err != nil && !errors.Is(a.err, io.EOF) {
+			return a.err
+		}
+		if strings.TrimSpace(a.line) != word {
 			return hostfix.ErrDeclined
 		}
 		return nil
@@ -203,14 +221,40 @@ func hostfixErr(err error) error {
 		return nil
 	case errors.As(err, &ee):
 		return err
+	case errors.Is(err, hostfix.ErrInterrupted):
+		return &exitError{code: exitInterrupted, err: err}
 	case hostfix.IsUsage(err):
 		return usageErr(err)
 	}
 	return failedErr(err)
 }
 
+// hostfixContext is the command's context, ended by the first of
+// stopSignals: --apply and --rollback then stop the tool they run with
+// everything it started, record the backup as interrupted and say how to
+// undo (exit 130), instead of dying with the tool running on.
+func hostfixContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(cmdContext(cmd), stopSignals...)
+}
+
+// printedFlags are the flags a command printed by --apply or --rollback
+// needs to act on the same system and backups, as the user gave them.
+func printedFlags(o doctorOptions) []string {
+	var out []string
+	if o.host.root != "" {
+		out = append(out, "--root", o.host.root)
+	}
+	if o.stateDir != "" {
+		out = append(out, "--state-dir", o.stateDir)
+	}
+	return out
+}
+
 func runApply(cmd *cobra.Command, o doctorOptions) error {
 	stateDir := o.stateDirOr() // backups live in <state-dir>/host-backups
+	if err := runner.CheckStateDir(stateDir); err != nil {
+		return usageErr(err)
+	}
 	// A regular file only: a FIFO named as the plan hung --apply.
 	f, _, err := safefile.OpenRegular(o.host.apply, safefile.Follow)
 	if err != nil {
@@ -234,13 +278,18 @@ func runApply(cmd *cobra.Command, o doctorOptions) error {
 	} else if err != nil {
 		return usageErr(fmt.Errorf("%s: %w", o.host.apply, err))
 	}
-	_, err = hostfix.Apply(cmdContext(cmd), p, hostOf(cmd, o.host), hostfix.ApplyOptions{
-		StateDir: stateDir, Version: version, Confirm: confirmer(cmd, o.host), Stale: stale})
+	ctx, stop := hostfixContext(cmd)
+	defer stop()
+	_, err = hostfix.Apply(ctx, p, hostOf(cmd, o.host), hostfix.ApplyOptions{
+		StateDir: stateDir, Version: version, Confirm: confirmer(ctx, cmd, o.host), Stale: stale, Flags: printedFlags(o)})
 	return hostfixErr(err)
 }
 
 func runRollback(cmd *cobra.Command, o doctorOptions, args []string) error {
 	stateDir := o.stateDirOr() // backups live in <state-dir>/host-backups
+	if err := runner.CheckStateDir(stateDir); err != nil {
+		return usageErr(err)
+	}
 	dir := ""
 	if len(args) == 1 {
 		dir = args[0]
@@ -251,8 +300,10 @@ func runRollback(cmd *cobra.Command, o doctorOptions, args []string) error {
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "Rolling back %s\n", dir)
 	}
-	_, err := hostfix.Rollback(cmdContext(cmd), dir, hostOf(cmd, o.host), hostfix.ApplyOptions{
-		StateDir: stateDir, Version: version, Confirm: confirmer(cmd, o.host)})
+	ctx, stop := hostfixContext(cmd)
+	defer stop()
+	_, err := hostfix.Rollback(ctx, dir, hostOf(cmd, o.host), hostfix.ApplyOptions{
+		StateDir: stateDir, Version: version, Confirm: confirmer(ctx, cmd, o.host), Flags: printedFlags(o)})
 	return hostfixErr(err)
 }
 
@@ -318,15 +369,12 @@ func runVerify(cmd *cobra.Command, o doctorOptions, args []string) error {
 }
 
 // doctorCommand is a doctor command to print, with the --root and
-// --state-dir the user gave: pasted, it acts on the same system and
-// backups.
+// --state-dir the user gave (printedFlags): pasted, it acts on the same
+// system and backups.
 func doctorCommand(o doctorOptions, args ...string) string {
 	parts := append([]string{"haloforge", "doctor"}, args...)
-	if o.host.root != "" {
-		parts = append(parts, "--root", shellWord(o.host.root))
-	}
-	if o.stateDir != "" && o.stateDir != defaultStateDir() {
-		parts = append(parts, "--state-dir", shellWord(o.stateDir))
+	for _, f := range printedFlags(o) {
+		parts = append(parts, shellWord(f))
 	}
 	return strings.Join(parts, " ")
 }

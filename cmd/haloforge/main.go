@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"strings"
 
@@ -91,6 +92,12 @@ func newRoot() *cobra.Command {
 
 // run executes the CLI and maps errors to docs/cli.md's exit codes.
 func run(args []string) int {
+	// Libraries report to the standard logger what haloforge reports
+	// itself, or nothing a user can act on: net/http's "Unsolicited
+	// response received on idle HTTP channel" from a misbehaving server
+	// (pins status) came out on stderr with a date, quoting the server's
+	// bytes. haloforge never logs through it.
+	log.SetOutput(io.Discard)
 	root := newRoot()
 	root.SetArgs(args)
 	err := root.ExecuteContext(context.Background())

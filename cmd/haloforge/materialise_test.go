@@ -13,8 +13,7 @@ import (
 func TestMaterialiseLeavesOnlyItsCopy(t *testing.T) {
 	state := t.TempDir()
 	fsys := fstest.MapFS{"toolbox/toolbox.env": {Data: []byte("WORK_DIR=/w\n")}, "toolbox/run.sh": {Data: []byte("#!/bin/sh\n")}}
-	parent := filepath.Join(state, "toolbox")
-	dest, err := materialise(fsys, "toolbox", parent)
+	dest, err := materialise(fsys, "toolbox", state, "toolbox")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +31,7 @@ func TestMaterialiseLeavesOnlyItsCopy(t *testing.T) {
 		}
 		t.Errorf("state dir holds %v, want only toolbox/", names)
 	}
-	again, err := materialise(fsys, "toolbox", parent)
+	again, err := materialise(fsys, "toolbox", state, "toolbox")
 	if err != nil || again != dest {
 		t.Errorf("second copy: %q %v, want %q", again, err, dest)
 	}

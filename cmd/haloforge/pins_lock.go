@@ -60,15 +60,14 @@ func runPinsLock(o pinsLockOptions, stdout, stderr io.Writer) error {
 	case !runner.ValidRunID(id):
 		return usageErr(fmt.Errorf("%q is not a run: give a run ID such as 20261124-101500-a1b2c3 (report: lines, haloforge build) or last", id))
 	}
-	runDir := filepath.Join(stateDir, "runs", id)
-	rep, err := runner.ReadReport(runDir)
+	rep, err := runner.ReadReport(stateDir, id)
 	if err != nil {
 		return usageErr(fmt.Errorf("run %s: %w", id, err))
 	}
 	if rep.DryRun {
 		return usageErr(fmt.Errorf("run %s was a dry run: it resolved nothing to lock", id))
 	}
-	snap, err := runner.ReadSnapshot(runDir)
+	snap, err := runner.ReadSnapshot(stateDir, id)
 	if err != nil {
 		return usageErr(fmt.Errorf("run %s: %w", id, err))
 	}
@@ -114,7 +113,7 @@ func runPinsLock(o pinsLockOptions, stdout, stderr io.Writer) error {
 // lastBuild is the newest run under stateDir that was not a dry run.
 func lastBuild(stateDir string) string {
 	for _, id := range runner.RunIDs(stateDir) {
-		if rep, err := runner.ReadReport(filepath.Join(stateDir, "runs", id)); err == nil && !rep.DryRun {
+		if rep, err := runner.ReadReport(stateDir, id); err == nil && !rep.DryRun {
 			return id
 		}
 	}
@@ -128,7 +127,7 @@ func earlierBuild(stateDir, id, step, key string) (*runner.StepReport, string) {
 		if other >= id {
 			continue
 		}
-		rep, err := runner.ReadReport(filepath.Join(stateDir, "runs", other))
+		rep, err := runner.ReadReport(stateDir, other)
 		if err != nil || rep.DryRun {
 			continue
 		}

@@ -137,7 +137,7 @@ func TestPinsLockOfARealBuild(t *testing.T) {
 	}
 
 	rep := build()
-	onDisk, err := runner.ReadReport(rep.RunDir)
+	onDisk, err := runner.ReadReport(filepath.Dir(filepath.Dir(rep.RunDir)), rep.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}

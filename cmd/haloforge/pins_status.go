@@ -16,14 +16,16 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
 	"github.com/haloforge/haloforge"
+	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/pins/sets"
 	"github.com/haloforge/haloforge/pins/upstream"
 	"github.com/haloforge/haloforge/steps"
-	"github.com/spf13/cobra"
-	"golang.org/x/term"
 )
 
 // ---- pins status ------------------------------------------------------------
@@ -102,7 +104,7 @@ func runPinsStatus(ctx context.Context, o pinsStatusOptions, stdout, stderr io.W
 	if !o.offline {
 		c := upstream.NewCache(rep, pf.Path, prev)
 		if data, err := c.Marshal(); err == nil {
-			if err := steps.WriteFileAtomic(upstream.CachePath(stateDir), data); err != nil {
+			if err := safefile.Tree(stateDir).WriteFile(upstream.CacheFile, data, 0o644); err != nil {
 				fmt.Fprintf(stderr, "warning: could not keep this status for `moved` and `plan`: %v\n", err)
 			}
 		}

@@ -165,6 +165,10 @@ var probeBuilt serve.Probe = serve.ProbeContainers
 // returned note says so.
 func checkBuilt(s serveSetup, g *globalOptions, root bool) (serve.Built, error) {
 	stateDir := g.stateDirOr()
+	// A track being built now is not served half-built.
+	if err := trackBusy(stateDir, s.plan.Track.ID, false); err != nil {
+		return serve.Built{}, err
+	}
 	st, err := steps.LoadState(stateDir)
 	if err != nil {
 		return serve.Built{}, usageErr(err)

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/internal/text"
 )
 
@@ -45,6 +45,16 @@ type ApplyOptions struct {
 	// (CheckMachine's ErrStalePlan): Apply returns it, before showing or
 	// changing anything, unless the system already matches the plan.
 	Stale error
+	// Flags are the flags the user gave that the haloforge commands printed
+	// here must carry to act on the same system and backups ("--root",
+	// DIR, "--state-dir", DIR), unquoted.
+	Flags []string
+}
+
+// command is a haloforge doctor command line to print, with the user's
+// flags, quoted for a POSIX shell so that it runs as printed.
+func (o ApplyOptions) command(args ...string) string {
+	return shellJoin(slices.Concat([]string{"haloforge", "doctor"}, args, o.Flags))
 }
 
 func (o ApplyOptions) now() time.Time {
@@ -446,6 +456,9 @@ func Apply(ctx context.Context, p *Plan, h *Host, o ApplyOptions) (string, error
 		}
 		return "", nil
 	}
+	if err := h.reachable(w.all()); err != nil {
+		return "", err
+	}
 	var shown strings.Builder
 	w.show(&shown, h)
 	fmt.Fprint(out, shown.String())
@@ -453,6 +466,15 @@ func Apply(ctx context.Context, p *Plan, h *Host, o ApplyOptions) (string, error
 		return "", err
 	}
 	if err := o.confirmApply(shown.String()); err != nil {
+		return "", err
+	}
+	if err := interrupted(ctx, "before anything changed"); err != nil {
+		return "", err
+	}
+	// The prompt may have waited long: a file edited meanwhile (by a
+	// package upgrade, by hand) is not overwritten with the text computed
+	// before.
+	if err := w.recheck(ctx, h); err != nil {
 		return "", err
 	}
 	dir, m, err := backup(ctx, h, o, w, "apply", "")
@@ -464,18 +486,30 @@ func Apply(ctx context.Context, p *Plan, h *Host, o ApplyOptions) (string, error
 		return dir, err
 	}
 	fail := func(err error) (string, error) {
+		undo := o.command("--rollback", dir)
+		if errors.Is(err, ErrInterrupted) {
+			m.State = "interrupted"
+			_ = writeManifest(dir, m)
+			return dir, fmt.Errorf("%w\nThe apply stopped there. To undo what it changed: %s", err, undo)
+		}
 		m.State = "failed"
 		_ = writeManifest(dir, m)
-		return dir, fmt.Errorf("%w\nNothing more was changed. To undo what was: haloforge doctor --rollback %s", err, dir)
+		return dir, fmt.Errorf("%w\nNothing more was changed. To undo what was: %s", err, undo)
 	}
 	for _, e := range w.edits {
+		if err := interrupted(ctx, "before writing "+e.path); err != nil {
+			return fail(err)
+		}
 		fmt.Fprintf(out, "Writing %s\n", e.path)
-		if err := h.writeFile(ctx, e.path, e.after, e.before.mode, e.before.uid, e.before.gid, dir); err != nil {
+		if err := h.writeFile(ctx, e.path, e.after, e.before.mode, e.before.uid, e.before.gid, dir, &e.before); err != nil {
 			return fail(err)
 		}
 		m.Commands = append(m.Commands, "write "+e.path)
 	}
 	for _, s := range w.steps() {
+		if err := interrupted(ctx, "before running "+shellJoin(s.argv)); err != nil {
+			return fail(err)
+		}
 		fmt.Fprintf(out, "Running %s\n", shellJoin(shownArgv(h, s.argv)))
 		if err := h.runTool(ctx, s.argv); err != nil {
 			return fail(err)
@@ -486,8 +520,52 @@ func Apply(ctx context.Context, p *Plan, h *Host, o ApplyOptions) (string, error
 	if err := finishManifest(ctx, h, dir, m, w); err != nil {
 		return fail(err)
 	}
-	fmt.Fprintf(out, "Done. Nothing was rebooted.\nNext: reboot, then run haloforge doctor --verify\nTo undo: haloforge doctor --rollback %s\n", dir)
+	fmt.Fprintf(out, "Done. Nothing was rebooted.\nNext: reboot, then run %s\nTo undo: %s\n", o.command("--verify"), o.command("--rollback", dir))
 	return dir, nil
+}
+
+// interrupted is ErrInterrupted once ctx has ended (haloforge was told to
+// stop), saying when.
+func interrupted(ctx context.Context, when string) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("stopped %s: %w", when, ErrInterrupted)
+	}
+	return nil
+}
+
+// changedError is a file that changed after the changes were shown and
+// confirmed: it is ErrChanged (exit 1).
+type changedError struct{ paths []string }
+
+func (e *changedError) Error() string {
+	return strings.Join(e.paths, ", ") + " changed after the changes were shown, so nothing was changed: run the same command again to see the changes as they are now"
+}
+
+func (e *changedError) Unwrap() error { return ErrChanged }
+
+// recheck reads every file to edit again: one that is not what the changes
+// shown were computed from is not overwritten.
+func (w *work) recheck(ctx context.Context, h *Host) error {
+	var changed []string
+	for _, e := range w.edits {
+		now, err := h.readState(ctx, e.path)
+		if err != nil {
+			return err
+		}
+		if !now.same(e.before) {
+			changed = append(changed, e.path)
+		}
+	}
+	if len(changed) > 0 {
+		return &changedError{changed}
+	}
+	return nil
+}
+
+// all are the files the backup records, in one list.
+func (w *work) all() []string {
+	sources, generated, side := w.watched()
+	return slices.Concat(sources, generated, side)
 }
 
 // watched are the files a backup records: the sources edited, files a tool
@@ -521,11 +599,29 @@ func (w *work) watched() (sources, generated, side []string) {
 
 // backup copies every watched file into a new backup directory and writes
 // the manifest before anything changes.
+//
+// A backup that cannot be made whole (a full or read-only state dir, a
+// file that changed since it was shown) is removed again, and nothing is
+// changed.
 func backup(ctx context.Context, h *Host, o ApplyOptions, w *work, kind, of string) (string, *Manifest, error) {
 	dir, err := newBackupDir(o.StateDir, o.now())
 	if err != nil {
-		return "", nil, err
+		return "", nil, fmt.Errorf("%w: nothing was changed", err)
 	}
+	m, err := fillBackup(ctx, h, o, w, dir, kind, of)
+	if err != nil {
+		_ = os.RemoveAll(dir) // made just now, by this run
+		var ce *changedError
+		var rf *refusal
+		if errors.As(err, &ce) || errors.As(err, &rf) {
+			return "", nil, err
+		}
+		return "", nil, fmt.Errorf("backup %s: %w: nothing was changed", dir, err)
+	}
+	return dir, m, nil
+}
+
+func fillBackup(ctx context.Context, h *Host, o ApplyOptions, w *work, dir, kind, of string) (*Manifest, error) {
 	m := &Manifest{Format: manifestFormat, Version: ManifestVersion, CreatedBy: "haloforge " + o.Version,
 		Created: o.now().UTC().Format(time.RFC3339), Kind: kind, Of: of, Root: h.root(), State: "started",
 		Bootloader: w.boot.Name, Tool: w.boot.Tool, ProcCmdline: w.ev.ProcCmdline, BootCmdline: w.bootCmdline, Commands: []string{}}
@@ -536,12 +632,18 @@ func backup(ctx context.Context, h *Host, o ApplyOptions, w *work, kind, of stri
 		if err != nil {
 			return err
 		}
+		// What is backed up is what the changes were computed from.
+		for _, e := range w.edits {
+			if e.path == p && !st.same(e.before) {
+				return &changedError{[]string{p}}
+			}
+		}
 		mf := ManifestFile{Path: p, Role: role, Existed: st.exists}
 		if st.exists {
 			n++
 			mf.SHA256, mf.Size, mf.Mode, mf.UID, mf.GID = sum(st.data), int64(len(st.data)), fmt.Sprintf("%04o", st.mode), st.uid, st.gid
 			mf.Backup = fmt.Sprintf("files/%04d", n)
-			if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(mf.Backup)), st.data, 0o600); err != nil {
+			if err := safefile.Tree(dir).WriteFile(mf.Backup, st.data, 0o600); err != nil {
 				return err
 			}
 		}
@@ -550,20 +652,20 @@ func backup(ctx context.Context, h *Host, o ApplyOptions, w *work, kind, of stri
 	}
 	for _, p := range sources {
 		if err := add(p, RoleSource); err != nil {
-			return "", nil, err
+			return nil, err
 		}
 	}
 	for _, p := range generated {
 		if err := add(p, RoleGenerated); err != nil {
-			return "", nil, err
+			return nil, err
 		}
 	}
 	for _, p := range side {
 		if err := add(p, RoleSideEffect); err != nil {
-			return "", nil, err
+			return nil, err
 		}
 	}
-	return dir, m, writeManifest(dir, m)
+	return m, writeManifest(dir, m)
 }
 
 // finishManifest records the files as they are now, and the generated files

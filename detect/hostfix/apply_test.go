@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	securejoin "github.com/cyphar/filepath-securejoin"
 )
 
 // simulatedTools stands in for the system's tools in the unit tests: it
@@ -44,7 +46,14 @@ func (s *simulatedTools) Run(_ context.Context, argv []string, asRoot bool, out 
 	if args[0] == s.fail {
 		return fmt.Errorf("%s failed (simulated)", args[0])
 	}
-	at := func(p string) string { return filepath.Join(s.root, p) }
+	// As chroot resolves paths: a link in the tree leads inside the root.
+	at := func(p string) string {
+		full, err := securejoin.SecureJoin(s.root, p)
+		if err != nil {
+			panic(err)
+		}
+		return full
+	}
 	switch args[0] {
 	case "update-grub":
 		s.grubs++

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -67,11 +66,13 @@ const (
 	maxEvidenceFiles = 512
 )
 
-// FromRoot reads the evidence from a root filesystem ("/" for this machine).
-// A file it looks for that is absent or unreadable is no evidence; one that
-// is a FIFO, a device or larger than maxEvidenceFile is refused at once
-// (never waited on), with an error naming it: a plan made without it could
-// be wrong.
+// FromRoot reads the evidence from a root filesystem ("/" for this machine)
+// as its own programs would under chroot: a link, absolute or with "..",
+// resolves inside the root (rootFS), so nothing outside it is read. A file
+// it looks for that is absent or unreadable is no evidence; one that is a
+// FIFO, a device or larger than maxEvidenceFile is refused at once (never
+// waited on), with an error naming it: a plan made without it could be
+// wrong.
 func FromRoot(root string) (*Evidence, error) {
 	if root == "" {
 		root = "/"
@@ -80,11 +81,11 @@ func FromRoot(root string) (*Evidence, error) {
 	if err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("root %s: not a directory", root)
 	}
+	r := rootFS{root: root}
 	e := &Evidence{Root: root, Tools: map[string]string{}, Markers: map[string]bool{}, Files: map[string][]byte{}, Groups: map[string][]string{}}
-	at := func(p string) string { return filepath.Join(root, filepath.FromSlash(p)) }
 	var refused error
 	read := func(p string) ([]byte, bool) {
-		data, err := safefile.ReadRegular(p, maxEvidenceFile, safefile.Follow)
+		data, err := r.readFile(p, maxEvidenceFile)
 		var nr *safefile.NotRegularError
 		var tl *safefile.TooLargeError
 		if refused == nil && ((errors.As(err, &nr) && !nr.Mode.IsDir()) || errors.As(err, &tl)) {
@@ -93,7 +94,7 @@ func FromRoot(root string) (*Evidence, error) {
 		return data, err == nil
 	}
 	for _, p := range []string{"/etc/os-release", "/usr/lib/os-release"} {
-		if data, ok := read(at(p)); ok {
+		if data, ok := read(p); ok {
 			e.OSRelease = detect.ParseOSRelease(string(data))
 			break
 		}
@@ -101,38 +102,34 @@ func FromRoot(root string) (*Evidence, error) {
 	for _, t := range bootTools {
 		for _, d := range toolDirs {
 			p := path.Join(d, t)
-			if st, err := os.Stat(at(p)); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			if st, err := r.stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
 				e.Tools[t] = p
 				break
 			}
 		}
 	}
 	for _, m := range markerPaths {
-		_, err := os.Stat(at(m))
+		_, err := r.stat(m)
 		e.Markers[m] = err == nil
 	}
 	for _, g := range append(append([]string{}, configGlobs...), generatedGlobs...) {
-		matches, _ := filepath.Glob(at(g))
-		slices.Sort(matches)
-		for _, m := range matches {
-			rel, err := filepath.Rel(root, m)
-			if err != nil || len(e.Files) >= maxEvidenceFiles {
-				continue
+		for _, p := range r.glob(g) {
+			if len(e.Files) >= maxEvidenceFiles {
+				break
 			}
-			p := "/" + filepath.ToSlash(rel)
 			if _, seen := e.Files[p]; seen {
 				continue
 			}
-			if data, ok := read(m); ok {
+			if data, ok := read(p); ok {
 				e.Files[p] = data
 			}
 		}
 	}
-	e.Kernels = findKernels(root)
-	if data, ok := read(at("/etc/group")); ok {
+	e.Kernels = findKernels(r)
+	if data, ok := read("/etc/group"); ok {
 		e.Groups = parseGroupFile(string(data))
 	}
-	if data, ok := read(at("/proc/cmdline")); ok {
+	if data, ok := read("/proc/cmdline"); ok {
 		e.ProcCmdline = strings.TrimSpace(string(data))
 	}
 	if refused != nil {
@@ -143,18 +140,18 @@ func FromRoot(root string) (*Evidence, error) {
 
 // findKernels lists kernels with an image: /usr/lib/modules/V/vmlinuz
 // (Fedora, Arch) or /boot/vmlinuz-V (Debian, Ubuntu).
-func findKernels(root string) []Kernel {
+func findKernels(r rootFS) []Kernel {
 	seen := map[string]bool{}
 	var out []Kernel
 	for _, modDir := range []string{"/usr/lib/modules", "/lib/modules"} {
-		entries, _ := os.ReadDir(filepath.Join(root, modDir))
+		entries, _ := r.readDir(modDir)
 		for _, d := range entries {
 			v := d.Name()
 			if seen[v] || !d.IsDir() {
 				continue
 			}
 			for _, img := range []string{path.Join(modDir, v, "vmlinuz"), "/boot/vmlinuz-" + v} {
-				if st, err := os.Stat(filepath.Join(root, img)); err == nil && st.Mode().IsRegular() {
+				if st, err := r.stat(img); err == nil && st.Mode().IsRegular() {
 					seen[v] = true
 					out = append(out, Kernel{Version: v, Image: img})
 					break

@@ -6,12 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-
-	"github.com/haloforge/haloforge/internal/safefile"
 )
 
 // Where a plan's facts come from, as Machine.Target.
@@ -56,14 +53,15 @@ var (
 // identify reads the identity of the system under root: the hash of its
 // machine ID ("" when it has none) and its hostname.
 func identify(root string) (id, hostname string) {
+	r := rootFS{root: root}
 	for _, p := range []string{"/etc/machine-id", "/var/lib/dbus/machine-id"} {
-		data, err := safefile.ReadRegular(filepath.Join(root, p), maxEvidenceFile, safefile.Follow)
+		data, err := r.readFile(p, maxEvidenceFile)
 		if v := strings.TrimSpace(string(data)); err == nil && machineIDRe.MatchString(v) {
 			id = shortHash("haloforge machine-id\x00" + v)
 			break
 		}
 	}
-	if data, err := safefile.ReadRegular(filepath.Join(root, "/etc/hostname"), maxEvidenceFile, safefile.Follow); err == nil {
+	if data, err := r.readFile("/etc/hostname", maxEvidenceFile); err == nil {
 		hostname = strings.TrimSpace(string(data))
 	}
 	if hostname == "" && root == "/" {

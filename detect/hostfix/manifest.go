@@ -56,7 +56,7 @@ type Manifest struct {
 	Kind        string         `json:"kind"`         // apply, or rollback (the state a rollback replaced)
 	Of          string         `json:"of,omitempty"` // for rollback: the backup it restored
 	Root        string         `json:"root"`
-	State       string         `json:"state"` // started, done, failed
+	State       string         `json:"state"` // started, done, failed, interrupted (a signal stopped it)
 	Bootloader  string         `json:"bootloader"`
 	Tool        string         `json:"tool"`
 	ProcCmdline string         `json:"proc_cmdline"` // /proc/cmdline when it ran
@@ -140,7 +140,7 @@ func (m *Manifest) validate() error {
 	if m.Format != manifestFormat || m.Version != ManifestVersion {
 		return errors.New("not a haloforge host backup")
 	}
-	if !slices.Contains([]string{"apply", "rollback"}, m.Kind) || !slices.Contains([]string{"started", "done", "failed"}, m.State) {
+	if !slices.Contains([]string{"apply", "rollback"}, m.Kind) || !slices.Contains([]string{"started", "done", "failed", "interrupted"}, m.State) {
 		return errors.New("unknown kind or state")
 	}
 	if !slices.Contains(knownBoot, m.Bootloader) || !slices.Contains(knownTools, m.Tool) {
@@ -208,10 +208,12 @@ func (m *Manifest) validate() error {
 // backupsDir is where --apply keeps its backups.
 func backupsDir(stateDir string) string { return filepath.Join(stateDir, backupsDirName) }
 
-// newBackupDir makes a fresh, private backup directory named by the time.
+// newBackupDir makes a fresh, private backup directory named by the time,
+// in the state dir, through no link (safefile.Tree): a host-backups/
+// planted as a link would take copies of /etc files elsewhere.
 func newBackupDir(stateDir string, now time.Time) (string, error) {
-	parent := backupsDir(stateDir)
-	if err := os.MkdirAll(parent, 0o700); err != nil {
+	state := safefile.Tree(stateDir)
+	if err := state.MkdirAll(backupsDirName, 0o700); err != nil {
 		return "", fmt.Errorf("backup: %w", err)
 	}
 	base := now.UTC().Format("20060102T150405Z")
@@ -220,12 +222,12 @@ func newBackupDir(stateDir string, now time.Time) (string, error) {
 		if i > 0 {
 			name = fmt.Sprintf("%s-%d", base, i)
 		}
-		dir := filepath.Join(parent, name)
-		if err := os.Mkdir(dir, 0o700); err == nil {
-			if err := os.Mkdir(filepath.Join(dir, "files"), 0o700); err != nil {
+		dir := backupsDirName + "/" + name
+		if err := state.Mkdir(dir, 0o700); err == nil {
+			if err := state.Mkdir(dir+"/files", 0o700); err != nil {
 				return "", fmt.Errorf("backup: %w", err)
 			}
-			return dir, nil
+			return state.Path(dir), nil
 		} else if !errors.Is(err, os.ErrExist) {
 			return "", fmt.Errorf("backup: %w", err)
 		}
@@ -239,17 +241,27 @@ func writeManifest(dir string, m *Manifest) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, manifestName+".tmp")
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o600); err != nil {
-		return err
+	return safefile.Tree(dir).WriteFile(manifestName, append(data, '\n'), 0o600)
+}
+
+// readBackupCopy reads a backed-up copy and checks it against the
+// manifest's checksum.
+func readBackupCopy(dir string, mf ManifestFile) ([]byte, error) {
+	data, err := safefile.Tree(dir).ReadFile(mf.Backup, maxEvidenceFile)
+	if err != nil {
+		return nil, fmt.Errorf("%s: backup of %s: %w", dir, mf.Path, err)
 	}
-	return os.Rename(tmp, filepath.Join(dir, manifestName))
+	if sum(data) != mf.SHA256 {
+		return nil, fmt.Errorf("%s: the backup of %s does not match its checksum: refusing to restore it", dir, mf.Path)
+	}
+	return data, nil
 }
 
 // LoadBackup reads and checks a backup directory: a manifest haloforge
-// wrote, and every backed-up copy matching its checksum.
+// wrote, and every backed-up copy matching its checksum, all read through
+// no link inside it.
 func LoadBackup(dir string) (*Manifest, error) {
-	f, _, err := safefile.OpenRegular(filepath.Join(dir, manifestName), safefile.NoFollow)
+	f, _, err := safefile.Tree(dir).Open(manifestName)
 	if err != nil {
 		return nil, fmt.Errorf("%s: no haloforge backup manifest: %w", dir, err)
 	}
@@ -262,12 +274,8 @@ func LoadBackup(dir string) (*Manifest, error) {
 		if !mf.Existed {
 			continue
 		}
-		data, err := safefile.ReadRegular(filepath.Join(dir, filepath.FromSlash(mf.Backup)), maxEvidenceFile, safefile.NoFollow)
-		if err != nil {
-			return nil, fmt.Errorf("%s: backup of %s: %w", dir, mf.Path, err)
-		}
-		if sum(data) != mf.SHA256 {
-			return nil, fmt.Errorf("%s: the backup of %s does not match its checksum: refusing to restore it", dir, mf.Path)
+		if _, err := readBackupCopy(dir, mf); err != nil {
+			return nil, err
 		}
 	}
 	return m, nil

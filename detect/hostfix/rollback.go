@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -21,7 +20,12 @@ const planFileName = "plan.json"
 // LastApplied is the newest apply backup that no later rollback undid, the
 // default of --rollback and (its plan) of --verify.
 func LastApplied(stateDir string) (string, error) {
-	entries, err := os.ReadDir(backupsDir(stateDir))
+	state := safefile.Tree(stateDir)
+	entries, err := state.ReadDir(backupsDirName)
+	var nd *safefile.NotDirError
+	if errors.As(err, &nd) {
+		return "", err
+	}
 	if err != nil {
 		return "", fmt.Errorf("no backups in %s: nothing was applied yet", backupsDir(stateDir))
 	}
@@ -35,7 +39,7 @@ func LastApplied(stateDir string) (string, error) {
 	undone := map[string]bool{}
 	var applies []string
 	for _, n := range names {
-		f, _, err := safefile.OpenRegular(filepath.Join(backupsDir(stateDir), n, manifestName), safefile.NoFollow)
+		f, _, err := state.Open(backupsDirName + "/" + n + "/" + manifestName)
 		if err != nil {
 			continue
 		}
@@ -44,9 +48,12 @@ func LastApplied(stateDir string) (string, error) {
 		if err != nil {
 			continue
 		}
-		if m.Kind == "rollback" {
+		// Only a rollback that finished undid its apply: one that stopped
+		// half-way leaves it to roll back again.
+		switch {
+		case m.Kind == "rollback" && m.State == "done":
 			undone[m.Of] = true
-		} else {
+		case m.Kind != "rollback":
 			applies = append(applies, n)
 		}
 	}
@@ -67,12 +74,12 @@ func savePlan(dir string, p *Plan) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, planFileName), append(data, '\n'), 0o600)
+	return safefile.Tree(dir).WriteFile(planFileName, append(data, '\n'), 0o600)
 }
 
 // LoadAppliedPlan reads the plan saved with a backup.
 func LoadAppliedPlan(dir string) (*Plan, error) {
-	f, _, err := safefile.OpenRegular(filepath.Join(dir, planFileName), safefile.NoFollow)
+	f, _, err := safefile.Tree(dir).Open(planFileName)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +124,7 @@ func Rollback(ctx context.Context, dir string, h *Host, o ApplyOptions) (string,
 		if mf.Role == RoleSideEffect {
 			rs := restore{mf: mf, remove: !mf.Existed}
 			if mf.Existed {
-				if rs.data, err = os.ReadFile(filepath.Join(dir, filepath.FromSlash(mf.Backup))); err != nil {
+				if rs.data, err = readBackupCopy(dir, mf); err != nil {
 					return "", err
 				}
 			}
@@ -134,7 +141,7 @@ func Rollback(ctx context.Context, dir string, h *Host, o ApplyOptions) (string,
 		rs := restore{mf: mf, current: cur}
 		switch {
 		case mf.Existed:
-			rs.data, err = os.ReadFile(filepath.Join(dir, filepath.FromSlash(mf.Backup)))
+			rs.data, err = readBackupCopy(dir, mf)
 			if err != nil {
 				return "", err
 			}
@@ -197,6 +204,9 @@ func Rollback(ctx context.Context, dir string, h *Host, o ApplyOptions) (string,
 		fmt.Fprintf(out, "Nothing to restore: %s is as it was before %s.\n", describeRoot(h), dir)
 		return "", verifyRestored(ctx, h, m, dir, out)
 	}
+	if err := h.reachable(w.all()); err != nil {
+		return "", err
+	}
 	w.show(out, h)
 	if err := h.canBecomeRoot(w); err != nil {
 		return "", err
@@ -204,39 +214,106 @@ func Rollback(ctx context.Context, dir string, h *Host, o ApplyOptions) (string,
 	if err := o.Confirm("ROLLBACK"); err != nil {
 		return "", err
 	}
+	if err := interrupted(ctx, "before anything changed"); err != nil {
+		return "", err
+	}
+	if err := w.recheck(ctx, h); err != nil {
+		return "", err
+	}
+	// Room for every file first: a disk that fills half-way through would
+	// leave some files restored and others not.
+	if err := h.roomFor(restores); err != nil {
+		return "", fmt.Errorf("%w: nothing was restored, and the backup %s is kept: free some space and run the same command again", err, dir)
+	}
 	undo, um, err := backup(ctx, h, o, w, "rollback", filepath.Base(dir))
 	if err != nil {
 		return "", err
 	}
 	fmt.Fprintf(out, "The state before this rollback is saved in %s\n", undo)
+	// A rollback that stops half-way says what it restored, keeps both
+	// backups and says how to finish: the same command again (it restores
+	// what is still to restore) or, to go back to before it, its own backup.
+	fail := func(err error) (string, error) {
+		um.State = "failed"
+		if errors.Is(err, ErrInterrupted) {
+			um.State = "interrupted"
+		}
+		_ = writeManifest(undo, um)
+		return undo, fmt.Errorf("%w\nThe rollback stopped there; done: %s; not restored: %s. Both backups are kept. To finish it: %s\nTo go back to before it: %s",
+			err, orNothing(um.Commands), orNothing(pending(restores, um.Commands)), o.command("--rollback", dir), o.command("--rollback", undo))
+	}
 	if err := putBack(ctx, h, restores, undo, um); err != nil {
-		return undo, err
+		return fail(err)
 	}
 	for _, s := range w.steps() {
+		if err := interrupted(ctx, "before running "+shellJoin(s.argv)); err != nil {
+			return fail(err)
+		}
 		fmt.Fprintf(out, "Running %s\n", shellJoin(shownArgv(h, s.argv)))
 		if err := h.runTool(ctx, s.argv); err != nil {
-			return undo, err
+			return fail(err)
 		}
 		um.Commands = append(um.Commands, shellJoin(s.argv))
 	}
 	if len(w.groups) > 0 {
 		// gpasswd rewrote shadow-utils' own copies: put those back too.
 		if err := putBack(ctx, h, sideEffects, undo, um); err != nil {
-			return undo, err
+			return fail(err)
 		}
 	}
 	um.Kargs = w.kargs
 	if err := finishManifest(ctx, h, undo, um, w); err != nil {
-		return undo, err
+		return fail(err)
 	}
 	return undo, verifyRestored(ctx, h, m, dir, out)
+}
+
+// pending are the files of restores that done does not list.
+func pending(restores []restore, done []string) []string {
+	var out []string
+	for _, rs := range restores {
+		if !slices.Contains(done, "restore "+rs.mf.Path) && !slices.Contains(done, "remove "+rs.mf.Path) {
+			out = append(out, rs.mf.Path)
+		}
+	}
+	return out
+}
+
+// orNothing lists what was done, or says nothing was.
+func orNothing(done []string) string {
+	if len(done) == 0 {
+		return "nothing"
+	}
+	return strings.Join(done, ", ")
+}
+
+// expect is what the file must still be for the rollback to replace it:
+// what it was when the changes were shown (sources), or nothing to check
+// (the side effects a tool of the rollback itself rewrote).
+func (rs restore) expect() *fileState {
+	if rs.mf.Role == RoleSideEffect {
+		return nil
+	}
+	return &rs.current
 }
 
 // putBack writes back (or removes) files from a backup.
 func putBack(ctx context.Context, h *Host, restores []restore, staging string, um *Manifest) error {
 	out := h.out()
 	for _, rs := range restores {
+		if err := interrupted(ctx, "before restoring "+rs.mf.Path); err != nil {
+			return err
+		}
 		if rs.remove {
+			if exp := rs.expect(); exp != nil {
+				now, err := h.readState(ctx, rs.mf.Path)
+				if err != nil {
+					return err
+				}
+				if !now.same(*exp) {
+					return &changedError{[]string{rs.mf.Path}}
+				}
+			}
 			fmt.Fprintf(out, "Removing %s (haloforge created it)\n", rs.mf.Path)
 			if err := h.removeFile(ctx, rs.mf.Path); err != nil {
 				return err
@@ -246,7 +323,7 @@ func putBack(ctx context.Context, h *Host, restores []restore, staging string, u
 		}
 		mode, _ := strconv.ParseUint(rs.mf.Mode, 8, 32)
 		fmt.Fprintf(out, "Restoring %s\n", rs.mf.Path)
-		if err := h.writeFile(ctx, rs.mf.Path, rs.data, fs.FileMode(mode), rs.mf.UID, rs.mf.GID, staging); err != nil {
+		if err := h.writeFile(ctx, rs.mf.Path, rs.data, fs.FileMode(mode), rs.mf.UID, rs.mf.GID, staging, rs.expect()); err != nil {
 			return err
 		}
 		um.Commands = append(um.Commands, "restore "+rs.mf.Path)

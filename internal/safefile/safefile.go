@@ -70,6 +70,13 @@ func ReadRegular(path string, limit int64, links Links) ([]byte, error) {
 	return readAll(f, path, st.Size(), limit)
 }
 
+// ReadOpen reads f, a regular file already open and checked (CheckRegular)
+// whose size says size, all of it when it holds at most limit bytes; a
+// larger one is a *TooLargeError naming name.
+func ReadOpen(f *os.File, name string, size, limit int64) ([]byte, error) {
+	return readAll(f, name, size, limit)
+}
+
 func readAll(f *os.File, path string, size, limit int64) ([]byte, error) {
 	if size > limit {
 		return nil, &TooLargeError{Path: path, Limit: limit, Size: size}

@@ -17,6 +17,11 @@
 # For each: plan -> apply -> the generated configuration carries exactly the planned
 # arguments -> applying again changes nothing -> rollback restores every file of /etc,
 # /boot and /efi byte for byte (content, mode, owner).
+# Then links as an image may hold them (an absolute /etc/default link leading out of the
+# root or inside it, a ".." link climbing past the root, a link in the last element, a
+# /proc/self/root link with /proc mounted, a /boot/grub link), as root and through sudo:
+# nothing outside the root changes, and the apply goes where chroot resolves the link or
+# is refused with the link named.
 #
 # Environment: HALOFORGE_BIN (default bin/haloforge, else go build), HF_HOSTFIX_KEEP=1 keeps
 # the case directories for a look.
@@ -326,6 +331,86 @@ verify_sdboot() {
   check "systemd-boot: amdgpu.gttsize is gone, no CWSR stop-gap" lacks "$options" amdgpu.gttsize amdgpu.cwsr_enable
 }
 
+# ---- links an image may hold ------------------------------------------------------
+# Each case plants a symbolic link in a fresh root, with a directory OUT outside it that
+# holds a copy of what the link names (on this machine, the link leads there). Whatever
+# the link, not a byte of OUT changes and no backup holds a file of it: the apply edits
+# what chroot resolves the link to inside the root (and the rollback restores the root
+# byte for byte), or it is refused with the link named (exit 2) and nothing changes.
+
+OUT=''
+
+# outside_state: every file of OUT with its checksum.
+outside_state() { (cd "$OUT" && find . -type f -printf '%p %m\n' | sort | while read -r p m; do printf '%s %s %s\n' "$(sha256sum <"$p" | cut -c1-16)" "$m" "$p"; done); }
+
+# link_state ROOT: tree_state, and the files of the copy inside the root when there is one.
+link_state() {
+  tree_state "$1"
+  if [[ -d $1$OUT ]]; then
+    (cd "$1$OUT" && find . -type f -printf '%p %m %U:%G\n' | sort \
+      | while read -r p rest; do printf '%s %s %s\n' "$(sha256sum <"$p" | cut -c1-16)" "$rest" "$p"; done)
+  fi
+}
+
+# in_root_copy ROOT: the same absolute path as OUT, inside the root, with the root's
+# /etc/default: an absolute link to it resolves there under chroot.
+in_root_copy() {
+  mkdir -p "$1$OUT"
+  cp -a "$1/etc/default" "$1$OUT/default"
+}
+
+plant_abs_outside() { rm -rf "$1/etc/default" && ln -s "$OUT/default" "$1/etc/default"; }
+plant_abs_inside() { in_root_copy "$1" && rm -rf "$1/etc/default" && ln -s "$OUT/default" "$1/etc/default"; }
+plant_dotdot() { in_root_copy "$1" && rm -rf "$1/etc/default" && ln -s "../../../../../../../..$OUT/default" "$1/etc/default"; }
+plant_last() { ln -sf /usr/share/grub/default/grub "$1/etc/default/grub"; }
+plant_magic() { rm -rf "$1/etc/default" && ln -s "/proc/self/root$OUT/default" "$1/etc/default"; }
+plant_boot_grub() { rm -rf "$1/boot/grub" && ln -s "$OUT/grub" "$1/boot/grub"; }
+
+# run_link_case NAME AS PLANT WHEN EXPECT: WHEN is before (the link appears between plan
+# and apply) or after (the plan is made with it); EXPECT is inside (applied in the root)
+# or a regular expression of the refusal.
+run_link_case() {
+  local name=$1 as=$2 plant=$3 when=$4 expect=$5 root b plan out before outside rc
+  log_step "link case $name (haloforge as ${as}, link planted $when the plan)"
+  new_root "$name"
+  root=$ROOT
+  OUT=$WORK/$name/outside
+  mkdir -p "$OUT/grub"
+  cp -a "$root/etc/default" "$OUT/default"
+  printf '# %s: outside the root, never changed\n' "$name" >>"$OUT/default/grub"
+  printf 'outside grub.cfg of %s\n' "$name" >"$OUT/grub/grub.cfg"
+  chroot "$root" update-grub >/dev/null 2>&1
+  b=$(bundle "$name" "$DEMO")
+  plan=$WORK/$name/plan.json
+  [[ $when == after ]] && "$plant" "$root"
+  hf "$as" doctor --plan --json --bundle "$b" --root "$root" >"$plan"
+  chmod a+r "$plan"
+  [[ $when == before ]] && "$plant" "$root"
+  before=$(link_state "$root")
+  outside=$(outside_state)
+  rc=0
+  out=$(hf "$as" doctor --apply "$plan" --root "$root" --confirm APPLY 2>&1) || rc=$?
+  printf '%s\n' "$out" >"$WORK/$name/apply.txt"
+  check "$name: nothing outside the root changed" test "$(outside_state)" == "$outside"
+  check "$name: no backup holds a file from outside" bash -c "! grep -rqs -- '$name: outside\|outside grub.cfg of $name' '$WORK/state-root' /home/$SUDO_USER_NAME/.local/state"
+  if [[ $expect != inside ]]; then
+    check "$name: refused (exit 2)" test "$rc" -eq 2
+    check "$name: the refusal says why" grep -qE -- "$expect" <<<"$out"
+    check "$name: the root is unchanged" test "$(link_state "$root")" == "$before"
+    [[ $rc -eq 2 ]] || printf '%s\n' "$out"
+    unmount_all
+    return 0
+  fi
+  check "$name: applied" test "$rc" -eq 0
+  [[ $rc -eq 0 ]] || printf '%s\n' "$out"
+  check "$name: the copy inside the root carries the arguments" grep -q 'ttm.pages_limit=30670848' "$root$OUT/default/grub"
+  check "$name: grub.cfg (made in the chroot through the link) carries them" every_normal "$root" "${DEMO_ARGS[@]}"
+  out=$(hf "$as" doctor --rollback --root "$root" --confirm ROLLBACK 2>&1) || printf '%s\n' "$out"
+  check "$name: rollback restored the root byte for byte" test "$(link_state "$root")" == "$before"
+  check "$name: ... and still nothing outside changed" test "$(outside_state)" == "$outside"
+  unmount_all
+}
+
 # ---- main -----------------------------------------------------------------------
 
 [[ $(id -u) -eq 0 ]] || die "hostfix-chroot.sh needs root (debootstrap, chroot, mount): sudo make hostfix"
@@ -347,6 +432,13 @@ run_case grub-drop-in user "$DEMO" setup_grub_drop_in verify_grub_drop_in
 run_case grub-removals root "$ROCM6143" setup_removals verify_removals
 run_case grub-mkconfig root "$DEMO" setup_mkconfig verify_mkconfig
 run_case systemd-boot root "$ROCM6143" setup_sdboot verify_sdboot
+
+run_link_case link-absolute-out root plant_abs_outside before 'the plan is stale|boots with unknown'
+run_link_case link-absolute-in root plant_abs_inside after inside
+run_link_case link-dotdot user plant_dotdot after inside
+run_link_case link-last-element user plant_last after '/etc/default/grub is a symbolic link to /usr/share/grub/default/grub: haloforge edits only regular files'
+run_link_case link-proc-self-root root plant_magic before 'the plan is stale|boots with unknown'
+run_link_case link-boot-grub root plant_boot_grub after '/boot/grub is a symbolic link to .*, which does not exist inside'
 
 log_info "hostfix-chroot: $((SECONDS - START)) s in all"
 if ((FAILS > 0)); then

@@ -11,7 +11,7 @@
 #     HALOFORGE_ALLOW_NO_GPU=1 lets the step accept llvmpipe and say so;
 #   - the Go GGUF reader of steps/serve agrees with the file python3-gguf wrote;
 #   - `haloforge bench --from` reads the real llama-bench JSON and finds no reference for
-#     this device;
+#     this device, and no memory bandwidth for its roofline (llvmpipe);
 #   - `haloforge serve --track llamacpp-distro` on that tiny model: the fit against this
 #     machine's memory, the exact command, the real llama-server in the box reaching ready
 #     through its phases, /health and /v1/models, a streamed completion with its timings;
@@ -129,8 +129,11 @@ phase_bench() {
   printf '%s\n' "$out"
   check "bench --from exits 0 ($code)" test "$code" -eq 0
   check "bench says there is no reference for this device" contains "$out" "no reference for this hardware"
+  check "bench says llvmpipe's bandwidth is not known, instead of a roofline" \
+    contains "$out" "roofline: no known memory bandwidth: llvmpipe"
   out=$(as_user "$IT_DIR/haloforge" bench --from "$BENCH_JSON" --json 2>&1) || code=$?
   check "bench --json has results with a null reference" grep -q '"reference": null' <<<"$out"
+  check "bench --json has a null roofline share" grep -q '"roofline_pct": null' <<<"$out"
 }
 
 # need_curl: curl for the probes the test makes itself (not haloforge's).
@@ -190,6 +193,8 @@ phase_serve() {
     phases_are "$out" starting,loading,model-loaded,health,models
   check "serve reached ready (${SERVE_SECS}s to the first answer)" grep -q "ready at http://127.0.0.1:$SERVE_PORT in .*: tiny-random.gguf is served" "$out"
   # the first token in ms, or from 10 s on as a duration (13s, 1m05s) on a machine under load
+  check "the first answer's speed says llvmpipe has no known bandwidth, instead of a roofline" \
+    grep -q 'answered: .*; roofline: no known memory bandwidth: llvmpipe' "$out"
   check "a streamed completion answered, with its timings" grep -qE 'answered: first token after ([0-9]+ ms|[0-9hms]+), [0-9]+ tokens at [0-9.]+ tok/s \(engine: [0-9.]+ tok/s\)' "$out"
   check "the server answers /health while it is served" curl -sf -o /dev/null "http://127.0.0.1:$SERVE_PORT/health"
   # haloforge's own CPU while the engine serves (idle here): under 1 % of a core.
@@ -235,6 +240,10 @@ phase_bench_track() {
   out=$(as_user "$IT_DIR/haloforge" bench --track llamacpp-distro --scripts "$IT_DIR/scripts" --pins "$IT_DIR/versions.env" \
     --state-dir "$STATE" --set "LLAMACPP_DISTRO_BOX=$IT_BOX" --json 2>/dev/null) || code=$?
   check "bench --track --json prints docs/json.md's JSON alone" is_bench_json "$out"
+  # The tiny model's GGUF header: 730624 bytes of tensors less its 69120-byte token embedding
+  # (it has its own output matrix) is what a generated token reads.
+  check "bench --track read the model's GGUF header for the roofline (661504 bytes a token)" \
+    grep -q '"read_bytes": 661504,' <<<"$out"
   check "no process of $IT_USER is left after bench" bash -c "! pgrep -u $IT_USER >/dev/null"
 }
 

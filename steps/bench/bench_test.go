@@ -187,6 +187,13 @@ func row(t *testing.T, gpu, backend, model string, build, prompt, gen, depth int
 		t.Fatal(err)
 	}
 	o["gpu_info"], o["backends"], o["model_filename"], o["build_number"] = gpu, backend, "/home/u/models/"+model, build
+	// The model's own fields as llama-bench printed them for that file,
+	// where a reference row records them.
+	for _, ref := range References() {
+		if ModelKey(ref.ModelFile) == ModelKey(model) && ref.ModelSize > 0 {
+			o["model_type"], o["model_size"], o["model_n_params"] = ref.ModelType, ref.ModelSize, ref.ModelParams
+		}
+	}
 	o["n_prompt"], o["n_gen"], o["n_depth"], o["avg_ts"], o["flash_attn"], o["n_gpu_layers"] = prompt, gen, depth, ts, fa, ngl
 	b, _ := json.Marshal(o)
 	return string(b)
@@ -265,7 +272,8 @@ func TestCompareOverallAndJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// docs/json.md: {"results": [{"test","tokens_per_s","reference": {"source","tokens_per_s","match"} | null,"ratio"}],"verdict"}
+	// docs/json.md: {"results": [{"test","tokens_per_s","reference": {"source","tokens_per_s","match"} | null,"ratio",
+	// "roofline_tokens_per_s","roofline_pct","roofline"}],"verdict"}
 	var shape struct {
 		Results []map[string]json.RawMessage `json:"results"`
 		Verdict string                       `json:"verdict"`
@@ -274,7 +282,8 @@ func TestCompareOverallAndJSON(t *testing.T) {
 		t.Fatalf("%s", b)
 	}
 	for i, r := range shape.Results {
-		if len(r) != 4 || r["test"] == nil || r["tokens_per_s"] == nil || r["reference"] == nil || r["ratio"] == nil {
+		if len(r) != 7 || r["test"] == nil || r["tokens_per_s"] == nil || r["reference"] == nil || r["ratio"] == nil ||
+			r["roofline_tokens_per_s"] == nil || r["roofline_pct"] == nil || r["roofline"] == nil {
 			t.Fatalf("result %d keys: %s", i, b)
 		}
 		var ref map[string]json.RawMessage

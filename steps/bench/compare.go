@@ -27,6 +27,10 @@ type Comparison struct {
 	Match     string     // how close the reference is (or why there is none)
 	Ratio     float64    // result / reference; 0 without a reference
 	Verdict   string     // one plain sentence
+	// Roofline puts the result against what its device could do with its
+	// model: generation against the memory bandwidth, prompt processing
+	// against the compute peak; nil for other kinds of result.
+	Roofline *Roofline
 }
 
 // Report is a whole comparison: every result and the overall verdict.
@@ -34,6 +38,7 @@ type Report struct {
 	Format      string
 	Comparisons []Comparison
 	Verdict     string
+	Model       *Weights // the model file's header figures the run was judged with, if any
 }
 
 // withinBand is the share either side of the reference called normal.
@@ -47,10 +52,12 @@ var reStrixHalo = regexp.MustCompile(`(?i)8060S|8050S|8065S|STRIX[_ ]HALO|GFX115
 // Compare puts each result next to the closest reference of the same
 // hardware, backend, model and test kind, and writes the verdicts.
 func Compare(run Run, refs []Reference, host Host) Report {
-	rep := Report{Format: run.Format}
+	rep := Report{Format: run.Format, Model: run.Model}
 	prepared := prepare(refs)
 	for _, r := range run.Results {
-		rep.Comparisons = append(rep.Comparisons, compareOne(r, prepared, host))
+		c := compareOne(r, prepared, host)
+		c.Roofline = resultRoofline(r, host.Device, run.Model, refs)
+		rep.Comparisons = append(rep.Comparisons, c)
 	}
 	rep.Verdict = overall(rep.Comparisons, refs)
 	return rep
@@ -223,6 +230,13 @@ func overall(cs []Comparison, refs []Reference) string {
 		}
 	}
 	if len(matched) == 0 {
+		// No published figure for this model: the roofline still says
+		// whether the speed is normal for it.
+		for _, c := range cs {
+			if rf := c.Roofline; rf != nil && rf.Bound == BoundMemory && rf.Available() {
+				return fmt.Sprintf("%s: no published figure for this model, but by the memory-bandwidth roofline %s", c.Result.Test, rf.Sentence())
+			}
+		}
 		return cs[0].Verdict
 	}
 	worst := matched[0]

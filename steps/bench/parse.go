@@ -51,6 +51,8 @@ type Result struct {
 
 	ModelFile   string // base name of the model file, or the model id (vLLM)
 	ModelType   string // llama-bench's model_type, e.g. "qwen3moe 30B.A3B Q4_K - Medium"
+	ModelSize   int64  // llama-bench's model_size: bytes of weights, 0 when unknown
+	ModelParams int64  // llama-bench's model_n_params, 0 when unknown
 	Backend     string // llama-bench's backends ("Vulkan", "ROCm", "Vulkan,RPC"), "vllm"
 	Build       int    // llama.cpp build number, 0 when unknown
 	BuildCommit string
@@ -69,6 +71,10 @@ type Result struct {
 type Run struct {
 	Format  string
 	Results []Result
+	// Model is what the model file's own header says a token reads, when
+	// the file is at hand (bench --model, bench --track): it is used for the
+	// results of that model instead of llama-bench's fields.
+	Model *Weights
 }
 
 // Parse reads llama-bench `-o json` or `-o jsonl`, or a vLLM bench JSON
@@ -173,6 +179,12 @@ func llamaBenchRow(o map[string]json.RawMessage) (Result, error) {
 		return r, err
 	}
 	r.Depth, _ = intField(o, "n_depth")
+	if n, err := intField(o, "model_size"); err == nil {
+		r.ModelSize = int64(n)
+	}
+	if n, err := intField(o, "model_n_params"); err == nil {
+		r.ModelParams = int64(n)
+	}
 	r.Build, _ = intField(o, "build_number")
 	r.GPULayers, _ = intField(o, "n_gpu_layers")
 	r.Ubatch, _ = intField(o, "n_ubatch")
@@ -320,6 +332,23 @@ func ModelKey(file string) string {
 	f := strings.ToLower(path.Base(file))
 	f = splitSuffix.ReplaceAllString(f, "")
 	return strings.TrimSuffix(f, ".gguf")
+}
+
+// Measures says whether the run has results of the model file named (or
+// of an unnamed model).
+func (r Run) Measures(file string) bool {
+	for _, res := range r.Results {
+		if sameModel(res.ModelFile, file) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameModel says whether a result's model file (empty when unnamed) is the
+// file named.
+func sameModel(resultFile, file string) bool {
+	return resultFile == "" || ModelKey(resultFile) == ModelKey(file)
 }
 
 // Device is the device the run names (llama-bench's gpu_info), "" when

@@ -20,6 +20,12 @@ type Reference struct {
 	Build       int
 	BuildCommit string
 	ModelFile   string
+	// What llama-bench printed of the model (model_type, model_size,
+	// model_n_params): what the roofline needs; empty or 0 when the source
+	// does not give it.
+	ModelType   string
+	ModelSize   int64
+	ModelParams int64
 	Test        string // pp512, pp2048, tg128
 	Depth       int
 	TokensPerS  float64
@@ -51,6 +57,9 @@ func References() []Reference {
 	return refs
 }
 
+// referenceColumns is the number of columns of the reference table.
+const referenceColumns = 17
+
 // ParseReferences reads the tab-separated reference table: comment lines
 // (#), one header line, then one figure a line.
 func ParseReferences(text string) ([]Reference, error) {
@@ -63,26 +72,38 @@ func ParseReferences(text string) ([]Reference, error) {
 		}
 		f := strings.Split(line, "\t")
 		if !header {
-			if len(f) != 14 || f[0] != "label" {
+			if len(f) != referenceColumns || f[0] != "label" {
 				return nil, fmt.Errorf("line %d: want the header line label, source, …, tokens_per_s", i+1)
 			}
 			header = true
 			continue
 		}
-		if len(f) != 14 {
-			return nil, fmt.Errorf("line %d: %d fields, want 14", i+1, len(f))
+		if len(f) != referenceColumns {
+			return nil, fmt.Errorf("line %d: %d fields, want %d", i+1, len(f), referenceColumns)
 		}
 		r := Reference{Label: f[0], Source: f[1], Date: f[2], System: f[3], GPU: f[4], Kernel: f[5], Host: f[6],
-			Backend: f[7], BuildCommit: f[9], ModelFile: f[10], Test: f[11]}
+			Backend: f[7], BuildCommit: f[9], ModelFile: f[10], ModelType: f[11], Test: f[14]}
 		var err error
 		if r.Build, err = strconv.Atoi(f[8]); err != nil {
 			return nil, fmt.Errorf("line %d: build %q", i+1, f[8])
 		}
-		if r.Depth, err = strconv.Atoi(f[12]); err != nil {
-			return nil, fmt.Errorf("line %d: depth %q", i+1, f[12])
+		for _, c := range []struct {
+			dst  *int64
+			text string
+			name string
+		}{{&r.ModelSize, f[12], "model_size"}, {&r.ModelParams, f[13], "model_n_params"}} {
+			if c.text == "" {
+				continue
+			}
+			if *c.dst, err = strconv.ParseInt(c.text, 10, 64); err != nil || *c.dst <= 0 {
+				return nil, fmt.Errorf("line %d: %s %q", i+1, c.name, c.text)
+			}
 		}
-		if r.TokensPerS, err = strconv.ParseFloat(f[13], 64); err != nil || r.TokensPerS <= 0 {
-			return nil, fmt.Errorf("line %d: tokens_per_s %q", i+1, f[13])
+		if r.Depth, err = strconv.Atoi(f[15]); err != nil {
+			return nil, fmt.Errorf("line %d: depth %q", i+1, f[15])
+		}
+		if r.TokensPerS, err = strconv.ParseFloat(f[16], 64); err != nil || r.TokensPerS <= 0 {
+			return nil, fmt.Errorf("line %d: tokens_per_s %q", i+1, f[16])
 		}
 		if !strings.HasPrefix(r.Source, "https://") || r.Size() == 0 || (r.Backend != "Vulkan" && r.Backend != "ROCm") {
 			return nil, fmt.Errorf("line %d: want an https source, a test such as pp512 or tg128, backend Vulkan or ROCm", i+1)

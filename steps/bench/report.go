@@ -19,12 +19,44 @@ type JSONReference struct {
 }
 
 // JSONResult is one result in `bench --json` (docs/json.md): reference and
-// ratio are null when no reference compares.
+// ratio are null when no reference compares; the roofline fields are null
+// when there is no ceiling (roofline.missing says why) or no roofline for
+// this kind of result.
 type JSONResult struct {
-	Test       string         `json:"test"`
-	TokensPerS float64        `json:"tokens_per_s"`
-	Reference  *JSONReference `json:"reference"`
-	Ratio      *float64       `json:"ratio"`
+	Test          string         `json:"test"`
+	TokensPerS    float64        `json:"tokens_per_s"`
+	Reference     *JSONReference `json:"reference"`
+	Ratio         *float64       `json:"ratio"`
+	RooflinePerS  *float64       `json:"roofline_tokens_per_s"`
+	RooflinePct   *float64       `json:"roofline_pct"`
+	RooflineFacts *JSONRoofline  `json:"roofline"`
+}
+
+// JSONRoofline is how a result's ceiling was worked out (docs/json.md):
+// unknown figures are null.
+type JSONRoofline struct {
+	Bound        string    `json:"bound"` // memory or compute
+	Device       *string   `json:"device"`
+	BandwidthGBs *float64  `json:"bandwidth_gb_s"`
+	MeasuredGBs  *float64  `json:"measured_bandwidth_gb_s"`
+	PeakTFLOPS   *float64  `json:"peak_fp16_tflops"`
+	ReadBytes    *float64  `json:"read_bytes"`
+	WeightsBytes *float64  `json:"weights_bytes"`
+	ActiveParams *float64  `json:"active_params"`
+	MoE          *bool     `json:"moe"`
+	Method       *string   `json:"method"`
+	Tuned        *JSONBand `json:"tuned"`
+	Text         string    `json:"text"`
+	Working      *string   `json:"working"`
+	Missing      *string   `json:"missing"`
+}
+
+// JSONBand is the share of the roofline tuned Strix Halo runs reach.
+type JSONBand struct {
+	LowPct  float64 `json:"low_pct"`
+	HighPct float64 `json:"high_pct"`
+	Runs    int     `json:"runs"`
+	Backend string  `json:"backend"`
 }
 
 // JSON is the whole `bench --json` answer (docs/json.md).
@@ -43,9 +75,50 @@ func (rep Report) ToJSON() JSON {
 			r := round(c.Ratio, 3)
 			jr.Ratio = &r
 		}
+		if rf := c.Roofline; rf != nil {
+			jr.RooflineFacts = rf.toJSON()
+			if rf.Available() {
+				jr.RooflinePerS, jr.RooflinePct = ptr(round(rf.CeilingPerS, 2)), ptr(round(rf.Pct, 1))
+			}
+		}
 		out.Results = append(out.Results, jr)
 	}
 	return out
+}
+
+func (rf Roofline) toJSON() *JSONRoofline {
+	j := &JSONRoofline{Bound: rf.Bound, Text: rf.Sentence()}
+	if rf.Weights.ReadBytes > 0 {
+		moe := rf.Weights.MoE
+		j.MoE = &moe
+	}
+	d, w := rf.Device, rf.Weights
+	j.Device = optText(d.Name)
+	j.BandwidthGBs, j.MeasuredGBs, j.PeakTFLOPS = optNum(d.BandwidthGBs), optNum(d.MeasuredGBs), optNum(d.FP16TFLOPS)
+	j.ReadBytes, j.WeightsBytes, j.ActiveParams = optNum(math.Round(w.ReadBytes)), optNum(w.TotalBytes), optNum(math.Round(w.ActiveParams))
+	j.Method, j.Working, j.Missing = optText(w.Method), optText(rf.Working()), optText(rf.Missing)
+	if b := rf.Band; b != nil {
+		j.Tuned = &JSONBand{LowPct: round(b.Low, 1), HighPct: round(b.High, 1), Runs: b.Runs, Backend: b.Backend}
+	}
+	return j
+}
+
+func ptr(f float64) *float64 { return &f }
+
+// optNum is f, or null when it is not known (0).
+func optNum(f float64) *float64 {
+	if f <= 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+		return nil
+	}
+	return &f
+}
+
+// optText is s, or null when it is empty.
+func optText(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 func round(f float64, digits int) float64 {
@@ -71,7 +144,10 @@ type Shareable struct {
 	Command string    `json:"command"`
 	Format  string    `json:"format"`
 	Results JSON      `json:"comparison"`
-	Raw     string    `json:"raw_output"`
+	// Model is what the model file's header said a token reads, when the
+	// file was at hand: a report judged again keeps it.
+	ModelWeights *Weights `json:"model_weights"`
+	Raw          string   `json:"raw_output"`
 }
 
 // NewShareable fills a shareable report from a comparison, the host facts,
@@ -79,7 +155,7 @@ type Shareable struct {
 func NewShareable(rep Report, host Host, command string, raw []byte, now time.Time) Shareable {
 	s := Shareable{Date: now.UTC(), Device: host.Device, BIOSUMA: host.BIOSUMA, IOMMU: host.IOMMU, Power: host.PowerProfile,
 		Kernel: host.Kernel, Mesa: host.Mesa, ROCm: host.ROCm, Command: command, Format: rep.Format,
-		Results: rep.ToJSON(), Raw: string(raw)}
+		Results: rep.ToJSON(), ModelWeights: rep.Model, Raw: string(raw)}
 	if len(rep.Comparisons) > 0 {
 		r := rep.Comparisons[0].Result
 		s.Backend, s.Model = r.Backend, r.ModelFile
@@ -120,9 +196,10 @@ func (s Shareable) Markdown() string {
 		fmt.Fprintf(&b, "- **%s:** %s\n", kv[0], or(kv[1]))
 	}
 	fmt.Fprintf(&b, "- **Command used:** `%s`\n\n", strings.ReplaceAll(or(s.Command), "`", "'"))
-	b.WriteString("## Results\n\n| test | t/s | reference | ref t/s | ratio |\n|---|---:|---|---:|---:|\n")
+	b.WriteString("## Results\n\n| test | t/s | reference | ref t/s | ratio | roofline |\n|---|---:|---|---:|---:|---|\n")
+	var roofs []string
 	for _, r := range s.Results.Results {
-		ref, rts, ratio := "none", "", ""
+		ref, rts, ratio, roof := "none", "", "", ""
 		if r.Reference != nil {
 			ref = fmt.Sprintf("[%s](%s)", mdEscape(r.Reference.Match), r.Reference.Source)
 			rts = fmt.Sprintf("%.2f", r.Reference.TokensPerS)
@@ -130,7 +207,24 @@ func (s Shareable) Markdown() string {
 		if r.Ratio != nil {
 			ratio = fmt.Sprintf("%.0f %%", *r.Ratio*100)
 		}
-		fmt.Fprintf(&b, "| %s | %.2f | %s | %s | %s |\n", mdEscape(r.Test), r.TokensPerS, ref, rts, ratio)
+		if r.RooflinePct != nil && r.RooflinePerS != nil {
+			roof = fmt.Sprintf("%.0f %% of %.1f t/s", *r.RooflinePct, *r.RooflinePerS)
+			if r.RooflineFacts.Bound == BoundCompute {
+				roof += " (compute, rough)"
+			}
+		}
+		if f := r.RooflineFacts; f != nil {
+			line := fmt.Sprintf("- **%s:** %s", mdEscape(r.Test), mdEscape(f.Text))
+			if f.Working != nil {
+				line += ". " + mdEscape(*f.Working)
+			}
+			roofs = append(roofs, line)
+		}
+		fmt.Fprintf(&b, "| %s | %.2f | %s | %s | %s | %s |\n", mdEscape(r.Test), r.TokensPerS, ref, rts, ratio, roof)
+	}
+	if len(roofs) > 0 {
+		b.WriteString("\n## Roofline\n\nToken generation against the device's memory bandwidth; prompt processing against its compute peak (a rough ceiling).\n\n")
+		b.WriteString(strings.Join(roofs, "\n") + "\n")
 	}
 	b.WriteString("\n## Raw output\n\n```\n")
 	b.WriteString(strings.ReplaceAll(s.Raw, "```", "'''"))
@@ -152,6 +246,12 @@ func (rep Report) Text() string {
 		fmt.Fprintf(&b, "%-18s %9.2f t/s  %s\n", c.Result.Test, c.Result.TokensPerS, c.Verdict)
 		if c.Reference != nil {
 			fmt.Fprintf(&b, "%-18s %9s      reference: %s (%s)\n", "", "", c.Match, c.Reference.Source)
+		}
+		if rf := c.Roofline; rf != nil {
+			fmt.Fprintf(&b, "%-18s %9s      roofline: %s\n", "", "", rf.Sentence())
+			if w := rf.Working(); w != "" {
+				fmt.Fprintf(&b, "%-18s %9s                %s\n", "", "", w)
+			}
 		}
 	}
 	fmt.Fprintf(&b, "verdict: %s\n", rep.Verdict)
@@ -196,4 +296,11 @@ func (s *Shareable) sanitize() {
 		*f = text.Printable(*f, 0)
 	}
 	s.Raw = text.Sanitize(s.Raw)
+	if w := s.ModelWeights; w != nil {
+		w.File, w.Method = text.Printable(w.File, maxField), text.Printable(w.Method, 4*maxField)
+		// Figures a header cannot give are dropped rather than trusted.
+		if !(w.ReadBytes > 0 && w.TotalBytes >= w.ReadBytes && w.TotalBytes < 1e15 && w.ActiveParams >= 0 && w.ActiveParams < 1e15) {
+			s.ModelWeights = nil
+		}
+	}
 }

@@ -344,10 +344,11 @@ func (inv *Inventory) validate() error {
 		if err := ValidateSSHDestination(n.SSH); err != nil {
 			return inv.nodeErr(*n, "ssh", "%v", err)
 		}
-		if j, dup := dests[n.SSH]; dup {
-			return inv.nodeErr(*n, "ssh", "ssh %q is also node %d's: two nodes cannot be the same box", n.SSH, j+1)
+		box := sshBox(n.SSH)
+		if j, dup := dests[box]; dup {
+			return inv.nodeErr(*n, "ssh", "ssh %q reaches the same box as node %d's %q: two nodes cannot be the same box", n.SSH, j+1, inv.Nodes[j].SSH)
 		}
-		dests[n.SSH] = i
+		dests[box] = i
 		if n.Address == "" {
 			return inv.nodeErr(*n, "address", "no address (the node's IP on the cluster network, which the engines bind to)")
 		}
@@ -484,6 +485,38 @@ func ValidateSSHDestination(dest string) error {
 		return fmt.Errorf("ssh %q: %q is not a host alias, hostname or IP address", dest, host)
 	}
 	return nil
+}
+
+// sshBox is what identifies the box an ssh destination reaches, as far as
+// the destination itself tells: its host and port, whatever the user, the
+// ssh:// form or the brackets of an IPv6 address, an address in its
+// canonical form, and every loopback name and address as one
+// ("root@[::1]", "::1", "127.0.0.1" and "localhost" are one box). Two
+// names that DNS or an ssh_config alias maps to one box are not told
+// apart here.
+func sshBox(dest string) string {
+	rest, port := dest, "22"
+	if r, ok := strings.CutPrefix(dest, "ssh://"); ok {
+		rest = r
+		if h, p, ok := cutPort(rest); ok {
+			rest, port = h, strings.TrimLeft(p, "0")
+		}
+	}
+	if _, h, ok := strings.Cut(rest, "@"); ok {
+		rest = h
+	}
+	host := strings.TrimSuffix(strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(rest, "["), "]")), ".")
+	if ip := net.ParseIP(host); ip != nil {
+		host = ip.String()
+		if ip.IsLoopback() {
+			host = "loopback"
+		}
+	}
+	switch host {
+	case "localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback":
+		host = "loopback"
+	}
+	return host + " port " + port
 }
 
 // cutPort splits host:port where host may be [v6].

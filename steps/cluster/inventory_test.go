@@ -69,7 +69,13 @@ func TestInventoryRefusals(t *testing.T) {
 		{"duplicate name", node("a", "a", "10.0.0.1", "head") + node("a", "b", "10.0.0.2", "worker"), "cluster.toml:7: node 2: name \"a\" is also node 1's"},
 		{"duplicate address", node("a", "a", "10.0.0.1", "head") + node("b", "b", "10.0.0.01", "worker"), "address"},
 		{"same address spelt twice", node("a", "a", "fd00::1", "head") + node("b", "b", "fd00:0::1", "worker"), "cluster.toml:9: node \"b\": address fd00:0::1 is also node 1's"},
-		{"duplicate ssh", node("a", "x", "10.0.0.1", "head") + node("b", "x", "10.0.0.2", "worker"), "ssh \"x\" is also node 1's"},
+		{"duplicate ssh", node("a", "x", "10.0.0.1", "head") + node("b", "x", "10.0.0.2", "worker"), "ssh \"x\" reaches the same box as node 1's \"x\""},
+		{"one IPv6 box, with and without a user and brackets", node("a", "root@[::1]", "10.0.0.1", "head") + node("b", "::1", "10.0.0.2", "worker"), "ssh \"::1\" reaches the same box as node 1's \"root@[::1]\""},
+		{"loopback by name and by address", node("a", "localhost", "10.0.0.1", "head") + node("b", "me@127.0.0.1", "10.0.0.2", "worker"), "reaches the same box as node 1's \"localhost\""},
+		{"loopback v4 and v6", node("a", "127.0.0.1", "10.0.0.1", "head") + node("b", "[::1]", "10.0.0.2", "worker"), "reaches the same box"},
+		{"one address spelt twice", node("a", "fd00::2", "10.0.0.1", "head") + node("b", "me@[fd00:0:0::2]", "10.0.0.2", "worker"), "reaches the same box"},
+		{"one host, two users, case", node("a", "alice@Halo1.lan", "10.0.0.1", "head") + node("b", "bob@halo1.lan.", "10.0.0.2", "worker"), "reaches the same box"},
+		{"ssh:// and a plain name, port 22", node("a", "ssh://me@halo1:22", "10.0.0.1", "head") + node("b", "halo1", "10.0.0.2", "worker"), "reaches the same box"},
 		{"ssh option smuggled", node("a", "-oProxyCommand=sh", "10.0.0.1", "head") + node("b", "b", "10.0.0.2", "worker"), "cluster.toml:3: node \"a\": ssh \"-oProxyCommand=sh\" starts with '-'"},
 		{"ssh with a space", node("a", "a b", "10.0.0.1", "head") + node("b", "b", "10.0.0.2", "worker"), "not a host alias"},
 		{"ssh with shell", node("a", "a;reboot", "10.0.0.1", "head") + node("b", "b", "10.0.0.2", "worker"), "not a host alias"},
@@ -103,6 +109,20 @@ func TestInventoryRefusals(t *testing.T) {
 				t.Errorf("error %q\nwant it to contain %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestSSHBoxesApart: destinations that reach different boxes (another
+// port counts: a forwarded port on one host reaches another box) pass.
+func TestSSHBoxesApart(t *testing.T) {
+	node := func(name, ssh, addr, role string) string {
+		return "[[node]]\nname = \"" + name + "\"\nssh = \"" + ssh + "\"\naddress = \"" + addr + "\"\nrole = \"" + role + "\"\n"
+	}
+	for _, pair := range [][2]string{{"halo1", "halo2"}, {"ssh://127.0.0.1:2201", "ssh://127.0.0.1:2202"}, {"fd00::1", "fd00::2"}, {"me@10.0.0.1", "me@10.0.0.10"}} {
+		doc := node("a", pair[0], "10.0.0.1", "head") + node("b", pair[1], "10.0.0.2", "worker")
+		if _, err := ParseInventory("cluster.toml", []byte(doc)); err != nil {
+			t.Errorf("%q and %q: %v", pair[0], pair[1], err)
+		}
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/pins/sets"
@@ -207,7 +208,7 @@ func save(stateDir, pinsPath string, rep *upstream.Report, prev *upstream.Cache)
 		return
 	}
 	if data, err := upstream.NewCache(rep, pinsPath, prev).Marshal(); err == nil {
-		_ = steps.WriteFileAtomic(upstream.CachePath(stateDir), data)
+		_ = safefile.Tree(stateDir).WriteFile(upstream.CacheFile, data, 0o644)
 	}
 }
 

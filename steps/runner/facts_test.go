@@ -125,7 +125,7 @@ func runFacts(t *testing.T, extra string, code int) ([]Event, *Report) {
 	dir := t.TempDir()
 	o := fxOptions(fxPlan(t, fxTrack(fx{id: "facts", script: "facts.sh"}), fxPins, "testdata/scripts", dir), dir)
 	rep, evs := run(t, o, nil)
-	onDisk, err := readReport(filepath.Join(rep.RunDir, ReportFile))
+	onDisk, err := ReadReport(filepath.Dir(filepath.Dir(rep.RunDir)), rep.RunID)
 	if err != nil {
 		t.Fatal(err)
 	}

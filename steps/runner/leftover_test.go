@@ -116,7 +116,7 @@ func TestLeftoversOfAFailedStepAreKilledAndListed(t *testing.T) {
 	if !slices.EqualFunc(f.Leftovers, rep.Steps[0].Leftovers, func(a, b Leftover) bool { return a == b }) {
 		t.Errorf("report leftovers %+v, event %+v", rep.Steps[0].Leftovers, f.Leftovers)
 	}
-	onDisk, err := readReport(filepath.Join(rep.RunDir, ReportFile))
+	onDisk, err := ReadReport(filepath.Dir(filepath.Dir(rep.RunDir)), rep.RunID)
 	if err != nil || len(onDisk.Steps[0].Leftovers) != len(f.Leftovers) {
 		t.Errorf("report.json leftovers %+v, %v", onDisk.Steps[0].Leftovers, err)
 	}

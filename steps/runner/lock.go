@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -33,22 +32,38 @@ func ValidRunID(id string) bool { return reRunID.MatchString(id) }
 // maxReport bounds report.json read back.
 const maxReport = 16 << 20
 
-// ReadReport reads a run's report.json (a regular file, bounded).
-func ReadReport(runDir string) (*Report, error) {
-	b, err := safefile.ReadRegular(filepath.Join(runDir, ReportFile), maxReport, safefile.Follow)
+// RunName is run id's directory in the state dir ("runs/ID").
+func RunName(id string) string { return "runs/" + id }
+
+// ReadReport reads the report.json of run id in stateDir: a regular file,
+// bounded, reached through no link (safefile.Tree).
+func ReadReport(stateDir, id string) (*Report, error) {
+	return readReport(stateDir, RunName(id)+"/"+ReportFile)
+}
+
+// readReport reads and decodes the report name of the state dir.
+func readReport(stateDir, name string) (*Report, error) {
+	t := safefile.Tree(stateDir)
+	b, err := t.ReadFile(name, maxReport)
 	if err != nil {
 		return nil, err
 	}
 	var rep Report
 	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("%s: not a run report: %w", filepath.Join(runDir, ReportFile), err)
+		return nil, fmt.Errorf("%s: not a run report: %w", t.Path(name), err)
+	}
+	switch {
+	case rep.Version > ReportVersion:
+		return nil, fmt.Errorf("%s: report version %d, written by a newer haloforge (this one reads version %d): update haloforge", t.Path(name), rep.Version, ReportVersion)
+	case !ValidRunID(rep.RunID) || rep.Track == "" || rep.Started.IsZero():
+		return nil, fmt.Errorf("%s: not a run report haloforge wrote (no run ID, track or start time)", t.Path(name))
 	}
 	return &rep, nil
 }
 
 // RunIDs lists the runs under stateDir/runs, newest first (IDs sort by time).
 func RunIDs(stateDir string) []string {
-	ents, err := os.ReadDir(filepath.Join(stateDir, "runs"))
+	ents, err := safefile.Tree(stateDir).ReadDir("runs")
 	if err != nil {
 		return nil
 	}
@@ -274,11 +289,13 @@ func pinFloats(k pins.Kind, v string) bool {
 // a haloforge that did not write one).
 var ErrNoSnapshot = errors.New("the run has no pins snapshot (" + PinsSnapshot + "): it was made before haloforge recorded one; lock a newer run")
 
-// ReadSnapshot reads and parses a run's pins snapshot, which must be whole
-// (SnapshotHead first, SnapshotEnd last).
-func ReadSnapshot(runDir string) (*pins.File, error) {
-	path := filepath.Join(runDir, PinsSnapshot)
-	b, err := safefile.ReadRegular(path, maxEnvFile, safefile.Follow)
+// ReadSnapshot reads and parses the pins snapshot of run id in stateDir,
+// which must be whole (SnapshotHead first, SnapshotEnd last).
+func ReadSnapshot(stateDir, id string) (*pins.File, error) {
+	t := safefile.Tree(stateDir)
+	name := RunName(id) + "/" + PinsSnapshot
+	path := t.Path(name)
+	b, err := t.ReadFile(name, maxEnvFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, ErrNoSnapshot
 	}

@@ -5,11 +5,11 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/steps"
 )
 
@@ -22,8 +22,14 @@ const (
 	StatusPending = "pending" // not reached yet; seen only while the run goes on
 )
 
+// ReportVersion is the report.json format this haloforge writes and the
+// newest it reads (a report without one is from before it was recorded,
+// and reads as this one).
+const ReportVersion = 1
+
 // Report is report.json: what a run did, step by step.
 type Report struct {
+	Version  int           `json:"version"`
 	RunID    string        `json:"run_id"`
 	Track    string        `json:"track"`
 	Status   string        `json:"status"` // running, succeeded, not-verified, failed, interrupted
@@ -81,7 +87,7 @@ func (s StepReport) Failed() bool {
 }
 
 func (r *Runner) newReport() *Report {
-	rep := &Report{RunID: r.runID, Track: r.plan.Track.ID, Status: steps.OutcomeRunning, DryRun: r.o.DryRun,
+	rep := &Report{Version: ReportVersion, RunID: r.runID, Track: r.plan.Track.ID, Status: steps.OutcomeRunning, DryRun: r.o.DryRun,
 		Started: r.started, RunDir: r.runDir, PinsFile: r.o.PinsFile, Notices: r.notices,
 		Resolved: Resolved{Images: []ResolvedImage{}, Wheels: []ResolvedWheel{}, Git: []ResolvedGit{}}}
 	for _, s := range r.plan.Steps {
@@ -99,7 +105,7 @@ func (r *Runner) writeReport() error {
 	if err != nil {
 		return err
 	}
-	if err := steps.WriteFileAtomic(filepath.Join(r.runDir, ReportFile), append(b, '\n')); err != nil {
+	if err := safefile.Tree(r.o.StateDir).WriteFile(RunName(r.runID)+"/"+ReportFile, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	return nil

@@ -1,14 +1,11 @@
 package runner
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 
-	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
 )
@@ -53,7 +50,7 @@ func describeStatus(s string) string {
 
 // changesSince compares the pins and scripts of run id with today's plan.
 func (r *Runner) changesSince(id string) []string {
-	prev, err := readReport(filepath.Join(r.o.StateDir, "runs", id, ReportFile))
+	prev, err := ReadReport(r.o.StateDir, id)
 	if err != nil {
 		return nil
 	}
@@ -90,17 +87,4 @@ func (r *Runner) changesSince(id string) []string {
 		msg += "; runs again: " + strings.Join(rerun, ", ")
 	}
 	return []string{msg}
-}
-
-// readReport loads a run's report.json (a regular file, bounded).
-func readReport(path string) (*Report, error) {
-	b, err := safefile.ReadRegular(path, maxReport, safefile.Follow)
-	if err != nil {
-		return nil, err
-	}
-	var rep Report
-	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &rep, nil
 }

@@ -6,10 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -219,6 +219,9 @@ func CheckStateDir(dir string) error {
 	if err := ownedByUser(dir); err != nil {
 		return err
 	}
+	if err := plantedEntries(dir); err != nil {
+		return err
+	}
 	f, err := os.CreateTemp(dir, ".probe-*")
 	if err != nil {
 		return fmt.Errorf("state dir %s is not writable: %w", dir, safefile.Cause(err))
@@ -229,6 +232,25 @@ func CheckStateDir(dir string) error {
 	os.Remove(name)
 	if err := errors.Join(werr, cerr); err != nil {
 		return fmt.Errorf("state dir %s is not writable: %w", dir, err)
+	}
+	return nil
+}
+
+// plantedEntries refuses, before anything runs, a state dir holding what
+// haloforge never makes there: a symbolic link (its runs, backups, caches
+// and scripts would go where the link leads), a FIFO, a socket or a
+// device. Each file is also opened without following a link later
+// (safefile.Tree); this says it once, up front, with the path.
+func plantedEntries(dir string) error {
+	entries, err := safefile.Tree(dir).ReadDir("")
+	if err != nil {
+		return fmt.Errorf("state dir %s: %w", dir, safefile.Cause(err))
+	}
+	for _, e := range entries {
+		if e.Type()&(fs.ModeSymlink|fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice|fs.ModeIrregular) != 0 {
+			return fmt.Errorf("state dir: %s is %s: haloforge keeps only its own files and directories there and follows no link in it; remove it if you did not put it there (to keep the state on another disk, give that disk's directory as --state-dir)",
+				filepath.Join(dir, e.Name()), safefile.Kind(e.Type()))
+		}
 	}
 	return nil
 }
@@ -410,7 +432,16 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 		}
 		defer unlock()
 	}
-	if err := os.MkdirAll(r.runDir, 0o755); err != nil {
+	// The track itself: a build holds it alone, servers share it.
+	if !r.o.DryRun {
+		unlock, err := lockTrack(r.o.StateDir, r.plan.Track.ID, !r.o.NoHistory)
+		if err != nil {
+			r.send(RunFinished{RunID: r.runID, Status: steps.OutcomeFailed, Err: err, At: time.Now()})
+			return nil, err
+		}
+		defer unlock()
+	}
+	if err := safefile.Tree(r.o.StateDir).MkdirAll(RunName(r.runID), 0o755); err != nil {
 		err := fmt.Errorf("run dir: %w", err)
 		r.send(RunFinished{RunID: r.runID, Status: steps.OutcomeFailed, Err: err, At: time.Now()})
 		return nil, err
@@ -525,35 +556,3 @@ func (r *Runner) offer(e Event) bool {
 		return false
 	}
 }
-
-// lockStateDir keeps two builds from sharing a state dir at once. The lock
-// is flock(2) on <dir>/lock, which the kernel releases when its holder
-// dies, however it dies: a lock is never stale. The file names the
-// holder's pid, for the message of the one refused.
-func lockStateDir(dir string) (func(), error) {
-	path := filepath.Join(dir, "lock")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("state dir lock: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			holder := ""
-			if b, err := safefile.ReadRegular(path, 64, safefile.Follow); err == nil {
-				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
-					holder = fmt.Sprintf(" (pid %d)", pid)
-				}
-			}
-			return nil, fmt.Errorf("%w%s: %s", ErrBusy, holder, dir)
-		}
-		return nil, fmt.Errorf("state dir lock: %w", err)
-	}
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
-	return func() { f.Close() }, nil
-}
-
-// ErrBusy means another haloforge build holds the state dir.
-var ErrBusy = errors.New("another haloforge build is running with this state dir")

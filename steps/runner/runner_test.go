@@ -208,7 +208,7 @@ func TestRunSucceedsAndRecordsEverything(t *testing.T) {
 			t.Errorf("state of %s = %+v, last success %+v", s.ID, ss, ss.LastSuccess)
 		}
 	}
-	onDisk, err := readReport(filepath.Join(runDir, ReportFile))
+	onDisk, err := ReadReport(filepath.Dir(filepath.Dir(runDir)), filepath.Base(runDir))
 	if err != nil {
 		t.Fatal(err)
 	}

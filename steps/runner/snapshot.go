@@ -109,7 +109,7 @@ func (r *Runner) writeSnapshots() error {
 		if data == nil {
 			continue
 		}
-		if err := writeReadOnly(filepath.Join(r.runDir, name), data); err != nil {
+		if err := safefile.Tree(r.o.StateDir).WriteFile(RunName(r.runID)+"/"+name, data, 0o444); err != nil {
 			return fmt.Errorf("snapshot %s: %w", name, err)
 		}
 	}
@@ -122,22 +122,4 @@ func (r *Runner) snapshotPath(name string) string {
 		return ""
 	}
 	return filepath.Join(r.runDir, name)
-}
-
-// writeReadOnly replaces path atomically with a 0444 file holding data.
-func writeReadOnly(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, werr := f.Write(data)
-	err = errors.Join(werr, f.Chmod(0o444), f.Close())
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
 }

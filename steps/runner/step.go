@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,7 +143,8 @@ func (r *Runner) saveState() error {
 // judged by its result file.
 func (r *Runner) execute(ctx context.Context, s steps.PlannedStep, logPath string) (streamResult, outcome) {
 	// The cache dir outlives runs (wheels, clones): scripts may rely on it.
-	if err := os.MkdirAll(filepath.Join(r.o.StateDir, "cache", r.plan.Track.ID), 0o755); err != nil {
+	state := safefile.Tree(r.o.StateDir)
+	if err := state.MkdirAll("cache/"+r.plan.Track.ID, 0o755); err != nil {
 		return streamResult{}, outcome{status: steps.OutcomeFailed, exitCode: -1, err: fmt.Errorf("cache dir: %w", err)}
 	}
 	// The step reads the validated pins, whatever became of the files since.
@@ -152,12 +152,12 @@ func (r *Runner) execute(ctx context.Context, s steps.PlannedStep, logPath strin
 		return streamResult{}, outcome{status: steps.OutcomeFailed, exitCode: -1, err: err}
 	}
 	// Only what this run of the step writes may count.
-	for _, p := range []string{r.resultPath(s.ID), r.factsPath(s.ID)} {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	for _, p := range []string{s.ID + resultSuffix, s.ID + factsSuffix} {
+		if err := state.Remove(RunName(r.runID) + "/" + p); err != nil {
 			return streamResult{}, outcome{status: steps.OutcomeFailed, exitCode: -1, err: fmt.Errorf("result file: %w", err)}
 		}
 	}
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	logf, err := state.OpenFile(RunName(r.runID)+"/"+s.ID+".log", os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return streamResult{}, outcome{status: steps.OutcomeFailed, exitCode: -1, err: fmt.Errorf("log: %w", err)}
 	}

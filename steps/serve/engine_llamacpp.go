@@ -91,7 +91,11 @@ func (llamaCpp) Shape(model string) (ModelShape, string) {
 	if err != nil {
 		return ModelShape{}, "cannot read the GGUF header: " + err.Error()
 	}
-	return ShapeFromGGUF(g), ""
+	s := ShapeFromGGUF(g)
+	if w, err := WeightsFromGGUF(g, filepath.Base(model)); err == nil {
+		s.Weights = w
+	}
+	return s, ""
 }
 
 // BenchesServer: llama-bench loads the model itself.

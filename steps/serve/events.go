@@ -72,5 +72,8 @@ func (s SmokeResult) Sentence() string {
 	if s.EngineTokensPerSecond > 0 {
 		line += fmt.Sprintf(" (engine: %.1f tok/s)", s.EngineTokensPerSecond)
 	}
+	if s.Roofline != "" {
+		line += "; roofline: " + s.Roofline
+	}
 	return line
 }

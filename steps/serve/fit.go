@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/haloforge/haloforge/internal/text"
+	"github.com/haloforge/haloforge/steps/bench"
 )
 
 // UnifiedUtilCap is the largest share of the GPU ceiling an engine may take on
@@ -30,6 +31,9 @@ type ModelShape struct {
 	TrainedContext uint64 // 0 when unknown
 	// KVBytesPerElement is the KV cache's element size: 2 for f16/bf16.
 	KVBytesPerElement float64
+	// Weights is what one generated token reads of the model, for the
+	// roofline of its speed; nil when the engine cannot say before it runs.
+	Weights *bench.Weights
 }
 
 // ShapeFromGGUF takes a model's shape from its GGUF header.

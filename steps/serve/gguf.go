@@ -115,6 +115,8 @@ type GGUF struct {
 	ValueLength   uint64 // {arch}.attention.value_length; 0: EmbeddingLen/HeadCount
 	SlidingWindow uint64 // {arch}.attention.sliding_window, when set
 	SplitCount    uint64 // split.count of a multi-file model, 0 or 1 when single
+	ExpertCount   uint64 // {arch}.expert_count: experts of a mixture-of-experts model, 0 when dense
+	ExpertUsed    uint64 // {arch}.expert_used_count: experts each token runs through
 
 	Tensors []Tensor
 	// TensorBytes is the sum of every tensor's size, by type name.
@@ -353,6 +355,8 @@ func (g *GGUF) apply(m metadata) {
 	g.ValueLength, _ = asUint(m[a+"attention.value_length"])
 	g.SlidingWindow, _ = asUint(m[a+"attention.sliding_window"])
 	g.SplitCount, _ = asUint(m["split.count"])
+	g.ExpertCount, _ = asUint(m[a+"expert_count"])
+	g.ExpertUsed, _ = asUint(m[a+"expert_used_count"])
 }
 
 func asUint(v any) (uint64, bool) {

@@ -75,6 +75,8 @@ type Launch struct {
 	// word; Wrapper has --entrypoint before the image), "" for the image's own.
 	Entrypoint string   `json:"entrypoint,omitempty"`
 	Warnings   []string `json:"warnings,omitempty"`
+	// roof is what the smoke request's speed is measured against (Estimate).
+	roof roofline
 }
 
 // ScriptArgs are the arguments of the track's serve.sh: in a box, the
@@ -263,6 +265,9 @@ type Ceiling struct {
 	Bytes   uint64 `json:"bytes"`
 	Unified bool   `json:"unified"`
 	Source  string `json:"source"`
+	// GPU is the GPU's name as detection gives it ("" without one): the
+	// device the roofline of the served model's speed is for.
+	GPU string `json:"gpu"`
 }
 
 // CeilingOf reads the ceiling from a doctor report.
@@ -271,12 +276,16 @@ func CeilingOf(r *detect.Report) Ceiling {
 		return Ceiling{}
 	}
 	if g := r.Primary(); g != nil {
+		name := ""
+		if g.Name != nil {
+			name = *g.Name
+		}
 		integrated := g.Integrated != nil && *g.Integrated
 		switch {
 		case integrated && g.GTTBytes != nil && *g.GTTBytes > 0:
-			return Ceiling{Bytes: uint64(*g.GTTBytes), Unified: true, Source: "the GTT of the integrated GPU"}
+			return Ceiling{Bytes: uint64(*g.GTTBytes), Unified: true, Source: "the GTT of the integrated GPU", GPU: name}
 		case !integrated && g.VRAMBytes != nil && *g.VRAMBytes > 0:
-			return Ceiling{Bytes: uint64(*g.VRAMBytes), Source: "the VRAM of the GPU"}
+			return Ceiling{Bytes: uint64(*g.VRAMBytes), Source: "the VRAM of the GPU", GPU: name}
 		}
 	}
 	if r.Memory.TotalBytes != nil && *r.Memory.TotalBytes > 0 {
@@ -301,6 +310,10 @@ func (l *Launch) Estimate(req Request, c Ceiling) {
 	if note != "" {
 		l.FitNote = note
 		return
+	}
+	l.roof = roofline{device: c.GPU, weights: shape.Weights}
+	if req.NoGPU {
+		l.roof.device = llvmpipeDevice
 	}
 	f := Estimate(FitRequest{Engine: l.Engine, Model: shape, Context: req.Context, Util: req.Util,
 		LimitBytes: c.Bytes, Unified: c.Unified})

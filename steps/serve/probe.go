@@ -86,6 +86,13 @@ type SmokeResult struct {
 	EngineTokensPerSecond float64 `json:"engine_tokens_per_s"`
 	Text                  string  `json:"text"`
 	Err                   string  `json:"error,omitempty"`
+	// The decode speed against the memory-bandwidth roofline (bench's):
+	// the ceiling this model could reach on this device and the share of
+	// it, null when either is unknown; Roofline says it in a sentence, or
+	// why there is no ceiling ("" when the model's size is not known).
+	RooflinePerS *float64 `json:"roofline_tokens_per_s"`
+	RooflinePct  *float64 `json:"roofline_pct"`
+	Roofline     string   `json:"roofline,omitempty"`
 }
 
 // SmokeEndpoint is where the smoke request goes: the OpenAI completions

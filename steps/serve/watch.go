@@ -180,6 +180,7 @@ func (w *Watcher) loop() {
 				go w.probe(w.rd.NextProbe(), probes)
 			}
 		case sr := <-smokes:
+			w.o.Launch.roof.add(&sr)
 			w.mu.Lock()
 			w.res.Smoke = &sr
 			w.mu.Unlock()

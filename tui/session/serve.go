@@ -218,6 +218,17 @@ func (e *Engine) bench(ctx context.Context, r tui.ServeRequest, rp replay) (<-ch
 	if err != nil {
 		return nil, err
 	}
+	// The model's own file, where the engine reads one, says what a token
+	// reads for the report's roofline, as bench --track does.
+	var model *bench.Weights
+	if en, ok := serve.EngineNamed(b.Engine); ok {
+		if shape, note := en.Shape(b.Model); note == "" {
+			model = shape.Weights
+		}
+	}
+	e.mu.Lock()
+	e.benchModel = model
+	e.mu.Unlock()
 	go func() { _, _ = run.Run(ctx) }() // the outcome arrives as runner.RunFinished
 	return run.Events(), nil
 }
@@ -239,7 +250,10 @@ func (e *Engine) BenchReport(runDir string) (*bench.Report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		rep := bench.Compare(run, bench.References(), bench.Host{})
+		e.mu.Lock()
+		run.Model = e.benchModel
+		e.mu.Unlock()
+		rep := bench.Compare(run, bench.References(), bench.Host{Device: e.ceiling().GPU})
 		return &rep, nil
 	}
 	return nil, fmt.Errorf("%s holds no benchmark results", runDir)

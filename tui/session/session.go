@@ -20,6 +20,7 @@ import (
 	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/steps"
+	"github.com/haloforge/haloforge/steps/bench"
 	"github.com/haloforge/haloforge/steps/preflight"
 	"github.com/haloforge/haloforge/steps/runner"
 	"github.com/haloforge/haloforge/steps/serve"
@@ -89,6 +90,9 @@ type Engine struct {
 	ceilingOnce  sync.Once
 	ceilingValue serve.Ceiling
 	hasGPU       bool
+	// benchModel is what a token of the last benchmark's model reads, from
+	// its file (guarded by mu): its report's roofline uses it.
+	benchModel *bench.Weights
 }
 
 var (
