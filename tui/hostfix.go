@@ -541,10 +541,10 @@ func plainText(s string) string { return s }
 func wrapLines(s string, width int) []string { return strings.Split(wrap(s, width), "\n") }
 
 // hangLines wraps prose at the width, continuation lines indented by
-// indent, so that numbered items read as blocks. Words wider than the
-// room are cut.
+// indent, so that numbered items read as blocks. A word is never cut
+// inside: one wider than the room breaks only after a '/' (wrap).
 func hangLines(s string, width, indent int) []string {
-	lines := strings.Split(ansi.Wrap(s, max(width-indent, 10), ""), "\n")
+	lines := wrapLines(s, max(width-indent, 10))
 	for i := 1; i < len(lines); i++ {
 		lines[i] = strings.Repeat(" ", indent) + lines[i]
 	}

@@ -161,7 +161,9 @@ func Wrap(l string, width int, next string) []string {
 			cur += sep + piece
 		}
 	}
-	for _, w := range strings.Fields(text) {
+	// at ASCII spaces only: a no-break space (U+00A0) holds its words
+	// together, as it says
+	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return r == ' ' || r == '\t' }) {
 		if ansi.StringWidth(lead+next+w) <= width || !strings.Contains(strings.TrimSuffix(w, "/"), "/") {
 			put(w, " ")
 			continue

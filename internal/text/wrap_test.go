@@ -149,6 +149,7 @@ func TestWrapBreaksPathsAtSlashes(t *testing.T) {
 			"  sha256:b8a082f346d069376d35784250e38b23a043efe979408ae3a33d7c6b62ee3276",
 			"  ok"}},
 		{"a trailing slash is no break", "in dir/ here and there", 8, []string{"in dir/", "  here", "  and", "  there"}},
+		{"a no-break space holds", "fits 1 GiB (0.90\u00a0×\u00a0124\u00a0GiB)", 16, []string{"fits 1 GiB", "  (0.90\u00a0×\u00a0124\u00a0GiB)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Wrap(tc.in, tc.width, "  ")

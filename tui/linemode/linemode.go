@@ -159,6 +159,7 @@ func (p *printer) event(e runner.Event) (output bool) {
 		p.servePhase(e)
 	case serve.Ready:
 		fmt.Fprintf(p.w, "%s [%s] %s\n", p.paint(sgrGreen, "✓"), e.Step, e.Sentence())
+		p.usage(e)
 		if p.o.ReadyHint != "" {
 			fmt.Fprintf(p.w, "  %s\n", p.o.ReadyHint)
 		}
@@ -169,6 +170,20 @@ func (p *printer) event(e runner.Event) (output bool) {
 	}
 	p.w.Flush()
 	return false
+}
+
+// usage prints how to point a client at a ready server: the base URL,
+// then its export and curl, each wrapped between shell words with " \\"
+// continuations (at 80 columns, a terminal's least) so that a copied row
+// block runs as printed.
+func (p *printer) usage(e serve.Ready) {
+	u := e.Usage()
+	fmt.Fprintf(p.w, "  %s\n", u[0])
+	for _, c := range u[1:] {
+		for _, row := range text.CommandRows("  "+c, 80) {
+			fmt.Fprintln(p.w, row)
+		}
+	}
 }
 
 // servePhase prints a server's start-up phase, or a warning within it.
