@@ -71,7 +71,7 @@ func runWizard(cmd *cobra.Command, o wizardOptions) error {
 	g := o.globalOptions
 	stateDir := g.stateDirOr()
 	lineMode := o.plain || !fullScreen(cmd)
-	notes := localNotes(g, !lineMode)
+	notes := append(localNotes(g, !lineMode), pathNotes()...)
 	printNotes(cmd.ErrOrStderr(), notes)
 	e, err := wizardEngine(g, !lineMode)
 	if err != nil {
