@@ -315,7 +315,8 @@ func (s *detectScreen) checksView(width int) string {
 	}
 	b.WriteString(head + "\n")
 	indent := strings.Repeat(" ", 3+checkNameWidth)
-	for _, c := range s.det.Checks {
+	shown, noAMD := detect.SplitNoAMD(s.det.Checks)
+	for _, c := range shown {
 		for i, l := range text.Wrap(c.Summary, max(width-len(indent), 20), "") {
 			if i == 0 {
 				b.WriteString(" " + checkMark(c.Status, s.Styles) + " " + padRight(c.ID.Title(), checkNameWidth) + l + "\n")
@@ -332,6 +333,9 @@ func (s *detectScreen) checksView(width int) string {
 				b.WriteString("     " + s.Styles.Subtle.Render(label) + l + "\n")
 			}
 		}
+	}
+	if len(noAMD) > 0 {
+		b.WriteString(" " + checkMark(detect.StatusSkip, s.Styles) + " " + s.Styles.Subtle.Render(wrap(text.Plural(len(noAMD), "check")+" about an AMD GPU skipped: this machine has none", max(width-3, 20))) + "\n")
 	}
 	return strings.TrimRight(b.String(), "\n")
 }

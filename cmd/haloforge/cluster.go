@@ -211,7 +211,7 @@ func writeClusterReport(w io.Writer, inv *cluster.Inventory, rep *cluster.Report
 		}
 	}
 	if f, wn := rep.Failed(), rep.Warned(); f+wn > 0 {
-		fmt.Fprintf(&b, "\n! Cluster check found issues: %d failed, %d warning(s).\n", f, wn)
+		fmt.Fprintf(&b, "\n! Cluster check found issues: %d failed, %s.\n", f, text.Plural(wn, "warning"))
 	} else {
 		b.WriteString("\n• No issues found: the nodes match and reach each other.\n")
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
 )
 
@@ -126,20 +127,26 @@ func writeDoctorText(w io.Writer, r *detect.Report, verbose, color bool) error {
 	if err := r.WriteText(&b, verbose); err != nil {
 		return err
 	}
-	text := b.String()
-	skipped := 0
+	out := b.String()
+	skipped, noAMD := 0, 0
 	for _, c := range r.Checks {
-		if c.Status == detect.StatusSkip {
+		switch {
+		case c.Status == detect.StatusSkip && c.Summary == detect.SkipNoAMD:
+			noAMD++
+		case c.Status == detect.StatusSkip:
 			skipped++
 		}
 	}
+	if !verbose && noAMD > 0 {
+		out += fmt.Sprintf("- %s about an AMD GPU %s skipped: this machine has none.\n", text.Plural(noAMD, "check"), map[bool]string{true: "was", false: "were"}[noAMD == 1])
+	}
 	if !verbose && skipped > 0 {
-		text += fmt.Sprintf("- %d check(s) could not run with what was collected here; `haloforge doctor -v` says why.\n", skipped)
+		out += fmt.Sprintf("- %s could not run with what was collected here; `haloforge doctor -v` says why.\n", text.Plural(skipped, "check"))
 	}
 	if color {
-		text = colorMarks(text)
+		out = colorMarks(out)
 	}
-	_, err := io.WriteString(w, text)
+	_, err := io.WriteString(w, out)
 	return err
 }
 

@@ -146,13 +146,17 @@ func (p *printer) detection(d *tui.Detection) {
 	if k := deref(d.Kernel.Release); k != "" {
 		p.f("kernel  %s\n", k)
 	}
-	for _, c := range d.Checks {
-		p.f("check   %-4s %-19s %s\n", c.Status, c.ID, c.Summary)
+	shown, noAMD := detect.SplitNoAMD(d.Checks)
+	for _, c := range shown {
+		p.f("check   %-4s %-20s %s\n", c.Status, c.ID, c.Summary) // the longest ID, firmware-kernel-pair, keeps the column
 		if c.Fix != "" && (c.Status == detect.StatusWarn || c.Status == detect.StatusFail) {
 			for _, l := range strings.Split(c.Fix, "\n") {
 				p.f("             fix: %s\n", l)
 			}
 		}
+	}
+	if len(noAMD) > 0 {
+		p.f("check   skip %s about an AMD GPU: this machine has none\n", text.Plural(len(noAMD), "check"))
 	}
 	if d.RecommendedTrack != "" {
 		p.f("recommended track: %s\n", d.RecommendedTrack)

@@ -205,6 +205,33 @@ func TestStoryWithoutGPUOffersDemo(t *testing.T) {
 	}
 }
 
+// TestStoryOnAnNVIDIAMachine: on a machine whose only GPU is NVIDIA's the
+// story names it, offers the demo, lists the checks that still matter and
+// folds those about an AMD GPU into one line, with no advice to load
+// amdgpu.
+func TestStoryOnAnNVIDIAMachine(t *testing.T) {
+	b, err := detect.ReadBundle("../../detect/testdata/bundles/nvidia-h100-sysfs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{Source: "this machine", Detector: func(context.Context) (*detect.Report, error) { return detect.Analyse(b), nil }}
+	var out bytes.Buffer
+	if _, err := Story(context.Background(), e, &out, StoryOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{"NVIDIA H100", "haloforge demo", "container-engine", "checks about an AMD GPU: this machine has none"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("story lacks %q:\n%s", want, got)
+		}
+	}
+	for _, not := range []string{"modprobe amdgpu", "kfd-access", detect.SkipNoAMD} {
+		if strings.Contains(got, not) {
+			t.Errorf("story says %q:\n%s", not, got)
+		}
+	}
+}
+
 func TestPlanViewExpandsNextCommands(t *testing.T) {
 	e := newTestDemo(t)
 	p, err := e.Plan(demo.TrackID)
