@@ -77,7 +77,13 @@ func runPinsStatus(ctx context.Context, o pinsStatusOptions, stdout, stderr io.W
 	if o.timeout <= 0 {
 		return usageErr(fmt.Errorf("--timeout %s: want a positive duration", o.timeout))
 	}
-	pf, err := loadPinsFlags(o.file, nil)
+	// FILE, else the global --pins, as every command that reads pins
+	// (and --set on top, as plan and build see them)
+	file := o.file
+	if file == "" {
+		file = o.pins.pins
+	}
+	pf, err := loadPinsFlags(file, o.pins.sets)
 	if err != nil {
 		return err
 	}
