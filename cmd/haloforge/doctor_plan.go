@@ -343,7 +343,11 @@ func runVerify(cmd *cobra.Command, o doctorOptions, args []string) error {
 	} else if o.bundle == "" {
 		kernelLog(cmdContext(cmd), b)
 	}
-	in := hostfix.VerifyInput{Report: detect.Analyse(b), Bundle: b, Undo: doctorCommand(o, "--rollback")}
+	again := []string{"--verify"}
+	if len(args) == 1 {
+		again = append(again, shellWord(args[0]))
+	}
+	in := hostfix.VerifyInput{Report: detect.Analyse(b), Bundle: b, Undo: doctorCommand(o, "--rollback"), Again: doctorCommand(o, again...)}
 	switch {
 	case o.host.root != "":
 		if ev, err := hostfix.FromRoot(o.host.root); err == nil {

@@ -85,6 +85,10 @@ type VerifyInput struct {
 	// match, with the flags the user gave (--state-dir, where the backups
 	// are); "" names the plain one.
 	Undo string
+	// Again is this verify as the user typed it (the plan, --root,
+	// --state-dir), which the advice to save dmesg first repeats with
+	// --dmesg; "" names the plain one.
+	Again string
 }
 
 // Verify compares the live values with the plan's target and scans the
@@ -133,7 +137,7 @@ func Verify(p *Plan, in VerifyInput) *VerifyReport {
 			v.add("MES firmware", VerifyOK, *r.Firmware.MES)
 		}
 	}
-	verifyDmesg(v, in.Bundle)
+	verifyDmesg(v, in.Bundle, cmp.Or(in.Again, "haloforge doctor --verify"))
 	v.OK = !slices.ContainsFunc(v.Items, func(i VerifyItem) bool { return i.Status != VerifyOK })
 	return v
 }
@@ -208,14 +212,14 @@ func verifyGroups(v *VerifyReport, t Target, r *detect.Report, groups map[string
 	}
 }
 
-func verifyDmesg(v *VerifyReport, b *detect.Bundle) {
+func verifyDmesg(v *VerifyReport, b *detect.Bundle, again string) {
 	s, ok := b.Get("dmesg.txt")
 	if !ok || strings.TrimSpace(s) == "" {
-		v.add("kernel log (dmesg)", VerifyUnknown, "not readable: dmesg needs root here (kernel.dmesg_restrict); run sudo dmesg > dmesg.txt and haloforge doctor --verify --dmesg dmesg.txt")
+		v.add("kernel log (dmesg)", VerifyUnknown, "not readable: dmesg needs root here (kernel.dmesg_restrict); run sudo dmesg > dmesg.txt and "+again+" --dmesg dmesg.txt")
 		return
 	}
 	if detect.ParseDmesg(s).Restricted {
-		v.add("kernel log (dmesg)", VerifyUnknown, "dmesg said: read kernel buffer failed (needs root); run sudo dmesg > dmesg.txt and haloforge doctor --verify --dmesg dmesg.txt")
+		v.add("kernel log (dmesg)", VerifyUnknown, "dmesg said: read kernel buffer failed (needs root); run sudo dmesg > dmesg.txt and "+again+" --dmesg dmesg.txt")
 		return
 	}
 	s = currentBoot(s)
