@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // The host checks' IDs, in doctor's order.
@@ -408,7 +410,7 @@ func checkMES(_ *facts, r *Report) Check {
 			mes = "MES " + *r.Firmware.MES
 		}
 		return Check{Status: StatusWarn,
-			Summary: fmt.Sprintf("dmesg: the GPU's MES scheduler stopped responding %d time(s) (%s): compute jobs hang", errs, mes),
+			Summary: fmt.Sprintf("dmesg: the GPU's MES scheduler stopped responding %s (%s): compute jobs hang", text.Plural(errs, "time"), mes),
 			Remedy: &Remedy{Lead: "Update linux-firmware and the kernel: MES hangs on RDNA3.5 were fixed by both (gfx1152 on MES 0x82 is still open:\n" +
 				"ROCm/legacy-rocm-build#5844). If it stays, report it with the dmesg lines (haloforge diagnose reads them).",
 				Steps: []Step{firmwareStep(r, "firmware:mes", "update linux-firmware (the GPU's MES firmware stopped responding), then reboot", upgradeCommands)},

@@ -277,7 +277,7 @@ func costLines(p *Plan) []string {
 	case sum > 0 && unknown == 0:
 		parts = append(parts, "Time: about "+text.Duration(sum)+" (the steps' last runs)")
 	case sum > 0:
-		parts = append(parts, fmt.Sprintf("Time: at least %s, plus %d step(s) never timed", text.Duration(sum), unknown))
+		parts = append(parts, fmt.Sprintf("Time: at least %s, plus %s never timed", text.Duration(sum), text.Plural(unknown, "step")))
 	case unknown > 0:
 		parts = append(parts, "Time: no estimate before a first run (haloforge times each step)")
 	}
