@@ -497,9 +497,11 @@ func (s *runScreen) follow() {
 
 // openSearch opens the search prompt: / forward, ? backward.
 func (s *runScreen) openSearch(back bool) tea.Cmd {
-	s.search = newPrompt("/", "", "find", "cancel")
+	// plain text, any case: not less's regular expressions (shader_50. finds
+	// itself; shader_50\. would look for a backslash)
+	s.search = newPrompt("/", "plain text, any case", "find", "cancel")
 	if back {
-		s.search = newPrompt("?", "", "find backward", "cancel")
+		s.search = newPrompt("?", "plain text, any case", "find backward", "cancel")
 	}
 	s.search.SetWidth(max(s.w-4, 10))
 	s.log.back = back
