@@ -39,6 +39,9 @@ type troubleshootScreen struct {
 	offset   int
 	lines    int // lines of the view at the current width, for scrolling
 	w, h     int
+	// copied is the family whose fix c put on the clipboard, said until
+	// another finding is selected.
+	copied string
 }
 
 // troubleshootKeys are troubleshooting's own keys: o opens another log.
@@ -224,14 +227,15 @@ func (s *troubleshootScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
 		return closeScreen
 	case key.Matches(k, keys.Up):
 		s.selected = max(s.selected-1, 0)
-		s.offset = 0
+		s.offset, s.copied = 0, ""
 	case key.Matches(k, keys.Down):
 		s.selected = min(s.selected+1, max(len(s.findings)-1, 0))
-		s.offset = 0
+		s.offset, s.copied = 0, ""
 	case pageBy(keys, k, &s.offset, s.h):
 		s.offset = clampOffset(s.offset, s.lines, s.h)
 	case key.Matches(k, keys.Copy):
 		if fix := s.fix(); fix != "" {
+			s.copied = s.findings[s.selected].Family
 			return tea.SetClipboard(fix)
 		}
 	case key.Matches(k, keys.Enter):
@@ -280,6 +284,9 @@ func (s *troubleshootScreen) body() string {
 	}
 	if s.scanning {
 		return b.String() + "Scanning " + s.source + "…"
+	}
+	if s.copied != "" {
+		b.WriteString(s.Styles.OK.Render(wrap("Copied the fix of "+s.copied+" (OSC 52: the terminal must allow it).", max(s.w, 20))) + "\n")
 	}
 	b.WriteString(s.results())
 	return b.String()
