@@ -143,11 +143,38 @@ func writeDoctorText(w io.Writer, r *detect.Report, verbose, color bool) error {
 	if !verbose && skipped > 0 {
 		out += fmt.Sprintf("- %s could not run with what was collected here; `haloforge doctor -v` says why.\n", text.Plural(skipped, "check"))
 	}
+	out = doctorLayout(out, termWidth(w))
 	if color {
 		out = colorMarks(out)
 	}
 	_, err := io.WriteString(w, out)
 	return err
+}
+
+// doctorLayout wraps doctor's text for a terminal of width columns (0: not
+// a terminal, the text as it is), as flutter doctor does rather than
+// letting the terminal cut words: a check's line wraps between words under
+// its summary, a fix line by its kind (prose between words, a command only
+// between its shell words with " \", so that it is copied whole).
+func doctorLayout(out string, width int) string {
+	if width <= 0 {
+		return out
+	}
+	width-- // the last column left free: a full row would wrap on some terminals
+	var rows []string
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		switch {
+		case len([]rune(l)) <= width:
+			rows = append(rows, l)
+		case strings.HasPrefix(l, "    "):
+			for _, r := range text.FixRows(strings.TrimPrefix(l, "    "), width-4) {
+				rows = append(rows, "    "+r)
+			}
+		default:
+			rows = append(rows, text.Wrap(l, width, "    ")...)
+		}
+	}
+	return strings.Join(rows, "\n") + "\n"
 }
 
 // colorMarks paints doctor's [✓] [!] [✗] marks at the start of lines.
