@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps/runner"
 
@@ -188,7 +190,10 @@ func (s *runScreen) logPane() string {
 		state += s.Styles.Subtle.Render(fmt.Sprintf(" · %d lines only in the file", st.Dropped))
 	}
 	if st.Log != "" {
-		state += s.Styles.Subtle.Render(" · " + st.Log)
+		// the path's end is the part that tells runs and steps apart: cut
+		// from the left (…/runs/<id>/<step>.log), never its file name
+		room := s.log.width - ansi.StringWidth(title+state) - 3
+		state += s.Styles.Subtle.Render(" · " + pathTail(st.Log, max(room, 8)))
 	}
 	return ansiCutTail(title+state, s.log.width) + "\n" + s.log.View(s.Styles)
 }
