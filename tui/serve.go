@@ -842,6 +842,10 @@ func (s *serveScreen) runView() (string, int) {
 func (s *serveScreen) usageView(r serve.Ready) string {
 	st := s.Styles
 	title := "Use it · c copies the export and the curl"
+	if s.Demo {
+		// a recording: nothing listens at its address
+		title = "Use it on a real server (the demo serves nothing) · c copies the export and the curl"
+	}
 	if s.copied {
 		title = "Use it · copied the export and the curl (OSC 52: the terminal must allow it)"
 	}

@@ -384,6 +384,13 @@ func TestServeScreenCopiesUsage(t *testing.T) {
 	if !slices.Contains(footer, "c copy export and curl") {
 		t.Errorf("footer %q lacks the copy key", footer)
 	}
+	// the demo's server is a recording: the screen says nothing listens
+	s.Demo = true
+	s.relayout()
+	if !strings.Contains(screenText(s), "Use it on a real server (the demo serves nothing)") {
+		t.Errorf("the demo offers its recorded address as live:\n%s", screenText(s))
+	}
+	s.Demo = false
 	msgs, _ = runWithin(s.Update(press("c")), time.Second)
 	if len(msgs) != 1 || fmt.Sprint(msgs[0]) != strings.Join(r.Commands(), "\n")+"\n" {
 		t.Errorf("c sent %q, want the commands %q", msgs, r.Commands())
