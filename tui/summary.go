@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/haloforge/haloforge/internal/text"
@@ -219,6 +220,10 @@ func modelHint(p *Plan) string {
 		return ""
 	}
 	hint := "<model>: a Hugging Face model ID or a local path"
+	if slices.ContainsFunc(p.Next, func(c string) bool { return strings.Contains(c, "<model>.gguf") }) {
+		// llama.cpp's commands take a file, not a Hub ID
+		return "<model>.gguf: the path of a GGUF model file (under ~/models for the podman line); start with a small one, then raise the context"
+	}
 	for _, s := range p.Steps {
 		if m := s.PinValues["VERIFY_MODEL"]; m != "" {
 			return hint + ", e.g. " + m + " (the small model verify used); start small, then raise the context"
