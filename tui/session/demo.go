@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -116,8 +117,12 @@ func (d *Demo) PrepareRetry(_ context.Context, step string, f *diagnose.Finding)
 	if err := demo.ApplyFix(d.StateDir); err != nil {
 		return "", err
 	}
-	first, _, _ := strings.Cut(demo.FixCommand(), "\n")
-	return "Applied the fix for " + f.Family + " (" + first + "); retrying " + step + ".", nil
+	// named as the panel showed it: the finding's first fix line
+	first, _, _ := strings.Cut(cmp.Or(f.Fix, demo.FixCommand()), "\n")
+	if c, _, ok := strings.Cut(first, "   #"); ok {
+		first = c
+	}
+	return "Applied the fix for " + f.Family + " (" + strings.TrimSpace(first) + "); retrying " + step + ".", nil
 }
 
 // Shell opens nothing: the demo installs no box.

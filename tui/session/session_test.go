@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/runner"
 	"github.com/haloforge/haloforge/tui"
@@ -345,5 +346,18 @@ func TestNextCommandsCarryFlags(t *testing.T) {
 	}
 	if bare := NextCommands(&steps.Plan{Track: tr}, ""); bare[0] != "haloforge serve --track vllm-image --model <model>" {
 		t.Errorf("without flags: %q", bare[0])
+	}
+}
+
+// TestDemoRetryNamesThePanelsFix: the demo's retry note names the fix the
+// hint panel showed first (the finding's), not another one.
+func TestDemoRetryNamesThePanelsFix(t *testing.T) {
+	d := newTestDemo(t)
+	note, err := d.PrepareRetry(context.Background(), "rocm", &diagnose.Finding{Family: demo.FailureFamily, Fix: "pip uninstall -y amdsmi   # in the venv\n# or: sed …"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Applied the fix for " + demo.FailureFamily + " (pip uninstall -y amdsmi); retrying rocm."; note != want {
+		t.Errorf("note %q, want %q", note, want)
 	}
 }
