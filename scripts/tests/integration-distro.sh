@@ -197,6 +197,12 @@ phase_serve() {
     grep -q 'answered: .*; roofline: no known memory bandwidth: llvmpipe' "$out"
   check "a streamed completion answered, with its timings" grep -qE 'answered: first token after ([0-9]+ ms|[0-9hms]+), [0-9]+ tokens at [0-9.]+ tok/s \(engine: [0-9.]+ tok/s\)' "$out"
   check "the server answers /health while it is served" curl -sf -o /dev/null "http://127.0.0.1:$SERVE_PORT/health"
+  # The rows under the ready line (the export and the curl), run as printed.
+  sed -n '/^  OpenAI base URL: /,/^  serving: /p' "$out" | sed '1d;$d' >"$IT_DIR/usage.sh"
+  # shellcheck disable=SC2016 # the inner bash expands them
+  check "the printed export and curl run as printed: the real llama-server completes" \
+    bash -c '. "$1" >"$1.out" && grep -q "\"choices\"" "$1.out" && [[ $OPENAI_BASE_URL == "$2" ]]' \
+    usage "$IT_DIR/usage.sh" "http://127.0.0.1:$SERVE_PORT/v1"
   # haloforge's own CPU while the engine serves (idle here): under 1 % of a core.
   if [[ -n $hf ]] && [[ -r /proc/$hf/stat ]]; then
     local a b w=10
