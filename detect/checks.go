@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // The host checks' IDs, in doctor's order.
@@ -108,10 +110,53 @@ var checks = []checkDef{
 		noChange("information about the NPU: nothing to change")},
 }
 
+// hostGeneral are the checks that still matter on a machine with no AMD
+// GPU (the demo, a CPU Vulkan device, a box for later; the NPU check only
+// says whether there is one): every other check
+// is about an AMD GPU's driver, firmware, memory or device nodes, and its
+// verdict there would be advice that cannot help (load amdgpu for
+// /dev/kfd) or a ✓ that means nothing.
+var hostGeneral = []CheckID{CheckGPU, CheckContainerEngine, CheckDistrobox, CheckDiskSpace, CheckBuildMemory, CheckNPU}
+
+// SkipNoAMD is the summary of a check skipped because the machine has no
+// AMD GPU, which doctor counts apart from the checks that could not run.
+const SkipNoAMD = "no AMD GPU here: this check is about one"
+
+// SplitNoAMD separates the checks skipped because the machine has no AMD
+// GPU (SkipNoAMD) from the rest, so that a list says them in one line
+// rather than one identical line each.
+func SplitNoAMD(cs []Check) (shown []Check, noAMD []CheckID) {
+	for _, c := range cs {
+		if c.Status == StatusSkip && c.Summary == SkipNoAMD {
+			noAMD = append(noAMD, c.ID)
+			continue
+		}
+		shown = append(shown, c)
+	}
+	return shown, noAMD
+}
+
+// noAMDGPU says whether the GPU check found no AMD GPU at all: it failed
+// with the PCI bus read (lspci, or a walk of sysfs: a rocminfo alone cannot tell a
+// machine without one from a driver that did not bind), none was listed
+// and the amdgpu driver is not loaded.
+func noAMDGPU(gpu Check, f *facts, r *Report) bool {
+	return gpu.Status == StatusFail && (len(f.pci) > 0 || len(f.lspci) > 0 || pciWalked(f)) &&
+		len(r.GPUs) == 0 && (r.Driver.Loaded == nil || !*r.Driver.Loaded)
+}
+
 func runChecks(f *facts, r *Report) []Check {
 	out := make([]Check, 0, len(checks))
+	noAMD := false
 	for _, def := range checks {
+		if noAMD && !slices.Contains(hostGeneral, def.ID) {
+			out = append(out, Check{ID: def.ID, Status: StatusSkip, Summary: SkipNoAMD})
+			continue
+		}
 		c := def.Run(f, r)
+		if def.ID == CheckGPU {
+			noAMD = noAMDGPU(c, f, r)
+		}
 		if p := f.commandProblem(def.Needs...); c.Status == StatusSkip && p != "" {
 			c = unchecked(p, c.Summary)
 		}
@@ -224,7 +269,9 @@ func checkGPU(f *facts, r *Report) Check {
 	}
 	if len(seen) == 0 {
 		return Check{Status: StatusFail, Summary: "no AMD GPU found",
-			Remedy: advice("haloforge targets AMD GPUs (Strix Halo gfx1151 first). If this machine has one, check that " + bios)}
+			Remedy: advice("haloforge targets AMD GPUs (Strix Halo gfx1151 first).\n" +
+				"To see what it does on a Strix Halo, run: haloforge demo\n" +
+				"If this machine has one, check that " + bios)}
 	}
 	sum := "no AMD GPU found; this machine has " + strings.Join(seen, ", ")
 	if len(foreign) == len(seen) {
@@ -363,7 +410,7 @@ func checkMES(_ *facts, r *Report) Check {
 			mes = "MES " + *r.Firmware.MES
 		}
 		return Check{Status: StatusWarn,
-			Summary: fmt.Sprintf("dmesg: the GPU's MES scheduler stopped responding %d time(s) (%s): compute jobs hang", errs, mes),
+			Summary: fmt.Sprintf("dmesg: the GPU's MES scheduler stopped responding %s (%s): compute jobs hang", text.Plural(errs, "time"), mes),
 			Remedy: &Remedy{Lead: "Update linux-firmware and the kernel: MES hangs on RDNA3.5 were fixed by both (gfx1152 on MES 0x82 is still open:\n" +
 				"ROCm/legacy-rocm-build#5844). If it stays, report it with the dmesg lines (haloforge diagnose reads them).",
 				Steps: []Step{firmwareStep(r, "firmware:mes", "update linux-firmware (the GPU's MES firmware stopped responding), then reboot", upgradeCommands)},

@@ -214,6 +214,22 @@ func TestCollectPCISysfsNvidiaOnly(t *testing.T) {
 	if n := mustCheck(t, r, "npu", StatusSkip); n.Summary != "no XDNA NPU on this machine" {
 		t.Errorf("npu %q", n.Summary)
 	}
+	// With no AMD GPU, the checks about one say so instead of advising
+	// `modprobe amdgpu` for /dev/kfd or passing ROCm settings as fine;
+	// the host-general ones still run.
+	for _, id := range []CheckID{CheckKFDAccess, CheckHSAOverride, CheckGTTSizeDeprecated, CheckKernelVersion, CheckRenderGroups} {
+		if k := mustCheck(t, r, id, StatusSkip); k.Summary != SkipNoAMD || k.Fix != "" {
+			t.Errorf("%s: %q, fix %q", id, k.Summary, k.Fix)
+		}
+	}
+	for _, c := range r.Checks {
+		if strings.Contains(c.Fix, "modprobe amdgpu") {
+			t.Errorf("%s advises loading amdgpu on a machine without an AMD GPU: %q", c.ID, c.Fix)
+		}
+	}
+	if c, _ := r.Check(CheckContainerEngine); c.Summary == SkipNoAMD {
+		t.Errorf("container-engine skipped as if it were about the GPU")
+	}
 }
 
 // TestPCISysfsNames: a device the table lacks is named by its vendor and IDs.

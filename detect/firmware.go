@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // FirmwarePackage is the installed package that carries the amdgpu
@@ -399,8 +401,8 @@ func checkFirmwarePair(_ *facts, r *Report) Check {
 	c := firmwarePair(r)
 	if files := overlayFiles(r); len(files) > 0 && !dkmsInUse(r) && (c.Status == StatusOK || c.Status == StatusSkip) {
 		return Check{Status: StatusWarn,
-			Summary: fmt.Sprintf("%d amdgpu firmware file(s) in /lib/firmware/updates override the firmware package (%s): an override left from a workaround beats every linux-firmware update",
-				len(files), strings.Join(files, ", ")),
+			Summary: fmt.Sprintf("%s in /lib/firmware/updates override the firmware package (%s): an override left from a workaround beats every linux-firmware update",
+				text.Plural(len(files), "amdgpu firmware file"), strings.Join(files, ", ")),
 			Remedy: &Remedy{Lead: "If you placed them by hand (AMD's workaround for MES 0x83 was one such file), remove them now that the package has the fix;\n" +
 				"keep them only if a package you installed owns them (dpkg -S / rpm -qf on the file says).",
 				Steps: []Step{overlayStep(r)}, After: "Then reboot and check: " + mesCheckCmd}}

@@ -135,7 +135,7 @@ func TestMESRulesForEveryRDNA35APU(t *testing.T) {
 	}{
 		{"gfx1150 on 0x83", map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": node("110500"), "sys/class/drm/card1/device/fw_version/mes_fw_version": "0x00000083\n"}, StatusFail, "broken one"},
 		{"gfx1152 on 0x83", map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": node("110502"), "sys/class/drm/card1/device/fw_version/mes_fw_version": "0x00000083\n"}, StatusWarn, "on gfx1152 it is not verified"},
-		{"gfx1152 MES failures on 0x82", map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": node("110502"), "sys/class/drm/card1/device/fw_version/mes_fw_version": "0x00000082\n", "dmesg.txt": mesFail}, StatusWarn, "stopped responding 1 time(s) (MES 0x00000082)"},
+		{"gfx1152 MES failures on 0x82", map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": node("110502"), "sys/class/drm/card1/device/fw_version/mes_fw_version": "0x00000082\n", "dmesg.txt": mesFail}, StatusWarn, "stopped responding 1 time (MES 0x00000082)"},
 		{"gfx1150 healthy", map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": node("110500"), "sys/class/drm/card1/device/fw_version/mes_fw_version": "0x00000080\n"}, StatusOK, "MES firmware 0x00000080"},
 		{"gfx1100 is not RDNA3.5", map[string]string{"sys/class/kfd/kfd/topology/nodes/1/properties": node("110000"), "sys/class/drm/card1/device/fw_version/mes_fw_version": "0x00000083\n"}, StatusSkip, "RDNA3.5"},
 	}

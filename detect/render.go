@@ -61,7 +61,7 @@ func (r *Report) verdict() string {
 	}
 	s := "• No issues found."
 	if warn+fail > 0 {
-		s = fmt.Sprintf("! Doctor found issues: %d failed, %d warning(s).", fail, warn)
+		s = fmt.Sprintf("! Doctor found issues: %d failed, %s.", fail, text.Plural(warn, "warning"))
 	}
 	if r.RecommendedTrack != "" {
 		s += "\nRecommended track: " + r.RecommendedTrack + " (haloforge plan --track " + r.RecommendedTrack + ")"

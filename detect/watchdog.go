@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // Watchdog is amdgpu's GPU job timeout (amdgpu.lockup_timeout) and what the
@@ -325,7 +327,7 @@ func checkLockupTimeout(f *facts, r *Report) Check {
 	switch {
 	case timeouts > 0 && mes > 0:
 		return Check{Status: StatusWarn,
-			Summary: fmt.Sprintf("dmesg: %d GPU job timeout(s) with %d MES error(s): the GPU's scheduler firmware hung; a longer watchdog will not help", timeouts, mes),
+			Summary: fmt.Sprintf("dmesg: %s with %s: the GPU's scheduler firmware hung; a longer watchdog will not help", text.Plural(timeouts, "GPU job timeout"), text.Plural(mes, "MES error")),
 			Remedy: &Remedy{Lead: "This is an MES hang (haloforge diagnose family amdgpu-mes-hang), not a slow job: see the mes-firmware and\n" +
 				"firmware-kernel-pair checks (linux-firmware without MES 0x83, a kernel with the gfx1151 fixes), and keep the watchdog as it is.",
 				Manual: "the GPU's scheduler firmware hung (MES errors in dmesg): a longer watchdog would not help"}}
@@ -349,7 +351,7 @@ func checkLockupTimeout(f *facts, r *Report) Check {
 		}
 		if len(short) > 0 {
 			return Check{Status: StatusWarn,
-				Summary: fmt.Sprintf("dmesg: %d GPU job timeout(s): a job ran longer than its watchdog and the GPU was reset (%s; %s)", timeouts, strings.Join(short, ", "), setTo),
+				Summary: fmt.Sprintf("dmesg: %s: a job ran longer than its watchdog and the GPU was reset (%s; %s)", text.Plural(timeouts, "GPU job timeout"), strings.Join(short, ", "), setTo),
 				Remedy:  lockupFix(r, "Long prompts can run one GPU job longer than the watchdog. Give GFX and compute jobs 20 s:", replace)}
 		}
 		return Check{Status: StatusWarn,

@@ -82,7 +82,7 @@ func TestLockupTimeoutCheck(t *testing.T) {
 		{checkCase{"not a number", map[string]string{"cmdline.txt": "ro amdgpu.lockup_timeout=20s\n"},
 			StatusFail, "amdgpu refuses to start", "amdgpu.lockup_timeout=20000"}, 0},
 		{checkCase{"a slow job reset the GPU", map[string]string{"uname.txt": "7.0.0-31-generic\n", "cmdline.txt": "ro quiet\n", "dmesg.txt": slowJob},
-			StatusWarn, "1 GPU job timeout(s): a job ran longer than its watchdog and the GPU was reset (ring gfx_0.0.0: the GFX queue's 2 s watchdog", "amdgpu.lockup_timeout=20000"}, 2000},
+			StatusWarn, "1 GPU job timeout: a job ran longer than its watchdog and the GPU was reset (ring gfx_0.0.0: the GFX queue's 2 s watchdog", "amdgpu.lockup_timeout=20000"}, 2000},
 		// A compute ring (llama.cpp's Vulkan queue) is judged by the compute queue's timeout: one value
 		// (20000) does not reach it before Linux 6.19, so the job was still cut at 10 s.
 		{checkCase{"compute ring with one value before 6.19", map[string]string{"uname.txt": "6.18.9-200.fc43.x86_64\n", "cmdline.txt": "ro amdgpu.lockup_timeout=20000\n", "dmesg.txt": compRing},
@@ -90,7 +90,7 @@ func TestLockupTimeoutCheck(t *testing.T) {
 		{checkCase{"compute ring with GFX and compute named", map[string]string{"uname.txt": "6.18.9-200.fc43.x86_64\n", "cmdline.txt": "ro amdgpu.lockup_timeout=20000,20000\n", "dmesg.txt": compRing},
 			StatusWarn, "a job hangs rather than runs long", "dmesg | grep"}, 20000},
 		{checkCase{"the MES hang is not a slow job", map[string]string{"uname.txt": "7.0.0-31-generic\n", "cmdline.txt": "ro quiet\n", "dmesg.txt": mesHang},
-			StatusWarn, "1 GPU job timeout(s) with 1 MES error(s)", "firmware-kernel-pair"}, 2000},
+			StatusWarn, "1 GPU job timeout with 1 MES error", "firmware-kernel-pair"}, 2000},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -239,6 +239,10 @@ func commentsByLine(data []byte) map[int]string {
 	for i, line := range strings.Split(string(data), "\n") {
 		t := strings.TrimSpace(line)
 		switch {
+		case strings.HasPrefix(strings.TrimSpace(strings.TrimPrefix(t, "#")), "----"):
+			// a section rule ("# ---- shared ----"): a heading, not the
+			// source of the pin below
+			block = nil
 		case strings.HasPrefix(t, "#"):
 			block = append(block, strings.TrimSpace(strings.TrimPrefix(t, "#")))
 		case t == "":

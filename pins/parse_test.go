@@ -352,3 +352,23 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestCommentSkipsSectionRules: a section rule above a pin's comment is a
+// heading, not part of the pin's source (pins lock copies the source).
+func TestCommentSkipsSectionRules(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"rule then source", "# ---- shared ----------\n# Strix Halo's target\nGPU_TARGET=gfx1151\n", "Strix Halo's target"},
+		{"rule alone", "# ---- shared ----\nGPU_TARGET=gfx1151\n", ""},
+		{"two lines", "# first\n# second\nGPU_TARGET=gfx1151\n", "first second"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := Parse("c.env", []byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p, _ := f.Get("GPU_TARGET"); p.Comment != tc.want {
+				t.Errorf("comment %q, want %q", p.Comment, tc.want)
+			}
+		})
+	}
+}

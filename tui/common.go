@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"math"
 	"os/exec"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps/runner"
 )
 
@@ -138,10 +140,10 @@ func waitEvents(ch <-chan runner.Event, reuse ...runner.Event) tea.Cmd {
 // wrap breaks text into lines of at most width cells at spaces (never
 // inside a word: a path or a flag such as --state-dir stays whole; a word
 // wider than the line stays whole too). Newlines in text are kept.
-func wrap(text string, width int) string {
+func wrap(s string, width int) string {
 	var rows []string
-	for _, l := range strings.Split(text, "\n") {
-		rows = append(rows, wrapWithPrefix(l, max(width, 10), "")...)
+	for _, l := range strings.Split(s, "\n") {
+		rows = append(rows, text.Wrap(l, max(width, 10), "")...)
 	}
 	return strings.Join(rows, "\n")
 }
@@ -179,8 +181,9 @@ func ansiCut(s string, w int) string { return ansi.Truncate(s, max(w, 0), "") }
 // ansiCutTail cuts a styled string to w cells, ending a cut one in "…".
 func ansiCutTail(s string, w int) string { return ansi.Truncate(s, max(w, 0), "…") }
 
-// scrollBy moves a screen's offset for the line and half-page keys and
-// reports whether msg was one of them; the screen then clamps the offset
+// scrollBy moves a screen's offset for the scroll keys every scrolling
+// view shares (↑/↓, PgUp/PgDn, g/G with Home/End: scrollHelp) and reports
+// whether msg was one of them; the screen then clamps the offset
 // (clampOffset) in Update, so that View only reads it.
 func scrollBy(k KeyMap, msg tea.KeyPressMsg, offset *int, height int) bool {
 	switch {
@@ -188,14 +191,38 @@ func scrollBy(k KeyMap, msg tea.KeyPressMsg, offset *int, height int) bool {
 		*offset--
 	case key.Matches(msg, k.Down):
 		*offset++
+	default:
+		return pageBy(k, msg, offset, height)
+	}
+	return true
+}
+
+// pageBy is scrollBy without the line keys, for a view where ↑/↓ choose
+// something else (a set, a finding) and the page keys scroll its text.
+func pageBy(k KeyMap, msg tea.KeyPressMsg, offset *int, height int) bool {
+	switch {
 	case key.Matches(msg, k.PageUp):
-		*offset -= height / 2
+		*offset -= max(height/2, 1)
 	case key.Matches(msg, k.PageDown):
-		*offset += height / 2
+		*offset += max(height/2, 1)
+	case key.Matches(msg, k.Top):
+		*offset = 0
+	case key.Matches(msg, k.Bottom):
+		*offset = math.MaxInt32 // clampOffset brings it to the last page
 	default:
 		return false
 	}
 	return true
+}
+
+// scrollHelp are the scroll keys as a scrolling view's help lists them.
+func scrollHelp(k KeyMap) []key.Binding {
+	return []key.Binding{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom}
+}
+
+// pageHelp are pageBy's keys as a view's help lists them.
+func pageHelp(k KeyMap) []key.Binding {
+	return []key.Binding{k.PageUp, k.PageDown, k.Top, k.Bottom}
 }
 
 // clampOffset keeps a scroll offset within lines shown h at a time.

@@ -158,3 +158,25 @@ func TestShortPinMarksTheCut(t *testing.T) {
 		}
 	}
 }
+
+// TestDetectFoldsChecksWithoutAnAMDGPU: on a machine with no AMD GPU the
+// checks about one are a single line, not one identical line each; the
+// others keep their rows.
+func TestDetectFoldsChecksWithoutAnAMDGPU(t *testing.T) {
+	checks := []detect.Check{
+		{ID: detect.CheckGPU, Status: detect.StatusFail, Summary: "no AMD GPU found"},
+		{ID: detect.CheckKFDAccess, Status: detect.StatusSkip, Summary: detect.SkipNoAMD},
+		{ID: detect.CheckHSAOverride, Status: detect.StatusSkip, Summary: detect.SkipNoAMD},
+		{ID: detect.CheckContainerEngine, Status: detect.StatusOK, Summary: "podman 4.3.1"},
+	}
+	ds := &detectScreen{common: testCommon(), det: &Detection{Report: &detect.Report{Checks: checks}}}
+	cv := ansi.Strip(ds.checksView(80))
+	if strings.Contains(cv, detect.SkipNoAMD) || strings.Contains(cv, "/dev/kfd") {
+		t.Errorf("the skipped checks have rows of their own:\n%s", cv)
+	}
+	for _, want := range []string{"no AMD GPU found", "podman 4.3.1", "2 checks about an AMD GPU skipped: this machine has none"} {
+		if !strings.Contains(cv, want) {
+			t.Errorf("checks lack %q:\n%s", want, cv)
+		}
+	}
+}

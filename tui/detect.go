@@ -179,10 +179,6 @@ func (s *detectScreen) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	switch {
-	case key.Matches(msg, k.Top):
-		s.offset = 0
-	case key.Matches(msg, k.Bottom):
-		s.offset = clampOffset(len(s.checks), len(s.checks), s.room)
 	case key.Matches(msg, k.Left):
 		s.xoff = max(s.xoff-s.w/2, 0)
 	case key.Matches(msg, k.Right) && s.wide:
@@ -319,8 +315,9 @@ func (s *detectScreen) checksView(width int) string {
 	}
 	b.WriteString(head + "\n")
 	indent := strings.Repeat(" ", 3+checkNameWidth)
-	for _, c := range s.det.Checks {
-		for i, l := range wrapWithPrefix(c.Summary, max(width-len(indent), 20), "") {
+	shown, noAMD := detect.SplitNoAMD(s.det.Checks)
+	for _, c := range shown {
+		for i, l := range text.Wrap(c.Summary, max(width-len(indent), 20), "") {
 			if i == 0 {
 				b.WriteString(" " + checkMark(c.Status, s.Styles) + " " + padRight(c.ID.Title(), checkNameWidth) + l + "\n")
 			} else {
@@ -328,7 +325,7 @@ func (s *detectScreen) checksView(width int) string {
 			}
 		}
 		if c.Fix != "" && (c.Status == detect.StatusWarn || c.Status == detect.StatusFail) {
-			for i, l := range fixRows(c.Fix, width-11) {
+			for i, l := range text.FixRows(c.Fix, width-11) {
 				label := "     "
 				if i == 0 {
 					label = "fix: "
@@ -336,6 +333,9 @@ func (s *detectScreen) checksView(width int) string {
 				b.WriteString("     " + s.Styles.Subtle.Render(label) + l + "\n")
 			}
 		}
+	}
+	if len(noAMD) > 0 {
+		b.WriteString(" " + checkMark(detect.StatusSkip, s.Styles) + " " + s.Styles.Subtle.Render(wrap(text.Plural(len(noAMD), "check")+" about an AMD GPU skipped: this machine has none", max(width-3, 20))) + "\n")
 	}
 	return strings.TrimRight(b.String(), "\n")
 }

@@ -23,13 +23,16 @@ import (
 // output and fails it with the finding the real matcher reports for that
 // log; after PrepareRetry, rocm passes, like the demo after its fix.
 type fakeBackend struct {
-	t        testing.TB
-	track    steps.Track
-	failLog  []string
-	lineGap  time.Duration // pause between replayed lines
-	extra    int           // extra lines per step, to make floods
-	detDelay time.Duration
-	clock    time.Time // when set, every event happens at this time (goldens)
+	t       testing.TB
+	track   steps.Track
+	failLog []string
+	// failFinding, when set, is the finding the failing step reports at
+	// the first line holding its Text (else the double free of failLog).
+	failFinding *diagnose.Finding
+	lineGap     time.Duration // pause between replayed lines
+	extra       int           // extra lines per step, to make floods
+	detDelay    time.Duration
+	clock       time.Time // when set, every event happens at this time (goldens)
 
 	// Host fixes: what HostFix returns, how many the detection offers, and
 	// an error for the apply to return.
@@ -196,7 +199,12 @@ func (f *fakeBackend) step(ctx context.Context, ch chan<- runner.Event, s steps.
 		end := min(first+fakeChunk, len(lines))
 		var found *diagnose.Finding
 		for n := first; n < end; n++ {
-			if fail && strings.Contains(lines[n], "double free or corruption") {
+			switch {
+			case fail && f.failFinding != nil && strings.Contains(lines[n], f.failFinding.Text):
+				fd := *f.failFinding
+				fd.Step, fd.Line = s.ID, n+1
+				found, end = &fd, n+1
+			case fail && f.failFinding == nil && strings.Contains(lines[n], "double free or corruption"):
 				found, end = doubleFree(s.ID, n+1, lines[n]), n+1
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/haloforge/haloforge/diagnose"
+	"github.com/haloforge/haloforge/internal/text"
 )
 
 // The hint panel and its longer form: how a finding is shown, on the run
@@ -52,7 +53,7 @@ func fixLines(fix string, width, n int, st Styles) []string {
 	if fix == "" {
 		return nil
 	}
-	rows := readRows(fixRows(fix, width-5), width-5)
+	rows := readRows(text.FixRows(fix, width-5), width-5)
 	var out []string
 	for i, l := range rows[:min(n, len(rows))] {
 		prefix := "     "
@@ -77,7 +78,7 @@ func readRows(rows []string, width int) []string {
 			out = append(out, r)
 			continue
 		}
-		lead, _ := leading(r)
+		lead := r[:len(r)-len(strings.TrimLeft(r, " \t"))]
 		pieces := strings.Split(ansi.Hardwrap(r, width, true), "\n")
 		out = append(out, pieces[0])
 		for _, p := range pieces[1:] {
@@ -99,13 +100,13 @@ func findingText(f diagnose.Finding, width int, st Styles) string {
 	}
 	b.WriteString(wrap(f.Summary, width) + "\n")
 	if f.Text != "" {
-		for _, l := range proseRows(fmt.Sprintf("line %d: %s", f.Line, f.Text), width) {
+		for _, l := range text.ProseRows(fmt.Sprintf("line %d: %s", f.Line, f.Text), width) {
 			b.WriteString(st.Subtle.Render(l) + "\n")
 		}
 	}
 	if f.Fix != "" {
 		b.WriteString("\n" + st.Bold.Render("Fix") + st.Subtle.Render("  (c copies it whole)") + "\n")
-		for _, l := range readRows(fixRows(f.Fix, width-2), width-2) {
+		for _, l := range readRows(text.FixRows(f.Fix, width-2), width-2) {
 			b.WriteString("  " + st.Key.Render(l) + "\n")
 		}
 	}

@@ -135,7 +135,7 @@ func (s *hostFixScreen) ShortHelp() []key.Binding {
 }
 
 func (s *hostFixScreen) FullHelp() [][]key.Binding {
-	return [][]key.Binding{s.ShortHelp(), {s.Keys.PageUp, s.Keys.PageDown, s.Keys.Top, s.Keys.Bottom}}
+	return [][]key.Binding{s.ShortHelp(), pageHelp(s.Keys)}
 }
 
 // canConfirm is true when the APPLY question can be asked: there is
@@ -202,10 +202,6 @@ func (s *hostFixScreen) scroll(k tea.KeyPressMsg) bool {
 		scrollBy(s.Keys, k, &s.offset, s.room())
 	case s.confirm.IsOpen():
 		return false
-	case key.Matches(k, s.Keys.Top):
-		s.offset = 0
-	case key.Matches(k, s.Keys.Bottom):
-		s.offset = len(s.lines)
 	default:
 		if !scrollBy(s.Keys, k, &s.offset, s.room()) {
 			return false
@@ -545,10 +541,10 @@ func plainText(s string) string { return s }
 func wrapLines(s string, width int) []string { return strings.Split(wrap(s, width), "\n") }
 
 // hangLines wraps prose at the width, continuation lines indented by
-// indent, so that numbered items read as blocks. Words wider than the
-// room are cut.
+// indent, so that numbered items read as blocks. A word is never cut
+// inside: one wider than the room breaks only after a '/' (wrap).
 func hangLines(s string, width, indent int) []string {
-	lines := strings.Split(ansi.Wrap(s, max(width-indent, 10), ""), "\n")
+	lines := wrapLines(s, max(width-indent, 10))
 	for i := 1; i < len(lines); i++ {
 		lines[i] = strings.Repeat(" ", indent) + lines[i]
 	}
@@ -571,28 +567,16 @@ func hardLines(l string, width, indent int, style func(string) string) []string 
 
 // commandLines shows a shell command at the width without breaking it:
 // it breaks only between words outside quotes and ends each broken line
-// with " \", so that the lines still read (and paste) as the one command.
-// A single word wider than the screen is cut where it must be.
+// with " \", so that the lines still read (and paste) as the one command
+// (text.CommandRows). A single word wider than the screen is cut where it
+// must be.
 func commandLines(cmd string, width, indent int) []string {
-	pad := strings.Repeat(" ", indent)
-	words := shellWords(cmd)
-	if len(words) == 0 {
+	if strings.TrimSpace(cmd) == "" {
 		return nil
 	}
-	var out []string
-	line, cont := pad+words[0], pad+"    "
-	for _, w := range words[1:] {
-		if ansi.StringWidth(line)+1+ansi.StringWidth(w)+2 > width {
-			out = append(out, line+" \\")
-			line = cont + w
-			continue
-		}
-		line += " " + w
-	}
-	out = append(out, line)
 	var cut []string
-	for _, l := range out {
-		cut = append(cut, hardLines(l, width, len(cont), plainText)...)
+	for _, l := range text.CommandRows(strings.Repeat(" ", indent)+cmd, width) {
+		cut = append(cut, hardLines(l, width, indent+4, plainText)...)
 	}
 	return cut
 }

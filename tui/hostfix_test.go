@@ -18,6 +18,7 @@ import (
 
 	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/detect/hostfix"
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/tui/demo"
 )
 
@@ -218,7 +219,7 @@ func argv(t *testing.T, cmd string) []string {
 
 func longestWord(cmd string) int {
 	n := 0
-	for _, w := range shellWords(cmd) {
+	for _, w := range text.ShellWords(cmd) {
 		n = max(n, len(w))
 	}
 	return n

@@ -13,6 +13,7 @@ import (
 	"charm.land/bubbles/v2/spinner"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/haloforge/haloforge/steps"
 )
 
 // Model is the wizard's root: it owns the stack of screens, global keys
@@ -35,6 +36,7 @@ type Model struct {
 	quitting bool // quit once the run has stopped
 	errNote  string
 	result   Result
+	needs    []string // the last plan's empty values it cannot run without
 }
 
 // New builds the wizard's root model.
@@ -71,7 +73,20 @@ func (m *Model) Result() Result {
 		m.run.fillResult(&res)
 	}
 	if res.Track != "" && m.common.commands != nil {
-		res.Build = m.common.commands(Command{Track: res.Track, Sets: m.common.sets})
+		c := Command{Track: res.Track, Sets: slices.Clone(m.common.sets)}
+		for _, n := range m.needs {
+			c.Sets = append(c.Sets, n+"="+steps.InputExample(n)) // the user puts theirs
+		}
+		res.Build = m.common.commands(c)
+		if t, err := steps.Lookup(res.Track); err == nil {
+			for _, ch := range steps.FailingChecks(t, m.det.report()) {
+				res.Blocked = append(res.Blocked, string(ch.ID))
+			}
+		}
+		if len(res.Blocked) > 0 {
+			c.IgnoreChecks = true
+			res.BuildAnyway = m.common.commands(c)
+		}
 	}
 	return res
 }
@@ -281,6 +296,7 @@ func (m *Model) planReady(msg planMsg) tea.Cmd {
 	}
 	m.errNote = ""
 	m.result.Planned = true
+	m.needs = msg.plan.Needs
 	if msg.set != "" {
 		m.common.sets = append(m.common.sets, msg.set)
 	}
@@ -342,7 +358,7 @@ func (m *Model) footer() string {
 	if m.help.ShowAll {
 		f = m.help.FullHelpView(m.top().FullHelp())
 	} else {
-		f = fitHelp(m.top().ShortHelp(), m.helpKey(), m.common.Keys, m.common.Width, m.common.Styles)
+		f = fitHelp(m.top().ShortHelp(), m.helpKey(), m.common.Keys, m.common.Width, m.common.Styles, m.top().TakesText())
 	}
 	if m.errNote != "" {
 		f = m.common.Styles.Fail.Render(ansiCut(m.errNote, m.common.Width)) + "\n" + f
@@ -362,18 +378,37 @@ func (m *Model) helpKey() key.Binding {
 // fitHelp renders a screen's short help on one line of width w. The
 // screen lists its keys most important first; help and quit always show,
 // at the end, and the other keys as many as fit, so that at 80 columns
-// the footer still says how to get help and how to leave.
-func fitHelp(bs []key.Binding, help key.Binding, k KeyMap, w int, st Styles) string {
+// the footer still says how to get help and how to leave. They work on
+// every screen (Model.onKey), so a screen that does not list them gets
+// them all the same; while it takes text (a field is open), q and ? type
+// themselves and only Ctrl-C quits.
+func fitHelp(bs []key.Binding, help key.Binding, k KeyMap, w int, st Styles, typing bool) string {
 	var keep, last []key.Binding
+	hasHelp, hasQuit := false, false
 	for _, b := range bs {
 		if !b.Enabled() {
 			continue
 		}
 		switch b.Help().Key {
-		case help.Help().Key, k.Quit.Help().Key, k.ForceQuit.Help().Key:
+		case help.Help().Key:
+			hasHelp = true
+			last = append(last, b)
+		case k.Quit.Help().Key, k.ForceQuit.Help().Key:
+			hasQuit = true
 			last = append(last, b)
 		default:
 			keep = append(keep, b)
+		}
+	}
+	switch {
+	case typing && !hasQuit:
+		last = append(last, k.ForceQuit)
+	case !typing:
+		if !hasHelp {
+			last = append(last, help)
+		}
+		if !hasQuit {
+			last = append(last, k.Quit)
 		}
 	}
 	for n := len(keep); ; n-- {

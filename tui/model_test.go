@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/steps"
 )
 
@@ -654,6 +656,11 @@ func TestFooterAlwaysShowsHelpAndQuit(t *testing.T) {
 		check("run, failed")
 		drive(t, m, press("enter"))
 		check("summary")
+		for name, build := range screenExamples {
+			m := newSized(t, newFakeBackend(t), w, 30)
+			drive(t, m, openMsg{s: build(m.common)})
+			check(name)
+		}
 	}
 }
 
@@ -671,5 +678,44 @@ func TestSizeGuardWraps(t *testing.T) {
 	}
 	if run := tooSmall(60, 20, true); strings.Contains(run, "--plain") || !strings.Contains(run, "the run goes on") {
 		t.Errorf("mid-run: %q", run)
+	}
+}
+
+// TestFailureWhoseFixExportsSaysToQuit: a fix that exports a variable
+// cannot reach this run's retry (an export in another shell never does),
+// so the note says to quit, run it and resume with the printed command
+// instead of offering r as if it would help.
+func TestFailureWhoseFixExportsSaysToQuit(t *testing.T) {
+	f := newFakeBackend(t)
+	f.failLog = []string{"[229/400] Building CXX object csrc/attention.o", "c++: fatal error: Killed signal terminated program cc1plus"}
+	i := slices.IndexFunc(diagnose.Rules(), func(r diagnose.Rule) bool { return r.ID == "build-oom-killed" })
+	if i < 0 {
+		t.Fatal("no build-oom-killed rule")
+	}
+	rule := diagnose.Rules()[i]
+	f.failFinding = &diagnose.Finding{Family: rule.ID, Text: "Killed signal terminated program", Summary: rule.Summary, Fix: rule.Fix}
+	m := toRun(t, f, 200, 40)
+	v := plain(m)
+	for _, want := range []string{"Step rocm failed. Its fix sets MAX_JOBS, CMAKE_BUILD_PARALLEL_LEVEL, which this run cannot see: quit (q), run the fix, then build it again with --resume"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("run screen lacks %q:\n%s", want, v)
+		}
+	}
+	if strings.Contains(v, "Step rocm failed. r: retry") {
+		t.Errorf("the note offers r for an export:\n%s", v)
+	}
+}
+
+func TestFixExports(t *testing.T) {
+	for _, tc := range []struct{ name, fix, want string }{
+		{"none", "pip uninstall -y amdsmi", ""},
+		{"one a line", "export MAX_JOBS=4   # about RAM / 4\nexport CMAKE_BUILD_PARALLEL_LEVEL=$MAX_JOBS", "MAX_JOBS, CMAKE_BUILD_PARALLEL_LEVEL"},
+		{"several on one", "export PYTORCH_ROCM_ARCH=gfx1151 GPU_ARCHS=gfx1151   # then rebuild VAR=x", "PYTORCH_ROCM_ARCH, GPU_ARCHS"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := fixExports([]diagnose.Finding{{Fix: tc.fix}}); got != tc.want {
+				t.Errorf("fixExports(%q) = %q, want %q", tc.fix, got, tc.want)
+			}
+		})
 	}
 }

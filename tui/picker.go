@@ -11,6 +11,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
 )
 
@@ -77,7 +78,19 @@ func (p *pickerScreen) intro() string {
 	case p.det == nil:
 		return "No detection: see each track's needs."
 	case p.det.Primary() == nil:
-		return "No AMD GPU here: plans can be read, builds stop at the GPU check."
+		// Not every track checks for a GPU before it builds: name those,
+		// so that nobody starts a multi-GB build believing it would stop.
+		var unchecked []string
+		for _, t := range p.tracks {
+			if !slices.Contains(t.BlockingChecks, detect.CheckGPU) {
+				unchecked = append(unchecked, t.ID)
+			}
+		}
+		if len(unchecked) == 0 {
+			return "No AMD GPU here: plans can be read, builds stop at the GPU check."
+		}
+		return "No AMD GPU here: plans can be read; builds stop at the GPU check, except " +
+			strings.Join(unchecked, ", ") + ": they build without checking for one."
 	case p.det.RecommendedTrack == "":
 		return "No track fits " + gfxOf(p.det) + " yet."
 	}
@@ -276,7 +289,7 @@ func trackDetails(t steps.Track, det *Detection, st Styles, width int) string {
 		}
 		b.WriteString("\n" + st.Bold.Render(title) + "\n")
 		for _, it := range items {
-			b.WriteString(strings.Join(proseRows(mark+it, width), "\n") + "\n")
+			b.WriteString(strings.Join(text.ProseRows(mark+it, width), "\n") + "\n")
 		}
 	}
 	section("Needs", t.Requires, "• ")

@@ -3,6 +3,7 @@ package tui
 // The track picker: the filter, detection's pick, coming back to it.
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,5 +95,19 @@ func TestPickerComesBackAsLeft(t *testing.T) {
 	drive(t, m, press("esc"), press("esc"))
 	if v := plain(m); !strings.Contains(v, "vllm-image") || !strings.Contains(v, "> ollama") {
 		t.Errorf("esc did not clear the filter with the cursor kept on ollama:\n%s", v)
+	}
+}
+
+// TestPickerIntroWithoutAnAMDGPU: with no AMD GPU the picker's intro names
+// the tracks that build anyway (no GPU among their blocking checks), so
+// "builds stop at the GPU check" is true of the others only.
+func TestPickerIntroWithoutAnAMDGPU(t *testing.T) {
+	p := &pickerScreen{common: testCommon(), tracks: steps.Catalogue(), det: &Detection{Report: &detect.Report{}}}
+	got := p.intro()
+	for _, tr := range steps.Catalogue() {
+		builds := !slices.Contains(tr.BlockingChecks, detect.CheckGPU)
+		if named := strings.Contains(got, tr.ID+",") || strings.Contains(got, tr.ID+":"); named != builds {
+			t.Errorf("intro names %s: %v, but it builds without a GPU: %v\n%s", tr.ID, named, builds, got)
+		}
 	}
 }

@@ -84,7 +84,9 @@ func (s *planScreen) ShortHelp() []key.Binding {
 	return append(b, k.Help, k.Quit)
 }
 
-func (s *planScreen) FullHelp() [][]key.Binding { return [][]key.Binding{s.ShortHelp()} }
+func (s *planScreen) FullHelp() [][]key.Binding {
+	return [][]key.Binding{s.ShortHelp(), scrollHelp(s.Keys)}
+}
 
 func (s *planScreen) Update(msg tea.Msg) tea.Cmd {
 	k, ok := msg.(tea.KeyPressMsg)
@@ -169,8 +171,8 @@ func (s *planScreen) View() string {
 func (s *planScreen) stopLines() []string {
 	st, p, w := s.Styles, s.plan, max(s.w, 20)
 	var out []string
-	add := func(style func(...string) string, text string) {
-		for _, l := range proseRows(text, w) {
+	add := func(style func(...string) string, s string) {
+		for _, l := range text.ProseRows(s, w) {
 			out = append(out, style(l))
 		}
 	}
@@ -181,7 +183,11 @@ func (s *planScreen) stopLines() []string {
 		add(st.Warn.Render, "! "+p.ReadOnly)
 	}
 	for _, n := range p.Needs {
-		add(st.Warn.Render, fmt.Sprintf("! %s needs %s (%s), which is empty: enter asks for it.", p.Track.ID, n, pinHelp(n)))
+		how := "enter asks for it."
+		if p.ReadOnly != "" {
+			how = "a build sets it with --set " + n + "=" + steps.InputExample(n) + "."
+		}
+		add(st.Warn.Render, fmt.Sprintf("! %s needs %s (%s), which is empty: %s", p.Track.ID, n, pinHelp(n), how))
 	}
 	if len(s.blocking) > 0 {
 		names := make([]string, len(s.blocking))
@@ -271,7 +277,7 @@ func costLines(p *Plan) []string {
 	case sum > 0 && unknown == 0:
 		parts = append(parts, "Time: about "+text.Duration(sum)+" (the steps' last runs)")
 	case sum > 0:
-		parts = append(parts, fmt.Sprintf("Time: at least %s, plus %d step(s) never timed", text.Duration(sum), unknown))
+		parts = append(parts, fmt.Sprintf("Time: at least %s, plus %s never timed", text.Duration(sum), text.Plural(unknown, "step")))
 	case unknown > 0:
 		parts = append(parts, "Time: no estimate before a first run (haloforge times each step)")
 	}

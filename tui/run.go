@@ -1,12 +1,15 @@
 package tui
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"charm.land/bubbles/v2/key"
@@ -333,6 +336,12 @@ func (s *runScreen) finishedNote() {
 		}
 	case failed != nil && s.Demo:
 		s.setNote(fmt.Sprintf("Step %s failed. Press r: the demo applies the fix above and retries %s.", failed.ID, failed.ID), "")
+	case failed != nil && fixExports(failed.Findings) != "":
+		// An export typed in another shell never reaches this run's
+		// steps: r would retry with the old value and fail the same way.
+		resume := cmp.Or(s.resumeCommand(failed.ID), "build it again with --resume")
+		s.setNote(fmt.Sprintf("Step %s failed. Its fix sets %s, which this run cannot see: quit (q), run the fix, then %s   t: troubleshoot   v: open its log",
+			failed.ID, fixExports(failed.Findings), resume), "")
 	case failed != nil:
 		s.setNote(fmt.Sprintf("Step %s failed. r: retry   t: troubleshoot   v: open its log   enter: summary", failed.ID), "")
 	case s.rs.Err != nil:
@@ -340,6 +349,30 @@ func (s *runScreen) finishedNote() {
 	default:
 		s.setNote("Done. enter: summary", "")
 	}
+}
+
+// fixExports names the variables the first finding's fix exports ("" for
+// none): a fix the running wizard cannot pass on to a retry.
+func fixExports(fs []diagnose.Finding) string {
+	if len(fs) == 0 {
+		return ""
+	}
+	var names []string
+	for _, l := range strings.Split(fs[0].Fix, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(l), "export ")
+		if !ok {
+			continue
+		}
+		for _, w := range strings.Fields(rest) {
+			if strings.HasPrefix(w, "#") {
+				break // a comment
+			}
+			if name, _, ok := strings.Cut(w, "="); ok && name != "" && !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // stoppedStep is the step a stop interrupted, "" when none.
@@ -464,9 +497,11 @@ func (s *runScreen) follow() {
 
 // openSearch opens the search prompt: / forward, ? backward.
 func (s *runScreen) openSearch(back bool) tea.Cmd {
-	s.search = newPrompt("/", "", "find", "cancel")
+	// plain text, any case: not less's regular expressions (shader_50. finds
+	// itself; shader_50\. would look for a backslash)
+	s.search = newPrompt("/", "plain text, any case", "find", "cancel")
 	if back {
-		s.search = newPrompt("?", "", "find backward", "cancel")
+		s.search = newPrompt("?", "plain text, any case", "find backward", "cancel")
 	}
 	s.search.SetWidth(max(s.w-4, 10))
 	s.log.back = back

@@ -208,3 +208,16 @@ func TestHeaderTimeLeftAndSilence(t *testing.T) {
 		t.Errorf("silence: %q", h)
 	}
 }
+
+// TestSearchSaysPlainText: the search prompt says it takes plain text (any
+// case), since it is not less's regular expression.
+func TestSearchSaysPlainText(t *testing.T) {
+	for _, back := range []bool{false, true} {
+		s := &runScreen{common: testCommon(), w: 80}
+		s.log = newLogView(nil)
+		s.openSearch(back)
+		if v := ansi.Strip(s.search.input.View()); !strings.Contains(v, "plain text, any case") {
+			t.Errorf("back %v: the prompt %q does not say plain text", back, v)
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps/runner"
 	"github.com/haloforge/haloforge/tui/linemode"
@@ -227,7 +229,10 @@ func (s *runScreen) logPane() string {
 		state += s.Styles.Subtle.Render(fmt.Sprintf(" · %d lines only in the file", st.Dropped))
 	}
 	if st.Log != "" {
-		state += s.Styles.Subtle.Render(" · " + st.Log)
+		// the path's end is the part that tells runs and steps apart: cut
+		// from the left (…/runs/<id>/<step>.log), never its file name
+		room := s.log.width - ansi.StringWidth(title+state) - 3
+		state += s.Styles.Subtle.Render(" · " + pathTail(st.Log, max(room, 8)))
 	}
 	pane := ansiCutTail(title+state, s.log.width) + "\n" + s.log.View(s.Styles)
 	if row := s.liveRow(); row != "" {

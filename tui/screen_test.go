@@ -164,7 +164,7 @@ func TestScrollIsClampedInUpdate(t *testing.T) {
 	for range 100 {
 		sum.Update(press("pgdown"))
 	}
-	if sum.offset != len(sum.lines)-10 {
+	if sum.offset != len(sum.lines)-sum.room() {
 		t.Errorf("summary offset %d past its %d lines", sum.offset, len(sum.lines))
 	}
 }
@@ -272,3 +272,59 @@ func TestKeyboardGaps(t *testing.T) {
 		t.Error("d does not run the demo on a machine without an AMD GPU")
 	}
 }
+
+// TestEveryScrollingViewSharesTheScrollKeys: the plan and the summary
+// scroll with the keys the detection screen has (PgUp/PgDn, g/G, Home/End)
+// and every view that scrolls lists g and G in its help, as the docs say.
+func TestEveryScrollingViewSharesTheScrollKeys(t *testing.T) {
+	long := examplePlan()
+	for i := range 40 {
+		long.Steps = append(long.Steps, steps.PlannedStep{Step: steps.Step{ID: fmt.Sprintf("step%d", i), Title: "A step"}, WillRun: true, Reason: "never ran"})
+	}
+	c := testCommon()
+	views := map[string]interface {
+		screen
+		scrolled() int
+	}{
+		"plan":    planOffset{newPlanScreen(c, long, nil)},
+		"summary": summaryOffset{newSummaryScreen(c, newRunState(long), long, "")},
+	}
+	for name, s := range views {
+		t.Run(name, func(t *testing.T) {
+			s.SetSize(80, 10)
+			for _, k := range []struct {
+				key   string
+				atTop bool
+			}{{"G", false}, {"g", true}, {"end", false}, {"home", true}, {"pgdown", false}, {"pgup", true}} {
+				s.Update(press(k.key))
+				if (s.scrolled() == 0) != k.atTop {
+					t.Errorf("after %s the offset is %d", k.key, s.scrolled())
+				}
+			}
+		})
+	}
+	for name, s := range everyScreen(t) {
+		if name == "track" || name == "run" || name == "serve" {
+			continue // the picker's g/G pick the first and last track; the log has its own keys; serve scrolls once its server runs
+		}
+		t.Run(name+" help", func(t *testing.T) {
+			var keys []string
+			for _, row := range s.FullHelp() {
+				for _, b := range row {
+					keys = append(keys, b.Help().Key)
+				}
+			}
+			if !slices.Contains(keys, "g") || !slices.Contains(keys, "G") {
+				t.Errorf("%s's help lists %q: no g and G", name, keys)
+			}
+		})
+	}
+}
+
+type planOffset struct{ *planScreen }
+
+func (p planOffset) scrolled() int { return p.offset }
+
+type summaryOffset struct{ *summaryScreen }
+
+func (p summaryOffset) scrolled() int { return p.offset }

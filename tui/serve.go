@@ -91,6 +91,8 @@ type serveScreen struct {
 	bench    benchRun
 	benchCh  <-chan runner.Event
 
+	copied bool // c put the usage commands on the clipboard
+
 	lines  []string // the whole view at the current width
 	offset int
 	w, h   int
@@ -205,8 +207,11 @@ func (s *serveScreen) ShortHelp() []key.Binding {
 		return s.edit.Help(k)
 	case s.running:
 		b := []key.Binding{s.own.Stop}
-		if s.run.ready != nil && !s.benching {
-			b = append(b, s.own.Bench)
+		if s.run.ready != nil {
+			b = append(b, withHelp(k.Copy, "copy export and curl"))
+			if !s.benching {
+				b = append(b, s.own.Bench)
+			}
 		}
 		return append(b, k.Up, k.Down)
 	case s.benching:
@@ -222,7 +227,12 @@ func (s *serveScreen) ShortHelp() []key.Binding {
 	return append(b, k.Back, withHelp(k.Quit, "quit"))
 }
 
-func (s *serveScreen) FullHelp() [][]key.Binding { return [][]key.Binding{s.ShortHelp()} }
+func (s *serveScreen) FullHelp() [][]key.Binding {
+	if s.running || s.benching {
+		return [][]key.Binding{s.ShortHelp(), scrollHelp(s.Keys)}
+	}
+	return [][]key.Binding{s.ShortHelp()}
+}
 
 // serveTrack is the track the backend serves (the demo's differs).
 func (s *serveScreen) serveTrack() string {
@@ -268,6 +278,11 @@ func (s *serveScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, s.own.Stop) && s.running:
 		s.serving.Stop()
 		return nil
+	case key.Matches(k, keys.Copy) && s.running && s.run.ready != nil:
+		// The two commands as a shell reads them, one a line: pasted,
+		// they run as printed, however the screen wrapped them.
+		s.copied = true
+		return tea.SetClipboard(strings.Join(s.run.ready.Commands(), "\n") + "\n")
 	case key.Matches(k, s.own.Bench) && !s.benching && (s.run.ready != nil || (!s.running && s.setup != nil)):
 		return s.startBench()
 	case s.running || s.benching:
@@ -671,9 +686,16 @@ func (s *serveScreen) fitView() string {
 		if !f.Fits {
 			verdict = st.Fail.Render("does not fit")
 		}
-		line := fmt.Sprintf("fit      %s %s  %s of %s usable (%.2f × %s)", bar, verdict,
-			text.Bytes(int64(f.NeedBytes)), text.Bytes(int64(f.UsableBytes)), f.Util, text.Bytes(int64(f.LimitBytes)))
-		b.WriteString(strings.Join(hangLines(line, s.w, 9), "\n") + "\n")
+		line := fmt.Sprintf("fit      %s %s  %s of %s usable", bar, verdict,
+			text.Bytes(int64(f.NeedBytes)), text.Bytes(int64(f.UsableBytes)))
+		// the share of the limit reads as one unit: on a row of its own
+		// when the line does not fit
+		share := fmt.Sprintf("(%.2f × %s)", f.Util, text.Bytes(int64(f.LimitBytes)))
+		if ansi.StringWidth(line)+1+len([]rune(share)) <= s.w {
+			b.WriteString(line + " " + share + "\n")
+		} else {
+			b.WriteString(strings.Join(append(hangLines(line, s.w, 9), "         "+share), "\n") + "\n")
+		}
 		sizes := fmt.Sprintf("weights %s + KV cache %s (ctx %d) + overhead %s",
 			text.Bytes(int64(f.WeightsBytes)), text.Bytes(int64(f.KVBytes)), f.Context, text.Bytes(int64(f.OverheadBytes)))
 		for _, l := range hangLines(sizes, s.w-9, 0) {
@@ -807,6 +829,11 @@ func (s *serveScreen) runView() (string, int) {
 		b.WriteString(strings.Join(hangLines(st.Subtle.Render("  check: ")+a.How, s.w, 9), "\n") + "\n")
 		resultEnd = strings.Count(b.String(), "\n") - 1
 	}
+	// How to use it, while it serves and unless its answers were found wrong.
+	if r.ready != nil && r.finished == nil && (r.answers == nil || !r.answers.Wrong()) {
+		b.WriteString(s.usageView(*r.ready))
+		resultEnd = strings.Count(b.String(), "\n") - 1
+	}
 	for _, f := range r.found {
 		b.WriteString(strings.Join(hangLines(st.HintTitle.Render(f.Family)+" "+f.Summary, s.w, 2), "\n") + "\n")
 		if r.answers != nil && r.answers.Finding != nil && f.Family == r.answers.Finding.Family {
@@ -835,4 +862,28 @@ func (s *serveScreen) runView() (string, int) {
 		}
 	}
 	return b.String(), resultEnd
+}
+
+// usageView says how to point a client at the ready server: its OpenAI
+// base URL, then the export and the curl (the words line mode prints),
+// each wrapped between shell words so that a mouse copy runs too; c puts
+// both on the clipboard whole.
+func (s *serveScreen) usageView(r serve.Ready) string {
+	st := s.Styles
+	title := "Use it · c copies the export and the curl"
+	if s.Demo {
+		// a recording: nothing listens at its address
+		title = "Use it on a real server (the demo serves nothing) · c copies the export and the curl"
+	}
+	if s.copied {
+		title = "Use it · copied the export and the curl (OSC 52: the terminal must allow it)"
+	}
+	var b strings.Builder
+	b.WriteString(st.Bold.Render(wrap(title, s.w)) + "\n")
+	u := r.Usage()
+	b.WriteString(strings.Join(hangLines("  "+u[0], s.w, 4), "\n") + "\n")
+	for _, c := range u[1:] {
+		b.WriteString(strings.Join(commandLines(c, s.w, 2), "\n") + "\n")
+	}
+	return b.String()
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -234,7 +235,11 @@ func TestServeScreenImageGone(t *testing.T) {
 	s.SetSize(80, 24)
 	follow(t, s, s.Init()(), time.Second)
 	text := screenText(s)
-	if joined := strings.ReplaceAll(text, "\n", ""); !strings.Contains(joined, image) {
+	var rows []string
+	for _, l := range strings.Split(text, "\n") {
+		rows = append(rows, strings.TrimRight(l, " "))
+	}
+	if joined := strings.Join(rows, ""); !strings.Contains(joined, image) {
 		t.Fatalf("the image reference is cut:\n%s", text)
 	}
 	if strings.Contains(text, "Enter on the track's plan") {
@@ -332,18 +337,70 @@ func TestServeScreenSaysWhatServePrints(t *testing.T) {
 	close(events)
 	var cli strings.Builder
 	linemode.Print(&cli, events, linemode.Options{})
-	screen := strings.Join(strings.Fields(screenText(s)), " ")
+	// words, without the " \\" that continues a command on the next row:
+	// the screen and line mode wrap the commands at different widths
+	words := func(s string) string {
+		return strings.Join(slices.DeleteFunc(strings.Fields(s), func(w string) bool { return w == "\\" }), " ")
+	}
+	screen := words(screenText(s))
 	n := 0
 	for _, l := range strings.Split(strings.TrimSpace(cli.String()), "\n") {
 		l = strings.TrimPrefix(strings.TrimPrefix(l, "✓ [serve] "), "  ")
-		if !strings.Contains(screen, strings.Join(strings.Fields(l), " ")) {
+		if !strings.Contains(screen, words(l)) {
 			t.Errorf("serve prints %q; the screen does not say it:\n%s", l, screenText(s))
 		}
 		n++
 	}
-	if n != 3 { // ready, answered, answer
+	if n != 8 { // ready, base URL, export, curl on three rows, answered, answer
 		t.Fatalf("line mode printed %d lines:\n%s", n, cli.String())
 	}
 	s.Update(press("x"))
 	pumpServe(t, s, func() bool { return !s.running })
+}
+
+// TestServeScreenCopiesUsage: once the server is ready the screen gives its
+// OpenAI base URL, the export and the curl (the words line mode prints),
+// its footer names c, and c puts the two commands on the clipboard one a
+// line, as a shell reads them; before it is ready c copies nothing.
+func TestServeScreenCopiesUsage(t *testing.T) {
+	s, _ := newServeTest(t)
+	msgs, _ := runWithin(s.Update(press("enter")), time.Second)
+	s.Update(msgs[0])
+	if cmd := s.Update(press("c")); cmd != nil && s.run.ready == nil {
+		t.Errorf("c before readiness did something")
+	}
+	pumpServe(t, s, func() bool { return s.run.smoke != nil })
+	r := *s.run.ready
+	scr := screenText(s)
+	for _, want := range []string{"OpenAI base URL: " + r.URL + "/v1", "export OPENAI_BASE_URL=" + r.URL + "/v1", "curl -sS " + r.URL + "/v1/completions", "c copies the export and the curl"} {
+		if !strings.Contains(scr, want) {
+			t.Errorf("the ready screen lacks %q:\n%s", want, scr)
+		}
+	}
+	var footer []string
+	for _, b := range s.ShortHelp() {
+		footer = append(footer, b.Help().Key+" "+b.Help().Desc)
+	}
+	if !slices.Contains(footer, "c copy export and curl") {
+		t.Errorf("footer %q lacks the copy key", footer)
+	}
+	// the demo's server is a recording: the screen says nothing listens
+	s.Demo = true
+	s.relayout()
+	if !strings.Contains(screenText(s), "Use it on a real server (the demo serves nothing)") {
+		t.Errorf("the demo offers its recorded address as live:\n%s", screenText(s))
+	}
+	s.Demo = false
+	msgs, _ = runWithin(s.Update(press("c")), time.Second)
+	if len(msgs) != 1 || fmt.Sprint(msgs[0]) != strings.Join(r.Commands(), "\n")+"\n" {
+		t.Errorf("c sent %q, want the commands %q", msgs, r.Commands())
+	}
+	if !strings.Contains(screenText(s), "copied the export and the curl") {
+		t.Errorf("the screen does not say it copied:\n%s", screenText(s))
+	}
+	s.Update(press("x"))
+	pumpServe(t, s, func() bool { return !s.running })
+	if strings.Contains(screenText(s), "OpenAI base URL") {
+		t.Errorf("a stopped server still offers its URL:\n%s", screenText(s))
+	}
 }

@@ -136,7 +136,7 @@ func (s *setsScreen) ShortHelp() []key.Binding {
 }
 
 func (s *setsScreen) FullHelp() [][]key.Binding {
-	return [][]key.Binding{s.ShortHelp(), {s.Keys.PageUp, s.Keys.PageDown}}
+	return [][]key.Binding{s.ShortHelp(), pageHelp(s.Keys)}
 }
 
 func (s *setsScreen) current() *PinSet {
@@ -186,8 +186,7 @@ func (s *setsScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
 		}
 	case key.Matches(k, s.own.Use):
 		s.ask()
-	case key.Matches(k, s.Keys.PageUp), key.Matches(k, s.Keys.PageDown):
-		scrollBy(s.Keys, k, &s.offset, s.room())
+	case pageBy(s.Keys, k, &s.offset, s.room()):
 	default:
 		return nil
 	}
@@ -263,7 +262,7 @@ func (s *setsScreen) hint() string {
 	set := s.current()
 	switch {
 	case s.asking:
-		q := fmt.Sprintf("Write %d changed pins into %s, keeping a backup? ", len(set.Changes), filepath.Base(text.Sanitize(s.sets.PinsFile)))
+		q := fmt.Sprintf("Write %s into %s, keeping a backup? ", text.Plural(len(set.Changes), "changed pin"), filepath.Base(text.Sanitize(s.sets.PinsFile)))
 		if s.sets.Creates != "" {
 			q = fmt.Sprintf("Create ./%s (built-in pins, %d changed)? ", filepath.Base(text.Sanitize(s.sets.Creates)), len(set.Changes))
 		}
@@ -379,10 +378,10 @@ func (s *setsScreen) usedLines(width int) []string {
 	}
 	var out []string
 	if u.Created {
-		out = wrapLines(st.OK.Render(fmt.Sprintf("✓ Created %s: the built-in pins with %d changed by the set", text.Sanitize(u.Path), u.Changed)), width)
+		out = wrapLines(st.OK.Render(fmt.Sprintf("✓ Created %s: the built-in pins with %s changed by the set", text.Sanitize(u.Path), text.Plural(u.Changed, "pin"))), width)
 		out = append(out, wrapLines("haloforge reads it from now on when run in this directory (or with --pins "+text.Sanitize(u.Path)+").", width)...)
 	} else {
-		out = wrapLines(st.OK.Render(fmt.Sprintf("✓ Wrote %d changed pins into %s", u.Changed, text.Sanitize(u.Path))), width)
+		out = wrapLines(st.OK.Render(fmt.Sprintf("✓ Wrote %s into %s", text.Plural(u.Changed, "changed pin"), text.Sanitize(u.Path))), width)
 		out = append(out, wrapLines("The old file is kept as "+text.Sanitize(u.Backup), width)...)
 	}
 	if u.Warning != "" {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/haloforge/haloforge/internal/text"
@@ -58,8 +59,20 @@ func (s *summaryScreen) SetSize(w, h int) {
 	if s.Demo {
 		tail = "q quits; `haloforge demo` starts the story again."
 	}
-	s.lines = append(s.lines, "", s.Styles.Subtle.Render(ansiCutTail(tail, w)))
-	s.offset = clampOffset(s.offset, len(s.lines), h)
+	s.lines = append(s.lines, "")
+	for _, l := range text.ProseRows(tail, max(w, 20)) {
+		s.lines = append(s.lines, s.Styles.Subtle.Render(l))
+	}
+	s.offset = clampOffset(s.offset, len(s.lines), s.room())
+}
+
+// room is the rows the summary's text gets: all of them when it fits,
+// else one less, for the line that says there is more and where.
+func (s *summaryScreen) room() int {
+	if len(s.lines) <= s.h {
+		return s.h
+	}
+	return max(s.h-1, 1)
 }
 
 func (s *summaryScreen) Crumb() string { return "summary" }
@@ -83,7 +96,9 @@ func (s *summaryScreen) canServe() bool {
 	return s.rs.Failed() == nil && s.rs.Err == nil && serve.EngineOf(s.plan.Track.ID) != ""
 }
 
-func (s *summaryScreen) FullHelp() [][]key.Binding { return [][]key.Binding{s.ShortHelp()} }
+func (s *summaryScreen) FullHelp() [][]key.Binding {
+	return [][]key.Binding{s.ShortHelp(), scrollHelp(s.Keys)}
+}
 
 func (s *summaryScreen) Update(msg tea.Msg) tea.Cmd {
 	k, ok := msg.(tea.KeyPressMsg)
@@ -105,15 +120,22 @@ func (s *summaryScreen) Update(msg tea.Msg) tea.Cmd {
 		return troubleshootStep(s.common, nil)
 	case key.Matches(k, s.own.Serve) && s.canServe():
 		return open(newServeScreen(s.common, s.plan.Track.ID))
-	case scrollBy(s.Keys, k, &s.offset, s.h):
-		s.offset = clampOffset(s.offset, len(s.lines), s.h)
+	case scrollBy(s.Keys, k, &s.offset, s.room()):
+		s.offset = clampOffset(s.offset, len(s.lines), s.room())
 	}
 	return nil
 }
 
 func (s *summaryScreen) View() string {
-	visible, _ := window(s.lines, s.offset, s.h)
-	return strings.Join(visible, "\n")
+	visible, off := window(s.lines, s.offset, s.room())
+	if len(s.lines) <= s.h {
+		return strings.Join(visible, "\n")
+	}
+	more := "↑/↓ PgUp/PgDn g/G"
+	if off+len(visible) < len(s.lines) {
+		more = "more below: " + more
+	}
+	return strings.Join(visible, "\n") + "\n" + s.Styles.Subtle.Render(ansiCut(fmt.Sprintf("lines %d–%d of %d · %s", off+1, off+len(visible), len(s.lines), more), s.w))
 }
 
 // installedBlock is what the track holds on disk, created by haloforge:
@@ -203,7 +225,7 @@ func nextBlock(rs *runState, p *Plan, resume string, demo bool, st Styles, width
 	switch {
 	case failed != nil && demo:
 		b.WriteString("\n" + st.Bold.Render("Next") + "\n")
-		for _, l := range proseRows("esc, then r: the demo applies the fix and retries. `haloforge demo` starts the story again.", max(width-2, 20)) {
+		for _, l := range text.ProseRows("esc, then r: the demo applies the fix and retries. `haloforge demo` starts the story again.", max(width-2, 20)) {
 			b.WriteString("  " + st.Subtle.Render(l) + "\n")
 		}
 	case failed != nil:
@@ -218,12 +240,12 @@ func nextBlock(rs *runState, p *Plan, resume string, demo bool, st Styles, width
 			cmdLine(c)
 		}
 		if hint := modelHint(p); hint != "" {
-			for _, l := range proseRows(hint, max(width-2, 20)) {
+			for _, l := range text.ProseRows(hint, max(width-2, 20)) {
 				b.WriteString("  " + st.Subtle.Render(l) + "\n")
 			}
 		}
 		if demo {
-			for _, l := range proseRows("(the demo installed nothing: on your machine these run in the box the build made)", max(width-2, 20)) {
+			for _, l := range text.ProseRows("(the demo installed nothing: on your machine these run in the box the build made)", max(width-2, 20)) {
 				b.WriteString("  " + st.Subtle.Render(l) + "\n")
 			}
 		}
@@ -242,6 +264,10 @@ func modelHint(p *Plan) string {
 		return ""
 	}
 	hint := "<model>: a Hugging Face model ID or a local path"
+	if slices.ContainsFunc(p.Next, func(c string) bool { return strings.Contains(c, "<model>.gguf") }) {
+		// llama.cpp's commands take a file, not a Hub ID
+		return "<model>.gguf: the path of a GGUF model file (under ~/models for the podman line); start with a small one, then raise the context"
+	}
 	for _, s := range p.Steps {
 		if m := s.PinValues["VERIFY_MODEL"]; m != "" {
 			return hint + ", e.g. " + m + " (the small model verify used); start small, then raise the context"
@@ -288,7 +314,7 @@ func summaryStepLine(s *stepRun, st Styles, width int) string {
 	}
 	for _, f := range s.Findings {
 		line += "\n      " + family.Render(f.Family)
-		for _, l := range wrapWithPrefix(f.Summary, max(width-8, 20), "") {
+		for _, l := range text.Wrap(f.Summary, max(width-8, 20), "") {
 			line += "\n        " + st.Subtle.Render(l)
 		}
 	}

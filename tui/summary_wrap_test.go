@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/haloforge/haloforge/steps"
 )
 
 // The summary wraps what it says of a step under its column and breaks a
@@ -23,5 +25,26 @@ func TestSummaryWrapsInsteadOfCutting(t *testing.T) {
 		if ansi.StringWidth(l) > 80 || strings.Contains(l, "…") {
 			t.Errorf("a cut or overlong row: %q", l)
 		}
+	}
+}
+
+// TestModelHintFitsTheTrack: the <model> placeholder is explained as the
+// track's commands take it: a GGUF file for llama.cpp's, a Hub ID or a
+// path for vLLM's.
+func TestModelHintFitsTheTrack(t *testing.T) {
+	for _, tc := range []struct{ track, want, not string }{
+		{"llamacpp-vulkan", "<model>.gguf: the path of a GGUF model file", "Hugging Face"},
+		{"vllm-image", "<model>: a Hugging Face model ID or a local path", ".gguf"},
+	} {
+		t.Run(tc.track, func(t *testing.T) {
+			tr, err := steps.Lookup(tc.track)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := modelHint(&Plan{Plan: &steps.Plan{Track: tr}, Next: tr.Next})
+			if !strings.Contains(got, tc.want) || strings.Contains(got, tc.not) {
+				t.Errorf("modelHint = %q, want %q and no %q", got, tc.want, tc.not)
+			}
+		})
 	}
 }

@@ -39,6 +39,9 @@ type troubleshootScreen struct {
 	offset   int
 	lines    int // lines of the view at the current width, for scrolling
 	w, h     int
+	// copied is the family whose fix c put on the clipboard, said until
+	// another finding is selected.
+	copied string
 }
 
 // troubleshootKeys are troubleshooting's own keys: o opens another log.
@@ -102,7 +105,9 @@ func (s *troubleshootScreen) ShortHelp() []key.Binding {
 	return append(b, s.own.Open, k.Help, k.Quit)
 }
 
-func (s *troubleshootScreen) FullHelp() [][]key.Binding { return [][]key.Binding{s.ShortHelp()} }
+func (s *troubleshootScreen) FullHelp() [][]key.Binding {
+	return [][]key.Binding{s.ShortHelp(), pageHelp(s.Keys)}
+}
 
 func (s *troubleshootScreen) Update(msg tea.Msg) tea.Cmd {
 	cmd := s.update(msg)
@@ -222,16 +227,15 @@ func (s *troubleshootScreen) onKey(k tea.KeyPressMsg) tea.Cmd {
 		return closeScreen
 	case key.Matches(k, keys.Up):
 		s.selected = max(s.selected-1, 0)
-		s.offset = 0
+		s.offset, s.copied = 0, ""
 	case key.Matches(k, keys.Down):
 		s.selected = min(s.selected+1, max(len(s.findings)-1, 0))
-		s.offset = 0
-	case key.Matches(k, keys.PageDown):
-		s.offset = clampOffset(s.offset+s.h/2, s.lines, s.h)
-	case key.Matches(k, keys.PageUp):
-		s.offset = clampOffset(s.offset-s.h/2, s.lines, s.h)
+		s.offset, s.copied = 0, ""
+	case pageBy(keys, k, &s.offset, s.h):
+		s.offset = clampOffset(s.offset, s.lines, s.h)
 	case key.Matches(k, keys.Copy):
 		if fix := s.fix(); fix != "" {
+			s.copied = s.findings[s.selected].Family
 			return tea.SetClipboard(fix)
 		}
 	case key.Matches(k, keys.Enter):
@@ -281,6 +285,9 @@ func (s *troubleshootScreen) body() string {
 	if s.scanning {
 		return b.String() + "Scanning " + s.source + "…"
 	}
+	if s.copied != "" {
+		b.WriteString(s.Styles.OK.Render(wrap("Copied the fix of "+s.copied+" (OSC 52: the terminal must allow it).", max(s.w, 20))) + "\n")
+	}
 	b.WriteString(s.results())
 	return b.String()
 }
@@ -298,7 +305,7 @@ func (s *troubleshootScreen) results() string {
 			st.Subtle.Render("These lines look like the error; `haloforge doctor` checks the host.") + "\n")
 		for _, l := range s.suspects {
 			label := fmt.Sprintf("line %d  ", l.Line)
-			for i, row := range wrapWithPrefix(l.Text, width-len(label), "") {
+			for i, row := range text.Wrap(l.Text, width-len(label), "") {
 				if i == 0 {
 					b.WriteString("  " + st.Subtle.Render(label) + row + "\n")
 				} else {

@@ -182,6 +182,10 @@ type Result struct {
 	// Resume continues the last run; Build builds the planned track (both
 	// "" when there is nothing to suggest).
 	Resume, Build string
+	// Blocked are the planned track's blocking checks that fail on this
+	// machine (their IDs): Build stops at them, BuildAnyway does not.
+	Blocked     []string
+	BuildAnyway string
 	// Planned is true when the user reached a plan.
 	Planned bool
 	Demo    bool

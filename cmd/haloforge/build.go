@@ -111,7 +111,7 @@ func runBuild(cmd *cobra.Command, o buildOptions) error {
 	// The full screen is for watching a build; a dry run's output is the
 	// commands themselves, which must stay on the terminal to be read and
 	// copied, so it prints in line mode like --plain.
-	if !o.plain && !o.dryRun && o.report == "" && stdoutIsTerminal(cmd) {
+	if !o.plain && !o.dryRun && o.report == "" && fullScreen(cmd) {
 		return runBuildTUI(cmd, o, w)
 	}
 	r, err := newBuildRunner(plan, w, o, colorOut(cmd))

@@ -55,7 +55,7 @@ func newClusterCmd(g *globalOptions) *cobra.Command {
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&o.inventory, "inventory", "", "the cluster inventory (TOML)")
-	pf.StringVar(&o.engine, "engine", "", "rpc (llama.cpp RPC) or ray (vLLM on Ray); default: the inventory's engine, else rpc")
+	pf.StringVar(&o.engine, "engine", "", "the engine: rpc (llama.cpp RPC) or ray (vLLM on Ray); default: the inventory's engine, else rpc")
 	pf.StringVar(&o.sshConfig, "ssh-config", os.Getenv("HALOFORGE_SSH_CONFIG"), "ssh_config file to use instead of ~/.ssh/config (ssh -F; default $HALOFORGE_SSH_CONFIG)")
 	cmd.AddCommand(newClusterCheckCmd(o), newClusterUpCmd(o), newClusterDownCmd(o), newClusterNodeFactsCmd(o))
 	return cmd
@@ -201,7 +201,22 @@ func writeClusterReport(w io.Writer, inv *cluster.Inventory, rep *cluster.Report
 	for _, nr := range rep.Nodes {
 		n, _ := inv.Node(nr.Name)
 		fmt.Fprintf(&b, "\n%s · %s · %s · %s\n", nr.Name, nr.Role, nr.Address, describe(n))
+		// Checks skipped for one reason (a node SSH did not reach) are
+		// one line, as flutter doctor folds them, not one line each.
+		skipped := map[string]int{}
 		for _, c := range nr.Checks {
+			if c.Status == detect.StatusSkip {
+				skipped[c.Summary]++
+			}
+		}
+		for _, c := range nr.Checks {
+			if n := skipped[c.Summary]; c.Status == detect.StatusSkip && n > 1 {
+				fmt.Fprintf(&b, "[%s] %s: %s\n", clusterMarks[c.Status], text.Plural(n, "check"), c.Summary)
+				skipped[c.Summary] = -1 // said
+				continue
+			} else if c.Status == detect.StatusSkip && n < 0 {
+				continue
+			}
 			fmt.Fprintf(&b, "[%s] %s: %s\n", clusterMarks[c.Status], c.ID, c.Summary)
 			if c.Fix != "" && (c.Status == detect.StatusWarn || c.Status == detect.StatusFail) {
 				for _, l := range strings.Split(strings.TrimRight(c.Fix, "\n"), "\n") {
@@ -211,7 +226,7 @@ func writeClusterReport(w io.Writer, inv *cluster.Inventory, rep *cluster.Report
 		}
 	}
 	if f, wn := rep.Failed(), rep.Warned(); f+wn > 0 {
-		fmt.Fprintf(&b, "\n! Cluster check found issues: %d failed, %d warning(s).\n", f, wn)
+		fmt.Fprintf(&b, "\n! Cluster check found issues: %d failed, %s.\n", f, text.Plural(wn, "warning"))
 	} else {
 		b.WriteString("\n• No issues found: the nodes match and reach each other.\n")
 	}

@@ -38,7 +38,7 @@ func newDemoCmd(g *globalOptions) *cobra.Command {
 // state dir (demo.NewWorkDir), so that the story begins with the failure
 // every time, and removes that directory, and only it, when it ends.
 func runDemo(cmd *cobra.Command, o demoOptions) (err error) {
-	lineMode := o.plain || !stdoutIsTerminal(cmd)
+	lineMode := o.plain || !fullScreen(cmd)
 	wd, err := demo.NewWorkDir(o.stateDirOr())
 	if err != nil {
 		return usageErr(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
 )
 
@@ -126,21 +127,54 @@ func writeDoctorText(w io.Writer, r *detect.Report, verbose, color bool) error {
 	if err := r.WriteText(&b, verbose); err != nil {
 		return err
 	}
-	text := b.String()
-	skipped := 0
+	out := b.String()
+	skipped, noAMD := 0, 0
 	for _, c := range r.Checks {
-		if c.Status == detect.StatusSkip {
+		switch {
+		case c.Status == detect.StatusSkip && c.Summary == detect.SkipNoAMD:
+			noAMD++
+		case c.Status == detect.StatusSkip:
 			skipped++
 		}
 	}
+	if !verbose && noAMD > 0 {
+		out += fmt.Sprintf("- %s about an AMD GPU %s skipped: this machine has none.\n", text.Plural(noAMD, "check"), map[bool]string{true: "was", false: "were"}[noAMD == 1])
+	}
 	if !verbose && skipped > 0 {
-		text += fmt.Sprintf("- %d check(s) could not run with what was collected here; `haloforge doctor -v` says why.\n", skipped)
+		out += fmt.Sprintf("- %s could not run with what was collected here; `haloforge doctor -v` says why.\n", text.Plural(skipped, "check"))
 	}
+	out = doctorLayout(out, termWidth(w))
 	if color {
-		text = colorMarks(text)
+		out = colorMarks(out)
 	}
-	_, err := io.WriteString(w, text)
+	_, err := io.WriteString(w, out)
 	return err
+}
+
+// doctorLayout wraps doctor's text for a terminal of width columns (0: not
+// a terminal, the text as it is), as flutter doctor does rather than
+// letting the terminal cut words: a check's line wraps between words under
+// its summary, a fix line by its kind (prose between words, a command only
+// between its shell words with " \", so that it is copied whole).
+func doctorLayout(out string, width int) string {
+	if width <= 0 {
+		return out
+	}
+	width-- // the last column left free: a full row would wrap on some terminals
+	var rows []string
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		switch {
+		case len([]rune(l)) <= width:
+			rows = append(rows, l)
+		case strings.HasPrefix(l, "    "):
+			for _, r := range text.FixRows(strings.TrimPrefix(l, "    "), width-4) {
+				rows = append(rows, "    "+r)
+			}
+		default:
+			rows = append(rows, text.Wrap(l, width, "    ")...)
+		}
+	}
+	return strings.Join(rows, "\n") + "\n"
 }
 
 // colorMarks paints doctor's [✓] [!] [✗] marks at the start of lines.

@@ -133,7 +133,7 @@ func runHostPlan(cmd *cobra.Command, o doctorOptions) error {
 		return err
 	}
 	p, err := hostfix.Build(r, ev, hostfix.Options{GTTGiB: o.host.gttGiB, User: o.host.user, Source: source, Version: version,
-		BundleFacts: o.bundle != "", Bundle: o.bundle})
+		BundleFacts: o.bundle != "", Bundle: o.bundle, StateDir: o.stateDir})
 	if err != nil {
 		return usageErr(err)
 	}
@@ -343,7 +343,11 @@ func runVerify(cmd *cobra.Command, o doctorOptions, args []string) error {
 	} else if o.bundle == "" {
 		kernelLog(cmdContext(cmd), b)
 	}
-	in := hostfix.VerifyInput{Report: detect.Analyse(b), Bundle: b}
+	again := []string{"--verify"}
+	if len(args) == 1 {
+		again = append(again, shellWord(args[0]))
+	}
+	in := hostfix.VerifyInput{Report: detect.Analyse(b), Bundle: b, Undo: doctorCommand(o, "--rollback"), Again: doctorCommand(o, again...)}
 	switch {
 	case o.host.root != "":
 		if ev, err := hostfix.FromRoot(o.host.root); err == nil {
@@ -366,6 +370,17 @@ func runVerify(cmd *cobra.Command, o doctorOptions, args []string) error {
 		return silentExit(exitFailed)
 	}
 	return nil
+}
+
+// doctorCommand is a doctor command to print, with the --root and
+// --state-dir the user gave (printedFlags): pasted, it acts on the same
+// system and backups.
+func doctorCommand(o doctorOptions, args ...string) string {
+	parts := append([]string{"haloforge", "doctor"}, args...)
+	for _, f := range printedFlags(o) {
+		parts = append(parts, shellWord(f))
+	}
+	return strings.Join(parts, " ")
 }
 
 // maxDmesgFile bounds a kernel log read for --verify: a boot's is a few

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -68,5 +69,33 @@ func TestDoctorColoursItsMarks(t *testing.T) {
 	}
 	if strings.HasPrefix(got, "\n") {
 		t.Errorf("a newline was added: %q", got)
+	}
+}
+
+// TestDoctorLayout: on a terminal doctor's lines wrap at the width, never
+// inside a word, a command only between its words with " \"; on a pipe the
+// text is as it was.
+func TestDoctorLayout(t *testing.T) {
+	in := "[✗] /dev/kfd: /dev/kfd does not exist: the amdgpu kernel driver is not loaded and nothing in this sentence is short\n" +
+		"    Load the driver: sudo modprobe amdgpu; check dmesg | grep -i amdgpu for why it did not bind to the device.\n" +
+		"    sudo sed -i -E -e '/^options amdgpu/ s/lockup_timeout=[^ ]*//g' /etc/modprobe.d/haloforge-amdgpu.conf /etc/modprobe.d/other.conf\n"
+	if got := doctorLayout(in, 0); got != in {
+		t.Errorf("a pipe's text changed:\n%s", got)
+	}
+	for _, width := range []int{80, 60} {
+		t.Run(fmt.Sprint(width), func(t *testing.T) {
+			got := doctorLayout(in, width)
+			if strings.Join(strings.Fields(strings.ReplaceAll(got, " \\\n", " ")), " ") != strings.Join(strings.Fields(in), " ") {
+				t.Errorf("words lost or split:\n%s", got)
+			}
+			for _, r := range strings.Split(strings.TrimSuffix(got, "\n"), "\n") {
+				if n := len([]rune(r)); n >= width {
+					t.Errorf("row of %d columns at width %d: %q", n, width, r)
+				}
+			}
+			if !strings.Contains(got, " \\\n") {
+				t.Errorf("the command is not continued with \\:\n%s", got)
+			}
+		})
 	}
 }

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 
+	"github.com/haloforge/haloforge"
 	"github.com/haloforge/haloforge/internal/safefile"
 )
 
@@ -41,12 +45,15 @@ func looksLike(dir, marker string) bool {
 // only then).
 func localNotes(g *globalOptions, runs bool) []string {
 	var notes []string
-	if g.pins.pins == "" && localPins() {
+	if g.pins.pins == "" && localPins() && !sameFileAsBuiltIn("versions.env", haloforge.VersionsEnv) {
 		notes = append(notes, fmt.Sprintf("using the pins in ./versions.env (%s), not the built-in ones; --pins FILE names a file on purpose", abs("versions.env")))
 	}
 	switch {
 	case g.scripts != "":
 	case localScripts():
+		if sameTreeAsBuiltIn("scripts", haloforge.Scripts) {
+			break
+		}
 		notes = append(notes, fmt.Sprintf("using the scripts in ./scripts (%s), not the built-in ones; --scripts DIR names a tree on purpose", abs("scripts")))
 	case dirExists("scripts"):
 		notes = append(notes, fmt.Sprintf("./scripts is not a haloforge scripts tree (no %s): using the built-in scripts", scriptsTreeMarker))
@@ -54,12 +61,71 @@ func localNotes(g *globalOptions, runs bool) []string {
 	if runs {
 		switch {
 		case localToolbox():
+			if sameTreeAsBuiltIn("toolbox", haloforge.Toolbox) {
+				break
+			}
 			notes = append(notes, fmt.Sprintf("using the container definitions in ./toolbox (%s), not the built-in ones", abs("toolbox")))
 		case dirExists("toolbox"):
 			notes = append(notes, fmt.Sprintf("./toolbox is not a haloforge toolbox tree (no %s): using the built-in container definitions", toolboxTreeMarker))
 		}
 	}
 	return notes
+}
+
+// sameFileAsBuiltIn says whether the local file holds exactly the built-in
+// bytes (read no further than one byte past them): then using it changes
+// nothing, and a note about it would only be noise (a checkout's own copy).
+func sameFileAsBuiltIn(path string, builtIn []byte) bool {
+	b, err := safefile.ReadRegular(path, int64(len(builtIn))+1, safefile.NoFollow)
+	return err == nil && bytes.Equal(b, builtIn)
+}
+
+// sameTreeAsBuiltIn says whether the local tree dir holds exactly the
+// files of the built-in one (embedded under dir), byte for byte: no file
+// more, none less, nothing that is not a regular file or a directory. It
+// stops at the first difference.
+func sameTreeAsBuiltIn(dir string, builtIn fs.FS) bool {
+	want := map[string][]byte{}
+	err := fs.WalkDir(builtIn, dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(builtIn, p)
+		want[p] = b
+		return err
+	})
+	if err != nil {
+		return false
+	}
+	seen := 0
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir():
+			return nil
+		case !d.Type().IsRegular():
+			return fs.ErrInvalid
+		}
+		b, ok := want[filepath.ToSlash(p)]
+		if !ok || !sameFileAsBuiltIn(p, b) {
+			return fs.ErrInvalid
+		}
+		seen++
+		return nil
+	})
+	return err == nil && seen == len(want)
+}
+
+// pathNotes says, when no `haloforge` is on the PATH (a `go run`, or a
+// binary started by its path), that the commands haloforge prints will
+// not run as typed until one is, and how to put it there.
+func pathNotes() []string {
+	if _, err := exec.LookPath("haloforge"); err == nil {
+		return nil
+	}
+	return []string{"no haloforge on your PATH, and the commands haloforge prints start with `haloforge`: " +
+		"from a checkout, go install ./cmd/haloforge && export PATH=\"$(go env GOPATH)/bin:$PATH\" (README: Install)"}
 }
 
 // printNotes writes each note as one "note:" line.

@@ -12,7 +12,6 @@ import (
 	"os"
 	"strings"
 
-	"charm.land/fang/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/haloforge/haloforge/steps/runner"
@@ -53,7 +52,7 @@ func silentExit(code int) error { return &exitError{code: code} }
 func main() {
 	// This binary is also every step's supervisor: the runner starts
 	// /proc/self/exe __supervise GRACE SCRIPT in the step's pty (see
-	// runner.Supervise). It takes over before cobra and fang start, which
+	// runner.Supervise). It takes over before cobra starts, which
 	// would probe the step's terminal.
 	if runner.IsSupervise(os.Args) {
 		os.Exit(runner.Supervise(os.Args[2:]))
@@ -84,7 +83,12 @@ func newRoot() *cobra.Command {
 		newRunsCmd(g),     // list the runs, show one or a step's log
 		newCleanCmd(g),    // remove what haloforge created for a track
 	)
-	wrapHelp(root)
+	root.SetHelpFunc(printHelp)
+	root.SetHelpCommand(helpCommand(root))
+	root.Version = buildStamp(linked(), buildInfo()).String()
+	// --version has no -v: doctor's -v is --verbose, and a short flag
+	// means one thing at every level.
+	root.Flags().Bool("version", false, "print the version, the commit and the build date")
 	return root
 }
 
@@ -98,10 +102,10 @@ func run(args []string) int {
 	log.SetOutput(io.Discard)
 	root := newRoot()
 	root.SetArgs(args)
-	err := fang.Execute(context.Background(), root,
-		fang.WithVersion(buildStamp(linked(), buildInfo()).String()),
-		fang.WithErrorHandler(printError),
-	)
+	err := root.ExecuteContext(context.Background())
+	if err != nil {
+		printError(root.ErrOrStderr(), err)
+	}
 	return exitCode(err)
 }
 
@@ -117,7 +121,8 @@ func exitCode(err error) int {
 	return exitUsage
 }
 
-func printError(w io.Writer, _ fang.Styles, err error) {
+// printError is the one line an error gets on stderr.
+func printError(w io.Writer, err error) {
 	var ee *exitError
 	if errors.As(err, &ee) && ee.err == nil {
 		return

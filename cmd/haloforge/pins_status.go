@@ -21,6 +21,7 @@ import (
 
 	"github.com/haloforge/haloforge"
 	"github.com/haloforge/haloforge/internal/safefile"
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/pins/sets"
 	"github.com/haloforge/haloforge/pins/upstream"
@@ -76,7 +77,13 @@ func runPinsStatus(ctx context.Context, o pinsStatusOptions, stdout, stderr io.W
 	if o.timeout <= 0 {
 		return usageErr(fmt.Errorf("--timeout %s: want a positive duration", o.timeout))
 	}
-	pf, err := loadPinsFlags(o.file, nil)
+	// FILE, else the global --pins, as every command that reads pins
+	// (and --set on top, as plan and build see them)
+	file := o.file
+	if file == "" {
+		file = o.pins.pins
+	}
+	pf, err := loadPinsFlags(file, o.pins.sets)
 	if err != nil {
 		return err
 	}
@@ -235,7 +242,7 @@ func runPinsSets(o pinsSetsOptions, w io.Writer) error {
 	if o.json {
 		return writeJSON(w, out)
 	}
-	fmt.Fprintf(w, "known-good pin sets (compared with %s; `haloforge pins use SET` writes one):\n", pf.Path)
+	fmt.Fprintf(w, "known-good pin sets (compared with %s; `%s` writes one):\n", pf.Path, strings.Join(append([]string{"haloforge", "pins", "use", "SET"}, o.args()...), " "))
 	for i, s := range all {
 		sj := out.Sets[i]
 		match := "your pins match this set"
@@ -359,9 +366,9 @@ func runPinsUse(o pinsUseOptions, stdin io.Reader, stdout, stderr io.Writer) err
 			return usageErr(fmt.Errorf("%s not written: no terminal to ask on; pass --yes to write, or --dry-run to only look", path))
 		}
 		if use.Created {
-			fmt.Fprintf(stderr, "\ncreate %s (the built-in pins with %d changed by %s)? [y/N] ", path, len(changed), set.ID)
+			fmt.Fprintf(stderr, "\ncreate %s (the built-in pins with %s changed by %s)? [y/N] ", path, text.Plural(len(changed), "pin"), set.ID)
 		} else {
-			fmt.Fprintf(stderr, "\nwrite %d changed pins into %s (the old file is kept as a backup)? [y/N] ", len(changed), path)
+			fmt.Fprintf(stderr, "\nwrite %s into %s (the old file is kept as a backup)? [y/N] ", text.Plural(len(changed), "changed pin"), path)
 		}
 		answer, _ := bufio.NewReader(io.LimitReader(stdin, 1024)).ReadString('\n')
 		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
@@ -387,7 +394,7 @@ func runPinsUse(o pinsUseOptions, stdin io.Reader, stdout, stderr io.Writer) err
 	}
 	sort.Strings(touched)
 	for _, id := range touched {
-		fmt.Fprintf(info, "  rebuild: haloforge build --track %s\n", id)
+		fmt.Fprintf(info, "  rebuild: %s\n", buildCommand(id, o.globalOptions))
 	}
 	return nil
 }

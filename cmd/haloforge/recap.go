@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/haloforge/haloforge/internal/text"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/tui"
 	"github.com/haloforge/haloforge/tui/linemode"
@@ -18,9 +19,34 @@ import (
 // that was only reviewed. A session that ran nothing and planned nothing
 // prints nothing.
 func printRecap(w io.Writer, res tui.Result) {
-	for _, l := range recapLines(res) {
-		fmt.Fprintln(w, l)
+	lines := recapLines(res)
+	if len(lines) == 0 {
+		return
 	}
+	// A blank line sets the recap off from the line that started haloforge.
+	fmt.Fprintln(w)
+	for _, l := range lines {
+		for _, r := range recapRows(l, termWidth(w)) {
+			fmt.Fprintln(w, r)
+		}
+	}
+}
+
+// recapRows lays a recap line out for a terminal of width columns (0: not
+// a terminal, the line as it is): prose wraps between words and a path only
+// after a '/'; a command after its label ("resume: haloforge build …")
+// stays on the label's row when it fits, else goes on rows of its own,
+// broken only between its words with " \", so that it is copied whole.
+func recapRows(l string, width int) []string {
+	if width <= 0 || len([]rune(l)) < width {
+		return []string{l}
+	}
+	width-- // the last column left free: a full row would wrap on some terminals
+	if i := strings.Index(l, ": haloforge "); i >= 0 && text.KindOf(l[i+2:]) == text.Command {
+		label, command := l[:i+1], l[i+2:]
+		return append(text.Wrap(label, width, "  "), text.CommandRows("  "+command, width)...)
+	}
+	return text.Wrap(l, width, "  ")
 }
 
 func recapLines(res tui.Result) []string {
@@ -81,6 +107,10 @@ func recapLines(res tui.Result) []string {
 			head += " · logs in " + logs
 		}
 		out = append(out, head)
+	case res.Planned && res.Build != "" && len(res.Blocked) > 0:
+		out = append(out, "Plan reviewed, nothing run. A build stops at the checks that fail here ("+strings.Join(res.Blocked, ", ")+"): haloforge doctor shows their fixes.",
+			"To build it once they pass: "+res.Build,
+			"To build it anyway: "+res.BuildAnyway)
 	case res.Planned && res.Build != "":
 		out = append(out, "Plan reviewed, nothing run. To build it: "+res.Build)
 	}

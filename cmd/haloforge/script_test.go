@@ -52,6 +52,10 @@ func TestScripts(t *testing.T) {
 		// gpu and kfd-access checks may pass: a script that needs them to
 		// fail skips.
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			// printed [carry=FLAG=VALUE]… [sub=<x>=VALUE]… [ok=RE]… [want=N]:
+			// every haloforge command the last command printed runs as
+			// printed, with the flow's flags (printed_test.go).
+			"printed": printedCmd,
 			// standin MODE [FLAVOUR]: a stand-in OpenAI-compatible server on
 			// loopback (steps/verify/standin: vLLM cannot run here), its
 			// URL in $STANDIN_URL, stopped when the script ends.

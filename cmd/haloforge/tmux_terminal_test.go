@@ -51,14 +51,11 @@ func (s *tmuxSession) waitStatus(file string, limit time.Duration) string {
 	}
 }
 
-// joined is the screen and the lines scrolled off it, with the rows
-// joined, for text the width wraps.
+// joined is the screen and the lines scrolled off it as words, each row
+// a word boundary: the recaps wrap themselves, so a sentence split by the
+// terminal inside a word no longer matches.
 func (s *tmuxSession) joined() string {
-	var b strings.Builder
-	for _, r := range strings.Split(s.run("capture-pane", "-p", "-S", "-50", "-t", s.name), "\n") {
-		b.WriteString(strings.TrimRight(r, " "))
-	}
-	return b.String()
+	return strings.Join(strings.Fields(s.run("capture-pane", "-p", "-S", "-50", "-t", s.name)), " ")
 }
 
 // gone waits until text is no longer on screen.

@@ -70,8 +70,8 @@ func runWizard(cmd *cobra.Command, o wizardOptions) error {
 	}
 	g := o.globalOptions
 	stateDir := g.stateDirOr()
-	lineMode := o.plain || !stdoutIsTerminal(cmd)
-	notes := localNotes(g, !lineMode)
+	lineMode := o.plain || !fullScreen(cmd)
+	notes := append(localNotes(g, !lineMode), pathNotes()...)
 	printNotes(cmd.ErrOrStderr(), notes)
 	e, err := wizardEngine(g, !lineMode)
 	if err != nil {
@@ -83,7 +83,7 @@ func runWizard(cmd *cobra.Command, o wizardOptions) error {
 	if lineMode {
 		// Line mode tells what the wizard would show and stops before
 		// building: haloforge never starts a build nobody asked for.
-		so := session.StoryOptions{Track: o.track,
+		so := session.StoryOptions{Track: o.track, Flags: g.args(),
 			Build: func(track string) string { return commands(tui.Command{Track: track}) }}
 		if _, err := session.Story(ctx, e, cmd.OutOrStdout(), so); err != nil {
 			return failedErr(err)
@@ -175,6 +175,14 @@ func wizardEngine(g *globalOptions, runs bool) (*session.Engine, error) {
 		}
 	}
 	return e, nil
+}
+
+// fullScreen reports whether the command may take the terminal over: it
+// writes to a terminal that can place its cursor. TERM=dumb says it cannot
+// (Emacs's M-x shell, CI consoles with a tty), so that gets line mode, as a
+// pipe does, and no colour (colorOut).
+func fullScreen(cmd *cobra.Command) bool {
+	return stdoutIsTerminal(cmd) && os.Getenv("TERM") != "dumb"
 }
 
 // stdoutIsTerminal reports whether the command writes to a terminal; line

@@ -43,7 +43,8 @@ type Plan struct {
 	// on any other, or once the facts it was made from have changed.
 	Machine Machine `json:"machine"`
 
-	bundle string // the --bundle file the facts came from, for the follow-up commands
+	bundle   string // the --bundle file the facts came from, for the follow-up commands
+	stateDir string // the --state-dir given, for the follow-up commands
 }
 
 // Action is one host change (or, with Advice, one thing for the user to do:
@@ -102,6 +103,9 @@ type Options struct {
 	// Bundle is the --bundle file, repeated in the follow-up commands the
 	// plan prints ("" when the facts are this machine's).
 	Bundle string
+	// StateDir is the --state-dir the user gave ("" for the default),
+	// repeated in the follow-up --apply and --verify.
+	StateDir string
 }
 
 var userRe = regexp.MustCompile(`^[a-z_][a-z0-9_.-]{0,31}\$?$`)
@@ -124,7 +128,7 @@ func Build(r *detect.Report, e *Evidence, o Options) (*Plan, error) {
 	p := &Plan{Version: PlanVersion, CreatedBy: "haloforge " + o.Version, Source: o.Source, Actions: []Action{}, Script: []string{}, Files: []FileDiff{}}
 	p.Boot = DetectBoot(e)
 	p.Machine = machineOf(e, o.BundleFacts)
-	p.bundle = o.Bundle
+	p.bundle, p.stateDir = o.Bundle, o.StateDir
 	p.Bootloader = p.Boot.Name
 	// Without an AMD GPU there is nothing for haloforge to set up: no
 	// kernel argument, group or package on such a host serves it.

@@ -65,20 +65,31 @@ func (p *Plan) WriteText(w io.Writer) error {
 	for _, n := range p.Notes {
 		b.WriteString("Note: " + n + "\n")
 	}
+	here, there := p.FollowUp()
 	switch {
 	case len(p.Actions) == 0:
 	case p.Machine.Target == TargetBundle && p.Reboot:
 		b.WriteString("\nA reboot is needed for the kernel changes. On the machine the bundle was collected on, make its own plan, apply it, reboot, then check:\n")
 	case p.Machine.Target == TargetBundle:
 		b.WriteString("\nOn the machine the bundle was collected on, make its own plan, apply it, then check:\n")
+	case p.Machine.Target == TargetRoot && p.Reboot:
+		b.WriteString("\nA reboot is needed for the kernel changes. Apply them to the system under " + p.Machine.Root + ":\n")
+	case p.Machine.Target == TargetRoot:
+		b.WriteString("\nApply them to the system under " + p.Machine.Root + ":\n")
 	case p.Reboot:
 		b.WriteString("\nA reboot is needed for the kernel changes. Apply, reboot, then check:\n")
 	default:
 		b.WriteString("\nApply, then check:\n")
 	}
 	if len(p.Actions) > 0 {
-		for _, c := range p.FollowUp() {
+		for _, c := range here {
 			b.WriteString("  " + c + "\n")
+		}
+		if len(there) > 0 {
+			b.WriteString("Then boot that system and check it there (the plan file goes with it):\n")
+			for _, c := range there {
+				b.WriteString("  " + c + "\n")
+			}
 		}
 	}
 	_, err := io.WriteString(w, text.Sanitize(b.String()))
@@ -86,21 +97,38 @@ func (p *Plan) WriteText(w io.Writer) error {
 }
 
 // FollowUp are the commands that make, apply and check this plan for real,
-// with the --root and --bundle it was made with: a plan for the system
-// under a directory is applied and verified there, never on this machine.
-// A plan made from a bundle alone is made again on its machine, so its
-// commands carry no flag.
-func (p *Plan) FollowUp() []string {
-	var plan, root string
-	if p.Machine.Target == TargetRoot && p.Machine.Root != "" {
-		root = " --root " + shellQuote(p.Machine.Root)
+// each as typed here, with the flags it was made with: a plan for the
+// system under a directory is made and applied with --root and --bundle
+// (and --state-dir, where the backups go), and checked on that system once
+// it boots (there: the live kernel and dmesg are that system's, never this
+// machine's). A plan made from a bundle alone is made again on its
+// machine, so its commands carry no flag.
+func (p *Plan) FollowUp() (here, there []string) {
+	switch p.Machine.Target {
+	case TargetBundle:
+		return []string{"haloforge doctor --plan --json > plan.json", "haloforge doctor --apply plan.json", "haloforge doctor --verify"}, nil
+	case TargetRoot:
+		root, bundle := p.Machine.Root, ""
 		if p.bundle != "" {
-			plan = " --bundle " + shellQuote(p.bundle)
+			bundle = " --bundle " + shellQuote(p.bundle)
 		}
+		return []string{
+			"haloforge doctor --plan --json" + bundle + " --root " + shellQuote(root) + " > plan.json",
+			"haloforge doctor --apply plan.json --root " + shellQuote(root) + p.stateFlag(),
+		}, []string{"haloforge doctor --verify plan.json"}
 	}
 	return []string{
-		"haloforge doctor --plan --json" + plan + root + " > plan.json",
-		"haloforge doctor --apply" + root + " plan.json",
-		"haloforge doctor --verify" + root,
+		"haloforge doctor --plan --json > plan.json",
+		"haloforge doctor --apply plan.json" + p.stateFlag(),
+		"haloforge doctor --verify" + p.stateFlag(),
+	}, nil
+}
+
+// stateFlag is --state-dir as the plan's maker gave it: --apply keeps its
+// backups there and --verify reads the last applied plan from there.
+func (p *Plan) stateFlag() string {
+	if p.stateDir == "" {
+		return ""
 	}
+	return " --state-dir " + shellQuote(p.stateDir)
 }

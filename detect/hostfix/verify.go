@@ -1,6 +1,7 @@
 package hostfix
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"regexp"
@@ -30,6 +31,7 @@ type VerifyItem struct {
 type VerifyReport struct {
 	OK    bool         `json:"ok"`
 	Items []VerifyItem `json:"items"`
+	undo  string       // the rollback command the text names
 }
 
 func (v *VerifyReport) add(what, status, detail string) {
@@ -79,12 +81,20 @@ type VerifyInput struct {
 	Report *detect.Report
 	Bundle *detect.Bundle
 	Groups map[string][]string // /etc/group; nil when unknown
+	// Undo is the rollback command to name when the machine does not
+	// match, with the flags the user gave (--state-dir, where the backups
+	// are); "" names the plain one.
+	Undo string
+	// Again is this verify as the user typed it (the plan, --root,
+	// --state-dir), which the advice to save dmesg first repeats with
+	// --dmesg; "" names the plain one.
+	Again string
 }
 
 // Verify compares the live values with the plan's target and scans the
 // current boot's kernel log.
 func Verify(p *Plan, in VerifyInput) *VerifyReport {
-	v := &VerifyReport{}
+	v := &VerifyReport{undo: cmp.Or(in.Undo, "haloforge doctor --rollback")}
 	r, t := in.Report, p.Target
 	verifyCmdline(v, t, in.Bundle)
 	if t.PagesLimit > 0 {
@@ -127,7 +137,7 @@ func Verify(p *Plan, in VerifyInput) *VerifyReport {
 			v.add("MES firmware", VerifyOK, *r.Firmware.MES)
 		}
 	}
-	verifyDmesg(v, in.Bundle)
+	verifyDmesg(v, in.Bundle, cmp.Or(in.Again, "haloforge doctor --verify"))
 	v.OK = !slices.ContainsFunc(v.Items, func(i VerifyItem) bool { return i.Status != VerifyOK })
 	return v
 }
@@ -202,14 +212,14 @@ func verifyGroups(v *VerifyReport, t Target, r *detect.Report, groups map[string
 	}
 }
 
-func verifyDmesg(v *VerifyReport, b *detect.Bundle) {
+func verifyDmesg(v *VerifyReport, b *detect.Bundle, again string) {
 	s, ok := b.Get("dmesg.txt")
 	if !ok || strings.TrimSpace(s) == "" {
-		v.add("kernel log (dmesg)", VerifyUnknown, "not readable: dmesg needs root here (kernel.dmesg_restrict); run sudo dmesg > dmesg.txt and haloforge doctor --verify --dmesg dmesg.txt")
+		v.add("kernel log (dmesg)", VerifyUnknown, "not readable: dmesg needs root here (kernel.dmesg_restrict); run sudo dmesg > dmesg.txt and "+again+" --dmesg dmesg.txt")
 		return
 	}
 	if detect.ParseDmesg(s).Restricted {
-		v.add("kernel log (dmesg)", VerifyUnknown, "dmesg said: read kernel buffer failed (needs root); run sudo dmesg > dmesg.txt and haloforge doctor --verify --dmesg dmesg.txt")
+		v.add("kernel log (dmesg)", VerifyUnknown, "dmesg said: read kernel buffer failed (needs root); run sudo dmesg > dmesg.txt and "+again+" --dmesg dmesg.txt")
 		return
 	}
 	s = currentBoot(s)
@@ -253,7 +263,7 @@ func (v *VerifyReport) WriteText(w io.Writer) error {
 	if v.OK {
 		b.WriteString("\nVerified: the machine matches the plan and this boot's kernel log is clean.\n")
 	} else {
-		b.WriteString("\nNot verified: see the [✗] and [?] lines above. To undo the changes: haloforge doctor --rollback\n")
+		b.WriteString("\nNot verified: see the [✗] and [?] lines above. To undo the changes: " + v.undo + "\n")
 	}
 	_, err := io.WriteString(w, text.Sanitize(b.String()))
 	return err

@@ -120,6 +120,29 @@ func TestVerifySnapshots(t *testing.T) {
 	}
 }
 
+// TestVerifyDmesgAdviceKeepsTheFlags: without a kernel log the advice to
+// save one repeats the verify as the user typed it (Again), so that its
+// --state-dir and --root come along; without Again, the plain command.
+func TestVerifyDmesgAdviceKeepsTheFlags(t *testing.T) {
+	b, r := readBundle(t, "../../tui/demo/bundle")
+	p, err := Build(r, grubEvidence(b), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = b.Set("dmesg.txt", nil)
+	for _, tc := range []struct{ name, again, want string }{
+		{"the user's flags", "haloforge doctor --verify --state-dir /s", "and haloforge doctor --verify --state-dir /s --dmesg dmesg.txt"},
+		{"none given", "", "and haloforge doctor --verify --dmesg dmesg.txt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := Verify(p, VerifyInput{Report: r, Bundle: b, Again: tc.again})
+			if d := items(v)["kernel log (dmesg)"].Detail; !strings.HasSuffix(d, tc.want) {
+				t.Errorf("dmesg advice %q, want it to end %q", d, tc.want)
+			}
+		})
+	}
+}
+
 func TestVerifyDemoPlanOnTheDemoMachine(t *testing.T) {
 	b, r := readBundle(t, "../../tui/demo/bundle")
 	p, err := Build(r, grubEvidence(b), Options{})

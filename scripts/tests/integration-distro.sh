@@ -307,6 +307,12 @@ phase_serve() {
     grep -qE "^  check: haloforge's reference for this model file, recorded on the CPU backend now \($STATE/verify/references/[0-9a-f]{64}-[0-9a-f]{16}\.json\)$" "$out"
   # (the box shares the host's processes: the pattern must not match this check's own line)
   check "the CPU server for the reference is gone" bash -c "! podman exec $IT_BOX pgrep -f -- '-ngl [0] --device none' >/dev/null"
+  # The rows under the ready line (the export and the curl), run as printed.
+  sed -n '/^  OpenAI base URL: /,/^  serving: /p' "$out" | sed '1d;$d' >"$IT_DIR/usage.sh"
+  # shellcheck disable=SC2016 # the inner bash expands them
+  check "the printed export and curl run as printed: the real llama-server completes" \
+    bash -c '. "$1" >"$1.out" && grep -q "\"choices\"" "$1.out" && [[ $OPENAI_BASE_URL == "$2" ]]' \
+    usage "$IT_DIR/usage.sh" "http://127.0.0.1:$SERVE_PORT/v1"
   # haloforge's own CPU while the engine serves (idle here): under 1 % of a core.
   if [[ -n $hf ]] && [[ -r /proc/$hf/stat ]]; then
     local a b w=10

@@ -141,7 +141,7 @@ fix_amdsmi_double_free() {
   log_warn "rocm_sdk's preload changed upstream ($init): left as it is; the SDK's own amdsmi below shares torch's libamd_smi"
 }
 
-# link_opt_rocm: /opt/rocm -> the SDK root, for builds that look there (seed build-process).
+# link_opt_rocm: /opt/rocm -> the SDK root, for builds that look there.
 link_opt_rocm() {
   if [[ -e /opt/rocm && ! -L /opt/rocm ]]; then
     log_warn "/opt/rocm is a real directory in the box, left alone; builds use ROCM_PATH=$ROCM_ROOT"

@@ -53,7 +53,7 @@ pip_installed_version() {
 	PY
 }
 
-# rocm_env: TheRock's paths from rocm-sdk (seed build-process "vLLM Build Variables"):
+# rocm_env: TheRock's paths from rocm-sdk:
 # ROCM_ROOT, ROCM_PATH, ROCM_HOME, HIP_DEVICE_LIB_PATH, HIPFLAGS and ROCm's clang.
 rocm_env() {
   if is_dry_run && ! "${PY:-false}" -c 'import rocm_sdk' 2>/dev/null; then

@@ -1,7 +1,9 @@
 package serve
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/haloforge/haloforge/internal/text"
@@ -48,6 +50,36 @@ func (r Ready) Sentence() string {
 		s += ": " + r.Model + " is served"
 	}
 	return s
+}
+
+// BaseURL is the OpenAI base URL of a ready server: what a client's
+// base_url (or OPENAI_BASE_URL) takes. llama-server, vLLM and Ollama all
+// serve the OpenAI API under /v1 of the address the server was told.
+func (r Ready) BaseURL() string { return r.URL + "/v1" }
+
+// Usage is how to point a client at a ready server, in line mode and on
+// the wizard's serve screen alike: the base URL, then the two commands a
+// shell runs as printed (Commands).
+func (r Ready) Usage() []string {
+	return append([]string{"OpenAI base URL: " + r.BaseURL()}, r.Commands()...)
+}
+
+// Commands are the export that OpenAI's clients read and a curl of the
+// completions endpoint the first request proved (SmokeEndpoint), for the
+// model the server was told to serve: what the serve screen's copy key
+// puts on the clipboard.
+func (r Ready) Commands() []string {
+	body, _ := json.Marshal(struct {
+		Model     string `json:"model,omitempty"`
+		Prompt    string `json:"prompt"`
+		MaxTokens int    `json:"max_tokens"`
+	}{r.Model, "Hello", 16})
+	curl := []string{"curl", "-sS"}
+	if strings.Contains(r.URL, "[") {
+		curl = append(curl, "-g") // an IPv6 address: brackets are not a glob
+	}
+	curl = append(curl, r.URL+SmokeEndpoint, "-H", "Content-Type: application/json", "-d", string(body))
+	return []string{QuoteCommand([]string{"export", "OPENAI_BASE_URL=" + r.BaseURL()}), QuoteCommand(curl)}
 }
 
 // Smoke is the first request a ready server answered (a short streamed

@@ -210,6 +210,7 @@ func (p *printer) event(e runner.Event) (output bool) {
 		p.servePhase(e)
 	case serve.Ready:
 		fmt.Fprintf(p.w, "%s [%s] %s\n", p.paint(sgrGreen, "✓"), e.Step, e.Sentence())
+		p.usage(e)
 		if p.o.ReadyHint != "" {
 			fmt.Fprintf(p.w, "  %s\n", p.o.ReadyHint)
 		}
@@ -306,6 +307,20 @@ func (p *printer) clearLive() {
 	if p.drawn != "" {
 		p.w.WriteString("\r\x1b[K")
 		p.drawn = ""
+	}
+}
+
+// usage prints how to point a client at a ready server: the base URL,
+// then its export and curl, each wrapped between shell words with " \\"
+// continuations (at 80 columns, a terminal's least) so that a copied row
+// block runs as printed.
+func (p *printer) usage(e serve.Ready) {
+	u := e.Usage()
+	fmt.Fprintf(p.w, "  %s\n", u[0])
+	for _, c := range u[1:] {
+		for _, row := range text.CommandRows("  "+c, 80) {
+			fmt.Fprintln(p.w, row)
+		}
 	}
 }
 

@@ -3,7 +3,11 @@ package linemode
 import (
 	"bytes"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -296,6 +300,11 @@ func TestPrintAServer(t *testing.T) {
 ! [serve] in loading: the Vulkan device is a CPU (llvmpipe), not a GPU
     line: ggml_vulkan: Warning: Device type is CPU.
 ✓ [serve] ready at http://127.0.0.1:8080 in 2s: tiny.gguf is served
+  OpenAI base URL: http://127.0.0.1:8080/v1
+  export OPENAI_BASE_URL=http://127.0.0.1:8080/v1
+  curl -sS http://127.0.0.1:8080/v1/completions \
+      -H 'Content-Type: application/json' \
+      -d '{"model":"tiny.gguf","prompt":"Hello","max_tokens":16}'
   serving: stop it with Ctrl-C
 ✓ [serve] /v1/completions answered: first token after 80 ms, 9 tokens at 534.2 tok/s (engine: 463.5 tok/s)
   answer: 7a7a7a
@@ -303,5 +312,48 @@ func TestPrintAServer(t *testing.T) {
 `
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("line mode (-want +got):\n%s", diff)
+	}
+}
+
+// TestReadyUsageRunsAsPrinted: the rows under a ready line, pasted into a
+// shell as line mode wraps them, reach a real HTTP server on loopback: the
+// export names its /v1 and the curl posts to its completions endpoint.
+func TestReadyUsageRunsAsPrinted(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("no curl")
+	}
+	posted := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		posted <- r.Method + " " + r.URL.Path + " " + string(b)
+		io.WriteString(w, "answered")
+	}))
+	defer srv.Close()
+	model := "qwen3-0.6b-q8_0.gguf"
+	out, _ := printAll([]runner.Event{serve.Ready{Step: "serve", URL: srv.URL, Model: model, Elapsed: time.Second}}, Options{})
+	var script []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "  ") && !strings.Contains(l, "OpenAI base URL") {
+			script = append(script, l)
+		}
+	}
+	if len(script) < 3 {
+		t.Fatalf("no wrapped commands under the ready line:\n%s", out)
+	}
+	for _, l := range script {
+		if len(l) > 80 {
+			t.Errorf("row wider than 80 columns: %q", l)
+		}
+	}
+	sh := strings.Join(script, "\n") + "\necho; echo \"base=$OPENAI_BASE_URL\"\n"
+	got, err := exec.Command("sh", "-c", sh).CombinedOutput()
+	if err != nil {
+		t.Fatalf("sh: %v\n%s\n%s", err, sh, got)
+	}
+	if !strings.Contains(string(got), "answered") || !strings.Contains(string(got), "base="+srv.URL+"/v1") {
+		t.Errorf("output:\n%s", got)
+	}
+	if p := <-posted; !strings.HasPrefix(p, "POST /v1/completions {") || !strings.Contains(p, `"model":"`+model+`"`) {
+		t.Errorf("the server got %q", p)
 	}
 }

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -86,19 +87,24 @@ func (d *Demo) Plan(track string) (*tui.Plan, error) {
 		return nil, err
 	}
 	v := d.view(p)
-	v.ReadOnly = readOnly(track)
+	v.ReadOnly = readOnly(track, v.Needs)
 	return v, nil
 }
 
-// readOnly is why the demo only shows the plan of track.
-func readOnly(track string) string {
-	return fmt.Sprintf("The demo runs %s only; this plan of %s is for reading (on a real machine: haloforge build --track %s).", demo.TrackID, track, track)
+// readOnly is why the demo only shows the plan of track, and the command
+// that builds it on a real machine, with the values it cannot run without.
+func readOnly(track string, needs []string) string {
+	build := "haloforge build --track " + track
+	for _, n := range needs {
+		build += " --set " + n + "=" + steps.InputExample(n)
+	}
+	return fmt.Sprintf("The demo runs %s only; this plan of %s is for reading (on a real machine: %s).", demo.TrackID, track, build)
 }
 
 // Start runs the demo's own track.
 func (d *Demo) Start(ctx context.Context, req tui.RunRequest) (<-chan runner.Event, error) {
 	if req.Track != demo.TrackID {
-		return nil, errors.New(readOnly(req.Track))
+		return nil, errors.New(readOnly(req.Track, nil))
 	}
 	return d.Engine.Start(ctx, req)
 }
@@ -111,8 +117,12 @@ func (d *Demo) PrepareRetry(_ context.Context, step string, f *diagnose.Finding)
 	if err := demo.ApplyFix(d.StateDir); err != nil {
 		return "", err
 	}
-	first, _, _ := strings.Cut(demo.FixCommand(), "\n")
-	return "Applied the fix for " + f.Family + " (" + first + "); retrying " + step + ".", nil
+	// named as the panel showed it: the finding's first fix line
+	first, _, _ := strings.Cut(cmp.Or(f.Fix, demo.FixCommand()), "\n")
+	if c, _, ok := strings.Cut(first, "   #"); ok {
+		first = c
+	}
+	return "Applied the fix for " + f.Family + " (" + strings.TrimSpace(first) + "); retrying " + step + ".", nil
 }
 
 // Shell opens nothing: the demo installs no box.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/haloforge/haloforge/detect"
 	"github.com/haloforge/haloforge/detect/hostfix"
@@ -40,8 +41,16 @@ func (e *Engine) ApplyHostFix(ctx context.Context, fix *tui.HostFix, out io.Writ
 	if fix == nil || fix.Plan == nil || !fix.Applicable || fix.Changes == "" {
 		return nil, errors.New("no confirmed changes to apply")
 	}
+	// The undo and verify it prints act on the same system and backups.
+	var flags []string
+	if e.HostRoot != "" && e.HostRoot != "/" {
+		flags = append(flags, "--root", e.HostRoot)
+	}
+	if slices.Contains(e.Flags, "--state-dir") {
+		flags = append(flags, "--state-dir", e.StateDir)
+	}
 	dir, err := hostfix.Apply(ctx, fix.Plan, e.host(out, e.runner()), hostfix.ApplyOptions{
-		StateDir: e.StateDir, Version: e.Version, Confirmed: fix.Changes})
+		StateDir: e.StateDir, Version: e.Version, Confirmed: fix.Changes, Flags: flags})
 	res := &tui.HostFixResult{BackupDir: dir}
 	if dir != "" {
 		if m, merr := hostfix.LoadBackup(dir); merr == nil {

@@ -65,9 +65,14 @@ func TestHostFixAppliesOnARoot(t *testing.T) {
 		t.Fatalf("fix: applicable %v refusal %q changes:\n%s\npreview error: %s", fix.Applicable, fix.Refusal, fix.Changes, fix.PreviewErr)
 	}
 	var out bytes.Buffer
+	e.Flags = []string{"--state-dir", e.StateDir}
 	res, err := e.ApplyHostFix(ctx, fix, &out)
 	if err != nil {
 		t.Fatalf("apply: %v\n%s", err, out.String())
+	}
+	// what it prints runs as printed: on the same system, the same backups
+	if want := "To undo: haloforge doctor --rollback " + res.BackupDir + " --root " + e.HostRoot + " --state-dir " + e.StateDir; !strings.Contains(out.String(), want) {
+		t.Errorf("the apply's undo lacks the flags, want %q:\n%s", want, out.String())
 	}
 	if !strings.HasPrefix(res.BackupDir, filepath.Join(e.StateDir, "host-backups")) || !slices.Contains(res.Commands, "write /etc/modprobe.d/strix.conf") {
 		t.Errorf("result %+v", res)

@@ -40,6 +40,9 @@ type StoryOptions struct {
 	// Width is the terminal's width when stdout is one: a run's progress
 	// and open line are then redrawn on the last line (linemode's Live).
 	Width func() int
+	// Flags are the global flags the user gave (--state-dir …), for the
+	// other commands the story names.
+	Flags []string
 }
 
 func (o StoryOptions) buildCommand(track string) string {
@@ -81,7 +84,8 @@ func Story(ctx context.Context, b tui.Backend, w io.Writer, o StoryOptions) (Out
 		out.Track = det.RecommendedTrack
 	}
 	if out.Track == "" {
-		p.f("\nNo track fits this machine. See every track with `haloforge tracks`; see the wizard on sample data with `haloforge demo`.\n")
+		p.f("\nNo track fits this machine. See every track with `%s`; see the wizard on sample data with `haloforge demo`.\n",
+			strings.Join(append([]string{"haloforge", "tracks"}, o.Flags...), " "))
 		return out, nil
 	}
 	plan, err := b.Plan(out.Track)
@@ -145,13 +149,17 @@ func (p *printer) detection(d *tui.Detection) {
 	if k := deref(d.Kernel.Release); k != "" {
 		p.f("kernel  %s\n", k)
 	}
-	for _, c := range d.Checks {
-		p.f("check   %-4s %-19s %s\n", c.Status, c.ID, c.Summary)
+	shown, noAMD := detect.SplitNoAMD(d.Checks)
+	for _, c := range shown {
+		p.f("check   %-4s %-20s %s\n", c.Status, c.ID, c.Summary) // the longest ID, firmware-kernel-pair, keeps the column
 		if c.Fix != "" && (c.Status == detect.StatusWarn || c.Status == detect.StatusFail) {
 			for _, l := range strings.Split(c.Fix, "\n") {
 				p.f("             fix: %s\n", l)
 			}
 		}
+	}
+	if len(noAMD) > 0 {
+		p.f("check   skip %s about an AMD GPU: this machine has none\n", text.Plural(len(noAMD), "check"))
 	}
 	if d.RecommendedTrack != "" {
 		p.f("recommended track: %s\n", d.RecommendedTrack)

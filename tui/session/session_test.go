@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/haloforge/haloforge/detect"
+	"github.com/haloforge/haloforge/diagnose"
 	"github.com/haloforge/haloforge/steps"
 	"github.com/haloforge/haloforge/steps/runner"
 	"github.com/haloforge/haloforge/tui"
@@ -205,6 +206,33 @@ func TestStoryWithoutGPUOffersDemo(t *testing.T) {
 	}
 }
 
+// TestStoryOnAnNVIDIAMachine: on a machine whose only GPU is NVIDIA's the
+// story names it, offers the demo, lists the checks that still matter and
+// folds those about an AMD GPU into one line, with no advice to load
+// amdgpu.
+func TestStoryOnAnNVIDIAMachine(t *testing.T) {
+	b, err := detect.ReadBundle("../../detect/testdata/bundles/nvidia-h100-sysfs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{Source: "this machine", Detector: func(context.Context) (*detect.Report, error) { return detect.Analyse(b), nil }}
+	var out bytes.Buffer
+	if _, err := Story(context.Background(), e, &out, StoryOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{"NVIDIA H100", "haloforge demo", "container-engine", "checks about an AMD GPU: this machine has none"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("story lacks %q:\n%s", want, got)
+		}
+	}
+	for _, not := range []string{"modprobe amdgpu", "kfd-access", detect.SkipNoAMD} {
+		if strings.Contains(got, not) {
+			t.Errorf("story says %q:\n%s", not, got)
+		}
+	}
+}
+
 func TestPlanViewExpandsNextCommands(t *testing.T) {
 	e := newTestDemo(t)
 	p, err := e.Plan(demo.TrackID)
@@ -318,5 +346,18 @@ func TestNextCommandsCarryFlags(t *testing.T) {
 	}
 	if bare := NextCommands(&steps.Plan{Track: tr}, ""); bare[0] != "haloforge serve --track vllm-image --model <model>" {
 		t.Errorf("without flags: %q", bare[0])
+	}
+}
+
+// TestDemoRetryNamesThePanelsFix: the demo's retry note names the fix the
+// hint panel showed first (the finding's), not another one.
+func TestDemoRetryNamesThePanelsFix(t *testing.T) {
+	d := newTestDemo(t)
+	note, err := d.PrepareRetry(context.Background(), "rocm", &diagnose.Finding{Family: demo.FailureFamily, Fix: "pip uninstall -y amdsmi   # in the venv\n# or: sed …"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Applied the fix for " + demo.FailureFamily + " (pip uninstall -y amdsmi); retrying rocm."; note != want {
+		t.Errorf("note %q, want %q", note, want)
 	}
 }

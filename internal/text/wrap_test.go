@@ -1,4 +1,4 @@
-package tui
+package text
 
 import (
 	"bytes"
@@ -65,17 +65,17 @@ func TestFixRowsCopyAndRun(t *testing.T) {
 	for _, fix := range []string{gttFix, amdsmiFix} {
 		var commands []string
 		for _, l := range strings.Split(fix, "\n") {
-			if lineKind(l) != kindProse {
+			if KindOf(l) != Prose {
 				commands = append(commands, l)
 			}
 		}
 		want := parsed(t, strings.Join(commands, "\n"))
 		for _, width := range []int{40, 60, 69, 80, 109, 200} {
-			rows := fixRows(fix, width)
+			rows := FixRows(fix, width)
 			var copied []string
-			for _, r := range fixLayout(fix, width) {
-				if r.kind != kindProse {
-					copied = append(copied, r.text)
+			for _, r := range FixLayout(fix, width) {
+				if r.Kind != Prose {
+					copied = append(copied, r.Text)
 				}
 			}
 			if got := parsed(t, strings.Join(copied, "\n")); got != want {
@@ -104,25 +104,65 @@ func TestShellWords(t *testing.T) {
 		`a\ b c`:                                {`a\ b`, "c"},
 		`pip uninstall -y amdsmi   # a note  x`: {"pip", "uninstall", "-y", "amdsmi", "# a note  x"},
 		`x#y z`:                                 {"x#y", "z"},
+		`cp a $(brew --prefix)/etc b`:           {"cp", "a", "$(brew --prefix)/etc", "b"},
 	} {
-		if got := shellWords(in); strings.Join(got, "|") != strings.Join(want, "|") {
-			t.Errorf("shellWords(%q) = %q, want %q", in, got, want)
+		if got := ShellWords(in); strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("ShellWords(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
 
 func TestLineKind(t *testing.T) {
-	for l, want := range map[string]fixLineKind{
-		"  sudo update-grub":                            kindCommand,
-		"pip uninstall -y amdsmi   # in the venv":       kindCommand,
-		"haloforge build --track legacy-gfx803":         kindCommand,
-		"# or stop the global preload":                  kindComment,
-		"Then reboot.":                                  kindProse,
-		"that the amdgpu driver binds to it: lspci -nn": kindProse,
-		"haloforge targets AMD GPUs. Check the BIOS":    kindProse,
+	for l, want := range map[string]LineKind{
+		"  sudo update-grub":                            Command,
+		"pip uninstall -y amdsmi   # in the venv":       Command,
+		"haloforge build --track legacy-gfx803":         Command,
+		"# or stop the global preload":                  Comment,
+		"Then reboot.":                                  Prose,
+		"that the amdgpu driver binds to it: lspci -nn": Prose,
+		"haloforge targets AMD GPUs. Check the BIOS":    Prose,
 	} {
-		if got := lineKind(l); got != want {
-			t.Errorf("lineKind(%q) = %v, want %v", l, got, want)
+		if got := KindOf(l); got != want {
+			t.Errorf("KindOf(%q) = %v, want %v", l, got, want)
 		}
+	}
+}
+
+// TestWrapBreaksPathsAtSlashes: prose wraps between words; a word wider
+// than a row is broken only after a '/', so that every piece is a whole
+// path element, and a word with no '/' stays whole.
+func TestWrapBreaksPathsAtSlashes(t *testing.T) {
+	const report = "/home/ada/.local/state/haloforge/runs/20261129-062932-1e70a5/report.json"
+	for _, tc := range []struct {
+		name, in string
+		width    int
+		want     []string
+	}{
+		{"fits", "report " + report, 100, []string{"report " + report}},
+		{"path on its own row", "see the report " + report, 80, []string{"see the report", "  " + report}},
+		{"path wider than a row", "report " + report, 40, []string{
+			"report /home/ada/.local/state/haloforge/",
+			"  runs/20261129-062932-1e70a5/",
+			"  report.json"}},
+		{"no slash stays whole", "digest sha256:b8a082f346d069376d35784250e38b23a043efe979408ae3a33d7c6b62ee3276 ok", 30, []string{
+			"digest",
+			"  sha256:b8a082f346d069376d35784250e38b23a043efe979408ae3a33d7c6b62ee3276",
+			"  ok"}},
+		{"a trailing slash is no break", "in dir/ here and there", 8, []string{"in dir/", "  here", "  and", "  there"}},
+		{"a no-break space holds", "fits 1 GiB (0.90\u00a0×\u00a0124\u00a0GiB)", 16, []string{"fits 1 GiB", "  (0.90\u00a0×\u00a0124\u00a0GiB)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Wrap(tc.in, tc.width, "  ")
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("Wrap(%q, %d) =\n%s\nwant\n%s", tc.in, tc.width, strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+			for _, r := range got {
+				for _, w := range strings.Fields(r) {
+					if !strings.Contains(tc.in, w) {
+						t.Errorf("row %q holds %q, which is not a piece of the text", r, w)
+					}
+				}
+			}
+		})
 	}
 }

@@ -1,4 +1,4 @@
-package tui
+package text
 
 import (
 	"strings"
@@ -16,68 +16,70 @@ import (
 // screen that shows it scrolls sideways. A comment that does not fit
 // beside its command goes on rows of its own, each a comment again.
 
-// fixRows lays out the lines of a fix for a width.
-func fixRows(fix string, width int) []string {
+// FixRows lays out the lines of a fix for a width.
+func FixRows(fix string, width int) []string {
 	var out []string
-	for _, r := range fixLayout(fix, width) {
-		out = append(out, r.text)
+	for _, r := range FixLayout(fix, width) {
+		out = append(out, r.Text)
 	}
 	return out
 }
 
-// fixRow is one row of a laid-out fix and the kind of line it comes from.
-type fixRow struct {
-	text string
-	kind fixLineKind
+// FixRow is one row of a laid-out fix and the kind of line it comes from.
+type FixRow struct {
+	Text string
+	Kind LineKind
 }
 
-// fixLayout lays out each line of a fix by its kind.
-func fixLayout(fix string, width int) []fixRow {
-	var out []fixRow
+// FixLayout lays out each line of a fix by its kind.
+func FixLayout(fix string, width int) []FixRow {
+	var out []FixRow
 	for _, l := range strings.Split(strings.TrimRight(fix, "\n"), "\n") {
 		var rows []string
-		kind := lineKind(l)
+		kind := KindOf(l)
 		switch kind {
-		case kindCommand:
-			rows = commandRows(l, width)
-		case kindComment:
+		case Command:
+			rows = CommandRows(l, width)
+		case Comment:
 			rows = commentRows(l, width)
 		default:
-			rows = proseRows(l, width)
+			rows = ProseRows(l, width)
 		}
 		for _, r := range rows {
-			out = append(out, fixRow{r, kind})
+			out = append(out, FixRow{r, kind})
 		}
 	}
 	return out
 }
 
-type fixLineKind int
+// LineKind is what a line of a fix is: prose, a command or a comment.
+type LineKind int
 
+// The kinds of a fix's lines.
 const (
-	kindProse fixLineKind = iota
-	kindCommand
-	kindComment
+	Prose   LineKind = iota // a sentence: wraps at words
+	Command                 // a shell command: wraps between its words with " \"
+	Comment                 // a shell comment: every row stays one
 )
 
-// lineKind tells the lines of a fix apart: a shell comment; a command
+// KindOf tells the lines of a fix apart: a shell comment; a command
 // (indented under a heading, as doctor writes them, or starting with a
 // lower-case program name or a path, without sentences in it); else prose
 // ("Fedora (grubby):", "Then reboot.", "that the driver binds to it: …").
-func lineKind(l string) fixLineKind {
+func KindOf(l string) LineKind {
 	t := strings.TrimSpace(l)
 	if t == "" {
-		return kindProse
+		return Prose
 	}
 	switch {
 	case t == "":
-		return kindProse
+		return Prose
 	case strings.HasPrefix(t, "#"):
-		return kindComment
+		return Comment
 	case strings.HasPrefix(l, "  "), strings.HasPrefix(l, "\t"):
-		return kindCommand
+		return Command
 	}
-	words := shellWords(t)
+	words := ShellWords(t)
 	if last := words[len(words)-1]; strings.HasPrefix(last, "#") {
 		words = words[:len(words)-1] // a trailing comment may be prose
 	}
@@ -88,13 +90,13 @@ func lineKind(l string) fixLineKind {
 	code := strings.Join(bare, " ")
 	if strings.Contains(code, ". ") || strings.Contains(code, ": ") || strings.Contains(code, ", ") ||
 		strings.HasSuffix(code, ".") || strings.HasSuffix(code, ":") {
-		return kindProse // sentences: a command line has none
+		return Prose // sentences: a command line has none
 	}
 	r := []rune(t)[0]
 	if unicode.IsLower(r) || strings.ContainsRune("./$~", r) {
-		return kindCommand
+		return Command
 	}
-	return kindProse
+	return Prose
 }
 
 // unquoted drops what a shell word quotes: "x: y" and 's/a: b/' hold no
@@ -123,46 +125,80 @@ func leading(l string) (string, string) {
 	return l[:len(l)-len(t)], t
 }
 
-// proseRows wraps a line of text at word boundaries; the rows after the
+// ProseRows wraps a line of text at word boundaries; the rows after the
 // first are indented two cells deeper than the line.
-func proseRows(l string, width int) []string {
-	return wrapWithPrefix(l, width, "  ")
+func ProseRows(l string, width int) []string {
+	return Wrap(l, width, "  ")
 }
 
 // commentRows wraps a shell comment; every row stays a comment.
 func commentRows(l string, width int) []string {
 	lead, t := leading(l)
-	return wrapWithPrefix(lead+t, width, "#   ")
+	return Wrap(lead+t, width, "#   ")
 }
 
-// wrapWithPrefix word-wraps l at spaces; rows after the first start with
-// the line's indent and then next. A word longer than a row stays whole.
-func wrapWithPrefix(l string, width int, next string) []string {
+// Wrap word-wraps l at spaces to width; rows after the first start with
+// the line's indent and then next. A word is never cut inside: one wider
+// than a row breaks only after a '/' (a path, a URL), each piece as long as
+// fits, and with no '/' it stays whole (the screen scrolls sideways).
+func Wrap(l string, width int, next string) []string {
 	if ansi.StringWidth(l) <= width {
 		return []string{l} // as written, its spacing kept
 	}
 	lead, text := leading(l)
 	var rows []string
 	cur := lead
-	for _, w := range strings.Fields(text) {
+	fresh := func() bool { return cur == lead || cur == lead+next }
+	// put adds a piece after sep, or on a new row when it does not fit.
+	put := func(piece, sep string) {
 		switch {
-		case cur == lead || cur == lead+next:
-			cur += w
-		case ansi.StringWidth(cur)+1+ansi.StringWidth(w) > width:
+		case fresh():
+			cur += piece
+		case ansi.StringWidth(cur)+len(sep)+ansi.StringWidth(piece) > width:
 			rows = append(rows, cur)
-			cur = lead + next + w
+			cur = lead + next + piece
 		default:
-			cur += " " + w
+			cur += sep + piece
+		}
+	}
+	// at ASCII spaces only: a no-break space (U+00A0) holds its words
+	// together, as it says
+	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return r == ' ' || r == '\t' }) {
+		if ansi.StringWidth(lead+next+w) <= width || !strings.Contains(strings.TrimSuffix(w, "/"), "/") {
+			put(w, " ")
+			continue
+		}
+		for i, p := range pathPieces(w) {
+			if i == 0 {
+				put(p, " ")
+			} else {
+				put(p, "")
+			}
 		}
 	}
 	return append(rows, cur)
 }
 
-// commandRows wraps a shell command between its words with " \"
+// pathPieces splits a word after each '/': "/a/b.json" is "/", "a/",
+// "b.json".
+func pathPieces(w string) []string {
+	var out []string
+	for w != "" {
+		i := strings.IndexByte(w, '/')
+		if i < 0 {
+			return append(out, w)
+		}
+		out = append(out, w[:i+1])
+		w = w[i+1:]
+	}
+	return out
+}
+
+// CommandRows wraps a shell command between its words with " \"
 // continuations; words (with their quotes) are never split.
-func commandRows(l string, width int) []string {
+func CommandRows(l string, width int) []string {
 	lead, text := leading(l)
-	words := shellWords(text)
+	words := ShellWords(text)
 	if len(words) == 0 {
 		return []string{l}
 	}
@@ -176,7 +212,7 @@ func commandRows(l string, width int) []string {
 	indent := lead + "    "
 	var rows []string
 	cur := lead + words[0]
-	for _, w := range words[1:] {
+	for _, w := range flagUnits(words[1:], width-len(indent)-2) {
 		// a row keeps room for its " \" when another word follows
 		if ansi.StringWidth(cur)+1+ansi.StringWidth(w)+2 > width {
 			rows = append(rows, cur+" \\")
@@ -202,16 +238,44 @@ func commandRows(l string, width int) []string {
 	return rows
 }
 
-// shellWords splits a command line at the spaces a shell splits it at:
+// flagUnits keeps an option and its value on one row ("--model M"), as
+// long as the two fit a row together: a break goes between options, where
+// a reader looks for one.
+func flagUnits(words []string, room int) []string {
+	var out []string
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if i+1 < len(words) && isOption(w) && !isOption(words[i+1]) && !isOperator(words[i+1]) &&
+			ansi.StringWidth(w)+1+ansi.StringWidth(words[i+1]) <= room {
+			w += " " + words[i+1]
+			i++
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// isOption is a word such as -o or --model that may take the next word as
+// its value (not --flag=value, not a lone "-" or "--").
+func isOption(w string) bool {
+	return strings.HasPrefix(w, "-") && w != "-" && w != "--" && !strings.Contains(w, "=")
+}
+
+// isOperator is a word the shell reads as a pipe, list or redirection.
+func isOperator(w string) bool {
+	return strings.ContainsAny(w[:1], "|&;<>") || strings.HasPrefix(w, "2>") || strings.HasPrefix(w, "1>")
+}
+
+// ShellWords splits a command line at the spaces a shell splits it at:
 // quotes and backslash escapes keep their spaces, and each word keeps its
-// quotes as written. A comment (from a word starting with #) runs to the
+// quotes as written, and so does a $(…) substitution. A comment (from a word starting with #) runs to the
 // end of the line and stays one piece: a continuation inside it would not
 // continue.
-func shellWords(s string) []string {
+func ShellWords(s string) []string {
 	var words []string
 	var cur strings.Builder
 	var quote rune
-	escaped := false
+	escaped, depth := false, 0
 	for i, r := range s {
 		switch {
 		case escaped:
@@ -226,7 +290,11 @@ func shellWords(s string) []string {
 			quote = r
 		case r == '#' && cur.Len() == 0:
 			return append(words, strings.TrimSpace(s[i:]))
-		case r == ' ' || r == '\t':
+		case r == '(' && strings.HasSuffix(cur.String(), "$"):
+			depth++ // a $(command) is one word with its spaces
+		case r == ')' && depth > 0:
+			depth--
+		case (r == ' ' || r == '\t') && depth == 0:
 			if cur.Len() > 0 {
 				words = append(words, cur.String())
 				cur.Reset()
