@@ -652,7 +652,7 @@ SH
   export HALOFORGE_FACTS_FILE=$T/step.facts HALOFORGE_OWNER=20261129-093012-a1b2c3.0123456789ab HALOFORGE_TRACK=fx
   run hf "hf_owner_flags"
   [ "$output" = "$(printf -- '--label\nio.haloforge.owner=%s' "$HALOFORGE_OWNER")" ]
-  HALOFORGE_OWNER= run hf "hf_owner_flags"
+  HALOFORGE_OWNER='' run hf "hf_owner_flags"
   [ "$output" = "" ]
   # a stand-in engine answering podman's image inspect
   cat >"$T/podman" <<'SH'
