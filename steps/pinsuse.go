@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/pins/sets"
 )
@@ -80,8 +81,15 @@ func PreparePinsUse(path string, s sets.Set, tracks []Track, now time.Time) (*Pi
 	if err != nil {
 		return nil, err
 	}
-	orig, err := os.ReadFile(target)
+	orig, err := safefile.ReadRegular(target, pins.MaxFileSize, safefile.Follow)
 	if err != nil {
+		return nil, err
+	}
+	// The change, its diff and the check before writing all start from
+	// these bytes: another writer may have replaced the file since Load
+	// read it, and a diff from the older copy would call a change that
+	// is already there new.
+	if oldF, err = pins.Parse(path, orig); err != nil {
 		return nil, err
 	}
 	u := &PinsUse{Set: s, Path: path, Target: target, Old: oldF, orig: orig, mode: st.Mode().Perm()}
