@@ -85,3 +85,24 @@ func TestInternalIsTheFloor(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeStartsWithTheTwoCommands: the first two shell blocks of README.md
+// are the set-up commands, one line each: the one that installs and runs the
+// wizard, then the one that runs every test.
+func TestReadmeStartsWithTheTwoCommands(t *testing.T) {
+	doc, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(string(doc), 2)
+	if len(blocks) < 2 {
+		t.Fatalf("README.md has %d shell blocks, want the two set-up commands first", len(blocks))
+	}
+	wizard, tests := strings.TrimSpace(blocks[0][1]), strings.TrimSpace(blocks[1][1])
+	if strings.Contains(wizard, "\n") || !strings.HasSuffix(wizard, "&& haloforge") || !strings.Contains(wizard, "go install ./cmd/haloforge") {
+		t.Errorf("README's first command is %q, want one line that installs haloforge and runs the wizard", wizard)
+	}
+	if tests != "make test" {
+		t.Errorf("README's second command is %q, want make test", tests)
+	}
+}
