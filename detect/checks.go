@@ -492,16 +492,16 @@ func checkGTT(_ *facts, r *Report) Check {
 		return skip("GTT size unknown (no sysfs mem_info_gtt_total, dmesg or TTM limit)")
 	}
 	if r.Memory.TotalBytes == nil {
-		return Check{Status: StatusSkip, Summary: what + " " + fmtGiB(gtt) + "; RAM unknown, so no target to compare with"}
+		return Check{Status: StatusSkip, Summary: what + " " + text.Bytes(gtt) + "; RAM unknown, so no target to compare with"}
 	}
 	ram := *r.Memory.TotalBytes
 	p := planGTT(ram)
-	sum := fmt.Sprintf("%s %s of %s RAM", what, fmtGiB(gtt), fmtGiB(ram))
+	sum := fmt.Sprintf("%s %s of %s RAM", what, text.Bytes(gtt), text.Bytes(ram))
 	if float64(gtt) >= 0.7*float64(ram) {
 		return Check{Status: StatusOK, Summary: sum}
 	}
 	lead := fmt.Sprintf("Let the GPU use %d GiB (RAM %s minus %d GiB kept for the OS): ttm.pages_limit=%d (= %d GiB x 262144 pages of 4 KiB).",
-		p.GiB, fmtGiB(ram), p.ReserveGiB, p.Pages, p.GiB)
+		p.GiB, text.Bytes(ram), p.ReserveGiB, p.Pages, p.GiB)
 	if usesAMDTTM(r) {
 		lead += "\namdgpu-dkms is loaded, so set the same on amdttm."
 	}
@@ -551,7 +551,7 @@ func checkGTTSizeDeprecated(f *facts, r *Report) Check {
 		}
 		if d := f.dmesg; d.GTTAsked != nil {
 			sum = fmt.Sprintf("amdgpu.gttsize asks %s but TTM allows only %s (dmesg: \"this is unusual\"): use ttm.pages_limit",
-				fmtGiB(*d.GTTAsked), fmtGiB(*d.TTMSize))
+				text.Bytes(*d.GTTAsked), text.Bytes(*d.TTMSize))
 		}
 		fix := &Remedy{Lead: "Remove it and size GTT with ttm.pages_limit (see gtt-size):"}
 		if usesAMDTTM(r) {
@@ -579,7 +579,7 @@ func checkGTTSizeDeprecated(f *facts, r *Report) Check {
 	if gtt, limit, ok := gttAndTTM(r); ok && (gtt-limit >= gib || limit-gtt >= gib) {
 		return Check{Status: StatusWarn,
 			Summary: fmt.Sprintf("GTT is %s but the TTM limit (pages_limit) is %s: the GPU can allocate only %s; something sets GTT apart from ttm.pages_limit",
-				fmtGiB(gtt), fmtGiB(limit), fmtGiB(min(gtt, limit))),
+				text.Bytes(gtt), text.Bytes(limit), text.Bytes(min(gtt, limit))),
 			Remedy: &Remedy{Lead: "Set GTT in one place only: remove amdgpu.gttsize (kernel command line and /etc/modprobe.d) and size GTT with ttm.pages_limit (see gtt-size):",
 				Args: []ArgChange{{KernelArg{Op: OpRemove, Key: "amdgpu.gttsize"}, gttsizeWhy["amdgpu.gttsize"]}}}}
 	}
@@ -638,14 +638,14 @@ func checkCarveout(_ *facts, r *Report) Check {
 	}
 	v := *g.VRAMBytes
 	if v <= 2*gib {
-		return Check{Status: StatusOK, Summary: "BIOS carve-out " + fmtMiB(v) + ": memory stays with the OS and GTT"}
+		return Check{Status: StatusOK, Summary: "BIOS carve-out " + text.Bytes(v) + ": memory stays with the OS and GTT"}
 	}
 	pool := ""
 	if g.PoolBytes != nil && *g.PoolBytes >= v/2 {
-		pool = " (ROCm uses it: its pool is " + fmtGiB(*g.PoolBytes) + ")"
+		pool = " (ROCm uses it: its pool is " + text.Bytes(*g.PoolBytes) + ")"
 	}
 	return Check{Status: StatusWarn,
-		Summary: "BIOS carve-out " + fmtGiB(v) + pool + ": RAM reserved for the GPU is gone from Linux for good, while GTT is shared as needed",
+		Summary: "BIOS carve-out " + text.Bytes(v) + pool + ": RAM reserved for the GPU is gone from Linux for good, while GTT is shared as needed",
 		Remedy: &Remedy{Lead: "AMD recommends a small carve-out and a large TTM/GTT limit instead. In the BIOS/UEFI set the UMA frame buffer\n" +
 			"(\"iGPU memory\", \"UMA size\") to its minimum, 512 MB, then grow GTT with ttm.pages_limit (see gtt-size).\n" +
 			"(Kernels before \"drm/amdkfd: use GTT for VRAM on APUs only if GTT is larger\" gave ROCm only a 15 GiB pool of a 96 GB carve-out.)",
@@ -656,13 +656,6 @@ func checkCarveout(_ *facts, r *Report) Check {
 var carveoutStep = Step{ID: "firmware:bios-carveout", Kind: StepFirmware,
 	Change: "in the BIOS/UEFI setup, set the UMA frame buffer (\"iGPU memory\", \"UMA size\") to its minimum: 512 MB on most boards " +
 		"(GMKtec EVO-X2 BIOS 1.12: 2 GB, under UMA_SPECIFIED, shown with Alt+F5); memory for the GPU then comes from GTT"}
-
-func fmtMiB(b int64) string {
-	if b >= gib {
-		return fmtGiB(b)
-	}
-	return fmt.Sprintf("%d MiB", b>>20)
-}
 
 // renderGroups open /dev/kfd and /dev/dri/renderD*.
 var renderGroups = []string{"render", "video"}
@@ -850,10 +843,10 @@ func checkBuildMemory(_ *facts, r *Report) Check {
 	jobs := max(1, ram/(4*gib))
 	switch {
 	case ram < 16*gib:
-		return Check{Status: StatusFail, Summary: fmtGiB(ram) + " RAM: too little to compile vLLM and flash-attention",
+		return Check{Status: StatusFail, Summary: text.Bytes(ram) + " RAM: too little to compile vLLM and flash-attention",
 			Remedy: advice("Use a prebuilt track (vllm-image, ollama, llamacpp-vulkan), or add swap and build with MAX_JOBS=2")}
 	case ram < 32*gib:
-		return Check{Status: StatusWarn, Summary: fmtGiB(ram) + " RAM: builds need MAX_JOBS limited", Remedy: advice(fmt.Sprintf("export MAX_JOBS=%d", jobs))}
+		return Check{Status: StatusWarn, Summary: text.Bytes(ram) + " RAM: builds need MAX_JOBS limited", Remedy: advice(fmt.Sprintf("export MAX_JOBS=%d", jobs))}
 	}
-	return Check{Status: StatusOK, Summary: fmt.Sprintf("%s RAM (MAX_JOBS up to %d)", fmtGiB(ram), jobs)}
+	return Check{Status: StatusOK, Summary: fmt.Sprintf("%s RAM (MAX_JOBS up to %d)", text.Bytes(ram), jobs)}
 }

@@ -24,7 +24,7 @@ func TestCarveoutReasonIsCurrent(t *testing.T) {
 func TestGTTAgainstTTMLimit(t *testing.T) {
 	r := Analyse(mustBundle(t, "gfx1151-sysfs-transcript"))
 	c := mustCheck(t, r, CheckGTTSizeDeprecated, StatusWarn)
-	if !strings.Contains(c.Summary, "GTT is 115.0 GiB but the TTM limit (pages_limit) is 100.0 GiB") {
+	if !strings.Contains(c.Summary, "GTT is 115 GiB but the TTM limit (pages_limit) is 100 GiB") {
 		t.Errorf("summary %q", c.Summary)
 	}
 	var b strings.Builder

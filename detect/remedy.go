@@ -341,8 +341,3 @@ func GTTArgs(r *Report, pages int64, why string) []ArgChange {
 	}
 	return out
 }
-
-// fmtGiB prints bytes as GiB with one decimal.
-func fmtGiB(b int64) string {
-	return fmt.Sprintf("%.1f GiB", float64(b)/float64(gib))
-}

@@ -79,10 +79,10 @@ func (r *Report) writeFacts(b *strings.Builder) {
 		fmt.Fprintf(b, "  GPU %d: %s", i, describeGPU(&r.GPUs[i]))
 		g := r.GPUs[i]
 		if g.VRAMBytes != nil {
-			fmt.Fprintf(b, ", VRAM %s", fmtMiB(*g.VRAMBytes))
+			fmt.Fprintf(b, ", VRAM %s", text.Bytes(*g.VRAMBytes))
 		}
 		if g.GTTBytes != nil {
-			fmt.Fprintf(b, ", GTT %s", fmtGiB(*g.GTTBytes))
+			fmt.Fprintf(b, ", GTT %s", text.Bytes(*g.GTTBytes))
 		}
 		if g.PCISlot != nil {
 			fmt.Fprintf(b, ", at %s", *g.PCISlot)
@@ -105,7 +105,7 @@ func (r *Report) writeFacts(b *strings.Builder) {
 		fmt.Fprintf(b, "  GPU kernel parameters: %s\n", strOr(ptrIf(strings.Join(ps, " ")), "none"))
 	}
 	if r.Memory.TotalBytes != nil {
-		fmt.Fprintf(b, "  RAM: %s\n", fmtGiB(*r.Memory.TotalBytes))
+		fmt.Fprintf(b, "  RAM: %s\n", text.Bytes(*r.Memory.TotalBytes))
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(b, "  note: %s\n", n)
