@@ -185,8 +185,9 @@ box_reuse_or_create() {
   local -a create=(create --yes --name "$TOOLBOX_NAME" --image "$want") own mgr
   local had_image=0
   mapfile -t own < <(hf_owner_flags)
-  if (($# + ${#own[@]})); then
-    create+=(--additional-flags "$* ${own[*]}")
+  local -a extra=("$@" "${own[@]}")
+  if ((${#extra[@]})); then
+    create+=(--additional-flags "${extra[*]}")
   fi
   read -r -a mgr <<<"$(box_manager)"
   if ! is_dry_run && "${mgr[@]}" image inspect "$want" >/dev/null 2>&1; then
