@@ -143,8 +143,10 @@ func TestTmuxDemo(t *testing.T) {
 	took := tm.waitFor("gfx1151", 5*time.Second)
 	t.Logf("gfx1151 on screen after %v", took.Round(time.Millisecond))
 
-	// detection -> picker -> plan -> run
-	tm.keys("Enter", "Enter", "Enter")
+	// detection -> picker -> plan (its Enter once it is drawn) -> run
+	tm.keys("Enter", "Enter")
+	tm.waitFor("steps run", 20*time.Second)
+	tm.keys("Enter")
 	took = tm.waitFor("therock-amdsmi-double-free", 60*time.Second)
 	t.Logf("hint panel after %v", took.Round(time.Millisecond))
 	if scr := tm.screen(); !strings.Contains(scr, "rtld_global") && !strings.Contains(scr, "amdsmi") {
@@ -324,7 +326,9 @@ func TestTmuxThroughput(t *testing.T) {
 	tm := newTmux(t, 120, 40, fmt.Sprintf("%s --track vllm-image --scripts %s --state-dir %s",
 		shellQuote(bin), shellQuote(root), shellQuote(state)))
 	tm.waitFor("Checks", 10*time.Second) // detection done
-	tm.keys("Enter", "Enter", "Enter")   // detection -> picker -> plan -> run
+	tm.keys("Enter", "Enter")            // detection -> picker -> plan
+	tm.waitFor("steps run", 20*time.Second)
+	tm.keys("Enter") // -> run, once the plan is drawn
 	for range 10 {
 		scr := tm.screen()
 		if strings.Contains(scr, "pull log") {
