@@ -122,7 +122,14 @@ func ParseProbe(r io.Reader) (*Facts, error) {
 		if key != "facts" && len(val) > maxFactValue {
 			val = val[:maxFactValue]
 		}
-		val = text.Sanitize(val)
+		// A fact is one line a screen shows: no tab or other control kept
+		// (the facts JSON keeps its own layout; its strings are checked
+		// where they are read).
+		if key == "facts" {
+			val = text.Sanitize(val)
+		} else {
+			val = text.Printable(val, 0)
+		}
 		seen = true
 		switch {
 		case key == "probe", key == "clock":
