@@ -133,8 +133,8 @@ type Runner struct {
 	interrupted  bool // a step was stopped, or the run was cancelled between steps
 	started      time.Time
 	report       *Report
-	stepVars     map[string]string      // the pins and build variables every step gets in its environment (snapshot.go)
-	stepVarNames []string               // their names, pins first, for PinNamesEnv
+	buildVars    map[string]string      // toolbox.env's build variables every step gets in its environment, beside the plan's pins (snapshot.go)
+	stepVarNames []string               // the names of the pins and build variables, pins first, for PinNamesEnv
 	pinsSnap     []byte                 // the record of the pins the steps got
 	toolboxSnap  []byte                 // the record of toolbox.env's build variables; nil when there is none
 	parked       []*supervisor          // supervisors keeping what a succeeded step left running until the run ends

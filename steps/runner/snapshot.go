@@ -44,8 +44,9 @@ const (
 )
 
 // snapshots checks the plan's pins and the toolbox dir's toolbox.env and
-// makes what the steps get from them: the values (r.stepVars), their names
-// and the two snapshots' contents; every error is bad input.
+// makes what the steps get from them: the build variables' values
+// (r.buildVars; the pins are the plan's own), the names of both and the two
+// snapshots' contents; every error is bad input.
 func (r *Runner) snapshots() error {
 	env := r.plan.Env
 	var names []string
@@ -53,10 +54,6 @@ func (r *Runner) snapshots() error {
 		if _, ok := env[s.Name]; ok {
 			names = append(names, s.Name)
 		}
-	}
-	r.stepVars = map[string]string{}
-	for _, n := range names {
-		r.stepVars[n] = env[n]
 	}
 	r.stepVarNames = slices.Clone(names)
 	from := "the built-in pins"
@@ -87,17 +84,17 @@ func (r *Runner) snapshots() error {
 	if err != nil {
 		return err
 	}
-	values := map[string]string{}
+	pinNames := names
+	r.buildVars = map[string]string{}
 	names = nil
 	for _, p := range vars {
 		names = append(names, p.Name)
-		values[p.Name] = p.Value
-		if _, pin := r.stepVars[p.Name]; !pin {
+		r.buildVars[p.Name] = p.Value
+		if !slices.Contains(pinNames, p.Name) {
 			r.stepVarNames = append(r.stepVarNames, p.Name)
 		}
-		r.stepVars[p.Name] = p.Value
 	}
-	r.toolboxSnap, err = snapshot("build variables from "+strconv.Quote(path)+", validated; the pins win", names, values)
+	r.toolboxSnap, err = snapshot("build variables from "+strconv.Quote(path)+", validated; the pins win", names, r.buildVars)
 	return err
 }
 

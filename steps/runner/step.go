@@ -497,7 +497,7 @@ func (r *Runner) bin() string {
 // unsets one) and the HALOFORGE_* variables.
 func (r *Runner) stepEnv(s steps.PlannedStep) []string {
 	set := map[string]string{}
-	for k, v := range r.stepVars {
+	for k, v := range r.buildVars {
 		set[k] = v
 	}
 	for k, v := range r.plan.Env {
