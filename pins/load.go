@@ -13,11 +13,20 @@ import (
 // growing file without a bound would fill memory.
 const MaxFileSize = 1 << 20
 
-// Load reads and parses a pins file. Only a regular file (or a symlink to
+// Load reads and parses a pins file (ReadFile, then Parse).
+func Load(path string) (*File, error) {
+	data, err := ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// ReadFile reads a pins file's bytes. Only a regular file (or a symlink to
 // one) is read, and at most MaxFileSize bytes: a device such as /dev/zero,
 // a FIFO, a socket or a directory is refused at once, without blocking and
 // without reading from it.
-func Load(path string) (*File, error) {
+func ReadFile(path string) ([]byte, error) {
 	// Never waits on a FIFO, never reads past the bound.
 	data, err := safefile.ReadRegular(path, MaxFileSize, safefile.Follow)
 	var nr *safefile.NotRegularError
@@ -31,7 +40,7 @@ func Load(path string) (*File, error) {
 	case err != nil:
 		return nil, err
 	}
-	return Parse(path, data)
+	return data, nil
 }
 
 // linkTarget is " (→ target)" when path is a symlink, so the message says

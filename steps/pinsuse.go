@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/haloforge/haloforge/internal/safefile"
 	"github.com/haloforge/haloforge/pins"
 	"github.com/haloforge/haloforge/pins/sets"
 )
@@ -69,7 +68,14 @@ var ErrPinsChanged = errors.New("changed since its diff was computed (another pi
 // PreparePinsUse reads the pins file and computes the set's change to it.
 // Every error is bad input: nothing was written.
 func PreparePinsUse(path string, s sets.Set, tracks []Track, now time.Time) (*PinsUse, error) {
-	oldF, err := pins.Load(path)
+	// The change, its diff and the check before writing all start from
+	// these bytes, read once: a diff from another read could call a change
+	// another writer already made new.
+	orig, err := pins.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	oldF, err := pins.Parse(path, orig)
 	if err != nil {
 		return nil, err
 	}
@@ -79,17 +85,6 @@ func PreparePinsUse(path string, s sets.Set, tracks []Track, now time.Time) (*Pi
 	}
 	st, err := os.Stat(target)
 	if err != nil {
-		return nil, err
-	}
-	orig, err := safefile.ReadRegular(target, pins.MaxFileSize, safefile.Follow)
-	if err != nil {
-		return nil, err
-	}
-	// The change, its diff and the check before writing all start from
-	// these bytes: another writer may have replaced the file since Load
-	// read it, and a diff from the older copy would call a change that
-	// is already there new.
-	if oldF, err = pins.Parse(path, orig); err != nil {
 		return nil, err
 	}
 	u := &PinsUse{Set: s, Path: path, Target: target, Old: oldF, orig: orig, mode: st.Mode().Perm()}
