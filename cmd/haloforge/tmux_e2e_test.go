@@ -79,6 +79,17 @@ func (s *tmuxSession) screen() string {
 }
 
 // waitFor polls the screen until it contains text; it returns how long that took.
+// startRun goes from the detection screen through the picker to the plan,
+// waits for the plan (planText) to be drawn, then starts the run: the plan
+// takes its Enter once it is on screen, since a key sent while the picker
+// hands over can land on the picker instead.
+func (s *tmuxSession) startRun(planText string) {
+	s.t.Helper()
+	s.keys("Enter", "Enter")
+	s.waitFor(planText, 20*time.Second)
+	s.keys("Enter")
+}
+
 func (s *tmuxSession) waitFor(text string, limit time.Duration) time.Duration {
 	s.t.Helper()
 	start := time.Now()
@@ -143,10 +154,7 @@ func TestTmuxDemo(t *testing.T) {
 	took := tm.waitFor("gfx1151", 5*time.Second)
 	t.Logf("gfx1151 on screen after %v", took.Round(time.Millisecond))
 
-	// detection -> picker -> plan (its Enter once it is drawn) -> run
-	tm.keys("Enter", "Enter")
-	tm.waitFor("steps run", 20*time.Second)
-	tm.keys("Enter")
+	tm.startRun("steps run")
 	took = tm.waitFor("therock-amdsmi-double-free", 60*time.Second)
 	t.Logf("hint panel after %v", took.Round(time.Millisecond))
 	if scr := tm.screen(); !strings.Contains(scr, "rtld_global") && !strings.Contains(scr, "amdsmi") {
@@ -326,9 +334,7 @@ func TestTmuxThroughput(t *testing.T) {
 	tm := newTmux(t, 120, 40, fmt.Sprintf("%s --track vllm-image --scripts %s --state-dir %s",
 		shellQuote(bin), shellQuote(root), shellQuote(state)))
 	tm.waitFor("Checks", 10*time.Second) // detection done
-	tm.keys("Enter", "Enter")            // detection -> picker -> plan
-	tm.waitFor("steps run", 20*time.Second)
-	tm.keys("Enter") // -> run, once the plan is drawn
+	tm.startRun("steps run")
 	for range 10 {
 		scr := tm.screen()
 		if strings.Contains(scr, "pull log") {

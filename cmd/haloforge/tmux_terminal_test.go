@@ -160,9 +160,7 @@ func TestTmuxQuitAndInterrupt(t *testing.T) {
 
 	tm, st = demo(120, 40)
 	tm.waitFor("gfx1151", 10*time.Second)
-	tm.keys("Enter", "Enter")
-	tm.waitFor("All 7 steps run", 20*time.Second)
-	tm.keys("Enter")
+	tm.startRun("All 7 steps run")
 	tm.waitFor("toolbox log", 20*time.Second)
 	tm.keys("q")
 	tm.waitFor("Quit? The running step", 5*time.Second)
@@ -182,11 +180,7 @@ func TestTmuxTitleIsRestored(t *testing.T) {
 	cmd := fmt.Sprintf(`printf '\033]2;before-haloforge\033\\'; env XDG_STATE_HOME=%s %s demo`, shellQuote(t.TempDir()), shellQuote(bin))
 	tm, st := tmuxWithStatus(t, 120, 40, cmd)
 	tm.waitFor("gfx1151", 10*time.Second)
-	tm.keys("Enter", "Enter")
-	// The plan screen takes its Enter once it is drawn: a key sent while
-	// the picker hands over can land on the picker instead.
-	tm.waitFor("All 7 steps run", 20*time.Second)
-	tm.keys("Enter")
+	tm.startRun("All 7 steps run")
 	tm.waitFor("toolbox log", 20*time.Second)
 	if title := tm.title(); !strings.HasPrefix(title, "haloforge") {
 		t.Errorf("during the run the title is %q, want haloforge's", title)
